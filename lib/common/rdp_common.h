@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RDP_COMMON_H
+#define RDP_COMMON_H
+
+/**
+ * @file
+ * Conventions shared by every rdmaplane library.
+ *
+ * - **One error convention.** Functions returning `int` return 0 or a
+ *   negative errno. Constructors return NULL and set `rte_errno`. Burst
+ *   functions return how many items they handled and never log. A failing
+ *   slow-path call also records a sentence a person can act on (which file,
+ *   line, key, peer or field, and which rule) with rdp_err_set(); read it
+ *   back with rdp_err_msg() on the same thread.
+ * - **One log macro shape.** Each library registers one log type
+ *   (`rdp.<lib>`) and defines `<LIB>_LOG(level, fmt, ...)` on top of
+ *   RDP_LOG(). Datapath code never logs.
+ * - Branch hints and cache-line helpers come from DPDK.
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_common.h>
+#include <rte_errno.h>
+#include <rte_log.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Longest error detail kept by rdp_err_set(), including the NUL. */
+#define RDP_ERR_MSG_MAX 512
+
+/**
+ * Record why the calling slow-path function fails.
+ *
+ * Sets `rte_errno` to @p err and keeps a formatted detail for this thread.
+ *
+ * @param err
+ *   Positive errno value (EINVAL, ENOMEM, ...).
+ * @param fmt
+ *   printf-style format of the detail, without a trailing newline.
+ * @return
+ *   `-err`, so that a function can `return rdp_err_set(EINVAL, ...);`.
+ */
+int rdp_err_set(int err, const char *fmt, ...) __rte_format_printf(2, 3);
+
+/**
+ * Same as rdp_err_set() with a va_list.
+ *
+ * @param err
+ *   Positive errno value.
+ * @param fmt
+ *   printf-style format.
+ * @param ap
+ *   Arguments for @p fmt.
+ * @return
+ *   `-err`.
+ */
+int rdp_err_vset(int err, const char *fmt, va_list ap);
+
+/**
+ * The detail recorded by the last rdp_err_set() on this thread.
+ *
+ * @return
+ *   A NUL-terminated sentence; the empty string when nothing was recorded
+ *   since the last rdp_err_clear(). Valid until the next rdp_err_set() on
+ *   this thread.
+ */
+const char *rdp_err_msg(void);
+
+/** Forget the recorded detail of this thread. */
+void rdp_err_clear(void);
+
+/**
+ * Log through the DPDK logger with a library prefix.
+ *
+ * @param level
+ *   DPDK level name without prefix: ERR, WARNING, NOTICE, INFO, DEBUG.
+ * @param type
+ *   Log type registered with RTE_LOG_REGISTER().
+ * @param lib
+ *   Short library name printed as prefix.
+ */
+#define RDP_LOG(level, type, lib, fmt, ...) \
+	rte_log(RTE_LOG_ ## level, type, "rdp." lib ": " fmt "\n", ##__VA_ARGS__)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RDP_COMMON_H */

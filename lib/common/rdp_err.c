@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <stdio.h>
+
+#include "rdp_common.h"
+
+static __thread char err_msg[RDP_ERR_MSG_MAX];
+
+int
+rdp_err_vset(int err, const char *fmt, va_list ap)
+{
+	vsnprintf(err_msg, sizeof(err_msg), fmt, ap);
+	rte_errno = err;
+	return -err;
+}
+
+int
+rdp_err_set(int err, const char *fmt, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = rdp_err_vset(err, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+const char *
+rdp_err_msg(void)
+{
+	return err_msg;
+}
+
+void
+rdp_err_clear(void)
+{
+	err_msg[0] = '\0';
+}

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RDP_CREDIT_H
+#define RDP_CREDIT_H
+
+/**
+ * @file
+ * The credit state machine of one endpoint (one RC queue pair).
+ *
+ * It decides and counts; it never posts. Pure C: no verbs, no DPDK, no
+ * allocation, so the same code runs in the endpoint, the unit tests, the
+ * randomized simulator and (transcribed) the spin model.
+ *
+ * The rule, in one sentence: a send needs *local SQ credit*, which comes
+ * only from polled signaled SEND completions, and *remote receive credit*,
+ * which comes only from immediate data; every pure ack is an unsignaled
+ * SEND_WITH_IMM.
+ *
+ * - Local SQ accounting: every WR (data, ack, reclaim) takes sequence number
+ *   `sq_pi` (carry it in `wr_id`). A polled signaled completion for sequence
+ *   q sets `sq_ci = max(sq_ci, q + 1)`; completion order is never assumed.
+ *   `sq_pi - sq_ci <= S` always.
+ * - Data and acks may use `S - 1` slots; the last slot is kept for a
+ *   *reclaim*, a signaled zero-length RDMA WRITE that consumes nothing at
+ *   the peer and whose completion frees every WR before it.
+ * - Signaling: a data WR is signaled when the unsignaled run since the last
+ *   signaled WR reaches `T_sig`, or when it would leave only the reclaim
+ *   slot. An ack is never signaled: when it would end such a run, the
+ *   verdict is RDP_CREDIT_RECLAIM_FIRST.
+ * - Remote credits `rc` start at `R_peer - A_rq_peer`, drop by one per data
+ *   WR, and grow only by counts carried in immediate data.
+ * - `owed` counts our RQ entries consumed by peer data, handed to the
+ *   application, freed and posted again. Data WRs piggyback all of it; a
+ *   pure ack goes out only when `owed >= T_ack` and no data can carry it.
+ *   RQ entries consumed by pure acks are reposted at once and never owed.
+ *
+ * CONCURRENCY: none; one endpoint's state is touched by its owner thread.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Largest credit count one immediate-data field carries. */
+#define RDP_CREDIT_IMM_MAX 0xffffu
+
+/** Bits of the sequence number an endpoint keeps in `wr_id`. */
+#define RDP_CREDIT_SEQ_BITS 40
+/** Mask of the sequence bits in `wr_id`. */
+#define RDP_CREDIT_SEQ_MASK ((UINT64_C(1) << RDP_CREDIT_SEQ_BITS) - 1)
+
+/** One side's flow-control parameters (exchanged in the handshake). */
+struct rdp_credit_params {
+	uint32_t sq_size;         /**< S: SQ slots accounted (as asked, not granted) */
+	uint32_t signal_interval; /**< T_sig: longest unsignaled run + 1 */
+	uint32_t rq_size;         /**< R: receive entries kept posted */
+	uint32_t ack_reserve;     /**< A_rq: receive entries kept for the peer's pure acks */
+	uint32_t ack_threshold;   /**< T_ack: smallest count a pure ack returns */
+};
+
+/** Counters for telemetry; all monotonic. */
+struct rdp_credit_stats {
+	uint64_t data_posted;      /**< data WRs posted */
+	uint64_t acks_posted;      /**< pure acks posted (never signaled) */
+	uint64_t reclaims_posted;  /**< reclaim WRs posted */
+	uint64_t signaled_posted;  /**< signaled WRs (data + reclaims) */
+	uint64_t credits_returned; /**< credits sent back (piggyback + acks) */
+	uint64_t credits_granted;  /**< credits received in immediate data */
+	uint64_t sq_stalls;        /**< times a send had to wait for SQ credit */
+	uint64_t remote_stalls;    /**< times a send had to wait for remote credit */
+};
+
+/** The state of one endpoint. Read fields freely; change them only through the functions. */
+struct rdp_credit {
+	uint64_t sq_pi;          /**< WRs posted */
+	uint64_t sq_ci;          /**< one past the newest polled signaled WR */
+	uint32_t sq_size;        /**< S */
+	uint32_t signal_interval; /**< T_sig */
+	uint32_t unsig_run;      /**< WRs posted since the last signaled one */
+	uint32_t rc;             /**< data WRs the peer can still receive */
+	uint32_t owed;           /**< credits we owe the peer */
+	uint32_t ack_threshold;  /**< T_ack */
+	uint8_t stalled;         /**< enum rdp_credit_verdict of the current stall, 0 if none */
+	struct rdp_credit_stats stats;
+};
+
+/** What the caller may do next. */
+enum rdp_credit_verdict {
+	RDP_CREDIT_NONE = 0,        /**< (acks) nothing owed worth an ack */
+	RDP_CREDIT_GO_UNSIGNALED,   /**< post it unsignaled */
+	RDP_CREDIT_GO_SIGNALED,     /**< post it signaled */
+	RDP_CREDIT_RECLAIM_FIRST,   /**< post a reclaim first, then ask again */
+	RDP_CREDIT_WAIT_SQ,         /**< no SQ credit: wait for a signaled completion */
+	RDP_CREDIT_WAIT_REMOTE,     /**< no remote credit: wait for immediate data */
+};
+
+/**
+ * Check one side's parameters alone.
+ *
+ * Rules: `T_sig >= 2` (an ack may only extend a run of at least one),
+ * `S >= 2 * T_sig`, `R > A_rq`, `1 <= T_ack <= C`
+ * where `C = R - A_rq`, `A_rq >= ceil(C / T_ack)`, `C <= RDP_CREDIT_IMM_MAX`.
+ *
+ * @param p
+ *   Parameters.
+ * @param why
+ *   Receives the first rule broken, naming the parameters and values.
+ * @param len
+ *   Size of @p why.
+ * @return
+ *   0, or -EINVAL.
+ */
+int rdp_credit_params_check(const struct rdp_credit_params *p, char *why, size_t len);
+
+/**
+ * Initialise an endpoint's state once both sides' parameters are known.
+ *
+ * Checks both sides alone, and that each side's ack reserve holds the other
+ * side's pure acks in flight: `A_rq >= ceil((R_peer - A_rq_peer) / T_ack_peer)`
+ * and the same the other way.
+ *
+ * @param c
+ *   State to initialise.
+ * @param local
+ *   Our parameters.
+ * @param peer
+ *   The peer's parameters, from its handshake.
+ * @param why
+ *   Receives the first rule broken.
+ * @param len
+ *   Size of @p why.
+ * @return
+ *   0, or -EINVAL.
+ */
+int rdp_credit_init(struct rdp_credit *c, const struct rdp_credit_params *local,
+		    const struct rdp_credit_params *peer, char *why, size_t len);
+
+/**
+ * Completion-queue entries one endpoint needs: `S + R`, since a QP in error
+ * flushes every outstanding WR, unsignaled ones included.
+ *
+ * @param p
+ *   Local parameters.
+ * @return
+ *   CQ entries to budget.
+ */
+static inline uint32_t
+rdp_credit_cq_budget(const struct rdp_credit_params *p)
+{
+	return p->sq_size + p->rq_size;
+}
+
+/**
+ * WRs outstanding on the SQ.
+ *
+ * @param c
+ *   State.
+ * @return
+ *   `sq_pi - sq_ci`.
+ */
+static inline uint32_t
+rdp_credit_sq_inflight(const struct rdp_credit *c)
+{
+	return (uint32_t)(c->sq_pi - c->sq_ci);
+}
+
+static inline enum rdp_credit_verdict
+rdp_credit_stall_(struct rdp_credit *c, enum rdp_credit_verdict v)
+{
+	/* count episodes, not retries: a poller asks again on every loop */
+	if (c->stalled != v) {
+		c->stalled = (uint8_t)v;
+		if (v == RDP_CREDIT_WAIT_SQ)
+			c->stats.sq_stalls++;
+		else
+			c->stats.remote_stalls++;
+	}
+	return v;
+}
+
+/**
+ * May a data WR be posted now, and signaled or not?
+ *
+ * @param c
+ *   State.
+ * @return
+ *   RDP_CREDIT_GO_SIGNALED, RDP_CREDIT_GO_UNSIGNALED, RDP_CREDIT_WAIT_REMOTE
+ *   or RDP_CREDIT_WAIT_SQ.
+ */
+static inline enum rdp_credit_verdict
+rdp_credit_data_check(struct rdp_credit *c)
+{
+	uint32_t inflight = rdp_credit_sq_inflight(c);
+
+	if (c->rc == 0)
+		return rdp_credit_stall_(c, RDP_CREDIT_WAIT_REMOTE);
+	if (inflight + 1 > c->sq_size - 1)
+		return rdp_credit_stall_(c, RDP_CREDIT_WAIT_SQ);
+	if (c->unsig_run + 1 >= c->signal_interval || inflight + 1 >= c->sq_size - 1)
+		return RDP_CREDIT_GO_SIGNALED;
+	return RDP_CREDIT_GO_UNSIGNALED;
+}
+
+/**
+ * Is a pure ack due, and may it be posted now?
+ *
+ * Call it when no data WR can carry the owed credits.
+ *
+ * @param c
+ *   State.
+ * @return
+ *   RDP_CREDIT_NONE (owed below T_ack), RDP_CREDIT_GO_UNSIGNALED,
+ *   RDP_CREDIT_RECLAIM_FIRST or RDP_CREDIT_WAIT_SQ.
+ */
+static inline enum rdp_credit_verdict
+rdp_credit_ack_check(struct rdp_credit *c)
+{
+	uint32_t inflight = rdp_credit_sq_inflight(c);
+
+	if (c->owed < c->ack_threshold)
+		return RDP_CREDIT_NONE;
+	if (c->unsig_run + 1 >= c->signal_interval)
+		return inflight < c->sq_size ? RDP_CREDIT_RECLAIM_FIRST :
+			rdp_credit_stall_(c, RDP_CREDIT_WAIT_SQ);
+	if (inflight + 1 > c->sq_size - 1)
+		return rdp_credit_stall_(c, RDP_CREDIT_WAIT_SQ);
+	return RDP_CREDIT_GO_UNSIGNALED;
+}
+
+static inline uint64_t
+rdp_credit_take_seq_(struct rdp_credit *c, bool signaled)
+{
+	c->stalled = 0;
+	if (signaled) {
+		c->unsig_run = 0;
+		c->stats.signaled_posted++;
+	} else {
+		c->unsig_run++;
+	}
+	return c->sq_pi++;
+}
+
+/**
+ * Account a data WR the caller is about to post (after a GO verdict).
+ *
+ * @param c
+ *   State.
+ * @param signaled
+ *   As the verdict said.
+ * @param piggyback
+ *   Receives the credits to carry in its immediate data (all of `owed`).
+ * @return
+ *   The WR's sequence number.
+ */
+static inline uint64_t
+rdp_credit_data_posted(struct rdp_credit *c, bool signaled, uint32_t *piggyback)
+{
+	*piggyback = c->owed;
+	c->stats.credits_returned += c->owed;
+	c->owed = 0;
+	c->rc--;
+	c->stats.data_posted++;
+	return rdp_credit_take_seq_(c, signaled);
+}
+
+/**
+ * Account a pure ack the caller is about to post (unsignaled).
+ *
+ * @param c
+ *   State.
+ * @param credits
+ *   Receives the credits to carry (all of `owed`, at least T_ack).
+ * @return
+ *   The WR's sequence number.
+ */
+static inline uint64_t
+rdp_credit_ack_posted(struct rdp_credit *c, uint32_t *credits)
+{
+	*credits = c->owed;
+	c->stats.credits_returned += c->owed;
+	c->owed = 0;
+	c->stats.acks_posted++;
+	return rdp_credit_take_seq_(c, false);
+}
+
+/**
+ * Account a reclaim the caller is about to post (signaled zero-length WRITE).
+ *
+ * @param c
+ *   State.
+ * @return
+ *   The WR's sequence number.
+ */
+static inline uint64_t
+rdp_credit_reclaim_posted(struct rdp_credit *c)
+{
+	c->stats.reclaims_posted++;
+	return rdp_credit_take_seq_(c, true);
+}
+
+/**
+ * Recover a full sequence number from the bits kept in `wr_id`.
+ *
+ * Valid for any WR still outstanding or completed less than 2^40 WRs ago.
+ *
+ * @param c
+ *   State.
+ * @param low
+ *   `wr_id & RDP_CREDIT_SEQ_MASK`.
+ * @return
+ *   The full sequence number.
+ */
+static inline uint64_t
+rdp_credit_seq_expand(const struct rdp_credit *c, uint64_t low)
+{
+	return c->sq_pi - ((c->sq_pi - low) & RDP_CREDIT_SEQ_MASK);
+}
+
+/**
+ * Apply a polled signaled send completion (data or reclaim).
+ *
+ * @param c
+ *   State.
+ * @param seq
+ *   The completed WR's full sequence number (< sq_pi).
+ * @return
+ *   How many SQ slots it freed (0 when an older completion arrives late).
+ */
+static inline uint32_t
+rdp_credit_send_completed(struct rdp_credit *c, uint64_t seq)
+{
+	uint64_t old = c->sq_ci;
+
+	if (seq + 1 <= old)
+		return 0;
+	c->sq_ci = seq + 1;
+	return (uint32_t)(c->sq_ci - old);
+}
+
+/**
+ * Apply credits carried in the peer's immediate data.
+ *
+ * @param c
+ *   State.
+ * @param credits
+ *   The count carried (pure ack or piggyback).
+ */
+static inline void
+rdp_credit_granted(struct rdp_credit *c, uint32_t credits)
+{
+	c->rc += credits;
+	c->stats.credits_granted += credits;
+}
+
+/**
+ * Note that a receive entry consumed by peer data was freed by the
+ * application and posted again: one more credit owed to the peer.
+ *
+ * @param c
+ *   State.
+ * @param n
+ *   Entries reposted.
+ */
+static inline void
+rdp_credit_recv_reposted(struct rdp_credit *c, uint32_t n)
+{
+	c->owed += n;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RDP_CREDIT_H */

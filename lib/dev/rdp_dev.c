@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The generic device layer: driver registry, spec parsing, and the checks
+ * every driver call shares (NULL op -> -ENOTSUP, object counting, fast-path
+ * pointers present).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdp_driver.h"
+
+RTE_LOG_REGISTER(rdp_dev_logtype, rdp.dev, INFO);
+#define DEV_LOG(level, fmt, ...) RDP_LOG(level, rdp_dev_logtype, "dev", fmt, ##__VA_ARGS__)
+
+static TAILQ_HEAD(, rdp_driver) driver_list = TAILQ_HEAD_INITIALIZER(driver_list);
+
+void
+rdp_driver_register(struct rdp_driver *drv)
+{
+	struct rdp_driver *d;
+
+	/* keep the list sorted by preference so default selection walks it */
+	TAILQ_FOREACH(d, &driver_list, next) {
+		if (drv->preference < d->preference) {
+			TAILQ_INSERT_BEFORE(d, drv, next);
+			return;
+		}
+	}
+	TAILQ_INSERT_TAIL(&driver_list, drv, next);
+}
+
+static const struct rdp_driver *
+driver_find(const char *name, size_t len)
+{
+	const struct rdp_driver *d;
+
+	TAILQ_FOREACH(d, &driver_list, next)
+		if (strlen(d->name) == len && strncmp(d->name, name, len) == 0)
+			return d;
+	return NULL;
+}
+
+static void
+driver_names(char *buf, size_t len)
+{
+	const struct rdp_driver *d;
+	size_t off = 0;
+
+	buf[0] = '\0';
+	TAILQ_FOREACH(d, &driver_list, next) {
+		int n = snprintf(buf + off, len - off, "%s%s", off ? ", " : "", d->name);
+
+		if (n < 0 || (size_t)n >= len - off)
+			break;
+		off += n;
+	}
+}
+
+int
+rdp_dev_default_spec(char *spec, size_t len, char *why, size_t why_len)
+{
+	const struct rdp_driver *d;
+	char reasons[RDP_ERR_MSG_MAX] = "";
+	size_t off = 0;
+
+	TAILQ_FOREACH(d, &driver_list, next) {
+		char r[256] = "";
+
+		if (d->ops->probe == NULL)
+			continue;
+		if (d->ops->probe(spec, len, r, sizeof(r)) == 0) {
+			if (off > 0)
+				snprintf(why, why_len, "%s; %s", reasons, r);
+			else
+				snprintf(why, why_len, "%s", r);
+			return 0;
+		}
+		off += snprintf(reasons + off, sizeof(reasons) - off, "%s%s: %s",
+				off ? "; " : "", d->name, r);
+		if (off >= sizeof(reasons))
+			off = sizeof(reasons) - 1;
+	}
+	snprintf(why, why_len, "no usable driver (%s)", reasons);
+	return rdp_err_set(ENODEV, "%s", why);
+}
+
+struct rdp_dev *
+rdp_dev_open(const char *spec)
+{
+	const struct rdp_driver *drv;
+	const char *colon, *args;
+	struct rdp_dev *dev;
+	size_t name_len;
+	char names[128];
+	int ret;
+
+	if (spec == NULL || spec[0] == '\0') {
+		rdp_err_set(EINVAL, "driver spec is empty");
+		return NULL;
+	}
+	if (strlen(spec) >= RDP_DEV_SPEC_MAX) {
+		rdp_err_set(EINVAL, "driver spec '%.32s...' is longer than %d characters",
+			    spec, RDP_DEV_SPEC_MAX - 1);
+		return NULL;
+	}
+	colon = strchr(spec, ':');
+	name_len = colon != NULL ? (size_t)(colon - spec) : strlen(spec);
+	args = colon != NULL ? colon + 1 : "";
+	drv = driver_find(spec, name_len);
+	if (drv == NULL) {
+		driver_names(names, sizeof(names));
+		rdp_err_set(ENOENT, "unknown driver '%.*s' (built-in drivers: %s)",
+			    (int)name_len, spec, names);
+		return NULL;
+	}
+	dev = calloc(1, sizeof(*dev) + drv->dev_priv_size);
+	if (dev == NULL) {
+		rdp_err_set(ENOMEM, "driver %s: out of memory", drv->name);
+		return NULL;
+	}
+	dev->drv = drv;
+	snprintf(dev->spec, sizeof(dev->spec), "%s", spec);
+	dev->priv = drv->dev_priv_size ? (void *)(dev + 1) : NULL;
+	ret = drv->ops->dev_open(dev, args);
+	if (ret < 0) {
+		free(dev);
+		rte_errno = -ret;
+		return NULL;
+	}
+	return dev;
+}
+
+int
+rdp_dev_close(struct rdp_dev *dev)
+{
+	if (dev == NULL)
+		return 0;
+	if (dev->nb_objects > 0)
+		return rdp_err_set(EBUSY, "device %s still has %u objects",
+				   dev->spec, dev->nb_objects);
+	if (dev->drv->ops->dev_close != NULL)
+		dev->drv->ops->dev_close(dev);
+	free(dev);
+	return 0;
+}
+
+const char *
+rdp_dev_spec(const struct rdp_dev *dev)
+{
+	return dev->spec;
+}
+
+static int
+not_supported(const struct rdp_dev *dev, const char *op)
+{
+	return rdp_err_set(ENOTSUP, "driver %s does not support %s", dev->drv->name, op);
+}
+
+/* Call a slow-path op returning int, or -ENOTSUP when the driver lacks it. */
+#define CALL_OP(dev, op, ...) \
+	((dev)->drv->ops->op != NULL ? (dev)->drv->ops->op(__VA_ARGS__) : \
+	 not_supported((dev), #op))
+
+int
+rdp_dev_query(struct rdp_dev *dev, struct rdp_dev_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	return CALL_OP(dev, dev_query, dev, attr);
+}
+
+int
+rdp_dev_stats_get(struct rdp_dev *dev, struct rdp_dev_stats *stats)
+{
+	memset(stats, 0, sizeof(*stats));
+	return CALL_OP(dev, stats_get, dev, stats);
+}
+
+int
+rdp_dev_event_fd(struct rdp_dev *dev)
+{
+	return CALL_OP(dev, event_fd, dev);
+}
+
+int
+rdp_dev_event_get(struct rdp_dev *dev, struct rdp_event *ev)
+{
+	return CALL_OP(dev, event_get, dev, ev);
+}
+
+/* Constructors: NULL op -> NULL with rte_errno ENOTSUP; count what lives. */
+static void *
+created(struct rdp_dev *dev, void *obj)
+{
+	if (obj != NULL)
+		dev->nb_objects++;
+	return obj;
+}
+
+static int
+destroyed(struct rdp_dev *dev, int ret)
+{
+	if (ret == 0)
+		dev->nb_objects--;
+	return ret;
+}
+
+struct rdp_pd *
+rdp_pd_alloc(struct rdp_dev *dev)
+{
+	if (dev->drv->ops->pd_alloc == NULL) {
+		not_supported(dev, "pd_alloc");
+		return NULL;
+	}
+	return created(dev, dev->drv->ops->pd_alloc(dev));
+}
+
+int
+rdp_pd_free(struct rdp_pd *pd)
+{
+	if (pd == NULL)
+		return 0;
+	return destroyed(pd->dev, CALL_OP(pd->dev, pd_free, pd));
+}
+
+struct rdp_mr *
+rdp_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access)
+{
+	struct rdp_dev *dev = pd->dev;
+
+	if (len == 0) {
+		rdp_err_set(EINVAL, "rdp_mr_alloc: length 0");
+		return NULL;
+	}
+	if (dev->drv->ops->mr_alloc == NULL) {
+		not_supported(dev, "mr_alloc");
+		return NULL;
+	}
+	return created(dev, dev->drv->ops->mr_alloc(pd, len, socket, access));
+}
+
+struct rdp_mr *
+rdp_mr_reg(struct rdp_pd *pd, void *addr, size_t len, unsigned int access)
+{
+	struct rdp_dev *dev = pd->dev;
+
+	if (addr == NULL || len == 0) {
+		rdp_err_set(EINVAL, "rdp_mr_reg: empty region");
+		return NULL;
+	}
+	if (dev->drv->ops->mr_reg == NULL) {
+		not_supported(dev, "mr_reg");
+		return NULL;
+	}
+	return created(dev, dev->drv->ops->mr_reg(pd, addr, len, access));
+}
+
+int
+rdp_mr_free(struct rdp_mr *mr)
+{
+	struct rdp_dev *dev;
+
+	if (mr == NULL)
+		return 0;
+	dev = mr->pd->dev;
+	return destroyed(dev, CALL_OP(dev, mr_free, mr));
+}
+
+struct rdp_cq *
+rdp_cq_create(struct rdp_dev *dev, uint32_t cqe, int socket)
+{
+	struct rdp_cq *cq;
+
+	if (cqe == 0) {
+		rdp_err_set(EINVAL, "rdp_cq_create: capacity 0");
+		return NULL;
+	}
+	if (dev->drv->ops->cq_create == NULL) {
+		not_supported(dev, "cq_create");
+		return NULL;
+	}
+	cq = dev->drv->ops->cq_create(dev, cqe, socket);
+	if (cq != NULL && cq->poll == NULL) {
+		DEV_LOG(ERR, "driver %s created a CQ without a poll function", dev->drv->name);
+		dev->drv->ops->cq_destroy(cq);
+		rdp_err_set(EFAULT, "driver %s: CQ without fast path", dev->drv->name);
+		return NULL;
+	}
+	return created(dev, cq);
+}
+
+int
+rdp_cq_resize(struct rdp_cq *cq, uint32_t cqe)
+{
+	if (cqe == 0)
+		return rdp_err_set(EINVAL, "rdp_cq_resize: capacity 0");
+	return CALL_OP(cq->dev, cq_resize, cq, cqe);
+}
+
+int
+rdp_cq_destroy(struct rdp_cq *cq)
+{
+	if (cq == NULL)
+		return 0;
+	return destroyed(cq->dev, CALL_OP(cq->dev, cq_destroy, cq));
+}
+
+struct rdp_qp *
+rdp_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
+{
+	struct rdp_dev *dev = pd->dev;
+	struct rdp_qp *qp;
+
+	if (attr->send_cq == NULL || attr->recv_cq == NULL) {
+		rdp_err_set(EINVAL, "rdp_qp_create: send_cq and recv_cq are required");
+		return NULL;
+	}
+	if (attr->cap.max_send_wr == 0 || attr->cap.max_recv_wr == 0) {
+		rdp_err_set(EINVAL, "rdp_qp_create: max_send_wr and max_recv_wr must be >= 1");
+		return NULL;
+	}
+	if (dev->drv->ops->qp_create == NULL) {
+		not_supported(dev, "qp_create");
+		return NULL;
+	}
+	qp = dev->drv->ops->qp_create(pd, attr);
+	if (qp != NULL && (qp->post_send == NULL || qp->post_recv == NULL)) {
+		DEV_LOG(ERR, "driver %s created a QP without fast path", dev->drv->name);
+		dev->drv->ops->qp_destroy(qp);
+		rdp_err_set(EFAULT, "driver %s: QP without fast path", dev->drv->name);
+		return NULL;
+	}
+	return created(dev, qp);
+}
+
+int
+rdp_qp_modify(struct rdp_qp *qp, const struct rdp_qp_attr *attr, unsigned int mask)
+{
+	return CALL_OP(qp->dev, qp_modify, qp, attr, mask);
+}
+
+int
+rdp_qp_query(struct rdp_qp *qp, struct rdp_qp_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	return CALL_OP(qp->dev, qp_query, qp, attr);
+}
+
+int
+rdp_qp_local_addr(struct rdp_qp *qp, struct rdp_qp_addr *addr)
+{
+	memset(addr, 0, sizeof(*addr));
+	return CALL_OP(qp->dev, qp_local_addr, qp, addr);
+}
+
+int
+rdp_qp_connect(struct rdp_qp *qp, const struct rdp_qp_addr *remote,
+	       const struct rdp_qp_conn_params *conn)
+{
+	struct rdp_qp_attr attr = { .remote = *remote, .conn = *conn };
+	static const enum rdp_qp_state steps[] = { RDP_QPS_INIT, RDP_QPS_RTR, RDP_QPS_RTS };
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < RTE_DIM(steps); i++) {
+		unsigned int mask = RDP_QP_ATTR_STATE;
+
+		attr.state = steps[i];
+		if (steps[i] != RDP_QPS_INIT)
+			mask |= RDP_QP_ATTR_REMOTE | RDP_QP_ATTR_CONN;
+		ret = rdp_qp_modify(qp, &attr, mask);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int
+rdp_qp_destroy(struct rdp_qp *qp)
+{
+	if (qp == NULL)
+		return 0;
+	return destroyed(qp->dev, CALL_OP(qp->dev, qp_destroy, qp));
+}
+
+const char *
+rdp_qp_state_str(unsigned int state)
+{
+	static const char *const names[] = {
+		[RDP_QPS_RESET] = "RESET", [RDP_QPS_INIT] = "INIT", [RDP_QPS_RTR] = "RTR",
+		[RDP_QPS_RTS] = "RTS", [RDP_QPS_ERR] = "ERR",
+	};
+
+	return state < RTE_DIM(names) ? names[state] : "UNKNOWN";
+}
+
+const char *
+rdp_wc_status_str(unsigned int status)
+{
+	static const char *const names[] = {
+		[RDP_WC_SUCCESS] = "SUCCESS",
+		[RDP_WC_LOC_LEN_ERR] = "LOC_LEN_ERR",
+		[RDP_WC_LOC_QP_OP_ERR] = "LOC_QP_OP_ERR",
+		[RDP_WC_LOC_PROT_ERR] = "LOC_PROT_ERR",
+		[RDP_WC_WR_FLUSH_ERR] = "WR_FLUSH_ERR",
+		[RDP_WC_REM_INV_REQ_ERR] = "REM_INV_REQ_ERR",
+		[RDP_WC_REM_ACCESS_ERR] = "REM_ACCESS_ERR",
+		[RDP_WC_REM_OP_ERR] = "REM_OP_ERR",
+		[RDP_WC_RETRY_EXC_ERR] = "RETRY_EXC_ERR",
+		[RDP_WC_RNR_RETRY_EXC_ERR] = "RNR_RETRY_EXC_ERR",
+		[RDP_WC_GENERAL_ERR] = "GENERAL_ERR",
+	};
+
+	return status < RTE_DIM(names) ? names[status] : "UNKNOWN";
+}
+
+/* ---------------------------------------------------------------------- */
+/* Driver argument helpers                                                */
+/* ---------------------------------------------------------------------- */
+
+struct rte_kvargs *
+rdp_drv_args_parse(const char *drv, const char *args, const char *const valid[])
+{
+	struct rte_kvargs *kv;
+	char list[256] = "";
+	size_t off = 0;
+	unsigned int i, j;
+
+	for (i = 0; valid[i] != NULL && off < sizeof(list); i++)
+		off += snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "", valid[i]);
+	kv = rte_kvargs_parse(args != NULL ? args : "", NULL);
+	if (kv == NULL) {
+		rdp_err_set(EINVAL, "driver %s: cannot parse arguments '%s' "
+			    "(expected key=value,...; keys: %s)", drv, args, list);
+		return NULL;
+	}
+	for (i = 0; i < kv->count; i++) {
+		const char *key = kv->pairs[i].key;
+		bool known = false;
+
+		for (j = 0; valid[j] != NULL; j++)
+			known = known || strcmp(valid[j], key) == 0;
+		if (!known) {
+			rdp_err_set(EINVAL, "driver %s: unknown argument '%s' (valid: %s)",
+				    drv, key, list);
+			rte_kvargs_free(kv);
+			return NULL;
+		}
+		for (j = 0; j < i; j++) {
+			if (strcmp(kv->pairs[j].key, key) == 0) {
+				rdp_err_set(EINVAL, "driver %s: argument '%s' given twice", drv, key);
+				rte_kvargs_free(kv);
+				return NULL;
+			}
+		}
+	}
+	return kv;
+}
+
+static const char *
+arg_value(struct rte_kvargs *kv, const char *key)
+{
+	unsigned int i;
+
+	for (i = 0; kv != NULL && i < kv->count; i++)
+		if (strcmp(kv->pairs[i].key, key) == 0)
+			return kv->pairs[i].value != NULL ? kv->pairs[i].value : "";
+	return NULL;
+}
+
+int
+rdp_drv_arg_u64(const char *drv, struct rte_kvargs *kv, const char *key,
+		uint64_t *val, uint64_t min, uint64_t max)
+{
+	const char *s = arg_value(kv, key);
+	unsigned long long v;
+	char *end;
+
+	if (s == NULL)
+		return 0;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (s[0] == '\0' || s[0] == '-' || *end != '\0' || errno != 0 || v < min || v > max)
+		return rdp_err_set(EINVAL, "driver %s: argument %s=%s: expected an integer "
+				   "in [%" PRIu64 ", %" PRIu64 "]", drv, key, s, min, max);
+	*val = v;
+	return 0;
+}
+
+int
+rdp_drv_arg_str(const char *drv, struct rte_kvargs *kv, const char *key, char *val,
+		size_t len)
+{
+	const char *s = arg_value(kv, key);
+
+	if (s == NULL)
+		return 0;
+	if (strlen(s) >= len)
+		return rdp_err_set(EINVAL, "driver %s: argument %s is longer than %zu characters",
+				   drv, key, len - 1);
+	memcpy(val, s, strlen(s) + 1);
+	return 0;
+}

@@ -1,0 +1,697 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RDP_DEV_H
+#define RDP_DEV_H
+
+/**
+ * @file
+ * The device layer: RDMA objects with verbs semantics, behind drivers.
+ *
+ * - Devices are opened by a driver spec `NAME[:KEY=VALUE,...]`, for example
+ *   `shm:cqe_order=recv_first,send_cqe_delay=3` or `verbs:device=rxe0`.
+ *   rdp_dev_default_spec() picks verbs when an active RDMA port exists and
+ *   shm otherwise, and says why.
+ * - Objects map one to one onto verbs: protection domain (PD), memory region
+ *   (MR), completion queue (CQ, never with a completion channel), reliable
+ *   connected queue pair (QP). Work requests and completions are our own
+ *   structs; nothing above this layer names `ibv_*`.
+ * - The fast path (rdp_post_send(), rdp_post_recv(), rdp_poll_cq()) is a
+ *   burst call through a function pointer stored in the object when it is
+ *   created; it is never NULL, allocates nothing, takes no lock, makes no
+ *   syscall and rings one doorbell per burst.
+ * - The slow path returns 0 or a negative errno (constructors: NULL and
+ *   `rte_errno`) and records a detail readable with rdp_err_msg(). An
+ *   operation a driver does not implement fails with -ENOTSUP.
+ *
+ * Semantics every driver keeps (the conformance suite checks them):
+ * - post_send fails with -ENOMEM once `max_send_wr` WRs are outstanding, a
+ *   WR being outstanding until a *polled* signaled completion at or after it;
+ * - a SEND that finds the remote RQ empty is RNR; with `rnr_retry = 0` it
+ *   completes with RDP_WC_RNR_RETRY_EXC_ERR and the QP moves to error;
+ * - unsignaled WRs make no completion when they succeed;
+ * - a QP in error flushes every outstanding WR, unsignaled ones included,
+ *   and every posted receive, with RDP_WC_WR_FLUSH_ERR; error completions
+ *   must be classified by `wr_id`, never by opcode;
+ * - immediate data is carried; a zero-length RDMA WRITE succeeds with no
+ *   remote effect (the credit protocol's reclaim marker);
+ * - a CQ that would overrun goes to error and says so (rdp_poll_cq() < 0 and
+ *   an RDP_EVENT_CQ_ERR event), never silently.
+ *
+ * CONCURRENCY: a CQ and the QPs attached to it are used by one thread at a
+ * time on the fast path (the poller lcore that owns them). Slow-path calls
+ * on different objects may run on any thread; rdp_qp_modify() to
+ * RDP_QPS_ERR and the event calls are safe while the owner polls.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdp_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rdp_dev;
+struct rdp_pd;
+struct rdp_cq;
+struct rdp_qp;
+
+/** Longest driver spec accepted by rdp_dev_open(), including the NUL. */
+#define RDP_DEV_SPEC_MAX 256
+/** Length of a GID. */
+#define RDP_GID_LEN 16
+
+/* ---------------------------------------------------------------------- */
+/* Memory                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/** MR access flags (a subset of verbs' access flags). */
+enum rdp_access {
+	RDP_ACCESS_LOCAL_WRITE = 1u << 0,  /**< receive into it */
+	RDP_ACCESS_REMOTE_WRITE = 1u << 1, /**< peer may RDMA WRITE into it */
+	RDP_ACCESS_REMOTE_READ = 1u << 2,  /**< peer may RDMA READ from it */
+};
+
+/** A registered memory region. Drivers embed it first in their own MR. */
+struct rdp_mr {
+	void *addr;          /**< first byte */
+	size_t length;       /**< bytes */
+	uint32_t lkey;       /**< local key for SGEs */
+	uint32_t rkey;       /**< remote key for RDMA WRITE targets */
+	unsigned int access; /**< RDP_ACCESS_* */
+	struct rdp_pd *pd;   /**< owner */
+};
+
+/* ---------------------------------------------------------------------- */
+/* Work requests and completions                                          */
+/* ---------------------------------------------------------------------- */
+
+/** Send-queue opcodes. */
+enum rdp_wr_opcode {
+	RDP_WR_SEND = 0,          /**< consumes one remote receive */
+	RDP_WR_SEND_WITH_IMM,     /**< same, with 32 bits of immediate data */
+	RDP_WR_RDMA_WRITE,        /**< no remote receive, no remote completion */
+};
+
+/** Send flags. */
+enum rdp_send_flags {
+	RDP_SEND_SIGNALED = 1u << 0, /**< make a completion on success */
+	RDP_SEND_INLINE = 1u << 1,   /**< copy the payload at post time */
+};
+
+/** One scatter/gather element. */
+struct rdp_sge {
+	uint64_t addr;   /**< virtual address inside a registered MR */
+	uint32_t length; /**< bytes */
+	uint32_t lkey;   /**< the MR's lkey */
+};
+
+/** A send work request. */
+struct rdp_send_wr {
+	uint64_t wr_id;              /**< returned in the completion */
+	const struct rdp_sge *sg_list; /**< num_sge elements */
+	uint32_t num_sge;            /**< 0 is legal (zero-length message) */
+	uint8_t opcode;              /**< enum rdp_wr_opcode */
+	uint8_t flags;               /**< enum rdp_send_flags */
+	uint32_t imm;                /**< immediate data, host order */
+	uint64_t remote_addr;        /**< RDMA WRITE target */
+	uint32_t rkey;               /**< RDMA WRITE target key */
+};
+
+/** A receive work request. */
+struct rdp_recv_wr {
+	uint64_t wr_id;              /**< returned in the completion */
+	const struct rdp_sge *sg_list; /**< num_sge elements */
+	uint32_t num_sge;            /**< at most the QP's max_recv_sge */
+};
+
+/** Completion status, mirroring ibv_wc_status. */
+enum rdp_wc_status {
+	RDP_WC_SUCCESS = 0,
+	RDP_WC_LOC_LEN_ERR,        /**< message longer than the receive buffer */
+	RDP_WC_LOC_QP_OP_ERR,      /**< malformed WR */
+	RDP_WC_LOC_PROT_ERR,       /**< SGE outside its MR or bad lkey */
+	RDP_WC_WR_FLUSH_ERR,       /**< flushed because the QP is in error */
+	RDP_WC_REM_INV_REQ_ERR,    /**< the remote side found the request invalid */
+	RDP_WC_REM_ACCESS_ERR,     /**< bad rkey or remote address */
+	RDP_WC_REM_OP_ERR,         /**< the remote side failed the operation */
+	RDP_WC_RETRY_EXC_ERR,      /**< transport retries exhausted (peer gone) */
+	RDP_WC_RNR_RETRY_EXC_ERR,  /**< receiver not ready, retries exhausted */
+	RDP_WC_GENERAL_ERR,        /**< anything else */
+	RDP_WC_STATUS_MAX
+};
+
+/** Completion opcodes. Not meaningful when status != RDP_WC_SUCCESS. */
+enum rdp_wc_opcode {
+	RDP_WC_SEND = 0,
+	RDP_WC_RDMA_WRITE,
+	RDP_WC_RECV,
+};
+
+/** Completion flags. */
+enum rdp_wc_flags {
+	RDP_WC_WITH_IMM = 1u << 0, /**< `imm` is valid */
+};
+
+/** A work completion. */
+struct rdp_wc {
+	uint64_t wr_id;    /**< as posted; the only safe classifier on error */
+	uint8_t status;    /**< enum rdp_wc_status */
+	uint8_t opcode;    /**< enum rdp_wc_opcode */
+	uint8_t wc_flags;  /**< enum rdp_wc_flags */
+	uint8_t reserved;
+	uint32_t byte_len; /**< received bytes (receives only) */
+	uint32_t imm;      /**< immediate data, host order */
+	uint32_t qp_num;   /**< local QP the WR belongs to */
+};
+
+/**
+ * Name of a completion status.
+ *
+ * @param status
+ *   An enum rdp_wc_status value.
+ * @return
+ *   A static string such as "RNR_RETRY_EXC_ERR", or "UNKNOWN".
+ */
+const char *rdp_wc_status_str(unsigned int status);
+
+/* ---------------------------------------------------------------------- */
+/* Queue pairs                                                            */
+/* ---------------------------------------------------------------------- */
+
+/** QP states (verbs' subset for RC). */
+enum rdp_qp_state {
+	RDP_QPS_RESET = 0,
+	RDP_QPS_INIT,
+	RDP_QPS_RTR,
+	RDP_QPS_RTS,
+	RDP_QPS_ERR,
+};
+
+/** QP capacities. */
+struct rdp_qp_cap {
+	uint32_t max_send_wr;     /**< SQ depth asked for (and accounted) */
+	uint32_t max_recv_wr;     /**< RQ depth */
+	uint32_t max_send_sge;    /**< SGEs per send WR */
+	uint32_t max_recv_sge;    /**< SGEs per receive WR */
+	uint32_t max_inline_data; /**< bytes postable with RDP_SEND_INLINE */
+};
+
+/** Arguments of rdp_qp_create(). */
+struct rdp_qp_init_attr {
+	struct rdp_cq *send_cq; /**< may equal recv_cq (the usual case) */
+	struct rdp_cq *recv_cq;
+	struct rdp_qp_cap cap;
+	void *user_ctx;         /**< stored in rdp_qp.user_ctx */
+};
+
+/** What a peer needs to connect to a QP; exchanged in the handshake. */
+struct rdp_qp_addr {
+	uint32_t qpn;                /**< QP number */
+	uint32_t psn;                /**< initial packet sequence number */
+	uint8_t gid[RDP_GID_LEN];    /**< port GID (RoCE) or driver address (shm) */
+	uint16_t lid;                /**< InfiniBand LID, 0 on RoCE and shm */
+	uint16_t reserved;
+	uint32_t mtu;                /**< active MTU in bytes */
+};
+
+/** Transport parameters applied when moving to RTR and RTS. */
+struct rdp_qp_conn_params {
+	uint32_t path_mtu;     /**< bytes; 0 means min(local, remote) */
+	uint8_t rnr_retry;     /**< 0..7, 7 = infinite; tests use 0 */
+	uint8_t retry_cnt;     /**< 0..7 */
+	uint8_t timeout;       /**< 0..31, 4.096 us * 2^timeout */
+	uint8_t min_rnr_timer; /**< 0..31 */
+};
+
+/** rdp_qp_modify() mask bits. */
+enum rdp_qp_attr_mask {
+	RDP_QP_ATTR_STATE = 1u << 0,  /**< attr->state */
+	RDP_QP_ATTR_REMOTE = 1u << 1, /**< attr->remote (with RTR) */
+	RDP_QP_ATTR_CONN = 1u << 2,   /**< attr->conn (with RTR/RTS) */
+};
+
+/** Arguments of rdp_qp_modify() and result of rdp_qp_query(). */
+struct rdp_qp_attr {
+	enum rdp_qp_state state;
+	struct rdp_qp_addr remote;
+	struct rdp_qp_conn_params conn;
+};
+
+/* ---------------------------------------------------------------------- */
+/* Device, ports and events                                               */
+/* ---------------------------------------------------------------------- */
+
+/** Link layer of a port. */
+enum rdp_link_layer {
+	RDP_LINK_SHM = 0,    /**< shared memory, one host */
+	RDP_LINK_ETHERNET,   /**< RoCE */
+	RDP_LINK_INFINIBAND, /**< InfiniBand, LID addressed */
+};
+
+/** Device and port attributes. */
+struct rdp_dev_attr {
+	char driver[16];          /**< driver name */
+	char name[64];            /**< device name, e.g. "rxe0" or "shm0" */
+	uint32_t max_qp_wr;       /**< deepest SQ/RQ */
+	uint32_t max_sge;         /**< SGEs per WR */
+	uint32_t max_cqe;         /**< deepest CQ */
+	uint32_t max_inline_data; /**< 0 when inline sends are not supported */
+	uint8_t port;             /**< port in use */
+	uint8_t link_layer;       /**< enum rdp_link_layer */
+	uint8_t port_active;      /**< 1 when the port can carry traffic */
+	uint8_t gid_index;        /**< GID index in use */
+	uint8_t gid[RDP_GID_LEN]; /**< GID in use */
+	uint16_t lid;             /**< LID (InfiniBand) */
+	uint32_t active_mtu;      /**< bytes */
+	int numa_node;            /**< NUMA node of the device, -1 unknown */
+};
+
+/** Asynchronous event types, mirroring verbs' affiliated events. */
+enum rdp_event_type {
+	RDP_EVENT_QP_FATAL = 0, /**< a QP went to error (qp set) */
+	RDP_EVENT_CQ_ERR,       /**< a CQ overran (cq set) */
+	RDP_EVENT_PORT_ERR,     /**< the link went down */
+	RDP_EVENT_PORT_ACTIVE,  /**< the link came up */
+	RDP_EVENT_DEVICE_FATAL, /**< the device is gone */
+};
+
+/** One asynchronous event. */
+struct rdp_event {
+	enum rdp_event_type type;
+	struct rdp_qp *qp; /**< affected QP or NULL */
+	struct rdp_cq *cq; /**< affected CQ or NULL */
+};
+
+/** Device-wide counters; every driver fills every field it can. */
+struct rdp_dev_stats {
+	uint64_t send_posted;   /**< send WRs accepted by post_send */
+	uint64_t recv_posted;   /**< receive WRs accepted by post_recv */
+	uint64_t completions;   /**< completions returned by poll_cq */
+	uint64_t enomem;        /**< post_send refusals for a full SQ */
+	uint64_t rnr;           /**< sends that found the remote RQ empty */
+	uint64_t flushed;       /**< completions with RDP_WC_WR_FLUSH_ERR */
+	uint64_t errors;        /**< other error completions */
+	uint64_t cq_overruns;   /**< CQs that went to error by overrun */
+};
+
+/* ---------------------------------------------------------------------- */
+/* Generic object heads (drivers embed these first)                      */
+/* ---------------------------------------------------------------------- */
+
+/** Fast-path post_send: returns WRs accepted, sets *err (0 or -errno) for wr[ret]. */
+typedef uint16_t (*rdp_post_send_fn)(struct rdp_qp *qp, const struct rdp_send_wr *wr,
+				     uint16_t n, int *err);
+/** Fast-path post_recv: returns WRs accepted, sets *err (0 or -errno) for wr[ret]. */
+typedef uint16_t (*rdp_post_recv_fn)(struct rdp_qp *qp, const struct rdp_recv_wr *wr,
+				     uint16_t n, int *err);
+/** Fast-path poll: returns completions written (0..n) or -EIO when the CQ is in error. */
+typedef int (*rdp_poll_cq_fn)(struct rdp_cq *cq, struct rdp_wc *wc, uint16_t n);
+
+/** Generic head of a completion queue. */
+struct rdp_cq {
+	rdp_poll_cq_fn poll;  /**< fast path, never NULL */
+	struct rdp_dev *dev;
+	uint32_t cqe;         /**< capacity (what was asked for) */
+	int socket;           /**< NUMA node of its memory */
+	void *user_ctx;       /**< free for the owner */
+};
+
+/** Generic head of a queue pair. */
+struct rdp_qp {
+	rdp_post_send_fn post_send; /**< fast path, never NULL */
+	rdp_post_recv_fn post_recv; /**< fast path, never NULL */
+	struct rdp_dev *dev;
+	struct rdp_pd *pd;
+	struct rdp_cq *send_cq;
+	struct rdp_cq *recv_cq;
+	uint32_t qp_num;
+	struct rdp_qp_cap cap;      /**< as asked for: accounting uses these */
+	void *user_ctx;             /**< from rdp_qp_init_attr */
+};
+
+/* ---------------------------------------------------------------------- */
+/* Fast path                                                              */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * Post a burst of send WRs (one doorbell).
+ *
+ * @param qp
+ *   The QP; only its owner thread posts.
+ * @param wr
+ *   @p n work requests.
+ * @param n
+ *   Number of WRs.
+ * @param err
+ *   Set to 0 when all were accepted, else to the error of `wr[return]`:
+ *   -ENOMEM (SQ full), -EINVAL (malformed WR: too many SGEs, bad opcode,
+ *   inline too long), -EPERM (QP not yet RTS).
+ * @return
+ *   Number of WRs accepted, in order.
+ */
+static inline uint16_t
+rdp_post_send(struct rdp_qp *qp, const struct rdp_send_wr *wr, uint16_t n, int *err)
+{
+	return qp->post_send(qp, wr, n, err);
+}
+
+/**
+ * Post a burst of receive WRs (one doorbell).
+ *
+ * @param qp
+ *   The QP; only its owner thread posts.
+ * @param wr
+ *   @p n work requests.
+ * @param n
+ *   Number of WRs.
+ * @param err
+ *   Set to 0 when all were accepted, else to the error of `wr[return]`:
+ *   -ENOMEM (RQ full), -EINVAL (too many SGEs).
+ * @return
+ *   Number of WRs accepted, in order.
+ */
+static inline uint16_t
+rdp_post_recv(struct rdp_qp *qp, const struct rdp_recv_wr *wr, uint16_t n, int *err)
+{
+	return qp->post_recv(qp, wr, n, err);
+}
+
+/**
+ * Poll a burst of completions.
+ *
+ * @param cq
+ *   The CQ; only its owner thread polls.
+ * @param wc
+ *   Room for @p n completions.
+ * @param n
+ *   Burst size.
+ * @return
+ *   Completions written (0 when idle), or -EIO when the CQ is in error
+ *   (overrun).
+ */
+static inline int
+rdp_poll_cq(struct rdp_cq *cq, struct rdp_wc *wc, uint16_t n)
+{
+	return cq->poll(cq, wc, n);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Slow path                                                              */
+/* ---------------------------------------------------------------------- */
+
+/**
+ * Choose a driver for this machine.
+ *
+ * Every registered driver is asked whether it can run here, in order of
+ * preference (verbs, then shm).
+ *
+ * @param spec
+ *   Receives the chosen driver spec (e.g. "verbs:device=mlx5_0" or "shm").
+ * @param len
+ *   Size of @p spec.
+ * @param why
+ *   Receives one sentence saying which driver and why (e.g. "no RDMA device
+ *   with an active port; using the shm driver").
+ * @param why_len
+ *   Size of @p why.
+ * @return
+ *   0, or -ENODEV when no driver can run.
+ */
+int rdp_dev_default_spec(char *spec, size_t len, char *why, size_t why_len);
+
+/**
+ * Open a device.
+ *
+ * @param spec
+ *   `NAME[:KEY=VALUE,...]`. Unknown drivers and unknown or malformed keys
+ *   are refused with a detail naming them.
+ * @return
+ *   The device, or NULL with rte_errno: EINVAL (bad spec), ENOENT (no such
+ *   driver or device), ENODEV (device unusable), ENOMEM.
+ */
+struct rdp_dev *rdp_dev_open(const char *spec);
+
+/**
+ * Close a device. Every object created on it must be destroyed first.
+ *
+ * @param dev
+ *   The device, or NULL.
+ * @return
+ *   0, or -EBUSY when objects remain.
+ */
+int rdp_dev_close(struct rdp_dev *dev);
+
+/**
+ * Query device and port attributes.
+ *
+ * @param dev
+ *   The device.
+ * @param attr
+ *   Filled on success.
+ * @return
+ *   0 or a negative errno from the driver.
+ */
+int rdp_dev_query(struct rdp_dev *dev, struct rdp_dev_attr *attr);
+
+/**
+ * Read device-wide counters.
+ *
+ * @param dev
+ *   The device.
+ * @param stats
+ *   Filled on success.
+ * @return
+ *   0, or -ENOTSUP.
+ */
+int rdp_dev_stats_get(struct rdp_dev *dev, struct rdp_dev_stats *stats);
+
+/**
+ * The spec the device was opened with.
+ *
+ * @param dev
+ *   The device.
+ * @return
+ *   The spec string.
+ */
+const char *rdp_dev_spec(const struct rdp_dev *dev);
+
+/**
+ * A file descriptor that becomes readable when an event is pending.
+ *
+ * @param dev
+ *   The device.
+ * @return
+ *   The fd (owned by the device), or -ENOTSUP.
+ */
+int rdp_dev_event_fd(struct rdp_dev *dev);
+
+/**
+ * Take one pending asynchronous event without blocking.
+ *
+ * @param dev
+ *   The device.
+ * @param ev
+ *   Filled when an event is returned.
+ * @return
+ *   0 with an event, -EAGAIN when none is pending, -ENOTSUP.
+ */
+int rdp_dev_event_get(struct rdp_dev *dev, struct rdp_event *ev);
+
+/**
+ * Allocate a protection domain.
+ *
+ * @param dev
+ *   The device.
+ * @return
+ *   The PD, or NULL with rte_errno (ENOMEM, ENOTSUP).
+ */
+struct rdp_pd *rdp_pd_alloc(struct rdp_dev *dev);
+
+/**
+ * Free a protection domain.
+ *
+ * @param pd
+ *   The PD, or NULL.
+ * @return
+ *   0, or -EBUSY while MRs or QPs use it.
+ */
+int rdp_pd_free(struct rdp_pd *pd);
+
+/**
+ * Allocate memory suited to the driver and register it.
+ *
+ * This is how receive pools are made: the shm driver backs them with a
+ * memfd its peers map; the verbs driver takes NUMA-local pages.
+ *
+ * @param pd
+ *   The PD.
+ * @param len
+ *   Bytes (rounded up to a page).
+ * @param socket
+ *   NUMA node, or -1 for any.
+ * @param access
+ *   RDP_ACCESS_* flags; use the narrowest that works.
+ * @return
+ *   The MR (zero-filled memory), or NULL with rte_errno (ENOMEM, EINVAL).
+ */
+struct rdp_mr *rdp_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access);
+
+/**
+ * Register memory the caller owns.
+ *
+ * @param pd
+ *   The PD.
+ * @param addr
+ *   First byte.
+ * @param len
+ *   Bytes.
+ * @param access
+ *   RDP_ACCESS_* flags. The shm driver only accepts local access here (a
+ *   peer cannot map arbitrary memory); use rdp_mr_alloc() for receive and
+ *   remote-write targets.
+ * @return
+ *   The MR, or NULL with rte_errno (EINVAL, ENOTSUP, ENOMEM).
+ */
+struct rdp_mr *rdp_mr_reg(struct rdp_pd *pd, void *addr, size_t len, unsigned int access);
+
+/**
+ * Deregister an MR (and free its memory when rdp_mr_alloc() made it).
+ *
+ * @param mr
+ *   The MR, or NULL.
+ * @return
+ *   0 or a negative errno.
+ */
+int rdp_mr_free(struct rdp_mr *mr);
+
+/**
+ * Create a completion queue with no completion channel.
+ *
+ * @param dev
+ *   The device.
+ * @param cqe
+ *   Capacity in completions (>= 1).
+ * @param socket
+ *   NUMA node of its memory, or -1.
+ * @return
+ *   The CQ, or NULL with rte_errno (EINVAL above max_cqe, ENOMEM).
+ */
+struct rdp_cq *rdp_cq_create(struct rdp_dev *dev, uint32_t cqe, int socket);
+
+/**
+ * Change a CQ's capacity; completions pending in it are kept.
+ *
+ * @param cq
+ *   The CQ; its owner must not poll it concurrently.
+ * @param cqe
+ *   New capacity.
+ * @return
+ *   0, -EINVAL (below the completions pending or above max_cqe), -ENOTSUP.
+ */
+int rdp_cq_resize(struct rdp_cq *cq, uint32_t cqe);
+
+/**
+ * Destroy a CQ.
+ *
+ * @param cq
+ *   The CQ, or NULL.
+ * @return
+ *   0, or -EBUSY while QPs use it.
+ */
+int rdp_cq_destroy(struct rdp_cq *cq);
+
+/**
+ * Create a reliable connected QP, in RESET state.
+ *
+ * @param pd
+ *   The PD.
+ * @param attr
+ *   CQs and capacities.
+ * @return
+ *   The QP, or NULL with rte_errno (EINVAL, ENOMEM).
+ */
+struct rdp_qp *rdp_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr);
+
+/**
+ * Change QP state.
+ *
+ * Moving to RDP_QPS_ERR is allowed from any thread at any time and flushes
+ * every outstanding WR.
+ *
+ * @param qp
+ *   The QP.
+ * @param attr
+ *   New values.
+ * @param mask
+ *   RDP_QP_ATTR_* bits saying which fields of @p attr apply.
+ * @return
+ *   0, -EINVAL (illegal transition or attribute), or a driver errno.
+ */
+int rdp_qp_modify(struct rdp_qp *qp, const struct rdp_qp_attr *attr, unsigned int mask);
+
+/**
+ * Read the QP's current state.
+ *
+ * @param qp
+ *   The QP.
+ * @param attr
+ *   Filled on success (state, and remote/conn once connected).
+ * @return
+ *   0 or a negative errno.
+ */
+int rdp_qp_query(struct rdp_qp *qp, struct rdp_qp_attr *attr);
+
+/**
+ * The local address a peer needs to connect to this QP.
+ *
+ * @param qp
+ *   The QP.
+ * @param addr
+ *   Filled on success.
+ * @return
+ *   0 or a negative errno.
+ */
+int rdp_qp_local_addr(struct rdp_qp *qp, struct rdp_qp_addr *addr);
+
+/**
+ * Move a QP from RESET through INIT and RTR to RTS towards a peer.
+ *
+ * @param qp
+ *   The QP, in RESET.
+ * @param remote
+ *   The peer's address (from its handshake).
+ * @param conn
+ *   Transport parameters.
+ * @return
+ *   0 or the first failing transition's errno.
+ */
+int rdp_qp_connect(struct rdp_qp *qp, const struct rdp_qp_addr *remote,
+		   const struct rdp_qp_conn_params *conn);
+
+/**
+ * Destroy a QP. Completions of its WRs already in the CQ stay there.
+ *
+ * @param qp
+ *   The QP, or NULL.
+ * @return
+ *   0 or a negative errno.
+ */
+int rdp_qp_destroy(struct rdp_qp *qp);
+
+/**
+ * Name of a QP state.
+ *
+ * @param state
+ *   An enum rdp_qp_state value.
+ * @return
+ *   "RESET", "INIT", "RTR", "RTS", "ERR" or "UNKNOWN".
+ */
+const char *rdp_qp_state_str(unsigned int state);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RDP_DEV_H */
