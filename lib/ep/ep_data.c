@@ -1,0 +1,918 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The endpoint datapath, run by the poller lcore that owns the endpoint:
+ * completions dispatched by wr_id, credits applied through lib/credit,
+ * chunking and reassembly, delivery to the application, and the teardown
+ * that turns every undelivered message into exactly one failure report.
+ *
+ * Teardown, in one paragraph: the QP is moved to error and a signaled
+ * zero-length WRITE (the drain marker) is posted behind everything else.
+ * A QP in error completes every WR in order, so once the marker's
+ * completion and a completion for every posted receive have been polled,
+ * nothing is in flight. A WR with a sequence below the lowest error
+ * completion succeeded (an unsignaled WR that succeeded makes no
+ * completion, and WRs complete in order); every other WR failed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ep_private.h"
+
+/* WRs built per progress call: data chunks, then room for a reclaim + ack. */
+#define TX_BURST 32
+#define RX_BURST 32
+#define EV_BURST 32
+
+static inline void
+q_push(struct rdp_msg **head, struct rdp_msg **tail, struct rdp_msg *m)
+{
+	m->link = NULL;
+	if (*tail != NULL)
+		(*tail)->link = m;
+	else
+		*head = m;
+	*tail = m;
+}
+
+static inline struct rdp_msg *
+q_pop(struct rdp_msg **head, struct rdp_msg **tail)
+{
+	struct rdp_msg *m = *head;
+
+	*head = m->link;
+	if (*head == NULL)
+		*tail = NULL;
+	m->link = NULL;
+	return m;
+}
+
+static inline void
+ep_busy(struct rdp_ep *ep)
+{
+	rdp_poller_busy(ep->lc->poller, &ep->busy);
+}
+
+static bool
+tearing_down(const struct rdp_ep *ep)
+{
+	return ep->drain_posted;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Events to the application                                             */
+/* ---------------------------------------------------------------------- */
+
+static void
+ev_push(struct rdp_ep *ep, struct rdp_msg *m)
+{
+	q_push(&ep->ev_head, &ep->ev_tail, m);
+	ep_busy(ep);
+}
+
+static void
+ev_state(struct rdp_ep *ep, enum rdp_ep_state state, int err)
+{
+	struct rdp_msg *m = calloc(1, sizeof(*m));
+
+	if (m == NULL) {
+		/* out of memory on a state change: say it, the state is still readable */
+		EP_LOG(ERR, "endpoint %u: no memory to report state %s", ep->id,
+		       rdp_ep_state_str(state));
+		return;
+	}
+	m->event = RDP_EV_STATE;
+	m->flags = MSG_F_EVENT;
+	m->user_data = state;
+	m->status = err;
+	m->ep = ep;
+	m->nb_segs = 1;
+	ev_push(ep, m);
+}
+
+/* A message left the send path: report it (or free it when nobody asked). */
+static void
+send_done(struct rdp_ep *ep, struct rdp_msg *m, int status)
+{
+	m->status = status;
+	if (status == 0) {
+		ep->stats.msgs_sent++;
+		ep->stats.bytes_sent += m->pkt_len;
+		if (!ep->prm.notify_send_ok) {
+			rdp_pool_put_chain(m);
+			return;
+		}
+		m->event = RDP_EV_SEND_DONE;
+	} else {
+		ep->stats.msgs_failed++;
+		m->event = RDP_EV_SEND_FAILED;
+	}
+	ev_push(ep, m);
+}
+
+static void
+held_inc(struct rdp_ep *ep, unsigned int n)
+{
+	if (ep->held == 0 && n > 0)
+		atomic_fetch_add(&ep->refs, 1);
+	ep->held += n;
+}
+
+static void
+held_dec(struct rdp_ep *ep)
+{
+	if (--ep->held == 0)
+		ep_unref(ep);
+}
+
+/* Hand queued events to the application; stop at the first refusal. */
+static unsigned int
+deliver(struct rdp_ep *ep)
+{
+	struct rdp_msg *batch[EV_BURST];
+	unsigned int work = 0;
+
+	while (ep->ev_head != NULL) {
+		uint8_t kind = ep->ev_head->event;
+		struct rdp_msg *m = ep->ev_head;
+		uint16_t n = 0, acc, i;
+
+		while (m != NULL && m->event == kind && n < EV_BURST) {
+			batch[n++] = m;
+			m = m->link;
+			if (kind == RDP_EV_STATE)
+				break;
+		}
+		if (ep->prm.ops == NULL) {
+			acc = rte_ring_enqueue_burst(ep->prm.events, (void **)batch, n, NULL);
+		} else if (kind == RDP_EV_RECV) {
+			acc = ep->prm.ops->on_recv(ep, batch, n, ep->prm.arg);
+		} else if (kind == RDP_EV_STATE) {
+			if (ep->prm.ops->on_state != NULL)
+				ep->prm.ops->on_state(ep, (enum rdp_ep_state)batch[0]->user_data,
+						      batch[0]->status, ep->prm.arg);
+			acc = 1;
+		} else {
+			if (ep->prm.ops->on_send != NULL)
+				ep->prm.ops->on_send(ep, batch, n, ep->prm.arg);
+			else
+				for (i = 0; i < n; i++)
+					rdp_pool_put_chain(batch[i]);
+			acc = n;
+		}
+		for (i = 0; i < acc; i++) {
+			struct rdp_msg *e = q_pop(&ep->ev_head, &ep->ev_tail);
+			bool last = e->event == RDP_EV_STATE &&
+				    e->user_data == RDP_EP_CLOSED;
+
+			if (kind == RDP_EV_RECV)
+				held_inc(ep, 1);
+			if (kind == RDP_EV_STATE && ep->prm.ops != NULL)
+				free(e);
+			if (last) {
+				/* nothing follows CLOSED: drop the application's reference */
+				ep_unref(ep);
+				return work + acc;
+			}
+		}
+		work += acc;
+		if (acc < n) {
+			if (kind == RDP_EV_RECV && !ep->backpressured) {
+				ep->backpressured = true;
+				ep->stats.backpressure++;
+			}
+			ep_busy(ep); /* offer the rest again on the next pass */
+			return work;
+		}
+		if (kind == RDP_EV_RECV)
+			ep->backpressured = false;
+	}
+	return work;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Failure and teardown                                                   */
+/* ---------------------------------------------------------------------- */
+
+static void start_teardown(struct rdp_ep *ep);
+
+static void ep_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+ep_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
+{
+	char why[RDP_ERR_MSG_MAX];
+	va_list ap;
+
+	if (tearing_down(ep))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	ep->err = err;
+	if (!ep->closing) {
+		EP_LOG(ERR, "endpoint %u (peer %s, lcore %u) failed: %s", ep->id, ep->peer,
+		       ep->lc->lcore_id, why);
+		ep_set_state(ep, RDP_EP_FAILED);
+	}
+	start_teardown(ep);
+}
+
+static int
+wc_errno(uint8_t status)
+{
+	switch (status) {
+	case RDP_WC_WR_FLUSH_ERR: return -ECONNABORTED;
+	case RDP_WC_RETRY_EXC_ERR: return -ETIMEDOUT;
+	case RDP_WC_RNR_RETRY_EXC_ERR: return -ENOBUFS;
+	case RDP_WC_REM_INV_REQ_ERR:
+	case RDP_WC_REM_ACCESS_ERR:
+	case RDP_WC_REM_OP_ERR: return -EREMOTEIO;
+	default: return -EIO;
+	}
+}
+
+static void
+return_queue(struct rdp_ep *ep, struct rdp_msg **head, struct rdp_msg **tail)
+{
+	while (*head != NULL) {
+		struct rdp_msg *m = q_pop(head, tail);
+
+		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+	}
+}
+
+static void
+start_teardown(struct rdp_ep *ep)
+{
+	struct rdp_qp_attr attr = { .state = RDP_QPS_ERR };
+	struct rdp_send_wr marker = {
+		.opcode = RDP_WR_RDMA_WRITE,
+		.flags = RDP_SEND_SIGNALED,
+	};
+	int ret, err;
+
+	ep->drain_posted = true;
+	ret = rdp_qp_modify(ep->qp, &attr, RDP_QP_ATTR_STATE);
+	if (ret < 0)
+		EP_LOG(ERR, "endpoint %u: cannot move its QP to error: %s", ep->id,
+		       rdp_err_msg());
+	/* buffers waiting to be posted again go home; posting to an error QP
+	 * would only flush them */
+	return_queue(ep, &ep->rp_head, &ep->rp_tail);
+	ep->rp_owed = 0;
+	ep->drain_seq = ep->credit.sq_pi;
+	marker.wr_id = rdp_wrid(RDP_WRK_RECLAIM, ep->slot, ep->drain_seq);
+	if (rdp_post_send(ep->qp, &marker, 1, &err) != 1) {
+		/* the QP keeps one physical slot beyond S for this marker */
+		EP_LOG(ERR, "endpoint %u: drain marker refused (%d); sends not "
+		       "completed are reported failed", ep->id, err);
+		ep->err_seq = 0;
+		ep->drain_done = true;
+	}
+	ep_busy(ep);
+}
+
+/* Everything is back: report sends, announce the end, hand the QP back. */
+static void
+finalize(struct rdp_ep *ep)
+{
+	int err = ep->err != 0 ? ep->err : -ECONNABORTED;
+	uint64_t q;
+
+	for (q = ep->credit.sq_ci; q < ep->credit.sq_pi; q++) {
+		struct ep_track *t = &ep->track[q & ep->track_mask];
+
+		if (t->msg != NULL) {
+			send_done(ep, t->msg, q < ep->err_seq ? 0 : err);
+			t->msg = NULL;
+		}
+	}
+	while (ep->tx_head != NULL)
+		send_done(ep, q_pop(&ep->tx_head, &ep->tx_tail), err);
+	ep->tx_seg = NULL;
+	if (ep->rx_head != NULL) {
+		rdp_pool_put_chain(ep->rx_head);
+		ep->rx_head = ep->rx_tail = NULL;
+	}
+	ep->retired = true;
+	rdp_poller_slot_free(ep->lc->poller, ep->slot);
+	if (ep->closing) {
+		ep_set_state(ep, RDP_EP_CLOSED);
+		ev_state(ep, RDP_EP_CLOSED, 0);
+	} else if (ep->app_visible) {
+		ev_state(ep, RDP_EP_FAILED, err);
+	}
+	ctl_retire(ep);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Receive path                                                           */
+/* ---------------------------------------------------------------------- */
+
+static void
+repost(struct rdp_ep *ep, struct rdp_msg *m, bool owed)
+{
+	m->aux = owed;
+	q_push(&ep->rp_head, &ep->rp_tail, m);
+	ep->rp_owed += owed;
+	ep_busy(ep);
+}
+
+/* The application freed a received message (on this thread). */
+static void
+recv_freed(struct rdp_ep *ep, struct rdp_msg *m)
+{
+	while (m != NULL) {
+		struct rdp_msg *next = m->next;
+
+		m->next = NULL;
+		if (!tearing_down(ep) && !ep->retired)
+			repost(ep, m, true);
+		else
+			rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+		m = next;
+	}
+	held_dec(ep);
+}
+
+static unsigned int
+post_recvs(struct rdp_ep *ep)
+{
+	struct rdp_recv_wr wr[RX_BURST];
+	struct rdp_sge sge[RX_BURST];
+	struct rdp_msg *m = ep->rp_head;
+	uint16_t n = 0, k, i;
+	uint32_t owed = 0;
+	int err;
+
+	for (; m != NULL && n < RX_BURST; m = m->link, n++) {
+		sge[n].addr = (uintptr_t)ep->recv_pool->base + (size_t)m->idx * m->buf_size;
+		sge[n].length = m->buf_size;
+		sge[n].lkey = m->lkey;
+		wr[n].wr_id = rdp_wrid(RDP_WRK_RECV, ep->slot, m->idx);
+		wr[n].sg_list = &sge[n];
+		wr[n].num_sge = 1;
+	}
+	if (n == 0)
+		return 0;
+	k = rdp_post_recv(ep->qp, wr, n, &err);
+	for (i = 0; i < k; i++) {
+		m = q_pop(&ep->rp_head, &ep->rp_tail);
+		owed += m->aux;
+	}
+	ep->recv_posted += k;
+	ep->rp_owed -= owed;
+	rdp_credit_recv_reposted(&ep->credit, owed);
+	if (k < n)
+		ep_fail(ep, err, "post_recv refused a receive (%d) with %u posted of %u",
+			err, ep->recv_posted, ep->lc->credit.rq_size);
+	else if (ep->rp_head != NULL)
+		ep_busy(ep);
+	return k;
+}
+
+/*
+ * Check a successful receive against the framing rules; on a violation
+ * return what is wrong (the peer is broken or hostile) and the bad value.
+ */
+static const char *
+recv_violation(const struct rdp_ep *ep, const struct rdp_wc *wc, uint32_t *value)
+{
+	uint32_t imm = wc->imm, credits = imm & IMM_CREDITS;
+
+	*value = imm;
+	if (!(wc->wc_flags & RDP_WC_WITH_IMM))
+		return "message without immediate data";
+	if (imm & IMM_RESERVED)
+		return "reserved immediate-data bits set";
+	if (credits > ep->credit.stats.data_posted - ep->credit.stats.credits_granted) {
+		*value = credits;
+		return "more credits returned than used";
+	}
+	if (imm & IMM_ACK)
+		return wc->byte_len != 0 || (imm & (IMM_FIRST | IMM_LAST)) ?
+			"pure ack with payload or framing" : NULL;
+	*value = wc->byte_len;
+	if (wc->byte_len > ep->chunk_size)
+		return "chunk longer than the agreed chunk size";
+	if ((imm & IMM_FIRST) && ep->rx_head != NULL)
+		return "new message before the last one ended";
+	if (!(imm & IMM_FIRST) && ep->rx_head == NULL)
+		return "continuation chunk without a first one";
+	if ((uint64_t)(ep->rx_head != NULL && !(imm & IMM_FIRST) ? ep->rx_head->pkt_len : 0) +
+	    wc->byte_len > ep->max_recv_msg)
+		return "message longer than max_msg_size";
+	return NULL;
+}
+
+static void
+recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
+{
+	uint64_t idx = rdp_wrid_low(wc->wr_id);
+	const char *violation;
+	uint32_t credits, value;
+	struct rdp_msg *m;
+
+	if (unlikely(idx >= ep->recv_pool->nb_bufs)) {
+		ep_fail(ep, -EIO, "receive completion for buffer %" PRIu64 " of %u",
+			idx, ep->recv_pool->nb_bufs);
+		return;
+	}
+	m = rdp_pool_msg(ep->recv_pool, (uint32_t)idx);
+	ep->recv_posted--;
+	if (unlikely(wc->status != RDP_WC_SUCCESS)) {
+		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+		ep_fail(ep, wc_errno(wc->status), "receive completed with %s",
+			rdp_wc_status_str(wc->status));
+		return;
+	}
+	violation = recv_violation(ep, wc, &value);
+	if (unlikely(violation != NULL)) {
+		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+		ep_fail(ep, -EPROTO, "peer %s broke the protocol: %s (0x%x)", ep->peer,
+			violation, value);
+		return;
+	}
+	credits = wc->imm & IMM_CREDITS;
+	if (credits > 0) {
+		rdp_credit_granted(&ep->credit, credits);
+		if (ep->tx_head != NULL)
+			ep_busy(ep);
+	}
+	if (wc->imm & IMM_ACK) {
+		if (!tearing_down(ep))
+			repost(ep, m, false);
+		else
+			rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+		return;
+	}
+	m->data = ep->recv_pool->base + (size_t)m->idx * m->buf_size;
+	m->data_len = wc->byte_len;
+	m->next = NULL;
+	if (wc->imm & IMM_FIRST) {
+		ep->rx_head = ep->rx_tail = m;
+		m->pkt_len = 0;
+		m->nb_segs = 0;
+	} else {
+		ep->rx_tail->next = m;
+		ep->rx_tail = m;
+	}
+	ep->rx_head->pkt_len += wc->byte_len;
+	ep->rx_head->nb_segs++;
+	if (wc->imm & IMM_LAST) {
+		struct rdp_msg *head = ep->rx_head;
+
+		ep->rx_head = ep->rx_tail = NULL;
+		head->event = RDP_EV_RECV;
+		head->flags = MSG_F_RECV;
+		head->status = 0;
+		head->ep = ep;
+		ep->stats.msgs_received++;
+		ep->stats.bytes_received += head->pkt_len;
+		if (ep->closing) {
+			/* closed by the application: nobody to give it to */
+			held_inc(ep, 1);
+			recv_freed(ep, head);
+		} else {
+			ev_push(ep, head);
+		}
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Send path                                                              */
+/* ---------------------------------------------------------------------- */
+
+static void
+send_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
+{
+	uint64_t seq = rdp_credit_seq_expand(&ep->credit, rdp_wrid_low(wc->wr_id));
+	uint64_t old, q;
+
+	if (ep->drain_posted && seq == ep->drain_seq &&
+	    rdp_wrid_kind(wc->wr_id) == RDP_WRK_RECLAIM) {
+		ep->drain_done = true;
+		ep_busy(ep);
+		return;
+	}
+	if (unlikely(wc->status != RDP_WC_SUCCESS)) {
+		if (wc->status == RDP_WC_RNR_RETRY_EXC_ERR)
+			ep->stats.rnr++;
+		if (seq < ep->err_seq)
+			ep->err_seq = seq;
+		ep_fail(ep, wc_errno(wc->status), "send completed with %s",
+			rdp_wc_status_str(wc->status));
+		return;
+	}
+	old = ep->credit.sq_ci;
+	if (rdp_credit_send_completed(&ep->credit, seq) == 0)
+		return;
+	for (q = old; q < ep->credit.sq_ci; q++) {
+		struct ep_track *t = &ep->track[q & ep->track_mask];
+
+		if (t->msg != NULL) {
+			send_done(ep, t->msg, 0);
+			t->msg = NULL;
+		}
+	}
+	if (ep->tx_head != NULL || ep->credit.owed >= ep->credit.ack_threshold ||
+	    ep_get_state(ep) == RDP_EP_DRAINING)
+		ep_busy(ep);
+}
+
+static void
+ep_complete(void *client, const struct rdp_wc *wc, uint16_t n)
+{
+	struct rdp_ep *ep = client;
+	uint16_t i;
+
+	for (i = 0; i < n; i++) {
+		if (rdp_wrid_kind(wc[i].wr_id) == RDP_WRK_RECV)
+			recv_complete(ep, &wc[i]);
+		else
+			send_complete(ep, &wc[i]);
+	}
+	if (tearing_down(ep))
+		ep_busy(ep);
+}
+
+static inline void
+wr_data(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
+	const struct rdp_msg *seg, uint64_t seq, bool signaled, uint32_t imm)
+{
+	sge->addr = (uintptr_t)seg->data;
+	sge->length = seg->data_len;
+	sge->lkey = seg->lkey;
+	wr->wr_id = rdp_wrid(RDP_WRK_DATA, ep->slot, seq);
+	wr->sg_list = sge;
+	wr->num_sge = seg->data_len > 0;
+	wr->opcode = RDP_WR_SEND_WITH_IMM;
+	wr->flags = (signaled ? RDP_SEND_SIGNALED : 0) |
+		    (seg->data_len <= ep->max_inline ? RDP_SEND_INLINE : 0);
+	wr->imm = imm;
+	wr->remote_addr = 0;
+	wr->rkey = 0;
+}
+
+static inline void
+wr_control(struct rdp_ep *ep, struct rdp_send_wr *wr, unsigned int kind, uint64_t seq,
+	   uint32_t imm)
+{
+	wr->wr_id = rdp_wrid(kind, ep->slot, seq);
+	wr->sg_list = NULL;
+	wr->num_sge = 0;
+	if (kind == RDP_WRK_RECLAIM) {
+		/* signaled zero-length WRITE: no remote effect, frees what precedes it */
+		wr->opcode = RDP_WR_RDMA_WRITE;
+		wr->flags = RDP_SEND_SIGNALED;
+	} else {
+		/* pure ack: never signaled */
+		wr->opcode = RDP_WR_SEND_WITH_IMM;
+		wr->flags = RDP_SEND_INLINE;
+	}
+	wr->imm = imm;
+	wr->remote_addr = 0;
+	wr->rkey = 0;
+}
+
+static unsigned int
+post_sends(struct rdp_ep *ep)
+{
+	struct rdp_send_wr wr[TX_BURST + 2];
+	struct rdp_sge sge[TX_BURST];
+	enum rdp_credit_verdict v = RDP_CREDIT_NONE;
+	struct rdp_credit *c = &ep->credit;
+	bool draining = ep_get_state(ep) == RDP_EP_DRAINING;
+	uint16_t n = 0, k;
+	uint64_t seq;
+	int err;
+
+	while (ep->tx_head != NULL && n < TX_BURST) {
+		struct rdp_msg *seg = ep->tx_seg != NULL ? ep->tx_seg : ep->tx_head;
+		bool first = seg == ep->tx_head, last = seg->next == NULL;
+		uint32_t piggyback;
+
+		v = rdp_credit_data_check(c);
+		if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
+			break;
+		seq = rdp_credit_data_posted(c, v == RDP_CREDIT_GO_SIGNALED, &piggyback);
+		wr_data(ep, &wr[n], &sge[n], seg, seq, v == RDP_CREDIT_GO_SIGNALED,
+			piggyback | (first ? IMM_FIRST : 0) | (last ? IMM_LAST : 0));
+		n++;
+		if (last) {
+			ep->track[seq & ep->track_mask].msg = q_pop(&ep->tx_head, &ep->tx_tail);
+			ep->tx_seg = NULL;
+		} else {
+			ep->tx_seg = seg->next;
+		}
+	}
+	if (!draining) {
+		/* credits no data WR could carry: a pure ack, after a reclaim if due */
+		for (;;) {
+			v = rdp_credit_ack_check(c);
+			if (v == RDP_CREDIT_RECLAIM_FIRST) {
+				seq = rdp_credit_reclaim_posted(c);
+				wr_control(ep, &wr[n++], RDP_WRK_RECLAIM, seq, 0);
+				continue;
+			}
+			if (v == RDP_CREDIT_GO_UNSIGNALED) {
+				uint32_t credits;
+
+				seq = rdp_credit_ack_posted(c, &credits);
+				wr_control(ep, &wr[n++], RDP_WRK_ACK, seq, credits | IMM_ACK);
+			}
+			break;
+		}
+	} else if (ep->tx_head == NULL && c->sq_ci < c->sq_pi && c->unsig_run > 0 &&
+		   rdp_credit_sq_inflight(c) < c->sq_size) {
+		/* closing: make the last WRs' success visible */
+		seq = rdp_credit_reclaim_posted(c);
+		wr_control(ep, &wr[n++], RDP_WRK_RECLAIM, seq, 0);
+	}
+	if (n == 0)
+		return 0;
+	k = rdp_post_send(ep->qp, wr, n, &err);
+	if (unlikely(k < n)) {
+		if (err == -ENOMEM)
+			ep->stats.enomem++;
+		seq = rdp_credit_seq_expand(c, rdp_wrid_low(wr[k].wr_id));
+		if (seq < ep->err_seq)
+			ep->err_seq = seq;
+		ep_fail(ep, err, "post_send refused a WR (%d) with %u of %u SQ slots in use: "
+			"a flow-control invariant is broken", err, rdp_credit_sq_inflight(c),
+			c->sq_size);
+		return k;
+	}
+	if (ep->tx_head != NULL && (v == RDP_CREDIT_GO_SIGNALED || v == RDP_CREDIT_GO_UNSIGNALED))
+		ep_busy(ep); /* the burst was full: more to send */
+	return n;
+}
+
+static unsigned int
+ep_progress(void *client)
+{
+	struct rdp_ep *ep = client;
+	unsigned int work = 0;
+
+	if (ep->release_pending) {
+		ctl_release(ep);
+		return 0;
+	}
+	if (!ep->retired) {
+		if (tearing_down(ep)) {
+			if (ep->drain_done && ep->recv_posted == 0)
+				finalize(ep);
+		} else {
+			if (ep->rp_head != NULL)
+				work += post_recvs(ep);
+			if (!tearing_down(ep))
+				work += post_sends(ep);
+			if (ep_get_state(ep) == RDP_EP_DRAINING && !tearing_down(ep) &&
+			    ep->tx_head == NULL && ep->credit.sq_ci == ep->credit.sq_pi)
+				start_teardown(ep);
+		}
+	}
+	if (ep->ev_head != NULL)
+		work += deliver(ep);
+	return work;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Inbox                                                                  */
+/* ---------------------------------------------------------------------- */
+
+static void
+ep_admit(struct rdp_ep *ep)
+{
+	if (ep->qp == NULL) {
+		/* the handshake failed before a QP existed: nothing to drain */
+		ep->retired = true;
+		if (ep->slot != UINT32_MAX)
+			rdp_poller_slot_free(ep->lc->poller, ep->slot);
+		ep_set_state(ep, ep->closing ? RDP_EP_CLOSED : RDP_EP_FAILED);
+		if (ep->closing || ep->app_visible)
+			ev_state(ep, ep->closing ? RDP_EP_CLOSED : RDP_EP_FAILED, ep->err);
+		ctl_retire(ep);
+		return;
+	}
+	if (ep->err != 0 || ep->closing) {
+		/* receives were posted: drain them before handing the QP back */
+		ep_set_state(ep, ep->closing ? RDP_EP_DRAINING : RDP_EP_FAILED);
+		start_teardown(ep);
+		return;
+	}
+	ep->app_visible = true;
+	ep_set_state(ep, RDP_EP_ESTABLISHED);
+	ev_state(ep, RDP_EP_ESTABLISHED, 0);
+	ep_busy(ep);
+}
+
+static void
+ep_close_local(struct rdp_ep *ep)
+{
+	ep->closing = true;
+	if (ep->retired) {
+		if (ep_get_state(ep) != RDP_EP_CLOSED) {
+			ep_set_state(ep, RDP_EP_CLOSED);
+			ev_state(ep, RDP_EP_CLOSED, 0);
+		}
+		return;
+	}
+	if (ep_get_state(ep) == RDP_EP_ESTABLISHED)
+		ep_set_state(ep, RDP_EP_DRAINING);
+	ep_busy(ep);
+}
+
+static void
+ep_accept_send(struct rdp_ep *ep, struct rdp_msg *m)
+{
+	if (ep_get_state(ep) != RDP_EP_ESTABLISHED || ep->closing) {
+		send_done(ep, m, ep->err != 0 ? ep->err : -ENOTCONN);
+		return;
+	}
+	q_push(&ep->tx_head, &ep->tx_tail, m);
+	ep_busy(ep);
+}
+
+static void
+ep_inbox(struct rdp_poller *p, void *const *items, unsigned int n)
+{
+	unsigned int i;
+
+	RTE_SET_USED(p);
+	for (i = 0; i < n; i++) {
+		void *obj = untag_ptr(items[i]);
+		struct rdp_msg *m = obj;
+		struct rdp_ep *ep = obj;
+
+		switch (ptr_tag(items[i])) {
+		case TAG_SEND:
+			ep_accept_send(m->ep, m);
+			break;
+		case TAG_FREE:
+			recv_freed(m->ep, m);
+			break;
+		case TAG_ADMIT:
+			ep_admit(ep);
+			break;
+		case TAG_FAIL:
+			if (!ep->retired)
+				ep_fail(ep, ep->ctl_err, "%s", ep->ctl_err == -EIO ?
+					"its QP went to error (device event)" : ep->ctl_err == -ENETDOWN ?
+					"the port went down" : ep->ctl_err == -EPROTO ?
+					"unexpected bytes on the control connection" :
+					"the control connection to the peer closed (peer gone)");
+			break;
+		case TAG_CLOSE:
+			ep_close_local(ep);
+			break;
+		case TAG_RELEASE:
+			ep_release_on_poller(ep);
+			break;
+		}
+	}
+}
+
+void
+ep_release_on_poller(struct rdp_ep *ep)
+{
+	/* the busy list may still point at it: free it once it is visited */
+	if (ep->busy.queued) {
+		ep->release_pending = true;
+		return;
+	}
+	ctl_release(ep);
+}
+
+const struct rdp_poll_ops ep_poll_ops = {
+	.complete = ep_complete,
+	.inbox = ep_inbox,
+	.progress = ep_progress,
+};
+
+/* ---------------------------------------------------------------------- */
+/* Application entry points for the datapath                              */
+/* ---------------------------------------------------------------------- */
+
+int
+ep_post_initial_recvs(struct rdp_ep *ep)
+{
+	struct rdp_msg *m;
+	uint32_t i;
+
+	for (i = 0; i < ep->recv_pool->nb_bufs; i++) {
+		if (rdp_pool_get_bulk(ep->recv_pool, &m, 1) < 0)
+			return rdp_err_set(ENOBUFS, "endpoint %u: receive pool short", ep->id);
+		m->aux = 0;
+		q_push(&ep->rp_head, &ep->rp_tail, m);
+	}
+	while (ep->rp_head != NULL) {
+		struct rdp_recv_wr wr[RX_BURST];
+		struct rdp_sge sge[RX_BURST];
+		uint16_t n = 0, k;
+		int err;
+
+		for (m = ep->rp_head; m != NULL && n < RX_BURST; m = m->link, n++) {
+			sge[n] = (struct rdp_sge){ .addr = (uintptr_t)m->data,
+						   .length = m->buf_size, .lkey = m->lkey };
+			wr[n] = (struct rdp_recv_wr){ .wr_id = rdp_wrid(RDP_WRK_RECV, ep->slot, m->idx),
+						      .sg_list = &sge[n], .num_sge = 1 };
+		}
+		k = rdp_post_recv(ep->qp, wr, n, &err);
+		ep->recv_posted += k;
+		for (; k > 0; k--)
+			q_pop(&ep->rp_head, &ep->rp_tail);
+		if (ep->rp_head != NULL && k < n)
+			return rdp_err_set(-err, "endpoint %u: post_recv of the initial %u "
+					   "receives failed: %s", ep->id, ep->recv_pool->nb_bufs,
+					   rdp_err_msg());
+	}
+	return 0;
+}
+
+struct rdp_msg *
+rdp_msg_alloc(struct rdp_ep *ep, uint32_t len)
+{
+	uint32_t limit = ep->max_send_msg != 0 ? ep->max_send_msg : ep->lc->conf.max_msg_size;
+	uint32_t seg = ep->chunk_size != 0 ? ep->chunk_size : ep->lc->conf.buf_size;
+	struct rdp_msg *m;
+
+	if (unlikely(len > limit)) {
+		rte_errno = EMSGSIZE;
+		return NULL;
+	}
+	m = rdp_pool_alloc_msg(ep->lc->send_pool, len, seg);
+	if (m != NULL)
+		m->ep = ep;
+	return m;
+}
+
+uint16_t
+rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n)
+{
+	void *items[64];
+	uint16_t i, done = 0;
+
+	if (unlikely(ep_get_state(ep) != RDP_EP_ESTABLISHED)) {
+		rte_errno = ENOTCONN;
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		if (unlikely(msgs[i]->ep != ep || msgs[i]->pkt_len > ep->max_send_msg ||
+			     (msgs[i]->flags & (MSG_F_RECV | MSG_F_EVENT)) != 0)) {
+			n = i;
+			rte_errno = EINVAL;
+			break;
+		}
+	}
+	if (rdp_poller_is_self(ep->lc->poller)) {
+		for (i = 0; i < n; i++)
+			q_push(&ep->tx_head, &ep->tx_tail, msgs[i]);
+		if (n > 0)
+			ep_busy(ep);
+		return n;
+	}
+	while (done < n) {
+		uint16_t chunk = RTE_MIN((uint16_t)RTE_DIM(items), (uint16_t)(n - done)), k;
+
+		for (i = 0; i < chunk; i++)
+			items[i] = tag_ptr(msgs[done + i], TAG_SEND);
+		k = rdp_poller_inbox_put(ep->lc->poller, items, chunk);
+		done += k;
+		if (k < chunk) {
+			rte_errno = ENOBUFS;
+			break;
+		}
+	}
+	return done;
+}
+
+void
+rdp_msg_free(struct rdp_msg *m)
+{
+	void *item;
+
+	if (m == NULL)
+		return;
+	if (m->flags & MSG_F_EVENT) {
+		free(m);
+		return;
+	}
+	if (!(m->flags & MSG_F_RECV)) {
+		rdp_pool_put_chain(m);
+		return;
+	}
+	m->flags = 0;
+	if (rdp_poller_is_self(m->ep->lc->poller)) {
+		recv_freed(m->ep, m);
+		return;
+	}
+	/* the owner reposts it and returns the credit; it must not be lost */
+	item = tag_ptr(m, TAG_FREE);
+	while (rdp_poller_inbox_put(m->ep->lc->poller, &item, 1) != 1)
+		rte_pause();
+}

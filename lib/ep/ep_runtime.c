@@ -1,0 +1,602 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The runtime: device, pollers and their pools, the endpoint registry,
+ * endpoint lifetime, and telemetry. Everything here is slow path.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_telemetry.h>
+
+#include "ep_private.h"
+
+RTE_LOG_REGISTER(rdp_ep_logtype, rdp.ep, INFO);
+
+struct ep_runtime rdp_rt = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+/* ---------------------------------------------------------------------- */
+/* Endpoint objects                                                       */
+/* ---------------------------------------------------------------------- */
+
+struct rdp_ep *
+ep_new(struct ep_lcore *lc, const struct rdp_ep_params *prm, bool app_visible)
+{
+	struct rdp_ep *ep;
+
+	if (posix_memalign((void **)&ep, RTE_CACHE_LINE_SIZE, sizeof(*ep)) != 0) {
+		rdp_err_set(ENOMEM, "out of memory for an endpoint");
+		return NULL;
+	}
+	memset(ep, 0, sizeof(*ep));
+	ep->lc = lc;
+	ep->prm = *prm;
+	ep->fd = -1;
+	ep->slot = UINT32_MAX;
+	ep->err_seq = UINT64_MAX;
+	ep->busy.client = ep;
+	ep->app_visible = app_visible;
+	atomic_init(&ep->refs, app_visible ? 2 : 1);
+	ep_set_state(ep, RDP_EP_CONNECTING);
+	pthread_mutex_lock(&rdp_rt.lock);
+	ep->id = ++rdp_rt.next_id;
+	TAILQ_INSERT_TAIL(&rdp_rt.all, ep, all_next);
+	pthread_mutex_unlock(&rdp_rt.lock);
+	return ep;
+}
+
+void
+ep_unref(struct rdp_ep *ep)
+{
+	void *item;
+
+	if (atomic_fetch_sub(&ep->refs, 1) != 1)
+		return;
+	/* the owning poller may still have it on its busy list */
+	if (rdp_poller_is_self(ep->lc->poller)) {
+		ep_release_on_poller(ep);
+		return;
+	}
+	item = tag_ptr(ep, TAG_RELEASE);
+	while (rdp_poller_inbox_put(ep->lc->poller, &item, 1) != 1)
+		usleep(10);
+}
+
+void
+ep_free(struct rdp_ep *ep)
+{
+	int missing;
+
+	pthread_mutex_lock(&rdp_rt.lock);
+	TAILQ_REMOVE(&rdp_rt.all, ep, all_next);
+	pthread_mutex_unlock(&rdp_rt.lock);
+	if (ep->qp != NULL)
+		rdp_qp_destroy(ep->qp);
+	if (ep->cq_reserved > 0)
+		rdp_poller_unreserve(ep->lc->poller, ep->cq_reserved);
+	missing = rdp_pool_destroy(ep->recv_pool);
+	if (missing > 0)
+		EP_LOG(ERR, "endpoint %u: %d receive buffers missing at release", ep->id, missing);
+	free(ep->track);
+	free(ep);
+}
+
+struct ep_lcore *
+rt_pick_lcore(int lcore)
+{
+	struct ep_lcore *lc;
+
+	if (lcore >= 0 && lcore < RTE_MAX_LCORE && rdp_rt.lcores[lcore] != NULL)
+		return rdp_rt.lcores[lcore];
+	pthread_mutex_lock(&rdp_rt.lock);
+	lc = rdp_rt.lcores[rdp_rt.order[rdp_rt.rr++ % rdp_rt.nb_lcores]];
+	pthread_mutex_unlock(&rdp_rt.lock);
+	return lc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Application API                                                        */
+/* ---------------------------------------------------------------------- */
+
+static int
+check_params(const struct rdp_ep_params *prm)
+{
+	if (prm == NULL || (prm->ops == NULL) == (prm->events == NULL))
+		return rdp_err_set(EINVAL, "endpoint parameters need exactly one of ops "
+				   "(run-to-completion) or events (pipeline)");
+	if (prm->ops != NULL && prm->ops->on_recv == NULL)
+		return rdp_err_set(EINVAL, "run-to-completion endpoints need ops->on_recv");
+	if (prm->lcore >= 0 && (prm->lcore >= RTE_MAX_LCORE || rdp_rt.lcores[prm->lcore] == NULL))
+		return rdp_err_set(EINVAL, "lcore %d does not poll (not in the configuration)",
+				   prm->lcore);
+	return 0;
+}
+
+int
+rdp_listen(const char *hostport, const struct rdp_ep_params *prm)
+{
+	int ret;
+
+	if (!rdp_rt.up)
+		return rdp_err_set(ENODEV, "rdp_listen before rdp_init");
+	ret = check_params(prm);
+	if (ret < 0)
+		return ret;
+	if (hostport == NULL)
+		hostport = rdp_rt.lcores[rdp_rt.order[0]]->conf.listen;
+	return ctl_listen(hostport, prm);
+}
+
+struct rdp_ep *
+rdp_connect(const char *hostport, const struct rdp_ep_params *prm)
+{
+	struct rdp_ep *ep;
+	int ret;
+
+	if (!rdp_rt.up) {
+		rdp_err_set(ENODEV, "rdp_connect before rdp_init");
+		return NULL;
+	}
+	if (check_params(prm) < 0)
+		return NULL;
+	if (hostport == NULL)
+		hostport = rdp_rt.lcores[rdp_rt.order[0]]->conf.connect;
+	ep = ep_new(rt_pick_lcore(prm->lcore), prm, true);
+	if (ep == NULL)
+		return NULL;
+	ret = ctl_connect(ep, hostport);
+	if (ret < 0) {
+		pthread_mutex_lock(&rdp_rt.lock);
+		TAILQ_REMOVE(&rdp_rt.all, ep, all_next);
+		pthread_mutex_unlock(&rdp_rt.lock);
+		free(ep);
+		rte_errno = -ret;
+		return NULL;
+	}
+	return ep;
+}
+
+int
+rdp_ep_wait_established(struct rdp_ep *ep, unsigned int timeout_ms)
+{
+	struct timespec t0, t;
+	enum rdp_ep_state s;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((s = ep_get_state(ep)) == RDP_EP_CONNECTING) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >
+		    (long)timeout_ms)
+			return -ETIMEDOUT;
+		usleep(200);
+	}
+	if (s == RDP_EP_ESTABLISHED)
+		return 0;
+	return ep->err != 0 ? ep->err : -ECONNABORTED;
+}
+
+int
+rdp_ep_close(struct rdp_ep *ep)
+{
+	ctl_close(ep);
+	return 0;
+}
+
+enum rdp_ep_state
+rdp_ep_state(const struct rdp_ep *ep)
+{
+	return ep_get_state(ep);
+}
+
+int
+rdp_ep_error(const struct rdp_ep *ep)
+{
+	return ep->err;
+}
+
+uint32_t
+rdp_ep_id(const struct rdp_ep *ep)
+{
+	return ep->id;
+}
+
+const char *
+rdp_ep_peer(const struct rdp_ep *ep)
+{
+	return ep->peer;
+}
+
+unsigned int
+rdp_ep_lcore(const struct rdp_ep *ep)
+{
+	return ep->lc->lcore_id;
+}
+
+uint32_t
+rdp_ep_max_msg_size(const struct rdp_ep *ep)
+{
+	return ep->max_send_msg;
+}
+
+void
+rdp_ep_set_ctx(struct rdp_ep *ep, void *ctx)
+{
+	ep->ctx = ctx;
+}
+
+void *
+rdp_ep_get_ctx(const struct rdp_ep *ep)
+{
+	return ep->ctx;
+}
+
+void
+rdp_ep_stats_get(const struct rdp_ep *ep, struct rdp_ep_stats *s)
+{
+	const struct rdp_credit *c = &ep->credit;
+
+	*s = ep->stats;
+	s->sq_inflight = rdp_credit_sq_inflight(c);
+	s->remote_credits = c->rc;
+	s->owed = c->owed;
+	s->recv_posted = ep->recv_posted;
+	s->acks = c->stats.acks_posted;
+	s->reclaims = c->stats.reclaims_posted;
+	s->sq_stalls = c->stats.sq_stalls;
+	s->remote_stalls = c->stats.remote_stalls;
+}
+
+const char *
+rdp_ep_state_str(unsigned int state)
+{
+	static const char *const names[] = {
+		[RDP_EP_CONNECTING] = "CONNECTING", [RDP_EP_ESTABLISHED] = "ESTABLISHED",
+		[RDP_EP_DRAINING] = "DRAINING", [RDP_EP_FAILED] = "FAILED",
+		[RDP_EP_CLOSED] = "CLOSED",
+	};
+
+	return state < RTE_DIM(names) ? names[state] : "UNKNOWN";
+}
+
+const char *
+rdp_driver_info(void)
+{
+	return rdp_rt.driver_info;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Telemetry                                                              */
+/* ---------------------------------------------------------------------- */
+
+static int
+tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	unsigned int i;
+
+	RTE_SET_USED(cmd);
+	RTE_SET_USED(params);
+	rte_tel_data_start_dict(d);
+	for (i = 0; i < rdp_rt.nb_lcores; i++) {
+		struct ep_lcore *lc = rdp_rt.lcores[rdp_rt.order[i]];
+		struct rte_tel_data *o = rte_tel_data_alloc();
+		struct rdp_poll_stats ps;
+		uint32_t used, size, slots;
+		char key[16];
+
+		if (o == NULL)
+			return -ENOMEM;
+		rdp_poller_stats(lc->poller, &ps, &used, &size, &slots);
+		rte_tel_data_start_dict(o);
+		rte_tel_data_add_dict_u64(o, "polls", ps.polls);
+		rte_tel_data_add_dict_u64(o, "idle_polls", ps.idle_polls);
+		rte_tel_data_add_dict_u64(o, "completions", ps.completions);
+		rte_tel_data_add_dict_u64(o, "inbox_items", ps.inbox_items);
+		rte_tel_data_add_dict_u64(o, "stray_completions", ps.stray_wc);
+		rte_tel_data_add_dict_u64(o, "cq_errors", ps.cq_errors);
+		rte_tel_data_add_dict_u64(o, "cq_resizes", ps.cq_resizes);
+		rte_tel_data_add_dict_u64(o, "cq_reserved", used);
+		rte_tel_data_add_dict_u64(o, "cq_size", size);
+		rte_tel_data_add_dict_u64(o, "endpoints", slots);
+		rte_tel_data_add_dict_u64(o, "send_bufs_free", rdp_pool_avail(lc->send_pool));
+		snprintf(key, sizeof(key), "%u", lc->lcore_id);
+		rte_tel_data_add_dict_container(d, key, o, 0);
+	}
+	return 0;
+}
+
+static int
+tel_endpoints(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct rdp_ep *ep;
+
+	RTE_SET_USED(cmd);
+	RTE_SET_USED(params);
+	rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
+	pthread_mutex_lock(&rdp_rt.lock);
+	TAILQ_FOREACH(ep, &rdp_rt.all, all_next)
+		rte_tel_data_add_array_int(d, (int)ep->id);
+	pthread_mutex_unlock(&rdp_rt.lock);
+	return 0;
+}
+
+static int
+tel_endpoint(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct rdp_ep_stats s;
+	struct rdp_ep *ep;
+	unsigned long id;
+	char *end;
+	int ret = -ENOENT;
+
+	RTE_SET_USED(cmd);
+	if (params == NULL || params[0] == '\0')
+		return -EINVAL;
+	id = strtoul(params, &end, 10);
+	if (*end != '\0')
+		return -EINVAL;
+	pthread_mutex_lock(&rdp_rt.lock);
+	TAILQ_FOREACH(ep, &rdp_rt.all, all_next) {
+		if (ep->id != id)
+			continue;
+		rdp_ep_stats_get(ep, &s);
+		rte_tel_data_start_dict(d);
+		rte_tel_data_add_dict_u64(d, "id", ep->id);
+		rte_tel_data_add_dict_string(d, "state", rdp_ep_state_str(ep_get_state(ep)));
+		rte_tel_data_add_dict_string(d, "peer", ep->peer);
+		rte_tel_data_add_dict_u64(d, "lcore", ep->lc->lcore_id);
+		rte_tel_data_add_dict_u64(d, "msgs_sent", s.msgs_sent);
+		rte_tel_data_add_dict_u64(d, "msgs_failed", s.msgs_failed);
+		rte_tel_data_add_dict_u64(d, "msgs_received", s.msgs_received);
+		rte_tel_data_add_dict_u64(d, "bytes_sent", s.bytes_sent);
+		rte_tel_data_add_dict_u64(d, "bytes_received", s.bytes_received);
+		rte_tel_data_add_dict_u64(d, "sq_inflight", s.sq_inflight);
+		rte_tel_data_add_dict_u64(d, "remote_credits", s.remote_credits);
+		rte_tel_data_add_dict_u64(d, "owed", s.owed);
+		rte_tel_data_add_dict_u64(d, "recv_posted", s.recv_posted);
+		rte_tel_data_add_dict_u64(d, "acks", s.acks);
+		rte_tel_data_add_dict_u64(d, "reclaims", s.reclaims);
+		rte_tel_data_add_dict_u64(d, "sq_stalls", s.sq_stalls);
+		rte_tel_data_add_dict_u64(d, "remote_stalls", s.remote_stalls);
+		rte_tel_data_add_dict_u64(d, "backpressure", s.backpressure);
+		rte_tel_data_add_dict_u64(d, "enomem", s.enomem);
+		rte_tel_data_add_dict_u64(d, "rnr", s.rnr);
+		ret = 0;
+		break;
+	}
+	pthread_mutex_unlock(&rdp_rt.lock);
+	return ret;
+}
+
+static void
+telemetry_register(void)
+{
+	static bool done;
+
+	if (done)
+		return;
+	done = true;
+	rte_telemetry_register_cmd("/rdp/lcores", tel_lcores,
+				   "Poller lcores: polls, idle polls, completions, CQ budget. No parameters");
+	rte_telemetry_register_cmd("/rdp/endpoints", tel_endpoints,
+				   "Ids of live endpoints. No parameters");
+	rte_telemetry_register_cmd("/rdp/endpoint", tel_endpoint,
+				   "One endpoint: state, credits, stalls, ENOMEM, RNR. Parameter: id");
+}
+
+/* ---------------------------------------------------------------------- */
+/* Init and fini                                                          */
+/* ---------------------------------------------------------------------- */
+
+static int
+open_device(const struct rdp_cfg_lcore *g)
+{
+	char spec[RDP_DEV_SPEC_MAX], why[256];
+	int ret;
+
+	if (strcmp(g->driver, "auto") == 0) {
+		ret = rdp_dev_default_spec(spec, sizeof(spec), why, sizeof(why));
+		if (ret < 0)
+			return ret;
+	} else {
+		snprintf(spec, sizeof(spec), "%s", g->driver);
+		snprintf(why, sizeof(why), "configured");
+	}
+	rdp_rt.dev = rdp_dev_open(spec);
+	if (rdp_rt.dev == NULL)
+		return -rte_errno;
+	ret = rdp_dev_query(rdp_rt.dev, &rdp_rt.attr);
+	if (ret < 0)
+		return ret;
+	snprintf(rdp_rt.driver_info, sizeof(rdp_rt.driver_info), "%s on %s (%s)",
+		 rdp_rt.attr.driver, rdp_rt.attr.name, why);
+	rdp_rt.pd = rdp_pd_alloc(rdp_rt.dev);
+	return rdp_rt.pd == NULL ? -rte_errno : 0;
+}
+
+static int
+lcore_start(const struct rdp_cfg *cfg, unsigned int id)
+{
+	const struct rdp_cfg_lcore *c = rdp_cfg_lcore(cfg, (int)id);
+	struct rdp_poller_params pp = { 0 };
+	struct ep_lcore *lc;
+	uint32_t need;
+	char name[32];
+
+	if (!rte_lcore_is_enabled(id) || id == rte_get_main_lcore())
+		return rdp_err_set(EINVAL, "lcore %u is configured to poll but is %s", id,
+				   id == rte_get_main_lcore() ? "the EAL main lcore" :
+				   "not in the EAL core list (-l)");
+	lc = calloc(1, sizeof(*lc));
+	if (lc == NULL)
+		return rdp_err_set(ENOMEM, "out of memory");
+	rdp_rt.lcores[id] = lc;
+	rdp_rt.order[rdp_rt.nb_lcores++] = id;
+	lc->lcore_id = id;
+	lc->conf = *c;
+	rdp_cfg_credit_params(c, &lc->credit);
+	lc->conn.rnr_retry = c->rnr_retry;
+	lc->conn.retry_cnt = c->retry_cnt;
+	lc->conn.timeout = c->timeout;
+	lc->conn.min_rnr_timer = c->min_rnr_timer;
+	lc->socket = c->numa_node >= 0 ? c->numa_node : (int)rte_lcore_to_socket_id(id);
+	lc->max_inline = RTE_MIN(c->max_inline, rdp_rt.attr.max_inline_data);
+	need = c->max_endpoints * ep_cq_budget(lc);
+	pp.lcore_id = id;
+	pp.dev = rdp_rt.dev;
+	pp.cq_size = c->cq_size != 0 ? c->cq_size : need;
+	pp.max_cq_size = RTE_MAX(pp.cq_size, RTE_MIN(need, rdp_rt.attr.max_cqe));
+	pp.poll_burst = c->poll_burst;
+	pp.max_slots = c->max_endpoints;
+	pp.inbox_size = c->ring_size;
+	pp.socket = lc->socket;
+	pp.ops = &ep_poll_ops;
+	lc->poller = rdp_poller_create(&pp);
+	if (lc->poller == NULL)
+		return -rte_errno;
+	snprintf(name, sizeof(name), "tx_lcore%u", id);
+	lc->send_pool = rdp_pool_create(name, rdp_rt.pd, c->send_bufs, c->buf_size, lc->socket, 0);
+	return lc->send_pool == NULL ? -rte_errno : 0;
+}
+
+static void
+teardown(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < rdp_rt.nb_lcores; i++) {
+		struct ep_lcore *lc = rdp_rt.lcores[rdp_rt.order[i]];
+		int missing;
+
+		if (lc->poller != NULL && rdp_poller_destroy(lc->poller) < 0)
+			EP_LOG(ERR, "%s", rdp_err_msg());
+		missing = rdp_pool_destroy(lc->send_pool);
+		if (missing > 0)
+			EP_LOG(ERR, "lcore %u: %d send buffers were not returned", lc->lcore_id,
+			       missing);
+		rdp_rt.lcores[lc->lcore_id] = NULL;
+		free(lc);
+	}
+	rdp_rt.nb_lcores = 0;
+	rdp_pd_free(rdp_rt.pd);
+	rdp_rt.pd = NULL;
+	rdp_dev_close(rdp_rt.dev);
+	rdp_rt.dev = NULL;
+}
+
+int
+rdp_init(const struct rdp_cfg *cfg)
+{
+	unsigned int ids[RTE_MAX_LCORE], n, i, id;
+	int ret;
+
+	if (rdp_rt.up)
+		return rdp_err_set(EALREADY, "rdp_init called twice");
+	TAILQ_INIT(&rdp_rt.all);
+	ret = open_device(rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL));
+	if (ret < 0)
+		goto fail;
+	n = rdp_cfg_lcores(cfg, ids, RTE_DIM(ids));
+	if (n == 0)
+		RTE_LCORE_FOREACH_WORKER(id)
+			ids[n++] = id;
+	if (n == 0) {
+		ret = rdp_err_set(EINVAL, "no poller lcore: give EAL a worker lcore (-l 0-1) "
+				  "or an [lcore.N] section");
+		goto fail;
+	}
+	for (i = 0; i < n; i++) {
+		ret = lcore_start(cfg, ids[i]);
+		if (ret < 0)
+			goto fail;
+	}
+	ret = ctl_start();
+	if (ret < 0)
+		goto fail;
+	for (i = 0; i < rdp_rt.nb_lcores; i++) {
+		struct ep_lcore *lc = rdp_rt.lcores[rdp_rt.order[i]];
+
+		ret = rte_eal_remote_launch(rdp_poller_run, lc->poller, lc->lcore_id);
+		if (ret != 0) {
+			ret = rdp_err_set(EBUSY, "lcore %u is busy: cannot start its poller",
+					  lc->lcore_id);
+			goto fail_launched;
+		}
+	}
+	telemetry_register();
+	rdp_rt.up = true;
+	EP_LOG(INFO, "driver: %s; %u poller lcore(s)", rdp_rt.driver_info, rdp_rt.nb_lcores);
+	return 0;
+fail_launched:
+	while (i-- > 0) {
+		rdp_poller_stop(rdp_rt.lcores[rdp_rt.order[i]]->poller);
+		rte_eal_wait_lcore(rdp_rt.order[i]);
+	}
+	ctl_stop();
+fail:
+	teardown();
+	return ret;
+}
+
+/* Wait until every endpoint is gone, or the deadline passes. */
+static unsigned int
+wait_endpoints(unsigned int ms)
+{
+	unsigned int left = 0, waited;
+
+	for (waited = 0; waited <= ms; waited += 10) {
+		pthread_mutex_lock(&rdp_rt.lock);
+		left = TAILQ_EMPTY(&rdp_rt.all) ? 0 : 1;
+		pthread_mutex_unlock(&rdp_rt.lock);
+		if (left == 0)
+			return 0;
+		usleep(10000);
+	}
+	return left;
+}
+
+int
+rdp_fini(void)
+{
+	struct rdp_ep *ep;
+	unsigned int i;
+	int ret = 0;
+
+	if (!rdp_rt.up)
+		return 0;
+	/* close what the application left open: accepted sends drain or fail */
+	pthread_mutex_lock(&rdp_rt.lock);
+	TAILQ_FOREACH(ep, &rdp_rt.all, all_next)
+		if (ep->app_visible && !ep->closing && ep_get_state(ep) != RDP_EP_CLOSED)
+			ctl_close(ep);
+	pthread_mutex_unlock(&rdp_rt.lock);
+	if (wait_endpoints(5000) != 0) {
+		unsigned int n = 0;
+
+		pthread_mutex_lock(&rdp_rt.lock);
+		TAILQ_FOREACH(ep, &rdp_rt.all, all_next) {
+			EP_LOG(ERR, "rdp_fini: endpoint %u (%s) still held: state %s, %u received "
+			       "messages not freed", ep->id, ep->peer,
+			       rdp_ep_state_str(ep_get_state(ep)), ep->held);
+			n++;
+		}
+		pthread_mutex_unlock(&rdp_rt.lock);
+		ret = rdp_err_set(EBUSY, "%u endpoints could not be released", n);
+	}
+	ctl_stop();
+	for (i = 0; i < rdp_rt.nb_lcores; i++) {
+		rdp_poller_stop(rdp_rt.lcores[rdp_rt.order[i]]->poller);
+		rte_eal_wait_lcore(rdp_rt.order[i]);
+	}
+	if (ret == 0)
+		teardown();
+	rdp_rt.up = false;
+	return ret;
+}

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RDP_EP_H
+#define RDP_EP_H
+
+/**
+ * @file
+ * Endpoints: what a storage backend embeds.
+ *
+ * - rdp_init() after rte_eal_init(): opens the device, creates one poller
+ *   per configured lcore (one CQ each, busy-polled), registered buffer
+ *   pools on each poller's NUMA node, and the control thread that listens,
+ *   connects and runs handshakes. rdp_fini() drains and frees everything.
+ * - An endpoint is one RC queue pair to one peer, owned by one poller
+ *   lcore. Messages of up to `max_msg_size` bytes travel as chunks of
+ *   `buf_size` bytes and are reassembled in order; larger ones are refused
+ *   with EMSGSIZE.
+ * - Zero copy: rdp_msg_alloc() takes registered buffers, the application
+ *   fills them and hands them to rdp_ep_send_burst(); received messages
+ *   point into receive buffers, and rdp_msg_free() is what returns their
+ *   credits to the peer.
+ * - Two ways to run: run-to-completion (callbacks of struct rdp_ep_ops run
+ *   on the poller lcore) or pipeline (events go to an rte_ring the
+ *   application dequeues with rdp_event_dequeue_burst(); sends from any
+ *   lcore go through the poller's inbox).
+ * - Back-pressure, never drops: a message the application does not accept
+ *   keeps its receive buffer, so its credit is not returned and the peer
+ *   slows down.
+ * - Every message accepted by rdp_ep_send_burst() comes back exactly once:
+ *   as RDP_EV_SEND_DONE (when `notify_send_ok` is set; otherwise it is
+ *   freed) or as RDP_EV_SEND_FAILED with `status` < 0. Failures come from
+ *   error completions, device events, the control socket (peer death) or
+ *   a protocol violation by the peer; they move the endpoint to
+ *   RDP_EP_FAILED after its queue pair has been drained.
+ *
+ * CONCURRENCY: rdp_msg_alloc(), rdp_ep_send_burst() and rdp_msg_free() may
+ * be called from any lcore or thread (the owner lcore takes a direct path).
+ * Callbacks run on the owner lcore and may call them. rdp_connect(),
+ * rdp_listen() and rdp_ep_close() are slow-path calls from any thread.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_ring.h>
+
+#include "rdp_common.h"
+#include "rdp_mem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rdp_cfg;
+struct rdp_ep;
+
+/** Endpoint states. */
+enum rdp_ep_state {
+	RDP_EP_CONNECTING = 0, /**< handshake in progress on the control thread */
+	RDP_EP_ESTABLISHED,    /**< QP ready to send, owned by its poller */
+	RDP_EP_DRAINING,       /**< closing: no new sends; finishing the accepted ones */
+	RDP_EP_FAILED,         /**< error seen; QP drained; undelivered sends reported failed */
+	RDP_EP_CLOSED,         /**< closed by the application; resources released */
+};
+
+/** Why a message reached the application (rdp_msg.event). */
+enum rdp_msg_event {
+	RDP_EV_NONE = 0,
+	RDP_EV_RECV,        /**< a received message; free it to return its credit */
+	RDP_EV_SEND_DONE,   /**< a sent message reached the peer's receive queue */
+	RDP_EV_SEND_FAILED, /**< a sent message was not delivered; `status` < 0 says why */
+	RDP_EV_STATE,       /**< the endpoint changed state: `user_data` is the new
+			     * enum rdp_ep_state, `status` its errno (0 or < 0);
+			     * do not free it */
+};
+
+/** Run-to-completion callbacks (all on the endpoint's poller lcore). */
+struct rdp_ep_ops {
+	/**
+	 * Received messages, in order. Return how many are accepted: the rest
+	 * are offered again later (back-pressure). Accepted messages belong to
+	 * the application until rdp_msg_free().
+	 */
+	uint16_t (*on_recv)(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg);
+	/**
+	 * Send events (RDP_EV_SEND_DONE / RDP_EV_SEND_FAILED), in send order.
+	 * The messages belong to the application again: free or resend them.
+	 */
+	void (*on_send)(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg);
+	/** State changes. @p err is 0 or a negative errno. */
+	void (*on_state)(struct rdp_ep *ep, enum rdp_ep_state state, int err, void *arg);
+};
+
+/** How an endpoint talks to the application. */
+struct rdp_ep_params {
+	const struct rdp_ep_ops *ops; /**< run-to-completion, or NULL for pipeline */
+	void *arg;                    /**< passed to the callbacks */
+	struct rte_ring *events;      /**< pipeline: events go here (multi-producer) */
+	int lcore;                    /**< poller lcore, or -1 for round robin */
+	bool notify_send_ok;          /**< report successful sends too */
+};
+
+/** Per-endpoint counters (telemetry and tests). */
+struct rdp_ep_stats {
+	uint64_t msgs_sent;       /**< messages fully completed */
+	uint64_t msgs_failed;     /**< messages reported failed */
+	uint64_t msgs_received;   /**< messages delivered to the application */
+	uint64_t bytes_sent;      /**< payload bytes of msgs_sent */
+	uint64_t bytes_received;  /**< payload bytes of msgs_received */
+	uint64_t backpressure;    /**< deliveries the application refused for now */
+	uint64_t enomem;          /**< post_send refusals: must stay 0 */
+	uint64_t rnr;             /**< RNR errors: must stay 0 */
+	uint32_t sq_inflight;     /**< WRs outstanding */
+	uint32_t remote_credits;  /**< data WRs the peer can still take */
+	uint32_t owed;            /**< credits we owe the peer */
+	uint32_t recv_posted;     /**< receive entries posted */
+	uint64_t acks;            /**< pure acks sent */
+	uint64_t reclaims;        /**< reclaims sent */
+	uint64_t sq_stalls;       /**< waits for SQ credit */
+	uint64_t remote_stalls;   /**< waits for remote credit */
+};
+
+/**
+ * Start rdmaplane (after rte_eal_init()).
+ *
+ * @param cfg
+ *   Loaded and validated configuration (see rdp_cfg.h). Its `[lcore.N]`
+ *   sections name the poller lcores; without any, every worker lcore polls
+ *   with the `[global]` values.
+ * @return
+ *   0, or a negative errno with a detail in rdp_err_msg(): -EALREADY,
+ *   -EINVAL (no worker lcore, bad lcore), -ENODEV (no driver), or the
+ *   device's errno.
+ */
+int rdp_init(const struct rdp_cfg *cfg);
+
+/**
+ * Stop rdmaplane: close every endpoint (draining what can be sent and
+ * reporting the rest failed), stop the pollers, free everything.
+ *
+ * @return
+ *   0, or -EBUSY when messages are still held by the application (they are
+ *   leaked, and counted in the log).
+ */
+int rdp_fini(void);
+
+/**
+ * The driver in use and why it was chosen (one line).
+ *
+ * @return
+ *   e.g. "shm (no RDMA device with an active port)". Empty before rdp_init().
+ */
+const char *rdp_driver_info(void);
+
+/**
+ * Accept endpoints on a TCP address.
+ *
+ * @param hostport
+ *   "host:port"; NULL uses the `listen` key of the configuration.
+ * @param prm
+ *   How accepted endpoints talk to the application; they are announced by
+ *   on_state(RDP_EP_ESTABLISHED) or an RDP_EV_STATE event.
+ * @return
+ *   The bound port (> 0), or a negative errno (-EINVAL address, -EADDRINUSE...).
+ */
+int rdp_listen(const char *hostport, const struct rdp_ep_params *prm);
+
+/**
+ * Connect to a peer (asynchronous).
+ *
+ * @param hostport
+ *   "host:port"; NULL uses the `connect` key.
+ * @param prm
+ *   How the endpoint talks to the application.
+ * @return
+ *   The endpoint in RDP_EP_CONNECTING; it reports RDP_EP_ESTABLISHED or
+ *   RDP_EP_FAILED (ETIMEDOUT, ECONNREFUSED, EPROTO...) later. NULL with
+ *   rte_errno when it cannot even start (EINVAL address, ENOMEM).
+ */
+struct rdp_ep *rdp_connect(const char *hostport, const struct rdp_ep_params *prm);
+
+/**
+ * Wait until an endpoint leaves RDP_EP_CONNECTING (convenience for
+ * applications and tests; polls the state, never the CQ).
+ *
+ * @param ep
+ *   The endpoint.
+ * @param timeout_ms
+ *   Longest wait.
+ * @return
+ *   0 once established, the endpoint's error when it failed, or -ETIMEDOUT.
+ */
+int rdp_ep_wait_established(struct rdp_ep *ep, unsigned int timeout_ms);
+
+/**
+ * Close an endpoint: no new sends; accepted messages are sent or reported
+ * failed; then the QP is released. Call it once for every endpoint the
+ * application was given; the pointer is invalid afterwards.
+ *
+ * @param ep
+ *   The endpoint.
+ * @return
+ *   0.
+ */
+int rdp_ep_close(struct rdp_ep *ep);
+
+/**
+ * Allocate a message for an endpoint from its poller's send pool.
+ *
+ * @param ep
+ *   The endpoint.
+ * @param len
+ *   Payload bytes.
+ * @return
+ *   The message (segments of chunk size, `pkt_len` = @p len), or NULL with
+ *   rte_errno: EMSGSIZE (larger than the endpoint's max message size),
+ *   ENOBUFS (pool empty: retry after completions).
+ */
+struct rdp_msg *rdp_msg_alloc(struct rdp_ep *ep, uint32_t len);
+
+/**
+ * Hand messages over for sending, in order.
+ *
+ * @param ep
+ *   The endpoint.
+ * @param msgs
+ *   Messages from rdp_msg_alloc() for this endpoint.
+ * @param n
+ *   How many.
+ * @return
+ *   How many were accepted (each will come back exactly once as a send
+ *   event or be freed). Fewer than @p n with rte_errno: ENOTCONN (not
+ *   established), ENOBUFS (inbox full: retry), EINVAL (a message of another
+ *   endpoint or larger than allowed).
+ */
+uint16_t rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n);
+
+/**
+ * Free a message: a received one returns its receive credit to the peer;
+ * any other goes back to its pool.
+ *
+ * @param m
+ *   The message (first segment), or NULL.
+ */
+void rdp_msg_free(struct rdp_msg *m);
+
+/**
+ * Pipeline mode: take events from a ring.
+ *
+ * @param r
+ *   The ring given in rdp_ep_params.events.
+ * @param ev
+ *   Receives messages whose `event` says what happened.
+ * @param n
+ *   Room in @p ev.
+ * @return
+ *   Events taken.
+ */
+static inline uint16_t
+rdp_event_dequeue_burst(struct rte_ring *r, struct rdp_msg **ev, uint16_t n)
+{
+	return (uint16_t)rte_ring_dequeue_burst(r, (void **)ev, n, NULL);
+}
+
+/** Current state (any thread). */
+enum rdp_ep_state rdp_ep_state(const struct rdp_ep *ep);
+
+/** The errno that failed the endpoint, 0 if none. */
+int rdp_ep_error(const struct rdp_ep *ep);
+
+/** Endpoint id, unique in the process (telemetry `/rdp/endpoint,<id>`). */
+uint32_t rdp_ep_id(const struct rdp_ep *ep);
+
+/** The peer as "host:port". */
+const char *rdp_ep_peer(const struct rdp_ep *ep);
+
+/** The poller lcore owning the endpoint. */
+unsigned int rdp_ep_lcore(const struct rdp_ep *ep);
+
+/** Largest message rdp_msg_alloc() accepts (known once established). */
+uint32_t rdp_ep_max_msg_size(const struct rdp_ep *ep);
+
+/** Application context pointer. */
+void rdp_ep_set_ctx(struct rdp_ep *ep, void *ctx);
+/** Application context pointer. */
+void *rdp_ep_get_ctx(const struct rdp_ep *ep);
+
+/**
+ * Read an endpoint's counters (racy snapshot from any thread).
+ *
+ * @param ep
+ *   The endpoint.
+ * @param stats
+ *   Filled.
+ */
+void rdp_ep_stats_get(const struct rdp_ep *ep, struct rdp_ep_stats *stats);
+
+/** Name of a state ("ESTABLISHED", ...). */
+const char *rdp_ep_state_str(unsigned int state);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RDP_EP_H */

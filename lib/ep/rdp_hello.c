@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Handshake encoding. Offsets are spelled out so the format does not depend
+ * on a compiler's struct layout; every field a peer sends is checked.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rdp_hello.h"
+
+enum {
+	OFF_MAGIC = 0,
+	OFF_VERSION = 4,
+	OFF_TYPE = 6,
+	OFF_FLAGS = 7,
+	OFF_LENGTH = 8,
+	OFF_RSVD0 = 10,
+	OFF_SQ_SIZE = 12,
+	OFF_RQ_SIZE = 16,
+	OFF_ACK_RESERVE = 20,
+	OFF_ACK_THRESHOLD = 24,
+	OFF_SIGNAL_INTERVAL = 28,
+	OFF_BUF_SIZE = 32,
+	OFF_MAX_MSG = 36,
+	OFF_QPN = 40,
+	OFF_PSN = 44,
+	OFF_GID = 48,
+	OFF_LID = 64,
+	OFF_LINK = 66,
+	OFF_RSVD1 = 67,
+	OFF_MTU = 68,
+	OFF_DRIVER = 72,
+	OFF_NONCE = 88,
+	OFF_MAC = 104,
+	OFF_REASON = 136,
+	OFF_END = 200,
+};
+
+_Static_assert(OFF_END == RDP_HELLO_LEN, "hello layout and length disagree");
+_Static_assert(OFF_REASON + RDP_HELLO_REASON_LEN == OFF_END, "reason field size");
+_Static_assert(OFF_MAC + RDP_HELLO_MAC_LEN == OFF_REASON, "mac field size");
+
+/* Largest sizes a sane peer announces; beyond them the bytes are garbage. */
+#define HELLO_MAX_QUEUE (1u << 20)
+#define HELLO_MAX_BUF (1u << 24)
+#define HELLO_MAX_MSG (1u << 30)
+
+static void
+put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static void
+put32(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+static uint16_t
+get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t
+get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+void
+rdp_hello_encode(const struct rdp_hello *h, uint8_t buf[RDP_HELLO_LEN])
+{
+	memset(buf, 0, RDP_HELLO_LEN);
+	put32(buf + OFF_MAGIC, RDP_HELLO_MAGIC);
+	put16(buf + OFF_VERSION, RDP_HELLO_VERSION);
+	buf[OFF_TYPE] = h->type;
+	buf[OFF_FLAGS] = h->flags;
+	put16(buf + OFF_LENGTH, RDP_HELLO_LEN);
+	put32(buf + OFF_SQ_SIZE, h->credit.sq_size);
+	put32(buf + OFF_RQ_SIZE, h->credit.rq_size);
+	put32(buf + OFF_ACK_RESERVE, h->credit.ack_reserve);
+	put32(buf + OFF_ACK_THRESHOLD, h->credit.ack_threshold);
+	put32(buf + OFF_SIGNAL_INTERVAL, h->credit.signal_interval);
+	put32(buf + OFF_BUF_SIZE, h->buf_size);
+	put32(buf + OFF_MAX_MSG, h->max_msg_size);
+	put32(buf + OFF_QPN, h->qp.qpn);
+	put32(buf + OFF_PSN, h->qp.psn);
+	memcpy(buf + OFF_GID, h->qp.gid, RDP_GID_LEN);
+	put16(buf + OFF_LID, h->qp.lid);
+	buf[OFF_LINK] = h->link_layer;
+	put32(buf + OFF_MTU, h->qp.mtu);
+	strncpy((char *)buf + OFF_DRIVER, h->driver, RDP_HELLO_DRIVER_LEN - 1);
+	memcpy(buf + OFF_NONCE, h->nonce, RDP_HELLO_NONCE_LEN);
+	memcpy(buf + OFF_MAC, h->mac, RDP_HELLO_MAC_LEN);
+	if (h->type == RDP_HELLO_REJECT)
+		strncpy((char *)buf + OFF_REASON, h->reason, RDP_HELLO_REASON_LEN - 1);
+}
+
+static int
+bad(char *why, size_t len, int err, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int
+bad(char *why, size_t len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	return -err;
+}
+
+static bool
+all_zero(const uint8_t *p, size_t n)
+{
+	while (n-- > 0)
+		if (*p++ != 0)
+			return false;
+	return true;
+}
+
+/* A NUL-terminated field of allowed characters; empty allowed when may_be_empty. */
+static int
+check_text(const uint8_t *p, size_t n, const char *field, bool name_chars, bool may_be_empty,
+	   char *why, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < n && p[i] != '\0'; i++) {
+		bool ok = name_chars ? ((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= '0' && p[i] <= '9') ||
+					p[i] == '_') : (p[i] >= 0x20 && p[i] < 0x7f);
+		if (!ok)
+			return bad(why, len, EPROTO, "field '%s' has byte 0x%02x at %zu", field, p[i], i);
+	}
+	if (i == n)
+		return bad(why, len, EPROTO, "field '%s' is not NUL-terminated", field);
+	if (i == 0 && !may_be_empty)
+		return bad(why, len, EPROTO, "field '%s' is empty", field);
+	if (!all_zero(p + i, n - i))
+		return bad(why, len, EPROTO, "field '%s' has bytes after its NUL", field);
+	return 0;
+}
+
+static int
+check_range(uint32_t v, const char *field, uint32_t min, uint32_t max, char *why, size_t len)
+{
+	if (v < min || v > max)
+		return bad(why, len, EPROTO, "field '%s' = %u, expected %u..%u", field, v, min, max);
+	return 0;
+}
+
+static int
+decode_params(const uint8_t *buf, struct rdp_hello *h, char *why, size_t len)
+{
+	static const struct { const char *name; unsigned int off; } sizes[] = {
+		{ "sq_size", OFF_SQ_SIZE }, { "rq_size", OFF_RQ_SIZE },
+		{ "ack_reserve", OFF_ACK_RESERVE }, { "ack_threshold", OFF_ACK_THRESHOLD },
+		{ "signal_interval", OFF_SIGNAL_INTERVAL },
+	};
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < RTE_DIM(sizes); i++) {
+		ret = check_range(get32(buf + sizes[i].off), sizes[i].name, 1, HELLO_MAX_QUEUE,
+				  why, len);
+		if (ret < 0)
+			return ret;
+	}
+	h->credit.sq_size = get32(buf + OFF_SQ_SIZE);
+	h->credit.rq_size = get32(buf + OFF_RQ_SIZE);
+	h->credit.ack_reserve = get32(buf + OFF_ACK_RESERVE);
+	h->credit.ack_threshold = get32(buf + OFF_ACK_THRESHOLD);
+	h->credit.signal_interval = get32(buf + OFF_SIGNAL_INTERVAL);
+	h->buf_size = get32(buf + OFF_BUF_SIZE);
+	if (h->buf_size < 64 || h->buf_size > HELLO_MAX_BUF || h->buf_size % 64 != 0)
+		return bad(why, len, EPROTO, "field 'buf_size' = %u, expected a multiple of 64 "
+			   "in 64..%u", h->buf_size, HELLO_MAX_BUF);
+	h->max_msg_size = get32(buf + OFF_MAX_MSG);
+	ret = check_range(h->max_msg_size, "max_msg_size", 1, HELLO_MAX_MSG, why, len);
+	if (ret < 0)
+		return ret;
+	h->qp.qpn = get32(buf + OFF_QPN);
+	if (h->qp.qpn > 0xffffff)
+		return bad(why, len, EPROTO, "field 'qpn' = %u, expected 24 bits", h->qp.qpn);
+	h->qp.psn = get32(buf + OFF_PSN);
+	if (h->qp.psn > 0xffffff)
+		return bad(why, len, EPROTO, "field 'psn' = %u, expected 24 bits", h->qp.psn);
+	memcpy(h->qp.gid, buf + OFF_GID, RDP_GID_LEN);
+	h->qp.lid = get16(buf + OFF_LID);
+	h->link_layer = buf[OFF_LINK];
+	if (h->link_layer > RDP_LINK_INFINIBAND)
+		return bad(why, len, EPROTO, "field 'link_layer' = %u, expected 0..%d",
+			   h->link_layer, RDP_LINK_INFINIBAND);
+	if (buf[OFF_RSVD1] != 0)
+		return bad(why, len, EPROTO, "reserved byte at offset %d is not zero", OFF_RSVD1);
+	h->qp.mtu = get32(buf + OFF_MTU);
+	if (h->qp.mtu < 256 || h->qp.mtu > (1u << 20) || (h->qp.mtu & (h->qp.mtu - 1)) != 0)
+		return bad(why, len, EPROTO, "field 'mtu' = %u, expected a power of two in "
+			   "256..1048576", h->qp.mtu);
+	ret = check_text(buf + OFF_DRIVER, RDP_HELLO_DRIVER_LEN, "driver", true, false, why, len);
+	if (ret < 0)
+		return ret;
+	memcpy(h->driver, buf + OFF_DRIVER, RDP_HELLO_DRIVER_LEN);
+	return 0;
+}
+
+int
+rdp_hello_decode(const uint8_t *buf, size_t len, struct rdp_hello *h, char *why,
+		 size_t why_len)
+{
+	uint32_t magic;
+	uint16_t version;
+	int ret;
+
+	memset(h, 0, sizeof(*h));
+	if (len < RDP_HELLO_LEN)
+		return bad(why, why_len, EPROTO, "truncated handshake: %zu of %d bytes",
+			   len, RDP_HELLO_LEN);
+	if (len > RDP_HELLO_LEN)
+		return bad(why, why_len, EPROTO, "handshake of %zu bytes, expected %d",
+			   len, RDP_HELLO_LEN);
+	magic = get32(buf + OFF_MAGIC);
+	if (magic != RDP_HELLO_MAGIC)
+		return bad(why, why_len, EPROTO, "field 'magic' = 0x%08x, expected 0x%08x "
+			   "(not an rdmaplane peer)", magic, RDP_HELLO_MAGIC);
+	version = get16(buf + OFF_VERSION);
+	if (version != RDP_HELLO_VERSION)
+		return bad(why, why_len, EPROTONOSUPPORT, "field 'version' = %u, this build "
+			   "speaks version %d", version, RDP_HELLO_VERSION);
+	h->type = buf[OFF_TYPE];
+	if (h->type < RDP_HELLO_HELLO || h->type > RDP_HELLO_REJECT)
+		return bad(why, why_len, EPROTO, "field 'type' = %u, expected 1..4", h->type);
+	h->flags = buf[OFF_FLAGS];
+	if ((h->flags & ~RDP_HELLO_F_AUTH) != 0)
+		return bad(why, why_len, EPROTO, "field 'flags' = 0x%02x has unknown bits",
+			   h->flags);
+	if (get16(buf + OFF_LENGTH) != RDP_HELLO_LEN)
+		return bad(why, why_len, EPROTO, "field 'length' = %u, expected %d",
+			   get16(buf + OFF_LENGTH), RDP_HELLO_LEN);
+	if (get16(buf + OFF_RSVD0) != 0)
+		return bad(why, why_len, EPROTO, "reserved bytes at offset %d are not zero",
+			   OFF_RSVD0);
+	memcpy(h->nonce, buf + OFF_NONCE, RDP_HELLO_NONCE_LEN);
+	memcpy(h->mac, buf + OFF_MAC, RDP_HELLO_MAC_LEN);
+	if (h->type == RDP_HELLO_REJECT) {
+		ret = check_text(buf + OFF_REASON, RDP_HELLO_REASON_LEN, "reason", false, true,
+				 why, why_len);
+		if (ret == 0)
+			memcpy(h->reason, buf + OFF_REASON, RDP_HELLO_REASON_LEN);
+		return ret;
+	}
+	if (!all_zero(buf + OFF_REASON, RDP_HELLO_REASON_LEN))
+		return bad(why, why_len, EPROTO, "field 'reason' is set in a message that is not "
+			   "a reject");
+	if (h->type == RDP_HELLO_READY)
+		return 0;
+	return decode_params(buf, h, why, why_len);
+}
+
+int
+rdp_hello_negotiate(const struct rdp_hello *local, const struct rdp_hello *peer,
+		    struct rdp_hello_agreed *agreed, char *why, size_t why_len)
+{
+	struct rdp_credit scratch;
+	int ret;
+
+	if (strncmp(local->driver, peer->driver, RDP_HELLO_DRIVER_LEN) != 0)
+		return bad(why, why_len, EINVAL, "field 'driver': peer uses '%s', we use '%s'",
+			   peer->driver, local->driver);
+	if (local->link_layer != peer->link_layer)
+		return bad(why, why_len, EINVAL, "field 'link_layer': peer %u, we %u",
+			   peer->link_layer, local->link_layer);
+	ret = rdp_credit_init(&scratch, &local->credit, &peer->credit, why, why_len);
+	if (ret < 0)
+		return ret;
+	agreed->chunk_size = RTE_MIN(local->buf_size, peer->buf_size);
+	/*
+	 * The peer holds every chunk of a message until its last one arrives,
+	 * so a message may not need more chunks than the peer grants credits.
+	 */
+	agreed->max_msg_size = RTE_MIN(local->max_msg_size, peer->max_msg_size);
+	agreed->max_msg_size = RTE_MIN((uint64_t)agreed->max_msg_size,
+				       (uint64_t)agreed->chunk_size *
+				       (peer->credit.rq_size - peer->credit.ack_reserve));
+	agreed->path_mtu = RTE_MIN(local->qp.mtu, peer->qp.mtu);
+	return 0;
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RDP_HELLO_H
+#define RDP_HELLO_H
+
+/**
+ * @file
+ * The handshake wire format, its parser and the compatibility rules.
+ *
+ * - Three messages on the TCP control socket: the client's HELLO, the
+ *   server's HELLO_ACK, the client's READY (sent once its QP is RTS, so the
+ *   server never sends to a QP that cannot receive yet). Either side may
+ *   answer with REJECT, which carries a reason for the peer's log.
+ * - Every message has the same fixed size (RDP_HELLO_LEN bytes), integers
+ *   in network byte order, reserved bytes zero.
+ * - rdp_hello_decode() checks every field and names the first bad one;
+ *   rdp_hello_negotiate() checks that two sides can talk and derives the
+ *   connection's values. Both are pure functions: fuzzed directly.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdp_credit.h"
+#include "rdp_dev.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** "RDPH" */
+#define RDP_HELLO_MAGIC 0x52445048u
+/** Protocol version spoken by this build. */
+#define RDP_HELLO_VERSION 1
+/** Bytes of every handshake message. */
+#define RDP_HELLO_LEN 200
+/** Bytes of a nonce. */
+#define RDP_HELLO_NONCE_LEN 16
+/** Bytes of a MAC. */
+#define RDP_HELLO_MAC_LEN 32
+/** Bytes of the driver name field. */
+#define RDP_HELLO_DRIVER_LEN 16
+/** Bytes of the reject reason field, including its NUL. */
+#define RDP_HELLO_REASON_LEN 64
+
+/** Handshake message types. */
+enum rdp_hello_type {
+	RDP_HELLO_HELLO = 1,  /**< client -> server: parameters and QP address */
+	RDP_HELLO_ACK = 2,    /**< server -> client: the same, server side */
+	RDP_HELLO_READY = 3,  /**< client -> server: client QP is RTS */
+	RDP_HELLO_REJECT = 4, /**< either way: refused, reason given */
+};
+
+/** Flags. */
+enum rdp_hello_flags {
+	RDP_HELLO_F_AUTH = 1u << 0, /**< sender requires a shared-secret MAC */
+};
+
+/** A decoded handshake message. */
+struct rdp_hello {
+	uint8_t type;                         /**< enum rdp_hello_type */
+	uint8_t flags;                        /**< enum rdp_hello_flags */
+	struct rdp_credit_params credit;      /**< S, T_sig, R, A_rq, T_ack */
+	uint32_t buf_size;                    /**< receive buffer bytes */
+	uint32_t max_msg_size;                /**< largest message it accepts */
+	struct rdp_qp_addr qp;                /**< QP number, PSN, GID, LID, MTU */
+	uint8_t link_layer;                   /**< enum rdp_link_layer */
+	char driver[RDP_HELLO_DRIVER_LEN];    /**< driver name, NUL-terminated */
+	uint8_t nonce[RDP_HELLO_NONCE_LEN];   /**< random, for authentication */
+	uint8_t mac[RDP_HELLO_MAC_LEN];       /**< MAC over the nonces, or zero */
+	char reason[RDP_HELLO_REASON_LEN];    /**< REJECT only, NUL-terminated */
+};
+
+/** What both sides agreed on. */
+struct rdp_hello_agreed {
+	uint32_t chunk_size;   /**< bytes per SEND: min of both buf_size */
+	uint32_t max_msg_size; /**< largest message we may send: min of both limits and
+				    of chunk_size * the peer's credits (R - A_rq) */
+	uint32_t path_mtu;     /**< min of both active MTUs */
+};
+
+/**
+ * Encode a message.
+ *
+ * @param h
+ *   The message.
+ * @param buf
+ *   RDP_HELLO_LEN bytes.
+ */
+void rdp_hello_encode(const struct rdp_hello *h, uint8_t buf[RDP_HELLO_LEN]);
+
+/**
+ * Decode and check a message from a peer.
+ *
+ * @param buf
+ *   Bytes received.
+ * @param len
+ *   How many (a short read is refused).
+ * @param h
+ *   Filled on success.
+ * @param why
+ *   Receives the first bad field, e.g. "field 'magic' = 0x12345678, expected
+ *   0x52445048 (not an rdmaplane peer)".
+ * @param why_len
+ *   Size of @p why.
+ * @return
+ *   0, -EPROTO (bad field or length), -EPROTONOSUPPORT (other version).
+ */
+int rdp_hello_decode(const uint8_t *buf, size_t len, struct rdp_hello *h,
+		     char *why, size_t why_len);
+
+/**
+ * Check that two sides can talk and derive the connection's values.
+ *
+ * Rules: same driver and link layer; both credit parameter sets valid and
+ * compatible (rdp_credit_init()); a chunk of at least 64 bytes.
+ *
+ * @param local
+ *   Our message.
+ * @param peer
+ *   The peer's decoded message.
+ * @param agreed
+ *   Filled on success.
+ * @param why
+ *   Receives the rule broken, naming the fields.
+ * @param why_len
+ *   Size of @p why.
+ * @return
+ *   0 or -EINVAL.
+ */
+int rdp_hello_negotiate(const struct rdp_hello *local, const struct rdp_hello *peer,
+			struct rdp_hello_agreed *agreed, char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RDP_HELLO_H */

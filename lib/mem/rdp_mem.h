@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RDP_MEM_H
+#define RDP_MEM_H
+
+/**
+ * @file
+ * Registered buffer pools and the message object.
+ *
+ * - A pool is `nb_bufs` buffers of `buf_size` bytes in one registered memory
+ *   region, allocated by the driver (rdp_mr_alloc()) on a NUMA node: for
+ *   the shm driver that memory is a memfd its peers map.
+ * - Every buffer has a header, `struct rdp_msg`, kept *outside* the
+ *   registered memory, so nothing a peer writes can corrupt it.
+ * - A message is a chain of one or more buffers (segments), like an mbuf
+ *   chain: the first segment holds the total length and segment count.
+ *   Messages are zero-copy: the application fills the segments of a
+ *   message it allocated, and reads received messages in place.
+ * - The free list is a multi-producer/multi-consumer rte_ring, so messages
+ *   can be allocated and freed from any lcore; bulk calls amortise it.
+ *   Nothing is allocated after rdp_pool_create().
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <rte_ring.h>
+
+#include "rdp_common.h"
+#include "rdp_dev.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rdp_ep;
+struct rdp_pool;
+
+/** A message segment; the first segment describes the whole message. */
+struct rdp_msg {
+	void *data;              /**< payload of this segment */
+	uint32_t data_len;       /**< bytes in this segment */
+	uint32_t pkt_len;        /**< bytes in the whole message (first segment) */
+	struct rdp_msg *next;    /**< next segment, NULL on the last */
+	uint16_t nb_segs;        /**< segments in the message (first segment) */
+	uint8_t event;           /**< why it reached the application (enum rdp_msg_event) */
+	uint8_t flags;           /**< library-private */
+	int32_t status;          /**< 0, or -errno of a failed send */
+	uint64_t user_data;      /**< the application's; returned with send events */
+	struct rdp_ep *ep;       /**< endpoint it came from or goes to */
+	/* private below */
+	struct rdp_pool *pool;   /**< owner pool */
+	uint32_t idx;            /**< buffer index in the pool */
+	uint32_t buf_size;       /**< capacity of this segment */
+	uint32_t lkey;           /**< key of the pool's MR */
+	uint32_t aux;            /**< library-private (e.g. reassembly state) */
+	struct rdp_msg *link;    /**< library-private queue link */
+} __rte_cache_aligned;
+
+/** A registered buffer pool. */
+struct rdp_pool {
+	struct rte_ring *free;   /**< free headers (MP/MC) */
+	struct rdp_msg *hdrs;    /**< one header per buffer */
+	uint8_t *base;           /**< first buffer */
+	struct rdp_mr *mr;       /**< registration of all buffers */
+	uint32_t buf_size;       /**< bytes per buffer */
+	uint32_t nb_bufs;        /**< buffers */
+	int socket;              /**< NUMA node, -1 unknown */
+	char name[32];           /**< for stats and messages */
+};
+
+/**
+ * Allocate zeroed memory on a NUMA node (libnuma when available).
+ *
+ * @param size
+ *   Bytes.
+ * @param socket
+ *   NUMA node, or -1 for the calling thread's.
+ * @return
+ *   Cache-line aligned memory, or NULL with rte_errno ENOMEM.
+ */
+void *rdp_mem_zalloc(size_t size, int socket);
+
+/**
+ * Free memory from rdp_mem_zalloc().
+ *
+ * @param ptr
+ *   The memory, or NULL.
+ * @param size
+ *   The size given to rdp_mem_zalloc().
+ */
+void rdp_mem_free(void *ptr, size_t size);
+
+/**
+ * Create a pool and register its memory.
+ *
+ * @param name
+ *   Name for stats and messages (truncated to 31 characters).
+ * @param pd
+ *   Protection domain the buffers are registered in.
+ * @param nb_bufs
+ *   Number of buffers (>= 1).
+ * @param buf_size
+ *   Bytes per buffer (>= 64, a multiple of 64).
+ * @param socket
+ *   NUMA node of buffers and headers, or -1.
+ * @param access
+ *   RDP_ACCESS_* flags of the registration; use the narrowest
+ *   (RDP_ACCESS_LOCAL_WRITE for receive pools, 0 for send pools).
+ * @return
+ *   The pool, or NULL with rte_errno: EINVAL (sizes), ENOMEM, or the
+ *   driver's errno; rdp_err_msg() says which.
+ */
+struct rdp_pool *rdp_pool_create(const char *name, struct rdp_pd *pd, uint32_t nb_bufs,
+				 uint32_t buf_size, int socket, unsigned int access);
+
+/**
+ * Destroy a pool. Every buffer should be back; the count missing is returned.
+ *
+ * @param pool
+ *   The pool, or NULL.
+ * @return
+ *   Buffers that were not returned (0 when all were), or a negative errno
+ *   from deregistration.
+ */
+int rdp_pool_destroy(struct rdp_pool *pool);
+
+/**
+ * Take @p n buffers, all or none.
+ *
+ * @param pool
+ *   The pool.
+ * @param msgs
+ *   Receives @p n headers, reset to one empty segment each.
+ * @param n
+ *   How many.
+ * @return
+ *   0, or -ENOBUFS when fewer than @p n are free.
+ */
+static inline int
+rdp_pool_get_bulk(struct rdp_pool *pool, struct rdp_msg **msgs, unsigned int n)
+{
+	unsigned int i;
+
+	if (unlikely(rte_ring_dequeue_bulk(pool->free, (void **)msgs, n, NULL) != n))
+		return -ENOBUFS;
+	for (i = 0; i < n; i++) {
+		struct rdp_msg *m = msgs[i];
+
+		m->data = pool->base + (size_t)m->idx * pool->buf_size;
+		m->data_len = 0;
+		m->pkt_len = 0;
+		m->next = NULL;
+		m->nb_segs = 1;
+		m->event = 0;
+		m->flags = 0;
+		m->status = 0;
+		m->user_data = 0;
+		m->ep = NULL;
+		m->aux = 0;
+		m->link = NULL;
+	}
+	return 0;
+}
+
+/**
+ * Return @p n buffers (single segments; see rdp_pool_put_chain()).
+ *
+ * @param pool
+ *   Their pool.
+ * @param msgs
+ *   The headers.
+ * @param n
+ *   How many.
+ */
+static inline void
+rdp_pool_put_bulk(struct rdp_pool *pool, struct rdp_msg **msgs, unsigned int n)
+{
+	rte_ring_enqueue_bulk(pool->free, (void **)msgs, n, NULL);
+}
+
+/**
+ * Return every segment of a message to its pool.
+ *
+ * @param m
+ *   First segment.
+ */
+static inline void
+rdp_pool_put_chain(struct rdp_msg *m)
+{
+	struct rdp_msg *segs[64];
+	unsigned int n = 0;
+
+	while (m != NULL) {
+		segs[n++] = m;
+		m = m->next;
+		if (n == RTE_DIM(segs) || m == NULL) {
+			rdp_pool_put_bulk(segs[0]->pool, segs, n);
+			n = 0;
+		}
+	}
+}
+
+/**
+ * Header of buffer @p idx.
+ *
+ * @param pool
+ *   The pool.
+ * @param idx
+ *   Buffer index, < nb_bufs.
+ * @return
+ *   Its header.
+ */
+static inline struct rdp_msg *
+rdp_pool_msg(const struct rdp_pool *pool, uint32_t idx)
+{
+	return &pool->hdrs[idx];
+}
+
+/**
+ * Buffers currently free.
+ *
+ * @param pool
+ *   The pool.
+ * @return
+ *   Count.
+ */
+static inline unsigned int
+rdp_pool_avail(const struct rdp_pool *pool)
+{
+	return rte_ring_count(pool->free);
+}
+
+/**
+ * Allocate a message of @p len bytes as a chain of buffers.
+ *
+ * @param pool
+ *   The pool.
+ * @param len
+ *   Payload bytes (0 allowed: one empty segment).
+ * @param seg_size
+ *   Bytes per segment (<= the pool's buf_size; the last may be shorter).
+ * @return
+ *   The first segment with data_len/pkt_len set, or NULL with rte_errno
+ *   ENOBUFS (pool empty) or EINVAL (seg_size 0 or above buf_size).
+ */
+struct rdp_msg *rdp_pool_alloc_msg(struct rdp_pool *pool, uint32_t len, uint32_t seg_size);
+
+/**
+ * Copy bytes into a message at an offset (across segments).
+ *
+ * @param m
+ *   First segment.
+ * @param off
+ *   Offset in the message.
+ * @param src
+ *   Source.
+ * @param len
+ *   Bytes.
+ * @return
+ *   0, or -ERANGE when off + len > pkt_len.
+ */
+int rdp_msg_write(struct rdp_msg *m, uint32_t off, const void *src, uint32_t len);
+
+/**
+ * Copy bytes out of a message at an offset (across segments).
+ *
+ * @param m
+ *   First segment.
+ * @param off
+ *   Offset in the message.
+ * @param dst
+ *   Destination.
+ * @param len
+ *   Bytes.
+ * @return
+ *   0, or -ERANGE when off + len > pkt_len.
+ */
+int rdp_msg_read(const struct rdp_msg *m, uint32_t off, void *dst, uint32_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RDP_MEM_H */

@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The poller: one CQ, one inbox, one busy list per lcore. The loop follows
+ * DPDK's l2fwd shape: burst, dispatch, and nothing else on an idle pass.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_lcore.h>
+#include <rte_pause.h>
+
+#include "rdp_mem.h"
+#include "rdp_poll.h"
+
+RTE_LOG_REGISTER(rdp_poll_logtype, rdp.poll, INFO);
+#define POLL_LOG(level, fmt, ...) RDP_LOG(level, rdp_poll_logtype, "poll", fmt, ##__VA_ARGS__)
+
+#define MAX_BURST 256
+#define INBOX_BURST 64
+
+struct rdp_poller {
+	struct rdp_poller_head head; /* first: the inline busy-list helpers use it */
+	const struct rdp_poll_ops *ops;
+	struct rdp_cq *cq;
+	void **slots;
+	uint16_t burst;
+	unsigned int lcore_id;
+	pthread_t owner;
+	bool owner_known;
+	bool cq_error_logged;
+	struct rdp_poll_stats stats;
+
+	/* shared with other threads, kept off the hot lines */
+	struct rte_ring *inbox __rte_cache_aligned;
+	struct rte_ring *free_slots;
+	uint32_t max_slots;
+	uint32_t cq_used;      /* reserved entries (atomic) */
+	uint32_t cq_cap;       /* current capacity (atomic) */
+	uint32_t max_cq_size;
+	uint32_t resize_req;   /* wanted capacity, 0 when none (atomic) */
+	int resize_ret;        /* result of the last resize (atomic) */
+	bool running;          /* inside rdp_poller_run (atomic) */
+	bool stop;             /* ask rdp_poller_run to return (atomic) */
+	size_t inbox_mem;
+	size_t slots_mem;
+};
+
+_Static_assert(offsetof(struct rdp_poller, head) == 0, "busy-list head must come first");
+
+static struct rte_ring *
+ring_make(const char *name, uint32_t count, unsigned int flags, int socket, size_t *mem)
+{
+	ssize_t size = rte_ring_get_memsize(count);
+	struct rte_ring *r;
+
+	if (size < 0)
+		return NULL;
+	r = rdp_mem_zalloc(size, socket);
+	if (r == NULL)
+		return NULL;
+	if (rte_ring_init(r, name, count, flags) != 0) {
+		rdp_mem_free(r, size);
+		return NULL;
+	}
+	*mem = size;
+	return r;
+}
+
+struct rdp_poller *
+rdp_poller_create(const struct rdp_poller_params *prm)
+{
+	size_t slot_ring_mem = 0;
+	struct rdp_poller *p;
+	char name[RTE_RING_NAMESIZE];
+	uint32_t i;
+
+	if (prm->poll_burst == 0 || prm->poll_burst > MAX_BURST || prm->max_slots == 0 ||
+	    prm->max_slots > RDP_POLL_MAX_SLOTS || !rte_is_power_of_2(prm->inbox_size) ||
+	    prm->cq_size == 0 || prm->ops == NULL) {
+		rdp_err_set(EINVAL, "poller on lcore %u: bad parameters (poll_burst %u of 1..%d, "
+			    "max_slots %u, inbox %u must be a power of two)", prm->lcore_id,
+			    prm->poll_burst, MAX_BURST, prm->max_slots, prm->inbox_size);
+		return NULL;
+	}
+	p = rdp_mem_zalloc(sizeof(*p), prm->socket);
+	if (p == NULL) {
+		rdp_err_set(ENOMEM, "poller on lcore %u: out of memory", prm->lcore_id);
+		return NULL;
+	}
+	p->ops = prm->ops;
+	p->burst = prm->poll_burst;
+	p->lcore_id = prm->lcore_id;
+	p->max_slots = prm->max_slots;
+	p->max_cq_size = RTE_MAX(prm->max_cq_size, prm->cq_size);
+	snprintf(name, sizeof(name), "rdp_inbox_%u", prm->lcore_id);
+	p->inbox = ring_make(name, prm->inbox_size, RING_F_SC_DEQ, prm->socket, &p->inbox_mem);
+	snprintf(name, sizeof(name), "rdp_slots_%u", prm->lcore_id);
+	p->free_slots = ring_make(name, rte_align32pow2(prm->max_slots + 1), 0, prm->socket,
+				  &slot_ring_mem);
+	p->slots_mem = prm->max_slots * sizeof(void *);
+	p->slots = rdp_mem_zalloc(p->slots_mem, prm->socket);
+	if (p->inbox == NULL || p->free_slots == NULL || p->slots == NULL) {
+		rdp_err_set(ENOMEM, "poller on lcore %u: cannot allocate its rings", prm->lcore_id);
+		goto fail;
+	}
+	for (i = 0; i < prm->max_slots; i++)
+		rte_ring_enqueue(p->free_slots, (void *)(uintptr_t)(i + 1));
+	p->cq = rdp_cq_create(prm->dev, prm->cq_size, prm->socket);
+	if (p->cq == NULL) {
+		rdp_err_set(rte_errno, "poller on lcore %u: cannot create a CQ of %u entries: %s",
+			    prm->lcore_id, prm->cq_size, rdp_err_msg());
+		goto fail;
+	}
+	p->cq_cap = prm->cq_size;
+	return p;
+fail:
+	rdp_mem_free(p->slots, p->slots_mem);
+	rdp_mem_free(p->free_slots, slot_ring_mem);
+	rdp_mem_free(p->inbox, p->inbox_mem);
+	rdp_mem_free(p, sizeof(*p));
+	return NULL;
+}
+
+int
+rdp_poller_destroy(struct rdp_poller *p)
+{
+	uint32_t used;
+	int ret;
+
+	if (p == NULL)
+		return 0;
+	used = p->max_slots - rte_ring_count(p->free_slots);
+	if (used > 0)
+		return rdp_err_set(EBUSY, "poller on lcore %u still has %u endpoints",
+				   p->lcore_id, used);
+	ret = rdp_cq_destroy(p->cq);
+	if (ret < 0)
+		return ret;
+	rdp_mem_free(p->free_slots,
+		     rte_ring_get_memsize(rte_ring_get_size(p->free_slots) + 1));
+	rdp_mem_free(p->slots, p->slots_mem);
+	rdp_mem_free(p->inbox, p->inbox_mem);
+	rdp_mem_free(p, sizeof(*p));
+	return 0;
+}
+
+/* Grow the CQ on the poller's thread when admission asked for it. */
+static void
+serve_resize(struct rdp_poller *p)
+{
+	uint32_t want = __atomic_load_n(&p->resize_req, __ATOMIC_ACQUIRE);
+	int ret;
+
+	if (likely(want == 0))
+		return;
+	ret = rdp_cq_resize(p->cq, want);
+	if (ret == 0) {
+		__atomic_store_n(&p->cq_cap, want, __ATOMIC_RELEASE);
+		p->stats.cq_resizes++;
+		POLL_LOG(INFO, "lcore %u: CQ grown to %u entries", p->lcore_id, want);
+	}
+	__atomic_store_n(&p->resize_ret, ret, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->resize_req, 0, __ATOMIC_RELEASE);
+}
+
+static unsigned int
+poll_cq(struct rdp_poller *p)
+{
+	struct rdp_wc wc[MAX_BURST];
+	int n, i, j;
+
+	n = rdp_poll_cq(p->cq, wc, p->burst);
+	if (unlikely(n < 0)) {
+		p->stats.cq_errors++;
+		if (!p->cq_error_logged) {
+			p->cq_error_logged = true;
+			POLL_LOG(ERR, "lcore %u: CQ in error (%d): completions were lost",
+				 p->lcore_id, n);
+		}
+		return 0;
+	}
+	for (i = 0; i < n; i = j) {
+		uint32_t slot = rdp_wrid_slot(wc[i].wr_id);
+		void *client = slot < p->max_slots ? p->slots[slot] : NULL;
+
+		for (j = i + 1; j < n && rdp_wrid_slot(wc[j].wr_id) == slot; j++)
+			;
+		if (unlikely(client == NULL)) {
+			p->stats.stray_wc += j - i;
+			continue;
+		}
+		p->ops->complete(client, &wc[i], j - i);
+	}
+	p->stats.completions += n;
+	return n;
+}
+
+static unsigned int
+progress_busy(struct rdp_poller *p)
+{
+	struct rdp_poll_busy *b = p->head.busy_head;
+	unsigned int work = 0;
+
+	/* detach the list: clients that stay busy queue themselves again */
+	p->head.busy_head = NULL;
+	p->head.busy_tail = NULL;
+	while (b != NULL) {
+		struct rdp_poll_busy *next = b->next;
+
+		b->queued = false;
+		b->next = NULL;
+		work += p->ops->progress(b->client);
+		p->stats.progress_calls++;
+		b = next;
+	}
+	return work;
+}
+
+int
+rdp_poller_poll(struct rdp_poller *p)
+{
+	void *items[INBOX_BURST];
+	unsigned int work, n;
+
+	if (unlikely(!__atomic_load_n(&p->owner_known, __ATOMIC_RELAXED))) {
+		p->owner = pthread_self();
+		__atomic_store_n(&p->owner_known, true, __ATOMIC_RELEASE);
+	}
+	work = poll_cq(p);
+	n = rte_ring_sc_dequeue_burst(p->inbox, items, INBOX_BURST, NULL);
+	if (n > 0) {
+		p->ops->inbox(p, items, n);
+		p->stats.inbox_items += n;
+		work += n;
+	}
+	if (p->head.busy_head != NULL)
+		work += progress_busy(p);
+	serve_resize(p);
+	p->stats.polls++;
+	if (work == 0)
+		p->stats.idle_polls++;
+	return (int)work;
+}
+
+int
+rdp_poller_run(void *arg)
+{
+	struct rdp_poller *p = arg;
+
+	__atomic_store_n(&p->running, true, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&p->stop, __ATOMIC_RELAXED))
+		rdp_poller_poll(p);
+	__atomic_store_n(&p->running, false, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void
+rdp_poller_stop(struct rdp_poller *p)
+{
+	__atomic_store_n(&p->stop, true, __ATOMIC_RELAXED);
+}
+
+unsigned int
+rdp_poller_inbox_put(struct rdp_poller *p, void *const *items, unsigned int n)
+{
+	return rte_ring_mp_enqueue_burst(p->inbox, items, n, NULL);
+}
+
+int
+rdp_poller_slot_alloc(struct rdp_poller *p, void *client)
+{
+	void *v;
+	uint32_t slot;
+
+	if (rte_ring_dequeue(p->free_slots, &v) != 0)
+		return rdp_err_set(ENOSPC, "lcore %u holds its maximum of %u endpoints "
+				   "(max_endpoints)", p->lcore_id, p->max_slots);
+	slot = (uint32_t)(uintptr_t)v - 1;
+	/* published before any WR naming the slot can complete */
+	__atomic_store_n(&p->slots[slot], client, __ATOMIC_RELEASE);
+	return (int)slot;
+}
+
+void
+rdp_poller_slot_free(struct rdp_poller *p, uint32_t slot)
+{
+	__atomic_store_n(&p->slots[slot], NULL, __ATOMIC_RELEASE);
+	rte_ring_enqueue(p->free_slots, (void *)(uintptr_t)(slot + 1));
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Grow the CQ to at least @want: through the poller when it runs, else here. */
+static int
+grow_cq(struct rdp_poller *p, uint32_t want)
+{
+	uint32_t zero = 0;
+	double deadline;
+
+	if (!__atomic_load_n(&p->running, __ATOMIC_ACQUIRE)) {
+		int ret = rdp_cq_resize(p->cq, want);
+
+		if (ret == 0) {
+			__atomic_store_n(&p->cq_cap, want, __ATOMIC_RELEASE);
+			p->stats.cq_resizes++;
+		}
+		return ret;
+	}
+	if (!__atomic_compare_exchange_n(&p->resize_req, &zero, want, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return -EAGAIN; /* another resize is being served: retry */
+	deadline = now_s() + 1.0;
+	while (__atomic_load_n(&p->resize_req, __ATOMIC_ACQUIRE) != 0) {
+		if (now_s() > deadline)
+			return rdp_err_set(ETIMEDOUT, "lcore %u did not resize its CQ within 1 s",
+					   p->lcore_id);
+		usleep(100);
+	}
+	return __atomic_load_n(&p->resize_ret, __ATOMIC_RELAXED);
+}
+
+int
+rdp_poller_reserve(struct rdp_poller *p, uint32_t entries)
+{
+	for (;;) {
+		uint32_t used = __atomic_load_n(&p->cq_used, __ATOMIC_ACQUIRE);
+		uint32_t cap = __atomic_load_n(&p->cq_cap, __ATOMIC_ACQUIRE);
+		uint64_t need = (uint64_t)used + entries;
+		uint32_t want;
+		int ret;
+
+		if (need <= cap) {
+			if (__atomic_compare_exchange_n(&p->cq_used, &used, (uint32_t)need, false,
+							__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+				return 0;
+			continue;
+		}
+		if (need > p->max_cq_size)
+			return rdp_err_set(ENOSPC, "lcore %u: CQ budget exhausted: %u entries "
+					   "reserved, this endpoint needs %u more (sq_size+1+rq_size), "
+					   "limit %u (cq_size / max_endpoints)", p->lcore_id, used,
+					   entries, p->max_cq_size);
+		want = (uint32_t)RTE_MIN((uint64_t)p->max_cq_size, RTE_MAX(need, 2ull * cap));
+		ret = grow_cq(p, want);
+		if (ret < 0 && ret != -EAGAIN)
+			return rdp_err_set(ENOSPC, "lcore %u: CQ of %u entries is full (%u reserved) "
+					   "and cannot grow to %u: %s", p->lcore_id, cap, used, want,
+					   rdp_err_msg());
+	}
+}
+
+void
+rdp_poller_unreserve(struct rdp_poller *p, uint32_t entries)
+{
+	__atomic_fetch_sub(&p->cq_used, entries, __ATOMIC_ACQ_REL);
+}
+
+struct rdp_cq *
+rdp_poller_cq(const struct rdp_poller *p)
+{
+	return p->cq;
+}
+
+unsigned int
+rdp_poller_lcore(const struct rdp_poller *p)
+{
+	return p->lcore_id;
+}
+
+bool
+rdp_poller_is_self(const struct rdp_poller *p)
+{
+	return __atomic_load_n(&p->owner_known, __ATOMIC_ACQUIRE) &&
+	       pthread_equal(p->owner, pthread_self());
+}
+
+void
+rdp_poller_stats(const struct rdp_poller *p, struct rdp_poll_stats *stats,
+		 uint32_t *cq_used, uint32_t *cq_size, uint32_t *slots_used)
+{
+	*stats = p->stats;
+	if (cq_used != NULL)
+		*cq_used = __atomic_load_n(&p->cq_used, __ATOMIC_RELAXED);
+	if (cq_size != NULL)
+		*cq_size = __atomic_load_n(&p->cq_cap, __ATOMIC_RELAXED);
+	if (slots_used != NULL)
+		*slots_used = p->max_slots - rte_ring_count(p->free_slots);
+}
