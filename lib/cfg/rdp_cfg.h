@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RDP_CFG_H
+#define RDP_CFG_H
+
+/**
+ * @file
+ * Per-core configuration: INI files read with rte_cfgfile, validated, with
+ * built-in defaults and command-line overrides.
+ *
+ * - **Sections.** `[global]` sets every lcore's values; `[lcore.N]` (N an
+ *   EAL lcore id) overrides some of them for lcore N. A key missing from
+ *   both takes its built-in default. Keys marked global-only (`secret`)
+ *   are refused in `[lcore.N]`.
+ * - **Syntax.** `key = value` lines, `[section]` lines, blank lines and
+ *   `#` comments (to the end of a line). Values cannot hold `#`, `\` or
+ *   control characters; whitespace around names and values is dropped.
+ * - **Strict.** Unknown sections and keys (with a suggestion for typos),
+ *   repeated sections and keys, bad numbers, bad ranges, bad host:port
+ *   and driver specs, over-long lines and values are all refused.
+ * - **Relations** are checked on each lcore's resolved values: the credit
+ *   rules of rdp_credit_params_check() (`sq_size >= 2*signal_interval`,
+ *   `rq_size > ack_reserve`, `1 <= ack_threshold <= rq_size-ack_reserve`,
+ *   `ack_reserve >= ceil((rq_size-ack_reserve)/ack_threshold)`), `cq_size`
+ *   0 or `>= sq_size+rq_size`, and a pipeline `app_lcore` other than the
+ *   lcore itself.
+ * - **Messages** say where and why, in one shape:
+ *   `WHERE: [SECTION] KEY = VALUE: RULE`, where WHERE is `FILE:LINE` for a
+ *   value read from a file, the origin given to rdp_cfg_set() for an
+ *   override, or `default`. Errors about a whole line or section drop the
+ *   parts that do not apply (`FILE:LINE: RULE`, `FILE:LINE: [SECTION]: RULE`,
+ *   `FILE: RULE`). A secret is never echoed. Examples:
+ *
+ *       server.ini:7: [lcore.1] sq_size = 12: need sq_size >= 2*signal_interval (sq_size=12, signal_interval=16)
+ *       server.ini:3: [global] sq_sise = 64: unknown key (did you mean sq_size?)
+ *       --ring-size: [global] ring_size = 1000: must be a power of two in [64, 1048576]
+ *
+ * - Loading does not need EAL. Log type: `rdp.cfg`.
+ *
+ * See docs/configuration.md for every key with its meaning.
+ *
+ * CONCURRENCY: a struct rdp_cfg is not locked. Build it on one thread;
+ * once built, any number of threads may read it.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rdp_common.h"
+#include "rdp_credit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Longest value in a file, in characters (rte_cfgfile keeps 255). */
+#define RDP_CFG_VALUE_MAX 255
+/** Longest section or key name, in characters (rte_cfgfile keeps 63). */
+#define RDP_CFG_NAME_MAX 63
+/** The `lcore_id` that means `[global]`. */
+#define RDP_CFG_GLOBAL (-1)
+
+/** How an lcore hands received messages to the application (`mode`). */
+enum rdp_cfg_mode {
+	RDP_CFG_MODE_RTC = 0,  /**< `rtc`: the poller runs the handlers itself */
+	RDP_CFG_MODE_PIPELINE, /**< `pipeline`: events go through a ring to `app_lcore` */
+};
+
+/**
+ * The resolved values of one lcore (or of `[global]`).
+ *
+ * Each field is the key of the same name; docs/configuration.md gives the
+ * meaning, default and range of each.
+ */
+struct rdp_cfg_lcore {
+	int lcore_id;       /**< EAL lcore id, or RDP_CFG_GLOBAL */
+	bool from_section;  /**< lcore has an `[lcore.N]` section (or an lcore override) */
+
+	char driver[RDP_CFG_VALUE_MAX + 1]; /**< `auto` or `NAME[:key[=value],...]` */
+	char device[64];       /**< verbs device; empty: first with an active port */
+	uint32_t port;         /**< 0: first active port, else 1..255 */
+	int32_t gid_index;     /**< -1: automatic (RoCE v2, IPv4-mapped first) */
+
+	uint32_t sq_size;      /**< S: send queue slots accounted */
+	uint32_t rq_size;      /**< R: receive entries kept posted */
+	uint32_t cq_size;      /**< 0: automatic budget (S+R per endpoint) */
+	uint32_t buf_size;     /**< receive buffer bytes (multiple of 64) */
+	uint32_t max_msg_size; /**< largest message in bytes */
+	uint32_t signal_interval; /**< T_sig */
+	uint32_t ack_threshold;   /**< T_ack */
+	uint32_t ack_reserve;     /**< A_rq */
+
+	uint32_t poll_burst;   /**< completions per poll */
+	uint32_t ring_size;    /**< handoff ring entries (power of two) */
+	int32_t numa_node;     /**< -1: the lcore's own node */
+	uint32_t max_endpoints; /**< endpoints on this lcore */
+	uint32_t send_bufs;    /**< send buffers on this lcore */
+	enum rdp_cfg_mode mode; /**< run-to-completion or pipeline */
+	int32_t app_lcore;     /**< pipeline: lcore receiving events; -1: main lcore */
+
+	uint32_t rnr_retry;    /**< 0..7, 7 = retry forever */
+	uint32_t retry_cnt;    /**< 0..7 */
+	uint32_t timeout;      /**< local ACK timeout, 4.096 us * 2^timeout */
+	uint32_t min_rnr_timer; /**< RNR NAK timer code, 0..31 */
+	uint32_t max_inline;   /**< inline send bytes */
+
+	char listen[RDP_CFG_VALUE_MAX + 1];  /**< `host:port`; empty: do not listen */
+	char connect[RDP_CFG_VALUE_MAX + 1]; /**< `host:port`; empty: no peer */
+	uint32_t connect_timeout_ms;   /**< TCP connect deadline */
+	uint32_t handshake_timeout_ms; /**< hello exchange deadline */
+	uint32_t max_handshakes;       /**< handshakes in progress at once */
+	char secret[RDP_CFG_VALUE_MAX + 1]; /**< handshake secret; global-only */
+};
+
+/** A loaded configuration: `[global]` and the lcores with a section. Opaque. */
+struct rdp_cfg;
+
+/**
+ * Load and validate a configuration file.
+ *
+ * The file is scanned line by line first (so that every error has a line
+ * number), then read with rte_cfgfile, then every value and every lcore's
+ * relations are checked. The first error is kept in rdp_err_msg().
+ *
+ * @param path
+ *   File to read; messages name it as given.
+ * @return
+ *   The configuration, or NULL with rte_errno: EINVAL (bad content, or
+ *   NULL @p path), ENOENT, EACCES, EISDIR or another errno of open/read,
+ *   EIO (the file changed while it was read), ENOMEM.
+ */
+struct rdp_cfg *rdp_cfg_load(const char *path);
+
+/**
+ * A configuration of built-in defaults only: `[global]`, no lcore section.
+ *
+ * @return
+ *   The configuration, or NULL with rte_errno ENOMEM.
+ */
+struct rdp_cfg *rdp_cfg_default(void);
+
+/**
+ * Override one value, as an application does for a command-line option.
+ *
+ * The value goes through the same checks as a file value. A `[global]`
+ * override reaches every lcore that does not set the key itself; an lcore
+ * override gives that lcore a section if it had none. Relations are not
+ * checked here, since one override may need another; call
+ * rdp_cfg_validate() once all are applied.
+ *
+ * @param cfg
+ *   Configuration.
+ * @param lcore_id
+ *   RDP_CFG_GLOBAL, or an lcore id below RTE_MAX_LCORE.
+ * @param key
+ *   Key name, as in a file.
+ * @param value
+ *   Value, as in a file (surrounding whitespace is dropped).
+ * @param origin
+ *   Where the value comes from, named in messages and rdp_cfg_dump(), for
+ *   example "--driver"; NULL means "override".
+ * @return
+ *   0, or -EINVAL (NULL argument, bad lcore id, unknown or global-only key,
+ *   bad value), or -ENOMEM.
+ */
+int rdp_cfg_set(struct rdp_cfg *cfg, int lcore_id, const char *key, const char *value,
+		const char *origin);
+
+/**
+ * Check the relations between keys on `[global]` and on every lcore.
+ *
+ * rdp_cfg_load() already did; call it again after rdp_cfg_set().
+ *
+ * @param cfg
+ *   Configuration.
+ * @return
+ *   0, or -EINVAL with the first broken relation in rdp_err_msg(),
+ *   blaming the most specific value involved.
+ */
+int rdp_cfg_validate(const struct rdp_cfg *cfg);
+
+/**
+ * The values an lcore runs with.
+ *
+ * @param cfg
+ *   Configuration.
+ * @param lcore_id
+ *   RDP_CFG_GLOBAL, or an lcore id below RTE_MAX_LCORE.
+ * @return
+ *   The lcore's values if it has a section, else those of `[global]`
+ *   (with `lcore_id` RDP_CFG_GLOBAL); NULL with rte_errno EINVAL for a
+ *   NULL @p cfg or a bad lcore id. Valid until rdp_cfg_set() or
+ *   rdp_cfg_free().
+ */
+const struct rdp_cfg_lcore *rdp_cfg_lcore(const struct rdp_cfg *cfg, int lcore_id);
+
+/**
+ * The lcores with a section, in increasing order.
+ *
+ * @param cfg
+ *   Configuration.
+ * @param ids
+ *   Receives up to @p max lcore ids; may be NULL when @p max is 0.
+ * @param max
+ *   Capacity of @p ids.
+ * @return
+ *   How many lcores have a section (may exceed @p max).
+ */
+unsigned int rdp_cfg_lcores(const struct rdp_cfg *cfg, unsigned int *ids, unsigned int max);
+
+/**
+ * Print the resolved values as an INI file: `[global]`, then each
+ * `[lcore.N]` with all of its values; a comment on each line says where the
+ * value came from. A set secret is printed as a comment, never in clear.
+ * Loading the output gives the same values, except the secret.
+ *
+ * @param cfg
+ *   Configuration.
+ * @param out
+ *   Stream.
+ * @return
+ *   0, or -EINVAL (NULL argument), or -EIO (write error).
+ */
+int rdp_cfg_dump(const struct rdp_cfg *cfg, FILE *out);
+
+/**
+ * Free a configuration.
+ *
+ * @param cfg
+ *   Configuration, or NULL.
+ */
+void rdp_cfg_free(struct rdp_cfg *cfg);
+
+/**
+ * Split a `host:port` value (`listen`, `connect`).
+ *
+ * @param spec
+ *   `HOST:PORT`, where HOST is an IPv4 address, `[IPv6]` or a host name.
+ * @param host
+ *   Receives HOST without brackets.
+ * @param len
+ *   Size of @p host.
+ * @param port
+ *   Receives PORT.
+ * @return
+ *   0, or -EINVAL (malformed, with the reason in rdp_err_msg()), or
+ *   -ENOSPC (@p host too small).
+ */
+int rdp_cfg_hostport(const char *spec, char *host, size_t len, uint16_t *port);
+
+/**
+ * The credit parameters of an lcore's values, for rdp_credit_init().
+ *
+ * @param lc
+ *   Values of an lcore.
+ * @param p
+ *   Receives sq_size, signal_interval, rq_size, ack_reserve, ack_threshold.
+ */
+static inline void
+rdp_cfg_credit_params(const struct rdp_cfg_lcore *lc, struct rdp_credit_params *p)
+{
+	p->sq_size = lc->sq_size;
+	p->signal_interval = lc->signal_interval;
+	p->rq_size = lc->rq_size;
+	p->ack_reserve = lc->ack_reserve;
+	p->ack_threshold = lc->ack_threshold;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RDP_CFG_H */
