@@ -328,7 +328,7 @@ hs_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 		       ep->is_server ? "from" : "to", ep->peer, why);
 	if (ep->fd >= 0 && err == -EPROTO) {
 		/* best effort: a peer that speaks our protocol learns why */
-		snprintf(rej.reason, sizeof(rej.reason), "%s", why);
+		memcpy(rej.reason, why, RTE_MIN(strlen(why), sizeof(rej.reason) - 1));
 		rdp_hello_encode(&rej, buf);
 		if (send(ep->fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 			EP_LOG(DEBUG, "reject to %s not sent: %s", ep->peer, strerror(errno));

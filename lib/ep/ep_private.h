@@ -185,7 +185,7 @@ struct ep_runtime {
 	struct rdp_dev *dev;
 	struct rdp_pd *pd;
 	struct rdp_dev_attr attr;
-	char driver_info[256];
+	char driver_info[512];
 	struct ep_lcore *lcores[RTE_MAX_LCORE];
 	unsigned int order[RTE_MAX_LCORE]; /* poller lcores, for round robin */
 	unsigned int nb_lcores;

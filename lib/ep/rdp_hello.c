@@ -98,11 +98,11 @@ rdp_hello_encode(const struct rdp_hello *h, uint8_t buf[RDP_HELLO_LEN])
 	put16(buf + OFF_LID, h->qp.lid);
 	buf[OFF_LINK] = h->link_layer;
 	put32(buf + OFF_MTU, h->qp.mtu);
-	strncpy((char *)buf + OFF_DRIVER, h->driver, RDP_HELLO_DRIVER_LEN - 1);
+	memcpy(buf + OFF_DRIVER, h->driver, strnlen(h->driver, RDP_HELLO_DRIVER_LEN - 1));
 	memcpy(buf + OFF_NONCE, h->nonce, RDP_HELLO_NONCE_LEN);
 	memcpy(buf + OFF_MAC, h->mac, RDP_HELLO_MAC_LEN);
 	if (h->type == RDP_HELLO_REJECT)
-		strncpy((char *)buf + OFF_REASON, h->reason, RDP_HELLO_REASON_LEN - 1);
+		memcpy(buf + OFF_REASON, h->reason, strnlen(h->reason, RDP_HELLO_REASON_LEN - 1));
 }
 
 static int

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The handshake wire format: every field a peer sends is checked and named. */
+#include <errno.h>
+
+#include "rdp_hello.h"
+#include "rdp_test.h"
+
+static struct rdp_hello
+good_hello(void)
+{
+	struct rdp_hello h = {
+		.type = RDP_HELLO_HELLO,
+		.credit = { .sq_size = 64, .signal_interval = 8, .rq_size = 64,
+			    .ack_reserve = 8, .ack_threshold = 8 },
+		.buf_size = 4096,
+		.max_msg_size = 65536,
+		.qp = { .qpn = 0x1234, .psn = 0x42, .mtu = 4096 },
+		.link_layer = RDP_LINK_SHM,
+		.driver = "shm",
+	};
+
+	h.qp.gid[15] = 7;
+	return h;
+}
+
+/* Encode, let @p poke damage it, decode: returns the decoder's verdict. */
+static int
+decode_damaged(void (*poke)(uint8_t *buf), char *why, size_t len)
+{
+	struct rdp_hello h = good_hello(), out;
+	uint8_t buf[RDP_HELLO_LEN];
+
+	rdp_hello_encode(&h, buf);
+	poke(buf);
+	return rdp_hello_decode(buf, sizeof(buf), &out, why, len);
+}
+
+static void poke_magic(uint8_t *b) { b[0] = 0x12; }
+static void poke_version(uint8_t *b) { b[5] = 2; }
+static void poke_type(uint8_t *b) { b[6] = 9; }
+static void poke_flags(uint8_t *b) { b[7] = 0x80; }
+static void poke_sq_zero(uint8_t *b) { b[12] = b[13] = b[14] = b[15] = 0; }
+static void poke_buf_size(uint8_t *b) { b[35] = 65; }
+static void poke_mtu(uint8_t *b) { b[70] = 0x11; }
+static void poke_driver(uint8_t *b) { b[72] = 'S'; }
+static void poke_driver_unterminated(uint8_t *b) { memset(b + 72, 'a', 16); }
+static void poke_reserved(uint8_t *b) { b[11] = 1; }
+static void poke_reason(uint8_t *b) { b[140] = 'x'; }
+static void poke_qpn(uint8_t *b) { b[40] = 1; }
+
+RDP_TEST(unit, hello_round_trips_every_field)
+{
+	struct rdp_hello h = good_hello(), out;
+	uint8_t buf[RDP_HELLO_LEN];
+	char why[256] = "";
+
+	rdp_hello_encode(&h, buf);
+	RDP_ASSERT_EQ(rdp_hello_decode(buf, sizeof(buf), &out, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(out.type, RDP_HELLO_HELLO);
+	RDP_ASSERT_EQ(out.credit.sq_size, 64);
+	RDP_ASSERT_EQ(out.credit.signal_interval, 8);
+	RDP_ASSERT_EQ(out.credit.ack_threshold, 8);
+	RDP_ASSERT_EQ(out.buf_size, 4096);
+	RDP_ASSERT_EQ(out.max_msg_size, 65536);
+	RDP_ASSERT_EQ(out.qp.qpn, 0x1234);
+	RDP_ASSERT_EQ(out.qp.psn, 0x42);
+	RDP_ASSERT_EQ(out.qp.gid[15], 7);
+	RDP_ASSERT_EQ(out.qp.mtu, 4096);
+	RDP_ASSERT_STR_EQ(out.driver, "shm");
+	return 0;
+}
+
+RDP_TEST(unit, hello_rejects_each_bad_field_by_name)
+{
+	static const struct {
+		void (*poke)(uint8_t *);
+		int err;
+		const char *why;
+	} cases[] = {
+		{ poke_magic, -EPROTO, "field 'magic' = 0x12445048, expected 0x52445048 "
+		  "(not an rdmaplane peer)" },
+		{ poke_version, -EPROTONOSUPPORT, "field 'version' = 2, this build speaks version 1" },
+		{ poke_type, -EPROTO, "field 'type' = 9, expected 1..4" },
+		{ poke_flags, -EPROTO, "field 'flags' = 0x80 has unknown bits" },
+		{ poke_reserved, -EPROTO, "reserved bytes at offset 10 are not zero" },
+		{ poke_sq_zero, -EPROTO, "field 'sq_size' = 0, expected 1..1048576" },
+		{ poke_buf_size, -EPROTO, "field 'buf_size' = 4161, expected a multiple of 64 "
+		  "in 64..16777216" },
+		{ poke_qpn, -EPROTO, "field 'qpn' = 16781876, expected 24 bits" },
+		{ poke_mtu, -EPROTO, "field 'mtu' = 4352, expected a power of two in "
+		  "256..1048576" },
+		{ poke_driver, -EPROTO, "field 'driver' has byte 0x53 at 0" },
+		{ poke_driver_unterminated, -EPROTO, "field 'driver' is not NUL-terminated" },
+		{ poke_reason, -EPROTO, "field 'reason' is set in a message that is not a reject" },
+	};
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(cases); i++) {
+		char why[256] = "";
+
+		RDP_ASSERT_EQ(decode_damaged(cases[i].poke, why, sizeof(why)), cases[i].err);
+		RDP_ASSERT_STR_EQ(why, cases[i].why);
+	}
+	return 0;
+}
+
+RDP_TEST(unit, hello_rejects_truncated_and_oversized_input)
+{
+	struct rdp_hello h = good_hello(), out;
+	uint8_t buf[RDP_HELLO_LEN + 1];
+	char why[256];
+
+	rdp_hello_encode(&h, buf);
+	RDP_ASSERT_EQ(rdp_hello_decode(buf, 37, &out, why, sizeof(why)), -EPROTO);
+	RDP_ASSERT_STR_EQ(why, "truncated handshake: 37 of 200 bytes");
+	RDP_ASSERT_EQ(rdp_hello_decode(buf, sizeof(buf), &out, why, sizeof(why)), -EPROTO);
+	RDP_ASSERT_STR_EQ(why, "handshake of 201 bytes, expected 200");
+	return 0;
+}
+
+RDP_TEST(unit, hello_survives_random_garbage)
+{
+	uint8_t buf[RDP_HELLO_LEN];
+	struct rdp_hello out;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	unsigned int i, j, rejected = 0;
+	char why[256];
+
+	for (i = 0; i < 100000; i++) {
+		for (j = 0; j < RDP_HELLO_LEN; j++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			buf[j] = (uint8_t)x;
+		}
+		if (i & 1) {	/* half of them with a valid header, to reach the fields */
+			buf[0] = 0x52; buf[1] = 0x44; buf[2] = 0x50; buf[3] = 0x48;
+			buf[4] = 0; buf[5] = 1; buf[6] = 1 + i % 4; buf[7] = 0;
+			buf[8] = 0; buf[9] = RDP_HELLO_LEN; buf[10] = buf[11] = 0;
+		}
+		if (rdp_hello_decode(buf, sizeof(buf), &out, why, sizeof(why)) < 0) {
+			rejected++;
+			RDP_ASSERT(why[0] != '\0');
+		}
+	}
+	RDP_ASSERT(rejected > 99000);
+	return 0;
+}
+
+RDP_TEST(unit, hello_negotiation_names_the_incompatibility)
+{
+	struct rdp_hello a = good_hello(), b = good_hello();
+	struct rdp_hello_agreed ag;
+	char why[256];
+
+	snprintf(b.driver, sizeof(b.driver), "verbs");
+	RDP_ASSERT_EQ(rdp_hello_negotiate(&a, &b, &ag, why, sizeof(why)), -EINVAL);
+	RDP_ASSERT_STR_EQ(why, "field 'driver': peer uses 'verbs', we use 'shm'");
+
+	b = good_hello();
+	b.credit.ack_reserve = 1;
+	RDP_ASSERT_EQ(rdp_hello_negotiate(&a, &b, &ag, why, sizeof(why)), -EINVAL);
+	RDP_ASSERT_MSG(strstr(why, "ack_reserve") != NULL, "why: %s", why);
+
+	b = good_hello();
+	b.buf_size = 1024;
+	b.max_msg_size = 1 << 20;
+	b.qp.mtu = 1024;
+	RDP_ASSERT_EQ(rdp_hello_negotiate(&a, &b, &ag, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(ag.chunk_size, 1024);
+	RDP_ASSERT_EQ(ag.path_mtu, 1024);
+	/* the peer holds a whole message in its RQ: 56 credits of 1 KiB chunks */
+	RDP_ASSERT_EQ(ag.max_msg_size, 56 * 1024);
+	/* and our own limit caps what we send */
+	a.max_msg_size = 16384;
+	RDP_ASSERT_EQ(rdp_hello_negotiate(&a, &b, &ag, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(ag.max_msg_size, 16384);
+	return 0;
+}
