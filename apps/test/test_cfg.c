@@ -311,13 +311,17 @@ RDP_TEST(unit, cfg_rejects_lines_that_are_not_key_value_section_or_comment)
 RDP_TEST(unit, cfg_rejects_unknown_sections_and_bad_lcore_ids)
 {
 	tmp_enter();
-	EXPECT_REJECTED("[globl]\n", "bad.ini:1: [globl]: unknown section (did you mean [global]?)");
-	EXPECT_REJECTED("[Global]\n", "bad.ini:1: [Global]: unknown section (did you mean [global]?)");
-	EXPECT_REJECTED("[lcore1]\n", "bad.ini:1: [lcore1]: unknown section (did you mean [lcore.1]?)");
+	EXPECT_REJECTED("[globl]\n",
+			"bad.ini:1: [globl]: unknown section (did you mean [global]?)");
+	EXPECT_REJECTED("[Global]\n",
+			"bad.ini:1: [Global]: unknown section (did you mean [global]?)");
+	EXPECT_REJECTED("[lcore1]\n",
+			"bad.ini:1: [lcore1]: unknown section (did you mean [lcore.1]?)");
 	EXPECT_REJECTED("[core.12]\n",
 			"bad.ini:1: [core.12]: unknown section (did you mean [lcore.12]?)");
 	EXPECT_REJECTED("[global]\n[network]\n",
-			"bad.ini:2: [network]: unknown section (sections are [global] and [lcore.N])");
+			"bad.ini:2: [network]: unknown section "
+			"(sections are [global] and [lcore.N])");
 	EXPECT_REJECTED("[lcore.x]\n",
 			"bad.ini:1: [lcore.x]: lcore id must be an integer in [0, 127] "
 			"(RTE_MAX_LCORE is 128)");
@@ -352,6 +356,10 @@ RDP_TEST(unit, cfg_rejects_unknown_keys_suggesting_the_nearest)
 			"(did you mean connect_timeout_ms?)");
 	EXPECT_REJECTED("[global]\nhugepages = 1\n",
 			"bad.ini:2: [global] hugepages = 1: unknown key");
+	/* a misspelt secret is still a secret */
+	EXPECT_REJECTED("[global]\nsecert = hunter2\n",
+			"bad.ini:2: [global] secert = (hidden): "
+			"unknown key (did you mean secret?)");
 	tmp_leave();
 	return 0;
 }
@@ -409,11 +417,14 @@ RDP_TEST(unit, cfg_rejects_bad_numbers_ranges_and_choices)
 			"bad.ini:2: [global] max_msg_size = 99999999999999999999999: "
 			"must be an integer in [1, 67108864]");
 	EXPECT_REJECTED("[global]\nring_size = 1000\n",
-			"bad.ini:2: [global] ring_size = 1000: must be a power of two in [64, 1048576]");
+			"bad.ini:2: [global] ring_size = 1000: must be a "
+			"power of two in [64, 1048576]");
 	EXPECT_REJECTED("[global]\nring_size = 32\n",
-			"bad.ini:2: [global] ring_size = 32: must be a power of two in [64, 1048576]");
+			"bad.ini:2: [global] ring_size = 32: must be a "
+			"power of two in [64, 1048576]");
 	EXPECT_REJECTED("[global]\nbuf_size = 1000\n",
-			"bad.ini:2: [global] buf_size = 1000: must be a multiple of 64 in [64, 1048576]");
+			"bad.ini:2: [global] buf_size = 1000: must be a "
+			"multiple of 64 in [64, 1048576]");
 	EXPECT_REJECTED("[global]\ngid_index = -2\n",
 			"bad.ini:2: [global] gid_index = -2: must be -1 or an integer in [0, 255]");
 	EXPECT_REJECTED("[global]\nnuma_node = 32\n",
@@ -447,11 +458,14 @@ RDP_TEST(unit, cfg_rejects_bad_host_port)
 	EXPECT_REJECTED("[global]\nconnect = :18515\n",
 			"bad.ini:2: [global] connect = :18515: missing host before ':'");
 	EXPECT_REJECTED("[lcore.1]\nconnect = server:0\n",
-			"bad.ini:2: [lcore.1] connect = server:0: port must be an integer in [1, 65535]");
+			"bad.ini:2: [lcore.1] connect = server:0: port "
+			"must be an integer in [1, 65535]");
 	EXPECT_REJECTED("[global]\nconnect = server:65536\n",
-			"bad.ini:2: [global] connect = server:65536: port must be an integer in [1, 65535]");
+			"bad.ini:2: [global] connect = server:65536: port "
+			"must be an integer in [1, 65535]");
 	EXPECT_REJECTED("[global]\nconnect = server:http\n",
-			"bad.ini:2: [global] connect = server:http: port must be an integer in [1, 65535]");
+			"bad.ini:2: [global] connect = server:http: port "
+			"must be an integer in [1, 65535]");
 	tmp_leave();
 	return 0;
 }
@@ -545,7 +559,8 @@ RDP_TEST(unit, cfg_set_overrides_reach_lcores_that_inherit)
 	unsigned int ids[4];
 
 	tmp_enter();
-	cfg = load_text("good.ini", "[global]\nsq_size = 128\n[lcore.1]\nsq_size = 64\n[lcore.2]\n");
+	cfg = load_text("good.ini",
+			"[global]\nsq_size = 128\n[lcore.1]\nsq_size = 64\n[lcore.2]\n");
 	RDP_ASSERT_MSG(cfg != NULL, "%s", rdp_err_msg());
 
 	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "sq_size", " 512 ", "--sq-size"), 0);
@@ -593,7 +608,8 @@ RDP_TEST(unit, cfg_set_rejects_bad_overrides_naming_their_origin)
 	RDP_ASSERT_STR_EQ(rdp_err_msg(), "override: [global] sq-size = 64: unknown key "
 			  "(did you mean sq_size?)");
 	RDP_ASSERT_EQ(rdp_cfg_set(cfg, 3, "secret", "x", "-s"), -EINVAL);
-	RDP_ASSERT_STR_EQ(rdp_err_msg(), "-s: [lcore.3] secret = (hidden): only allowed in [global]");
+	RDP_ASSERT_STR_EQ(rdp_err_msg(),
+			  "-s: [lcore.3] secret = (hidden): only allowed in [global]");
 	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RTE_MAX_LCORE, "sq_size", "64", "--lcore"), -EINVAL);
 	RDP_ASSERT_STR_EQ(rdp_err_msg(), "--lcore: [lcore.128]: lcore id must be an integer "
 			  "in [0, 127] (RTE_MAX_LCORE is 128)");
@@ -706,9 +722,9 @@ RDP_TEST(unit, cfg_dump_says_where_each_value_comes_from)
 	n = fread(out, 1, sizeof(out) - 1, f);
 	out[n] = '\0';
 	fclose(f);
-	RDP_ASSERT_MSG(strncmp(out, "# resolved configuration of src.ini\n[global]\n"
-			       "driver               = shm                    # --driver\n", 100) == 0,
+	RDP_ASSERT_MSG(strncmp(out, "# resolved configuration of src.ini\n[global]\n", 45) == 0,
 		       "dump starts with:\n%.300s", out);
+	RDP_ASSERT(strstr(out, "\ndriver               = shm                    # --driver\n"));
 	RDP_ASSERT(strstr(out, "\nsq_size              = 128                    # src.ini:2\n"));
 	RDP_ASSERT(strstr(out, "\nrq_size              = 256                    # default\n"));
 	RDP_ASSERT(strstr(out, "\n# secret is set (4 characters, not shown)  # --secret\n"));
@@ -853,7 +869,8 @@ RDP_TEST(unit, cfg_docs_describe_every_key)
 		if (sscanf(line, "%63[a-z_] =", key) != 1)
 			continue;
 		snprintf(row, sizeof(row), "| `%s` |", key);
-		RDP_ASSERT_MSG(strstr(docs, row) != NULL, "docs/configuration.md has no row %s", row);
+		RDP_ASSERT_MSG(strstr(docs, row) != NULL, "docs/configuration.md: no row %s",
+			       row);
 		n++;
 	}
 	RDP_ASSERT_EQ(n, 30);

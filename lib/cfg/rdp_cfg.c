@@ -205,17 +205,17 @@ distance(const char *a, const char *b)
 }
 
 /* The known key nearest to @p name, or NULL when none is near. */
-static const char *
+static const struct key *
 key_suggest(const char *name)
 {
 	unsigned int i, best = UINT32_MAX, d;
-	const char *found = NULL;
+	const struct key *found = NULL;
 
 	for (i = 0; i < NB_KEYS; i++) {
 		d = distance(name, keys[i].name);
 		if (d < best) {
 			best = d;
-			found = keys[i].name;
+			found = &keys[i];
 		}
 	}
 	return best <= (strlen(name) >= 10 ? 3u : 2u) ? found : NULL;
@@ -278,6 +278,21 @@ key_error(const char *where, int lcore_id, const char *key, const struct key *k,
 	section_name(lcore_id, sec, sizeof(sec));
 	echo_value(k, value, shown, sizeof(shown));
 	return rdp_err_set(EINVAL, "%s: [%s] %s = %s: %s", where, sec, key, shown, rule);
+}
+
+/*
+ * Refuse unknown key @p name, suggesting the nearest known one; the value
+ * of a misspelt secret stays hidden.
+ */
+static int
+unknown_key(const char *where, int lcore_id, const char *name, const char *value)
+{
+	const struct key *near = key_suggest(name);
+	char hint[CFG_NAME_LEN + 32] = "";
+
+	if (near != NULL)
+		snprintf(hint, sizeof(hint), " (did you mean %s?)", near->name);
+	return key_error(where, lcore_id, name, near, value, "unknown key%s", hint);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -406,12 +421,25 @@ host_name_ok(const char *h, size_t n)
 	return label > 0 && h[n - 1] != '-';
 }
 
+/* Is the @p n characters at @p h an address of family @p af? */
+static bool
+addr_ok(int af, const char *h, size_t n)
+{
+	char addr[INET6_ADDRSTRLEN + 1];
+	unsigned char bin[sizeof(struct in6_addr)];
+
+	if (n >= sizeof(addr))
+		return false;
+	memcpy(addr, h, n);
+	addr[n] = '\0';
+	return inet_pton(af, addr, bin) == 1;
+}
+
 /* HOST:PORT with HOST an IPv4 address, [IPv6] or a host name. */
 static int
 hostport_parse(const char *s, char *host, size_t host_len, uint16_t *port,
 	       char *why, size_t len)
 {
-	char addr[INET6_ADDRSTRLEN + 1], buf[sizeof(struct in6_addr)];
 	const char *h = s, *colon;
 	int64_t p;
 	size_t n;
@@ -424,8 +452,7 @@ hostport_parse(const char *s, char *host, size_t host_len, uint16_t *port,
 		h = s + 1;
 		n = (size_t)(close - h);
 		colon = close + 1;
-		if (n >= sizeof(addr) || (memcpy(addr, h, n), addr[n] = '\0',
-					  inet_pton(AF_INET6, addr, buf) != 1))
+		if (!addr_ok(AF_INET6, h, n))
 			return rule(why, len, "'%.*s' is not an IPv6 address", (int)n, h);
 	} else {
 		colon = strrchr(s, ':');
@@ -437,12 +464,11 @@ hostport_parse(const char *s, char *host, size_t host_len, uint16_t *port,
 		if (n == 0)
 			return rule(why, len, "missing host before ':'");
 		if (strspn(s, "0123456789.") >= n) {
-			if (n >= sizeof(addr) || (memcpy(addr, h, n), addr[n] = '\0',
-						  inet_pton(AF_INET, addr, buf) != 1))
+			if (!addr_ok(AF_INET, h, n))
 				return rule(why, len, "'%.*s' is not an IPv4 address", (int)n, h);
 		} else if (!host_name_ok(h, n)) {
-			return rule(why, len, "'%.*s' is not a host name (letters, digits, '-', '.')",
-				    (int)n, h);
+			return rule(why, len, "'%.*s' is not a host name "
+				    "(letters, digits, '-', '.')", (int)n, h);
 		}
 	}
 	if (parse_int(colon + 1, &p) < 0 || colon[1] == '-' || p < 1 || p > 65535)
@@ -684,6 +710,32 @@ blame_pick(const struct scope *s, const struct key *const named[], unsigned int 
 	return n_named > 0 ? named[0] : involved[0];
 }
 
+/* The keys named in "k1=v1, k2=v2", the part of a relation text before @p end. */
+static unsigned int
+named_keys(const char *text, const char *end, const struct key *named[NB_KEYS])
+{
+	const char *p = text, *eq, *comma;
+	char name[CFG_NAME_LEN];
+	unsigned int n = 0;
+
+	while (n < NB_KEYS) {
+		eq = memchr(p, '=', (size_t)(end - p));
+		if (eq == NULL || (size_t)(eq - p) >= sizeof(name))
+			break;
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - p), p);
+		named[n] = key_find(name);
+		if (named[n] != NULL)
+			n++;
+		comma = memchr(eq, ',', (size_t)(end - eq));
+		if (comma == NULL)
+			break;
+		p = comma + 1;
+		while (p < end && *p == ' ')
+			p++;
+	}
+	return n;
+}
+
 /*
  * Report relation @p text, shaped "k1=v1, k2=v2: RULE" like the messages of
  * rdp_credit_params_check(), on the value blame_pick() chooses:
@@ -694,31 +746,16 @@ relation_error(const struct rdp_cfg *cfg, const struct scope *s, const char *tex
 	       const struct key *const involved[], unsigned int n_inv)
 {
 	const struct key *named[NB_KEYS], *k;
-	const char *sep = strstr(text, ": "), *rule_text = text, *p;
+	const char *sep = strstr(text, ": "), *rule_text = text;
 	char where[PATH_MAX + 16], value[RDP_CFG_VALUE_MAX + 1], sec[32], shown[ECHO_MAX + 8];
 	char others[256] = "", inherited[64] = "";
 	unsigned int n_named = 0, i;
 	size_t off = 0;
 	int owner;
 
-	/* the names before "=" in the part before ": " */
 	if (sep != NULL) {
 		rule_text = sep + 2;
-		for (p = text; p < sep && n_named < NB_KEYS; p++) {
-			const char *eq = memchr(p, '=', (size_t)(sep - p));
-			char name[CFG_NAME_LEN];
-
-			if (eq == NULL || (size_t)(eq - p) >= sizeof(name))
-				break;
-			snprintf(name, sizeof(name), "%.*s", (int)(eq - p), p);
-			k = key_find(name);
-			if (k != NULL)
-				named[n_named++] = k;
-			p = strchr(eq, ',');
-			if (p == NULL || p > sep)
-				break;
-			p++; /* the space after the comma */
-		}
+		n_named = named_keys(text, sep, named);
 	}
 	k = blame_pick(s, named, n_named, involved, n_inv);
 	for (i = 0; i < n_named; i++) {
@@ -1043,17 +1080,12 @@ entry_apply(struct rdp_cfg *cfg, struct scope *s, const struct scan *sc,
 	const struct scan_entry *e = &sc->ent[ss->first + j];
 	struct origin o = { .kind = ORIGIN_FILE, .line = e->line };
 	const struct key *k = key_find(e->key);
-	char where[PATH_MAX + 16], hint[64] = "";
+	char where[PATH_MAX + 16];
 	unsigned int i;
 
 	snprintf(where, sizeof(where), "%s:%u", cfg->path, e->line);
-	if (k == NULL) {
-		const char *near = key_suggest(e->key);
-
-		if (near != NULL)
-			snprintf(hint, sizeof(hint), " (did you mean %s?)", near);
-		return key_error(where, s->v.lcore_id, e->key, NULL, value, "unknown key%s", hint);
-	}
+	if (k == NULL)
+		return unknown_key(where, s->v.lcore_id, e->key, value);
 	for (i = ss->first; i < ss->first + j; i++)
 		if (strcmp(sc->ent[i].key, e->key) == 0)
 			return key_error(where, s->v.lcore_id, e->key, k, value,
@@ -1064,6 +1096,7 @@ entry_apply(struct rdp_cfg *cfg, struct scope *s, const struct scan *sc,
 	return scope_set(cfg, s, k, value, e->value_len, &o);
 }
 
+/* rte_cfgfile read something else than the scan: the file was replaced meanwhile. */
 static int
 file_changed(const struct rdp_cfg *cfg)
 {
@@ -1130,7 +1163,11 @@ rdp_cfg_load(const char *path)
 	ret = scan_file(path, &sc);
 	if (ret == 0) {
 		cf = rte_cfgfile_load_with_params(path, CFG_FLAG_EMPTY_VALUES, &params);
-		ret = cf == NULL ? file_changed(cfg) : file_apply(cfg, cf, &sc);
+		if (cf == NULL)
+			ret = rdp_err_set(EIO, "%s: rte_cfgfile cannot read the file after the "
+					  "scan did (did it change, or memory run out?)", path);
+		else
+			ret = file_apply(cfg, cf, &sc);
 	}
 	if (ret == 0)
 		ret = rdp_cfg_validate(cfg);
@@ -1155,7 +1192,7 @@ rdp_cfg_set(struct rdp_cfg *cfg, int lcore_id, const char *key, const char *valu
 	    const char *origin)
 {
 	struct origin o = { .kind = ORIGIN_OVERRIDE };
-	char buf[RDP_CFG_VALUE_MAX + 2], hint[64] = "", shown[ECHO_MAX + 8], sec[32];
+	char buf[RDP_CFG_VALUE_MAX + 2], shown[ECHO_MAX + 8], sec[32];
 	const struct key *k;
 	struct scope *s;
 	size_t len;
@@ -1180,13 +1217,8 @@ rdp_cfg_set(struct rdp_cfg *cfg, int lcore_id, const char *key, const char *valu
 	snprintf(buf, sizeof(buf), "%.*s", (int)RTE_MIN(len, (size_t)RDP_CFG_VALUE_MAX), value);
 	v = buf;
 	k = key_find(key);
-	if (k == NULL) {
-		const char *near = key_suggest(key);
-
-		if (near != NULL)
-			snprintf(hint, sizeof(hint), " (did you mean %s?)", near);
-		return key_error(o.what, lcore_id, key, NULL, v, "unknown key%s", hint);
-	}
+	if (k == NULL)
+		return unknown_key(o.what, lcore_id, key, v);
 	if ((k->flags & F_GLOBAL) && lcore_id != RDP_CFG_GLOBAL)
 		return key_error(o.what, lcore_id, key, k, v, "only allowed in [global]");
 	if (lcore_id == RDP_CFG_GLOBAL) {

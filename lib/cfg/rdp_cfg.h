@@ -30,7 +30,7 @@
  *   parts that do not apply (`FILE:LINE: RULE`, `FILE:LINE: [SECTION]: RULE`,
  *   `FILE: RULE`). A secret is never echoed. Examples:
  *
- *       server.ini:7: [lcore.1] sq_size = 12: need sq_size >= 2*signal_interval (sq_size=12, signal_interval=16)
+ *       server.ini:7: [lcore.1] sq_size = 12: need sq_size >= 2*signal_interval (signal_interval=8)
  *       server.ini:3: [global] sq_sise = 64: unknown key (did you mean sq_size?)
  *       --ring-size: [global] ring_size = 1000: must be a power of two in [64, 1048576]
  *
