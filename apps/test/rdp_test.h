@@ -71,14 +71,28 @@ __rte_noreturn void rdp_test_fail(const char *file, int line, const char *fmt, .
 const char *rdp_test_driver(void);
 
 /**
- * Initialise EAL for a test process: no hugepages, no PCI, no shared config.
+ * Initialise EAL for a test process: no hugepages, no PCI, no shared
+ * config, no telemetry, a file prefix of its own.
  *
  * @param lcores
- *   EAL `-l` list, for example "0-1".
+ *   EAL `--lcores` list, for example "0-1" or "0@0,1@1".
  * @return
  *   0, or the test fails.
  */
 int rdp_test_eal_init(const char *lcores);
+
+/**
+ * Same as rdp_test_eal_init() with the telemetry socket on, under
+ * /var/run/dpdk/@p prefix/.
+ *
+ * @param lcores
+ *   EAL `--lcores` list.
+ * @param prefix
+ *   EAL file prefix, or NULL for no telemetry.
+ * @return
+ *   0, or the test fails.
+ */
+int rdp_test_eal_init_telemetry(const char *lcores, const char *prefix);
 
 /** The path of the running test binary (for tests that spawn helpers). */
 const char *rdp_test_self(void);

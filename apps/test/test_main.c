@@ -95,19 +95,34 @@ rdp_test_self(void)
 }
 
 int
-rdp_test_eal_init(const char *lcores)
+rdp_test_eal_init_telemetry(const char *lcores, const char *prefix)
 {
+	char own_prefix[64], lc[128];
 	char *argv[] = {
-		(char *)"rdp-test", (char *)"-l", (char *)lcores, (char *)"--no-huge",
+		(char *)"rdp-test", (char *)"--lcores", lc, (char *)"--no-huge",
 		(char *)"--no-pci", (char *)"--no-shconf", (char *)"-m", (char *)"512",
-		(char *)"--log-level=lib.eal:error", NULL,
+		(char *)"--log-level=lib.eal:error", (char *)"--file-prefix", own_prefix,
+		(char *)"--no-telemetry", NULL,
 	};
 	int argc = RTE_DIM(argv) - 1;
 
+	snprintf(lc, sizeof(lc), "%s", lcores);
+	if (prefix != NULL) {
+		snprintf(own_prefix, sizeof(own_prefix), "%s", prefix);
+		argc--; /* keep telemetry */
+	} else {
+		snprintf(own_prefix, sizeof(own_prefix), "rdp-test-%d", (int)getpid());
+	}
 	if (rte_eal_init(argc, argv) < 0)
-		rdp_test_fail(__FILE__, __LINE__, "rte_eal_init(-l %s) failed: %s",
+		rdp_test_fail(__FILE__, __LINE__, "rte_eal_init(--lcores %s) failed: %s",
 			      lcores, rte_strerror(rte_errno));
 	return 0;
+}
+
+int
+rdp_test_eal_init(const char *lcores)
+{
+	return rdp_test_eal_init_telemetry(lcores, NULL);
 }
 
 static const struct test_case *

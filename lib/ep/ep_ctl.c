@@ -241,13 +241,23 @@ setup_qp(struct rdp_ep *ep)
 		return ret;
 	ep->max_inline = ep->lc->max_inline;
 	ep->err_seq = UINT64_MAX;
-	ep->local_hello.credit = lc->credit;
-	ep->local_hello.buf_size = lc->conf.buf_size;
-	ep->local_hello.max_msg_size = lc->conf.max_msg_size;
-	ep->local_hello.link_layer = rdp_rt.attr.link_layer;
-	snprintf(ep->local_hello.driver, sizeof(ep->local_hello.driver), "%s",
-		 rdp_rt.attr.driver);
 	return rdp_qp_local_addr(ep->qp, &ep->local_hello.qp);
+}
+
+/* What we announce, before any resource exists (the QP address comes later). */
+static void
+hello_local(struct rdp_ep *ep)
+{
+	const struct ep_lcore *lc = ep->lc;
+	struct rdp_hello *h = &ep->local_hello;
+
+	memset(h, 0, sizeof(*h));
+	h->credit = lc->credit;
+	h->buf_size = lc->conf.buf_size;
+	h->max_msg_size = lc->conf.max_msg_size;
+	h->link_layer = rdp_rt.attr.link_layer;
+	h->qp.mtu = rdp_rt.attr.active_mtu;
+	snprintf(h->driver, sizeof(h->driver), "%s", rdp_rt.attr.driver);
 }
 
 /* Agree with the peer, then move the QP to RTS towards it. */
@@ -390,6 +400,13 @@ on_hello(struct rdp_ep *ep, const struct rdp_hello *peer)
 
 	if (peer->type != RDP_HELLO_HELLO) {
 		hs_fail(ep, -EPROTO, "expected HELLO, got message type %u", peer->type);
+		return;
+	}
+	/* refuse an incompatible peer before taking any resource for it */
+	hello_local(ep);
+	if (rdp_hello_negotiate(&ep->local_hello, peer, &(struct rdp_hello_agreed){ 0 },
+				why, sizeof(why)) < 0) {
+		hs_fail(ep, -EPROTO, "%s", why);
 		return;
 	}
 	ret = setup_qp(ep);
@@ -541,6 +558,7 @@ start_connect(struct rdp_ep *ep)
 		hs_fail(ep, -ECANCELED, "closed before connecting");
 		return;
 	}
+	hello_local(ep);
 	ret = setup_qp(ep);
 	if (ret < 0) {
 		hs_fail(ep, ret, "%s", rdp_err_msg());

@@ -254,6 +254,19 @@ rdp_ep_stats_get(const struct rdp_ep *ep, struct rdp_ep_stats *s)
 	s->remote_stalls = c->stats.remote_stalls;
 }
 
+unsigned int
+rdp_endpoint_count(void)
+{
+	struct rdp_ep *ep;
+	unsigned int n = 0;
+
+	pthread_mutex_lock(&rdp_rt.lock);
+	TAILQ_FOREACH(ep, &rdp_rt.all, all_next)
+		n++;
+	pthread_mutex_unlock(&rdp_rt.lock);
+	return n;
+}
+
 const char *
 rdp_ep_state_str(unsigned int state)
 {

@@ -294,6 +294,15 @@ void *rdp_ep_get_ctx(const struct rdp_ep *ep);
  */
 void rdp_ep_stats_get(const struct rdp_ep *ep, struct rdp_ep_stats *stats);
 
+/**
+ * Endpoints alive in the process (any state, including those in a
+ * handshake and those waiting for their received messages to be freed).
+ *
+ * @return
+ *   Count.
+ */
+unsigned int rdp_endpoint_count(void);
+
 /** Name of a state ("ESTABLISHED", ...). */
 const char *rdp_ep_state_str(unsigned int state);
 

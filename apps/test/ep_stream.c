@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The checked message stream of the end-to-end tests (see ep_stream.h). */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "ep_stream.h"
+#include "rdp_test.h"
+
+static inline uint64_t
+mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+uint32_t
+stream_size(uint64_t salt, uint64_t seq, uint32_t max)
+{
+	uint64_t r = mix(salt * 0x9e3779b97f4a7c15ull + seq);
+	unsigned int bits = 1 + (r % 63) % (32 - __builtin_clz(max));
+
+	if (r % 100 == 7)
+		return max;
+	return 1 + (uint32_t)((r >> 8) % RTE_MIN((uint64_t)max, 1ull << bits));
+}
+
+/* Byte i of message seq is byte (i % 8) of word mix(key + i / 8). */
+static void
+fill(struct rdp_msg *m, uint64_t salt, uint64_t seq)
+{
+	uint64_t key = mix(salt ^ (seq << 20)), w = 0;
+	uint32_t off = 0;
+
+	for (; m != NULL; m = m->next) {
+		uint8_t *p = m->data;
+		uint32_t i;
+
+		for (i = 0; i < m->data_len; i++, off++) {
+			if ((off & 7) == 0)
+				w = mix(key + off / 8);
+			p[i] = (uint8_t)(w >> ((off & 7) * 8));
+		}
+	}
+}
+
+static bool
+check(const struct rdp_msg *m, uint64_t salt, uint64_t seq, uint32_t *bad_off)
+{
+	uint64_t key = mix(salt ^ (seq << 20)), w = 0;
+	uint32_t off = 0;
+
+	for (; m != NULL; m = m->next) {
+		const uint8_t *p = m->data;
+		uint32_t i;
+
+		for (i = 0; i < m->data_len; i++, off++) {
+			if ((off & 7) == 0)
+				w = mix(key + off / 8);
+			if (p[i] != (uint8_t)(w >> ((off & 7) * 8))) {
+				*bad_off = off;
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
+static void
+note(struct stream_side *s, const char *fmt, uint64_t a, uint64_t b)
+{
+	if (s->error[0] == '\0')
+		snprintf(s->error, sizeof(s->error), fmt, s->name, a, b);
+}
+
+/* Send up to the window; returns how many went out. */
+static unsigned int
+send_more(struct stream_side *s)
+{
+	unsigned int sent = 0;
+
+	while (s->next_send < s->count && s->next_send - s->done - s->failed < s->window) {
+		uint32_t len = stream_size(s->salt, s->next_send, s->max_size);
+		struct rdp_msg *m = rdp_msg_alloc(s->ep, len);
+
+		if (m == NULL) {
+			if (rte_errno != ENOBUFS)
+				note(s, "%s: rdp_msg_alloc(%" PRIu64 ") failed: errno %" PRIu64,
+				     len, rte_errno);
+			break;
+		}
+		fill(m, s->salt, s->next_send);
+		m->user_data = s->next_send;
+		if (rdp_ep_send_burst(s->ep, &m, 1) != 1) {
+			rdp_msg_free(m);
+			break;
+		}
+		s->next_send++;
+		sent++;
+	}
+	return sent;
+}
+
+static void
+on_received(struct stream_side *s, struct rdp_msg *m)
+{
+	uint32_t want = stream_size(s->peer_salt, s->received, s->max_size), bad = 0;
+
+	if (m->pkt_len != want)
+		note(s, "%s: message %" PRIu64 " has %" PRIu64 " bytes", s->received, m->pkt_len);
+	else if (!check(m, s->peer_salt, s->received, &bad))
+		note(s, "%s: message %" PRIu64 " differs at byte %" PRIu64, s->received, bad);
+	s->bytes += m->pkt_len;
+	s->received++;
+	if (s->received > s->expect)
+		note(s, "%s: %" PRIu64 " messages received, %" PRIu64 " expected", s->received,
+		     s->expect);
+	rdp_msg_free(m);
+}
+
+static void
+on_sent(struct stream_side *s, struct rdp_msg *m)
+{
+	if (m->event == RDP_EV_SEND_DONE) {
+		if (m->user_data != s->done + s->failed)
+			note(s, "%s: send completion %" PRIu64 " arrived as number %" PRIu64,
+			     m->user_data, s->done + s->failed);
+		s->done++;
+	} else {
+		s->failed++;
+	}
+	rdp_msg_free(m);
+}
+
+static void
+on_state_change(struct stream_side *s, struct rdp_ep *ep, enum rdp_ep_state st, int err)
+{
+	if (st == RDP_EP_ESTABLISHED) {
+		__atomic_store_n(&s->ep, ep, __ATOMIC_RELEASE);
+		if (!s->pipeline)
+			send_more(s);
+	} else if (st == RDP_EP_FAILED) {
+		s->state_err = err;
+	} else if (st == RDP_EP_CLOSED) {
+		__atomic_store_n(&s->closed, true, __ATOMIC_RELEASE);
+	}
+}
+
+static uint16_t
+rtc_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	struct stream_side *s = arg;
+	uint16_t i;
+
+	RTE_SET_USED(ep);
+	for (i = 0; i < n; i++)
+		on_received(s, msgs[i]);
+	return n;
+}
+
+static void
+rtc_send(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	struct stream_side *s = arg;
+	uint16_t i;
+
+	RTE_SET_USED(ep);
+	for (i = 0; i < n; i++)
+		on_sent(s, msgs[i]);
+	send_more(s);
+}
+
+static void
+rtc_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
+{
+	on_state_change(arg, ep, st, err);
+}
+
+static const struct rdp_ep_ops stream_ops = {
+	.on_recv = rtc_recv,
+	.on_send = rtc_send,
+	.on_state = rtc_state,
+};
+
+void
+stream_params(struct stream_side *s, struct rdp_ep_params *prm)
+{
+	memset(prm, 0, sizeof(*prm));
+	prm->lcore = -1;
+	prm->notify_send_ok = true;
+	if (s->pipeline) {
+		char name[RTE_RING_NAMESIZE];
+
+		snprintf(name, sizeof(name), "ev_%s", s->name);
+		s->events = rte_ring_create(name, 4096, SOCKET_ID_ANY, RING_F_SC_DEQ);
+		RDP_ASSERT_MSG(s->events != NULL, "rte_ring_create: %s", rte_strerror(rte_errno));
+		prm->events = s->events;
+	} else {
+		prm->ops = &stream_ops;
+		prm->arg = s;
+	}
+}
+
+void
+stream_kick(struct stream_side *s)
+{
+	if (s->pipeline)
+		send_more(s);
+}
+
+bool
+stream_finished(const struct stream_side *s)
+{
+	return __atomic_load_n(&s->received, __ATOMIC_ACQUIRE) == s->expect &&
+	       __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) +
+	       __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE) == s->count;
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int
+stream_pump(struct stream_side **sides, unsigned int n, double timeout_s)
+{
+	double deadline = now_s() + timeout_s;
+
+	for (;;) {
+		unsigned int i, finished = 0, work = 0;
+
+		for (i = 0; i < n; i++) {
+			struct stream_side *s = sides[i];
+			struct rdp_msg *ev[64];
+			uint16_t k, j;
+
+			if (!s->pipeline) {
+				finished += stream_finished(s);
+				continue;
+			}
+			k = rdp_event_dequeue_burst(s->events, ev, RTE_DIM(ev));
+			for (j = 0; j < k; j++) {
+				switch (ev[j]->event) {
+				case RDP_EV_RECV:
+					on_received(s, ev[j]);
+					break;
+				case RDP_EV_SEND_DONE:
+				case RDP_EV_SEND_FAILED:
+					on_sent(s, ev[j]);
+					break;
+				case RDP_EV_STATE:
+					on_state_change(s, ev[j]->ep,
+							(enum rdp_ep_state)ev[j]->user_data,
+							ev[j]->status);
+					rdp_msg_free(ev[j]);
+					break;
+				}
+			}
+			if (s->ep != NULL)
+				work += send_more(s);
+			work += k;
+			finished += stream_finished(s);
+		}
+		if (finished == n)
+			return 0;
+		if (now_s() > deadline)
+			return -ETIMEDOUT;
+		if (work == 0)
+			sched_yield();
+	}
+}
+
+struct rdp_cfg *
+stream_cfg(const char *driver, uint32_t max_msg)
+{
+	static const char *const kv[][2] = {
+		{ "buf_size", "4096" }, { "sq_size", "64" }, { "rq_size", "64" },
+		{ "signal_interval", "8" }, { "ack_threshold", "8" }, { "ack_reserve", "8" },
+		{ "max_endpoints", "16" }, { "send_bufs", "8192" }, { "rnr_retry", "0" },
+		{ "listen", "127.0.0.1:0" }, { "handshake_timeout_ms", "2000" },
+		{ "connect_timeout_ms", "2000" },
+	};
+	struct rdp_cfg *cfg = rdp_cfg_default();
+	char v[32];
+	unsigned int i;
+
+	RDP_ASSERT(cfg != NULL);
+	for (i = 0; i < RTE_DIM(kv); i++)
+		RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, kv[i][0], kv[i][1], "test") == 0,
+			       "%s", rdp_err_msg());
+	snprintf(v, sizeof(v), "%u", max_msg);
+	RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_msg_size", v, "test") == 0, "%s",
+		       rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "driver", driver, "test") == 0, "%s",
+		       rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	return cfg;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RDP_TEST_EP_STREAM_H
+#define RDP_TEST_EP_STREAM_H
+
+/**
+ * @file
+ * A checked message stream over endpoints, for the end-to-end tests.
+ *
+ * Each side sends `count` messages whose size and every byte derive from
+ * their sequence number, keeping `window` in flight, and checks that what
+ * it receives is exactly the peer's sequence, in order, byte for byte.
+ * Run-to-completion sides send from their callbacks on the poller lcore;
+ * pipeline sides do everything from an application thread.
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rdp_cfg.h"
+#include "rdp_ep.h"
+
+/** One side of a stream. */
+struct stream_side {
+	const char *name;        /**< for messages */
+	uint64_t salt;           /**< sizes and bytes of what this side sends */
+	uint64_t peer_salt;      /**< ... and of what it receives */
+	uint64_t count;          /**< messages to send */
+	uint64_t expect;         /**< messages to receive */
+	uint32_t max_size;       /**< largest message */
+	uint32_t window;         /**< messages in flight */
+	bool pipeline;           /**< events through a ring */
+	struct rte_ring *events; /**< pipeline ring */
+	struct rdp_ep *ep;       /**< set when established */
+	uint64_t next_send;      /**< next sequence to send */
+	uint64_t done;           /**< sends completed */
+	uint64_t failed;         /**< sends reported failed */
+	uint64_t received;       /**< messages received and checked */
+	uint64_t bytes;          /**< payload bytes received */
+	bool closed;             /**< CLOSED seen */
+	int state_err;           /**< error of a FAILED event */
+	char error[256];         /**< first check that failed, empty if none */
+};
+
+/** Sizes spread over [1, max]: log-uniform with 1% exactly max. */
+uint32_t stream_size(uint64_t salt, uint64_t seq, uint32_t max);
+
+/**
+ * Parameters for rdp_connect()/rdp_listen() driving @p s.
+ *
+ * @param s
+ *   The side.
+ * @param prm
+ *   Filled.
+ */
+void stream_params(struct stream_side *s, struct rdp_ep_params *prm);
+
+/**
+ * Pipeline sides: process events until @p stop returns true (application thread).
+ *
+ * @param s
+ *   Sides to serve.
+ * @param n
+ *   How many.
+ * @param timeout_s
+ *   Give up after this long.
+ * @return
+ *   0 when every side finished, -ETIMEDOUT otherwise.
+ */
+int stream_pump(struct stream_side **s, unsigned int n, double timeout_s);
+
+/**
+ * Start sending (call once the side's endpoint is established; any thread).
+ *
+ * @param s
+ *   The side.
+ */
+void stream_kick(struct stream_side *s);
+
+/** True when the side sent, received and checked everything. */
+bool stream_finished(const struct stream_side *s);
+
+/**
+ * A test configuration: small queues, the given driver, rnr_retry 0, every
+ * credit relation tight enough to be exercised.
+ *
+ * @param driver
+ *   Driver spec.
+ * @param max_msg
+ *   max_msg_size.
+ * @return
+ *   The configuration (the test fails if it is refused).
+ */
+struct rdp_cfg *stream_cfg(const char *driver, uint32_t max_msg);
+
+#endif /* RDP_TEST_EP_STREAM_H */

@@ -1,0 +1,639 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Endpoints end to end over the shm driver: checked streams in both run
+ * modes, in one process and across two, under adversarial completion
+ * orders; the handshake against garbage peers; a peer killed mid-stream;
+ * telemetry while traffic runs.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+
+#include "ep_stream.h"
+#include "rdp_hello.h"
+#include "rdp_test.h"
+
+#define MAX_MSG 65536
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t
+env_count(const char *name, uint64_t dflt)
+{
+	const char *v = getenv(name);
+
+	return v != NULL ? strtoull(v, NULL, 0) : dflt;
+}
+
+static void
+side_init(struct stream_side *s, const char *name, uint64_t salt, uint64_t peer_salt,
+	  uint64_t count, bool pipeline)
+{
+	memset(s, 0, sizeof(*s));
+	s->name = name;
+	s->salt = salt;
+	s->peer_salt = peer_salt;
+	s->count = count;
+	s->expect = count;
+	s->max_size = MAX_MSG;
+	s->window = 48;
+	s->pipeline = pipeline;
+}
+
+/* Pump (pipeline) or wait (run-to-completion) until @p s sees CLOSED. */
+static void
+wait_closed(struct stream_side *s)
+{
+	double deadline = now_s() + 10;
+
+	s->count = s->done + s->failed; /* nothing more to send */
+	while (!__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE)) {
+		RDP_ASSERT_MSG(now_s() < deadline, "%s: no CLOSED event within 10 s", s->name);
+		if (s->pipeline)
+			stream_pump(&s, 1, 0.001);
+		else
+			usleep(1000);
+	}
+}
+
+static void
+assert_clean(struct stream_side *s)
+{
+	struct rdp_ep_stats st;
+
+	RDP_ASSERT_MSG(s->error[0] == '\0', "%s", s->error);
+	RDP_ASSERT_EQ(s->done, s->count);
+	RDP_ASSERT_EQ(s->failed, 0);
+	RDP_ASSERT_EQ(s->received, s->expect);
+	rdp_ep_stats_get(s->ep, &st);
+	RDP_ASSERT_EQ(st.enomem, 0);
+	RDP_ASSERT_EQ(st.rnr, 0);
+	RDP_ASSERT_EQ(st.msgs_failed, 0);
+	RDP_ASSERT_EQ(st.msgs_received, s->expect);
+	printf("%s: %" PRIu64 " sent, %" PRIu64 " received (%.1f MB), acks %" PRIu64
+	       ", reclaims %" PRIu64 ", sq stalls %" PRIu64 ", remote stalls %" PRIu64 "\n",
+	       s->name, s->done, s->received, s->bytes / 1e6, st.acks, st.reclaims,
+	       st.sq_stalls, st.remote_stalls);
+}
+
+/* Both sides in this process, on one poller lcore: a two-way checked stream. */
+static int
+stream_in_process(const char *driver, bool pipeline, uint64_t count)
+{
+	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	char addr[64];
+	double t0;
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg(driver, MAX_MSG);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	printf("driver: %s\n", rdp_driver_info());
+	side_init(&srv, "server", 1, 2, count, pipeline);
+	side_init(&cli, "client", 2, 1, count, pipeline);
+	stream_params(&srv, &psrv);
+	stream_params(&cli, &pcli);
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &pcli);
+	RDP_ASSERT_MSG(ep != NULL, "rdp_connect: %s", rdp_err_msg());
+	t0 = now_s();
+	RDP_ASSERT_EQ(stream_pump(sides, 2, 120), 0);
+	printf("%" PRIu64 " messages each way in %.2f s\n", count, now_s() - t0);
+	assert_clean(&srv);
+	assert_clean(&cli);
+	rdp_ep_close(cli.ep);
+	rdp_ep_close(srv.ep);
+	wait_closed(&cli);
+	wait_closed(&srv);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+RDP_TEST(e2e, ep_stream_rtc_in_process_recv_first_is_exact)
+{
+	return stream_in_process("shm:cqe_order=recv_first,send_cqe_delay=2", false,
+				 env_count("RDP_E2E_COUNT", 250000));
+}
+
+RDP_TEST(e2e, ep_stream_pipeline_in_process_random_order_is_exact)
+{
+	return stream_in_process("shm:cqe_order=random:7", true,
+				 env_count("RDP_E2E_COUNT", 250000));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Two processes                                                          */
+/* ---------------------------------------------------------------------- */
+
+/* Child: serve one stream (or until killed), exit 0 when it checked out. */
+static void
+serve_child(int port_fd, const char *driver, const char *lcores, bool pipeline, uint64_t count)
+{
+	struct stream_side srv, *sides[1] = { &srv };
+	struct rdp_ep_params prm;
+	struct rdp_cfg *cfg;
+	int port;
+
+	rdp_test_eal_init(lcores);
+	cfg = stream_cfg(driver, MAX_MSG);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "server rdp_init: %s", rdp_err_msg());
+	side_init(&srv, "server", 1, 2, count, pipeline);
+	stream_params(&srv, &prm);
+	port = rdp_listen("127.0.0.1:0", &prm);
+	RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
+	RDP_ASSERT(write(port_fd, &port, sizeof(port)) == sizeof(port));
+	close(port_fd);
+	RDP_ASSERT_EQ(stream_pump(sides, 1, 120), 0);
+	assert_clean(&srv);
+	/* wait for the client to close, which fails or closes our side */
+	while (rdp_ep_state(srv.ep) == RDP_EP_ESTABLISHED) {
+		if (pipeline)
+			stream_pump(sides, 1, 0.001);
+		else
+			usleep(1000);
+	}
+	rdp_ep_close(srv.ep);
+	wait_closed(&srv);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "server rdp_fini: %s", rdp_err_msg());
+	_exit(0);
+}
+
+static pid_t
+spawn_server(const char *driver, bool pipeline, uint64_t count, int *port)
+{
+	int fds[2];
+	pid_t pid;
+
+	RDP_ASSERT(pipe(fds) == 0);
+	fflush(stdout);
+	pid = fork();
+	RDP_ASSERT(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		/* the server polls on CPU 1, the client on CPU 0 */
+		serve_child(fds[1], driver, "0@0,1@1", pipeline, count);
+	}
+	close(fds[1]);
+	RDP_ASSERT_MSG(read(fds[0], port, sizeof(*port)) == sizeof(*port),
+		       "the server process did not start");
+	close(fds[0]);
+	return pid;
+}
+
+static void
+reap(pid_t pid, int want_status)
+{
+	int status;
+
+	RDP_ASSERT(waitpid(pid, &status, 0) == pid);
+	if (want_status >= 0)
+		RDP_ASSERT_MSG(WIFEXITED(status) && WEXITSTATUS(status) == want_status,
+			       "server process ended with status 0x%x", status);
+}
+
+static int
+stream_two_processes(const char *driver, bool pipeline, uint64_t count)
+{
+	struct stream_side cli, *sides[1] = { &cli };
+	struct rdp_ep_params prm;
+	struct rdp_cfg *cfg;
+	char addr[64];
+	pid_t pid;
+	int port;
+
+	pid = spawn_server(driver, pipeline, count, &port);
+	rdp_test_eal_init("0@1,1@0");
+	cfg = stream_cfg(driver, MAX_MSG);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&cli, "client", 2, 1, count, pipeline);
+	stream_params(&cli, &prm);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	RDP_ASSERT(rdp_connect(addr, &prm) != NULL);
+	RDP_ASSERT_EQ(stream_pump(sides, 1, 120), 0);
+	assert_clean(&cli);
+	rdp_ep_close(cli.ep);
+	wait_closed(&cli);
+	reap(pid, 0);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+RDP_TEST(e2e, ep_stream_rtc_two_processes_recv_first_is_exact)
+{
+	return stream_two_processes("shm:cqe_order=recv_first", false,
+				    env_count("RDP_E2E_COUNT", 250000));
+}
+
+RDP_TEST(e2e, ep_stream_pipeline_two_processes_random_order_is_exact)
+{
+	return stream_two_processes("shm:cqe_order=random:11,send_cqe_delay=1", true,
+				    env_count("RDP_E2E_COUNT", 250000));
+}
+
+RDP_TEST(e2e, ep_peer_killed_mid_stream_every_send_reported_once_then_reconnects)
+{
+	struct stream_side cli, *sides[1] = { &cli };
+	struct rdp_ep_params prm;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	char addr[64];
+	double deadline;
+	pid_t pid;
+	int port;
+
+	pid = spawn_server("shm", false, UINT64_MAX / 2, &port);
+	rdp_test_eal_init("0@1,1@0");
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&cli, "client", 2, 1, UINT64_MAX / 2, false);
+	stream_params(&cli, &prm);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &prm);
+	RDP_ASSERT(ep != NULL);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), 0);
+	while (__atomic_load_n(&cli.done, __ATOMIC_ACQUIRE) < 20000)
+		usleep(1000);
+	RDP_ASSERT(kill(pid, SIGKILL) == 0);
+	reap(pid, -1);
+	deadline = now_s() + 5;
+	while (rdp_ep_state(ep) != RDP_EP_FAILED) {
+		RDP_ASSERT_MSG(now_s() < deadline, "endpoint still %s 5 s after the peer died",
+			       rdp_ep_state_str(rdp_ep_state(ep)));
+		usleep(1000);
+	}
+	/* exactly once: every accepted send came back, in order (checked per event) */
+	while (cli.done + cli.failed < cli.next_send && now_s() < deadline)
+		usleep(1000);
+	RDP_ASSERT_MSG(cli.error[0] == '\0', "%s", cli.error);
+	RDP_ASSERT_EQ(cli.done + cli.failed, cli.next_send);
+	RDP_ASSERT(cli.state_err < 0);
+	printf("peer killed: %" PRIu64 " sends completed, %" PRIu64 " reported failed (%s)\n",
+	       cli.done, cli.failed, strerror(-cli.state_err));
+	rdp_ep_close(ep);
+	wait_closed(&cli);
+	RDP_ASSERT_EQ(rdp_endpoint_count(), 0);
+
+	/* a new server: the survivor connects again and streams */
+	pid = spawn_server("shm", false, 20000, &port);
+	side_init(&cli, "client", 2, 1, 20000, false);
+	stream_params(&cli, &prm);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	RDP_ASSERT(rdp_connect(addr, &prm) != NULL);
+	RDP_ASSERT_EQ(stream_pump(sides, 1, 60), 0);
+	assert_clean(&cli);
+	rdp_ep_close(cli.ep);
+	wait_closed(&cli);
+	reap(pid, 0);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Handshake against garbage and incompatible peers                       */
+/* ---------------------------------------------------------------------- */
+
+static char log_buf[1 << 16];
+static FILE *log_stream;
+
+static void
+capture_logs(void)
+{
+	memset(log_buf, 0, sizeof(log_buf));
+	log_stream = fmemopen(log_buf, sizeof(log_buf) - 1, "w");
+	RDP_ASSERT(log_stream != NULL);
+	setvbuf(log_stream, NULL, _IONBF, 0);
+	rte_openlog_stream(log_stream);
+}
+
+static int
+raw_connect(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	RDP_ASSERT(fd >= 0);
+	RDP_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	return fd;
+}
+
+/* Read until the server closes; return bytes read (a REJECT is 200). */
+static ssize_t
+read_until_closed(int fd, uint8_t *buf, size_t len, double timeout_s)
+{
+	double deadline = now_s() + timeout_s;
+	size_t got = 0;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		RDP_ASSERT_MSG(now_s() < deadline, "the server kept the connection open");
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		n = recv(fd, buf + got, len - got, 0);
+		if (n <= 0)
+			return got;
+		got += n;
+		if (got == len)
+			return got;
+	}
+}
+
+static struct rdp_hello
+client_hello(void)
+{
+	struct rdp_hello h = {
+		.type = RDP_HELLO_HELLO,
+		.credit = { .sq_size = 64, .signal_interval = 8, .rq_size = 64,
+			    .ack_reserve = 8, .ack_threshold = 8 },
+		.buf_size = 4096, .max_msg_size = MAX_MSG,
+		.qp = { .qpn = 1, .mtu = 4096 },
+		.link_layer = RDP_LINK_SHM, .driver = "shm",
+	};
+
+	return h;
+}
+
+struct garbage_case {
+	const char *what;
+	uint8_t bytes[RDP_HELLO_LEN];
+	size_t len;
+	const char *log;      /* the server's log must say this */
+	const char *reject;   /* the REJECT reason, or NULL when none is expected */
+};
+
+static void
+run_garbage(int port, const struct garbage_case *c, double timeout_s)
+{
+	uint8_t back[RDP_HELLO_LEN];
+	struct rdp_hello rej;
+	double deadline;
+	char why[256];
+	ssize_t n;
+	int fd = raw_connect(port);
+
+	if (c->len > 0)
+		RDP_ASSERT(send(fd, c->bytes, c->len, 0) == (ssize_t)c->len);
+	n = read_until_closed(fd, back, sizeof(back), timeout_s);
+	close(fd);
+	if (c->reject != NULL) {
+		RDP_ASSERT_MSG(n == RDP_HELLO_LEN, "%s: no REJECT (%zd bytes)", c->what, n);
+		RDP_ASSERT_EQ(rdp_hello_decode(back, n, &rej, why, sizeof(why)), 0);
+		RDP_ASSERT_EQ(rej.type, RDP_HELLO_REJECT);
+		RDP_ASSERT_MSG(strstr(rej.reason, c->reject) != NULL, "%s: reason '%s'",
+			       c->what, rej.reason);
+	}
+	deadline = now_s() + 2;
+	while (strstr(log_buf, c->log) == NULL) {
+		RDP_ASSERT_MSG(now_s() < deadline, "%s: log lacks \"%s\":\n%s", c->what, c->log,
+			       log_buf);
+		usleep(1000);
+	}
+	while (rdp_endpoint_count() != 0) {
+		RDP_ASSERT_MSG(now_s() < deadline, "%s: %u endpoints left", c->what,
+			       rdp_endpoint_count());
+		usleep(1000);
+	}
+}
+
+RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
+{
+	static struct garbage_case cases[6];
+	struct rdp_hello h;
+	struct rdp_ep_params prm;
+	struct stream_side srv;
+	struct rdp_cfg *cfg;
+	unsigned int i;
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "handshake_timeout_ms", "300", "test"), 0);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&srv, "server", 1, 2, 0, false);
+	stream_params(&srv, &prm);
+	port = rdp_listen("127.0.0.1:0", &prm);
+	RDP_ASSERT(port > 0);
+	capture_logs();
+
+	cases[0].what = "random bytes";
+	for (i = 0; i < RDP_HELLO_LEN; i++)
+		cases[0].bytes[i] = (uint8_t)(i * 37 + 11);
+	cases[0].len = RDP_HELLO_LEN;
+	cases[0].log = "field 'magic' = 0x0b30557a";
+	cases[0].reject = "field 'magic'";
+
+	cases[1].what = "wrong version";
+	h = client_hello();
+	rdp_hello_encode(&h, cases[1].bytes);
+	cases[1].bytes[5] = 9;
+	cases[1].len = RDP_HELLO_LEN;
+	cases[1].log = "field 'version' = 9, this build speaks version 1";
+	cases[1].reject = NULL; /* a peer of another version may not parse ours anyway */
+
+	cases[2].what = "truncated hello";
+	rdp_hello_encode(&h, cases[2].bytes);
+	cases[2].len = 57;
+	cases[2].log = "no progress within 300 ms (waiting for HELLO)";
+
+	cases[3].what = "incompatible sizes";
+	h = client_hello();
+	h.credit.ack_reserve = 1;
+	rdp_hello_encode(&h, cases[3].bytes);
+	cases[3].len = RDP_HELLO_LEN;
+	cases[3].log = "peer ack_reserve=1";
+	cases[3].reject = "ack_reserve";
+
+	cases[4].what = "silent peer";
+	cases[4].len = 0;
+	cases[4].log = "no progress within 300 ms (waiting for HELLO)";
+
+	cases[5].what = "other driver";
+	h = client_hello();
+	snprintf(h.driver, sizeof(h.driver), "verbs");
+	h.link_layer = RDP_LINK_ETHERNET;
+	rdp_hello_encode(&h, cases[5].bytes);
+	cases[5].len = RDP_HELLO_LEN;
+	cases[5].log = "field 'driver': peer uses 'verbs', we use 'shm'";
+	cases[5].reject = "field 'driver'";
+
+	for (i = 0; i < RTE_DIM(cases); i++) {
+		memset(log_buf, 0, sizeof(log_buf));
+		rewind(log_stream);
+		run_garbage(port, &cases[i], 3);
+		printf("ok: %s\n", cases[i].what);
+	}
+	rte_openlog_stream(NULL);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+RDP_TEST(e2e, ep_connect_times_out_against_a_silent_server)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct stream_side cli;
+	struct rdp_ep_params prm;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	socklen_t sl = sizeof(sa);
+	char addr[64];
+	int lfd, ret;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "handshake_timeout_ms", "300", "test"), 0);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	/* a listener that accepts (in the kernel) but never answers */
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	RDP_ASSERT(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0);
+	getsockname(lfd, (struct sockaddr *)&sa, &sl);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
+	side_init(&cli, "client", 2, 1, 0, false);
+	stream_params(&cli, &prm);
+	ep = rdp_connect(addr, &prm);
+	RDP_ASSERT(ep != NULL);
+	ret = rdp_ep_wait_established(ep, 3000);
+	RDP_ASSERT_EQ(ret, -ETIMEDOUT);
+	RDP_ASSERT_EQ(rdp_ep_state(ep), RDP_EP_FAILED);
+	rdp_ep_close(ep);
+	wait_closed(&cli);
+	RDP_ASSERT_EQ(rdp_endpoint_count(), 0);
+	close(lfd);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+RDP_TEST(e2e, ep_oversized_message_is_refused_with_emsgsize)
+{
+	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	char addr[64];
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&srv, "server", 1, 2, 10, false);
+	side_init(&cli, "client", 2, 1, 10, false);
+	stream_params(&srv, &psrv);
+	stream_params(&cli, &pcli);
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &pcli);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), 0);
+	RDP_ASSERT_EQ(rdp_ep_max_msg_size(ep), MAX_MSG);
+	RDP_ASSERT(rdp_msg_alloc(ep, MAX_MSG + 1) == NULL);
+	RDP_ASSERT_EQ(rte_errno, EMSGSIZE);
+	RDP_ASSERT_EQ(stream_pump(sides, 2, 30), 0);
+	assert_clean(&cli);
+	rdp_ep_close(cli.ep);
+	rdp_ep_close(srv.ep);
+	wait_closed(&cli);
+	wait_closed(&srv);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Telemetry                                                              */
+/* ---------------------------------------------------------------------- */
+
+static void
+telemetry_query(const char *prefix, const char *cmd, char *out, size_t len)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	ssize_t n;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "/var/run/dpdk/%s/dpdk_telemetry.v2",
+		 prefix);
+	RDP_ASSERT_MSG(connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0,
+		       "connect %s: %s", sun.sun_path, strerror(errno));
+	n = recv(fd, out, len - 1, 0); /* the greeting */
+	RDP_ASSERT(n > 0);
+	RDP_ASSERT(send(fd, cmd, strlen(cmd), 0) == (ssize_t)strlen(cmd));
+	n = recv(fd, out, len - 1, 0);
+	RDP_ASSERT(n > 0);
+	out[n] = '\0';
+	close(fd);
+}
+
+RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
+{
+	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	char addr[64], prefix[64], out[16384], cmd[64];
+	int port;
+
+	snprintf(prefix, sizeof(prefix), "rdp-tel-%d", (int)getpid());
+	rdp_test_eal_init_telemetry("0-1", prefix);
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&srv, "server", 1, 2, 200000, false);
+	side_init(&cli, "client", 2, 1, 200000, false);
+	stream_params(&srv, &psrv);
+	stream_params(&cli, &pcli);
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &pcli);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), 0);
+	while (__atomic_load_n(&cli.done, __ATOMIC_ACQUIRE) < 1000)
+		usleep(1000);
+	telemetry_query(prefix, "/rdp/endpoints", out, sizeof(out));
+	printf("%s\n", out);
+	RDP_ASSERT_MSG(strstr(out, "\"/rdp/endpoints\": [") != NULL, "%s", out);
+	snprintf(cmd, sizeof(cmd), "/rdp/endpoint,%u", rdp_ep_id(ep));
+	telemetry_query(prefix, cmd, out, sizeof(out));
+	printf("%s\n", out);
+	RDP_ASSERT_MSG(strstr(out, "\"state\": \"ESTABLISHED\"") != NULL, "%s", out);
+	RDP_ASSERT_MSG(strstr(out, "\"enomem\": 0") != NULL, "%s", out);
+	RDP_ASSERT_MSG(strstr(out, "\"rnr\": 0") != NULL, "%s", out);
+	RDP_ASSERT_MSG(strstr(out, "\"msgs_sent\": 0,") == NULL, "%s", out);
+	telemetry_query(prefix, "/rdp/lcores", out, sizeof(out));
+	printf("%s\n", out);
+	RDP_ASSERT_MSG(strstr(out, "\"endpoints\": 2") != NULL, "%s", out);
+	RDP_ASSERT_EQ(stream_pump(sides, 2, 60), 0);
+	assert_clean(&cli);
+	rdp_ep_close(cli.ep);
+	rdp_ep_close(srv.ep);
+	wait_closed(&cli);
+	wait_closed(&srv);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
