@@ -1,0 +1,992 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shm device: driver arguments, memory regions (memfds), asynchronous
+ * events, and the monitor thread that plays the NIC firmware: it accepts
+ * rendezvous messages from peers, maps what they share and attaches it to
+ * the target QP, and watches the peer sockets so that a peer process that
+ * exits or is killed moves the survivor's QP to error within milliseconds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "shm_private.h"
+
+RTE_LOG_REGISTER(shm_logtype, rdp.shm, INFO);
+
+static unsigned int shm_instances;
+
+/* ---------------------------------------------------------------------- */
+/* Addressing: the GID names the device's abstract Unix socket            */
+/* ---------------------------------------------------------------------- */
+
+static socklen_t
+gid_sockaddr(const uint8_t gid[RDP_GID_LEN], struct sockaddr_un *sa)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *p;
+	int i;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	p = sa->sun_path + 1; /* abstract namespace: leading NUL */
+	p += sprintf(p, "rdmaplane-shm-");
+	for (i = 0; i < RDP_GID_LEN; i++) {
+		*p++ = hex[gid[i] >> 4];
+		*p++ = hex[gid[i] & 15];
+	}
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (p - sa->sun_path));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Events                                                                 */
+/* ---------------------------------------------------------------------- */
+
+void
+shm_event_push(struct shm_dev *sd, enum rdp_event_type type, struct rdp_qp *qp,
+	       struct rdp_cq *cq)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&sd->ev_lock);
+	if (sd->ev_tail - sd->ev_head < SHM_MAX_EVENTS) {
+		sd->ev[sd->ev_tail++ % SHM_MAX_EVENTS] =
+			(struct rdp_event){ .type = type, .qp = qp, .cq = cq };
+	} else {
+		sd->ev_lost++;
+	}
+	pthread_mutex_unlock(&sd->ev_lock);
+	if (write(sd->ev_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		SHM_LOG(ERR, "event fd write: %s", strerror(errno));
+}
+
+static int
+shm_event_fd(struct rdp_dev *dev)
+{
+	return to_sdev(dev)->ev_fd;
+}
+
+static int
+shm_event_get(struct rdp_dev *dev, struct rdp_event *ev)
+{
+	struct shm_dev *sd = to_sdev(dev);
+	uint64_t v;
+	int ret = -EAGAIN;
+
+	pthread_mutex_lock(&sd->ev_lock);
+	if (sd->ev_head != sd->ev_tail) {
+		*ev = sd->ev[sd->ev_head++ % SHM_MAX_EVENTS];
+		ret = 0;
+	}
+	if (sd->ev_head == sd->ev_tail) {
+		/* drain the eventfd so it polls readable only while events wait */
+		if (read(sd->ev_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			SHM_LOG(ERR, "event fd read: %s", strerror(errno));
+	}
+	pthread_mutex_unlock(&sd->ev_lock);
+	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Device                                                                 */
+/* ---------------------------------------------------------------------- */
+
+static const char *const shm_keys[] = {
+	"cqe_order", "send_cqe_delay", "fail_after", "drop_peer", "grant_extra", NULL,
+};
+
+static int
+parse_order(struct shm_dev *sd, const char *v)
+{
+	char *end;
+
+	if (strcmp(v, "fifo") == 0) {
+		sd->order = SHM_ORDER_FIFO;
+	} else if (strcmp(v, "recv_first") == 0) {
+		sd->order = SHM_ORDER_RECV_FIRST;
+	} else if (strncmp(v, "random:", 7) == 0 && v[7] != '\0' && v[7] != '-') {
+		errno = 0;
+		sd->seed = strtoull(v + 7, &end, 0);
+		if (*end != '\0' || errno != 0)
+			goto bad;
+		sd->order = SHM_ORDER_RANDOM;
+	} else {
+		goto bad;
+	}
+	return 0;
+bad:
+	return rdp_err_set(EINVAL, "driver shm: argument cqe_order=%s: expected fifo, "
+			   "recv_first or random:<seed>", v);
+}
+
+static int
+parse_args(struct shm_dev *sd, const char *args)
+{
+	struct rte_kvargs *kv = rdp_drv_args_parse("shm", args, shm_keys);
+	char order[64] = "fifo";
+	uint64_t delay = 0, extra = 0;
+	int ret;
+
+	if (kv == NULL)
+		return -EINVAL;
+	ret = rdp_drv_arg_str("shm", kv, "cqe_order", order, sizeof(order));
+	if (ret == 0)
+		ret = parse_order(sd, order);
+	if (ret == 0)
+		ret = rdp_drv_arg_u64("shm", kv, "send_cqe_delay", &delay, 0, 1000000);
+	if (ret == 0)
+		ret = rdp_drv_arg_u64("shm", kv, "fail_after", &sd->fail_after, 1, UINT64_MAX);
+	if (ret == 0)
+		ret = rdp_drv_arg_u64("shm", kv, "drop_peer", &sd->drop_peer, 1, UINT64_MAX);
+	if (ret == 0)
+		ret = rdp_drv_arg_u64("shm", kv, "grant_extra", &extra, 0, 4096);
+	rte_kvargs_free(kv);
+	sd->delay = (uint32_t)delay;
+	sd->grant_extra = (uint32_t)extra;
+	return ret;
+}
+
+static int
+shm_dev_open(struct rdp_dev *dev, const char *args)
+{
+	struct shm_dev *sd = to_sdev(dev);
+	struct sockaddr_un sa;
+	uint32_t pid = (uint32_t)getpid();
+	socklen_t salen;
+	int ret;
+
+	sd->dev = dev;
+	sd->lfd = sd->epfd = sd->ctl_fd = sd->ev_fd = -1;
+	ret = parse_args(sd, args);
+	if (ret < 0)
+		return ret;
+	sd->instance = __atomic_fetch_add(&shm_instances, 1, __ATOMIC_RELAXED);
+	pthread_mutex_init(&sd->lock, NULL);
+	pthread_mutex_init(&sd->ev_lock, NULL);
+	TAILQ_INIT(&sd->qps);
+	TAILQ_INIT(&sd->cqs);
+	sd->next_qpn = 1;
+	memcpy(&sd->gid[0], &pid, 4);
+	memcpy(&sd->gid[4], &sd->instance, 4);
+	if (getrandom(&sd->gid[8], 8, 0) != 8)
+		return rdp_err_set(EIO, "driver shm: getrandom: %s", strerror(errno));
+	sd->ev_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (sd->ev_fd < 0)
+		return rdp_err_set(ENOMEM, "driver shm: eventfd: %s", strerror(errno));
+	sd->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (sd->lfd < 0) {
+		ret = rdp_err_set(ENODEV, "driver shm: socket: %s", strerror(errno));
+		goto fail;
+	}
+	salen = gid_sockaddr(sd->gid, &sa);
+	if (bind(sd->lfd, (struct sockaddr *)&sa, salen) < 0 || listen(sd->lfd, 64) < 0) {
+		ret = rdp_err_set(ENODEV, "driver shm: cannot listen on its rendezvous socket: %s",
+				  strerror(errno));
+		goto fail;
+	}
+	ret = shm_monitor_start(sd);
+	if (ret < 0)
+		goto fail;
+	return 0;
+fail:
+	if (sd->lfd >= 0)
+		close(sd->lfd);
+	close(sd->ev_fd);
+	return ret;
+}
+
+static void
+shm_dev_close(struct rdp_dev *dev)
+{
+	struct shm_dev *sd = to_sdev(dev);
+	unsigned int i;
+
+	shm_monitor_stop(sd);
+	for (i = 0; i < SHM_MAX_LINKS; i++)
+		if (sd->links[i].fd > 0)
+			close(sd->links[i].fd);
+	close(sd->lfd);
+	close(sd->ev_fd);
+	pthread_mutex_destroy(&sd->lock);
+	pthread_mutex_destroy(&sd->ev_lock);
+}
+
+static int
+shm_dev_query(struct rdp_dev *dev, struct rdp_dev_attr *attr)
+{
+	struct shm_dev *sd = to_sdev(dev);
+
+	snprintf(attr->driver, sizeof(attr->driver), "shm");
+	snprintf(attr->name, sizeof(attr->name), "shm%u", sd->instance);
+	attr->max_qp_wr = SHM_MAX_WR;
+	attr->max_sge = SHM_MAX_SGE;
+	attr->max_cqe = SHM_MAX_CQE;
+	attr->max_inline_data = SHM_MAX_INLINE;
+	attr->port = 1;
+	attr->link_layer = RDP_LINK_SHM;
+	attr->port_active = !__atomic_load_n(&sd->link_down, __ATOMIC_RELAXED);
+	attr->gid_index = 0;
+	memcpy(attr->gid, sd->gid, RDP_GID_LEN);
+	attr->active_mtu = SHM_MTU;
+	attr->numa_node = -1;
+	return 0;
+}
+
+static void
+add_qp_stats(struct rdp_dev_stats *s, const struct shm_qp *qp)
+{
+	s->send_posted += RDP_STAT_READ(qp->st_send_posted);
+	s->recv_posted += RDP_STAT_READ(qp->st_recv_posted);
+	s->enomem += RDP_STAT_READ(qp->st_enomem);
+	s->rnr += RDP_STAT_READ(qp->st_rnr);
+}
+
+static void
+add_cq_stats(struct rdp_dev_stats *s, const struct shm_cq *cq)
+{
+	s->completions += RDP_STAT_READ(cq->st_completions);
+	s->flushed += RDP_STAT_READ(cq->st_flushed);
+	s->errors += RDP_STAT_READ(cq->st_errors);
+	s->cq_overruns += RDP_STAT_READ(cq->st_overruns);
+}
+
+void
+shm_stats_retire_qp(struct shm_dev *sd, const struct shm_qp *qp)
+{
+	add_qp_stats(&sd->retired, qp);
+}
+
+void
+shm_stats_retire_cq(struct shm_dev *sd, const struct shm_cq *cq)
+{
+	add_cq_stats(&sd->retired, cq);
+}
+
+static int
+shm_stats_get(struct rdp_dev *dev, struct rdp_dev_stats *st)
+{
+	struct shm_dev *sd = to_sdev(dev);
+	const struct shm_qp *qp;
+	const struct shm_cq *cq;
+
+	pthread_mutex_lock(&sd->lock);
+	*st = sd->retired;
+	TAILQ_FOREACH(qp, &sd->qps, next)
+		add_qp_stats(st, qp);
+	TAILQ_FOREACH(cq, &sd->cqs, next)
+		add_cq_stats(st, cq);
+	pthread_mutex_unlock(&sd->lock);
+	return 0;
+}
+
+static int
+shm_probe(char *spec, size_t len, char *why, size_t why_len)
+{
+	snprintf(spec, len, "shm");
+	snprintf(why, why_len, "using the shm driver (shared memory, this host only)");
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* PD and MR                                                              */
+/* ---------------------------------------------------------------------- */
+
+static struct rdp_pd *
+shm_pd_alloc(struct rdp_dev *dev)
+{
+	struct rdp_pd *pd = calloc(1, sizeof(*pd));
+
+	if (pd == NULL) {
+		rdp_err_set(ENOMEM, "driver shm: out of memory");
+		return NULL;
+	}
+	pd->dev = dev;
+	return pd;
+}
+
+static int
+shm_pd_free(struct rdp_pd *pd)
+{
+	free(pd);
+	return 0;
+}
+
+static struct shm_mr *
+mr_new(struct rdp_pd *pd, unsigned int access)
+{
+	struct shm_mr *mr = calloc(1, sizeof(*mr));
+
+	if (mr == NULL) {
+		rdp_err_set(ENOMEM, "driver shm: out of memory");
+		return NULL;
+	}
+	mr->memfd = -1;
+	mr->head.pd = pd;
+	mr->head.access = access;
+	return mr;
+}
+
+/* MR ids are never reused: a QP remembers which ones its peer has mapped. */
+static int
+mr_publish(struct shm_dev *sd, struct shm_mr *mr)
+{
+	static const uint32_t none = UINT32_MAX;
+	uint32_t id = none;
+
+	pthread_mutex_lock(&sd->lock);
+	if (sd->next_mr_id < SHM_MAX_MR)
+		id = sd->next_mr_id++;
+	if (id != none) {
+		mr->id = id;
+		mr->head.lkey = mr->head.rkey = shm_lkey(id);
+		__atomic_store_n(&sd->mrs[id], mr, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&sd->lock);
+	if (id == none)
+		return rdp_err_set(ENOMEM, "driver shm: device %s registered its %u MRs already "
+				   "(MR ids are not reused)", sd->dev->spec, SHM_MAX_MR);
+	return 0;
+}
+
+static struct rdp_mr *
+shm_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access)
+{
+	struct shm_dev *sd = to_sdev(pd->dev);
+	size_t map_len = RTE_ALIGN_CEIL(len, (size_t)4096);
+	struct shm_mr *mr;
+	void *p;
+
+	RTE_SET_USED(socket);
+	mr = mr_new(pd, access);
+	if (mr == NULL)
+		return NULL;
+	mr->memfd = memfd_create("rdp-shm-mr", MFD_CLOEXEC);
+	if (mr->memfd < 0) {
+		rdp_err_set(ENOMEM, "driver shm: memfd_create: %s", strerror(errno));
+		goto fail;
+	}
+	if (ftruncate(mr->memfd, (off_t)map_len) < 0) {
+		rdp_err_set(ENOMEM, "driver shm: cannot size a %zu-byte MR: %s", map_len,
+			    strerror(errno));
+		goto fail;
+	}
+	p = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, mr->memfd, 0);
+	if (p == MAP_FAILED) {
+		rdp_err_set(ENOMEM, "driver shm: cannot map a %zu-byte MR: %s", map_len,
+			    strerror(errno));
+		goto fail;
+	}
+	mr->map_len = map_len;
+	mr->head.addr = p;
+	mr->head.length = len;
+	if (mr_publish(sd, mr) < 0) {
+		munmap(p, map_len);
+		goto fail;
+	}
+	return &mr->head;
+fail:
+	if (mr->memfd >= 0)
+		close(mr->memfd);
+	free(mr);
+	return NULL;
+}
+
+static struct rdp_mr *
+shm_mr_reg(struct rdp_pd *pd, void *addr, size_t len, unsigned int access)
+{
+	struct shm_mr *mr;
+
+	if (access & (RDP_ACCESS_REMOTE_WRITE | RDP_ACCESS_REMOTE_READ)) {
+		rdp_err_set(EINVAL, "driver shm: rdp_mr_reg() takes local access only (a peer "
+			    "cannot map this memory); use rdp_mr_alloc() for remote access");
+		return NULL;
+	}
+	mr = mr_new(pd, access);
+	if (mr == NULL)
+		return NULL;
+	mr->head.addr = addr;
+	mr->head.length = len;
+	if (mr_publish(to_sdev(pd->dev), mr) < 0) {
+		free(mr);
+		return NULL;
+	}
+	return &mr->head;
+}
+
+static int
+shm_mr_free(struct rdp_mr *m)
+{
+	struct shm_mr *mr = to_smr(m);
+	struct shm_dev *sd = to_sdev(m->pd->dev);
+
+	pthread_mutex_lock(&sd->lock);
+	__atomic_store_n(&sd->mrs[mr->id], NULL, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&sd->lock);
+	if (mr->memfd >= 0) {
+		munmap(m->addr, mr->map_len);
+		close(mr->memfd);
+	}
+	free(mr);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Rendezvous: connect side                                               */
+/* ---------------------------------------------------------------------- */
+
+static int
+link_add_locked(struct shm_dev *sd, int fd, struct shm_qp *qp)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
+	unsigned int i;
+
+	for (i = 0; i < SHM_MAX_LINKS; i++)
+		if (sd->links[i].fd <= 0)
+			break;
+	if (i == SHM_MAX_LINKS)
+		return -ENOSPC;
+	sd->links[i].fd = fd;
+	sd->links[i].qp = qp;
+	sd->links[i].gen++;
+	ev.data.u64 = (uint64_t)sd->links[i].gen << 32 | i;
+	if (epoll_ctl(sd->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		sd->links[i].fd = 0;
+		return -errno;
+	}
+	return 0;
+}
+
+static void
+link_drop_locked(struct shm_dev *sd, unsigned int i)
+{
+	epoll_ctl(sd->epfd, EPOLL_CTL_DEL, sd->links[i].fd, NULL);
+	close(sd->links[i].fd);
+	sd->links[i].fd = 0;
+	sd->links[i].qp = NULL;
+	sd->links[i].gen++;
+}
+
+void
+shm_links_close(struct shm_dev *sd, struct shm_qp *qp)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&sd->lock);
+	for (i = 0; i < SHM_MAX_LINKS; i++)
+		if (sd->links[i].fd > 0 && sd->links[i].qp == qp)
+			link_drop_locked(sd, i);
+	pthread_mutex_unlock(&sd->lock);
+}
+
+/*
+ * Send our receive side to the peer's device and wait for its monitor to
+ * attach it. Every receive MR of the QP's PD that exists now is shared: MRs
+ * allocated later cannot receive on this QP.
+ */
+int
+shm_connect(struct shm_qp *qp, const struct rdp_qp_addr *remote)
+{
+	struct shm_dev *sd = qp->sd;
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * SHM_MAX_FDS)];
+		struct cmsghdr align;
+	} cbuf;
+	size_t hlen = sizeof(struct shm_hello) + SHM_MAX_FDS * sizeof(struct shm_hello_mr);
+	struct shm_hello *h = calloc(1, hlen);
+	int *fds = calloc(SHM_MAX_FDS, sizeof(int));
+	struct shm_reply reply;
+	struct sockaddr_un sa;
+	struct msghdr msg = { 0 };
+	struct cmsghdr *cm;
+	struct iovec iov;
+	struct pollfd pfd;
+	uint32_t i, nfd = 0, limit;
+	socklen_t salen;
+	ssize_t r;
+	int fd = -1, ret;
+
+	if (h == NULL || fds == NULL) {
+		ret = rdp_err_set(ENOMEM, "driver shm: out of memory");
+		goto out;
+	}
+	h->magic = SHM_HELLO_MAGIC;
+	h->version = SHM_VERSION;
+	h->src_qpn = qp->head.qp_num;
+	h->dst_qpn = remote->qpn;
+	h->bell_word = qp->rslot;
+	fds[nfd++] = qp->memfd;
+	fds[nfd++] = qp->rcq->memfd;
+	pthread_mutex_lock(&sd->lock);
+	limit = sd->next_mr_id;
+	for (i = 0; i < limit; i++) {
+		struct shm_mr *mr = sd->mrs[i];
+
+		if (mr == NULL || mr->memfd < 0 || mr->head.pd != qp->head.pd)
+			continue;
+		if (nfd == SHM_MAX_FDS) {
+			pthread_mutex_unlock(&sd->lock);
+			ret = rdp_err_set(E2BIG, "driver shm: QP %u: more than %u shareable MRs in "
+					  "its PD", qp->head.qp_num, SHM_MAX_FDS - 2);
+			goto out;
+		}
+		h->mr[h->nb_mr++] = (struct shm_hello_mr){
+			.id = mr->id, .rkey = mr->head.rkey, .access = mr->head.access,
+			.addr = (uintptr_t)mr->head.addr, .length = mr->head.length,
+		};
+		fds[nfd++] = mr->memfd;
+	}
+	pthread_mutex_unlock(&sd->lock);
+	qp->mr_limit = limit;
+
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		ret = rdp_err_set(EIO, "driver shm: socket: %s", strerror(errno));
+		goto out;
+	}
+	salen = gid_sockaddr(remote->gid, &sa);
+	if (connect(fd, (struct sockaddr *)&sa, salen) < 0) {
+		ret = rdp_err_set(ECONNREFUSED, "driver shm: QP %u: no shm device answers at the "
+				  "peer address (qpn %u): %s", qp->head.qp_num, remote->qpn,
+				  strerror(errno));
+		goto out;
+	}
+	iov.iov_base = h;
+	iov.iov_len = sizeof(*h) + h->nb_mr * sizeof(h->mr[0]);
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cbuf.buf;
+	msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfd);
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * nfd);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfd);
+	if (sendmsg(fd, &msg, MSG_NOSIGNAL) < 0) {
+		ret = rdp_err_set(EIO, "driver shm: QP %u: rendezvous send: %s", qp->head.qp_num,
+				  strerror(errno));
+		goto out;
+	}
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	if (poll(&pfd, 1, 5000) <= 0) {
+		ret = rdp_err_set(ETIMEDOUT, "driver shm: QP %u: the peer device did not answer "
+				  "the rendezvous within 5 s", qp->head.qp_num);
+		goto out;
+	}
+	memset(&reply, 0, sizeof(reply));
+	r = recv(fd, &reply, sizeof(reply), 0);
+	if (r != (ssize_t)sizeof(reply) || reply.magic != SHM_HELLO_MAGIC) {
+		ret = rdp_err_set(ECONNRESET, "driver shm: QP %u: the peer device closed the "
+				  "rendezvous", qp->head.qp_num);
+		goto out;
+	}
+	if (reply.status != 0) {
+		reply.msg[sizeof(reply.msg) - 1] = '\0';
+		ret = rdp_err_set(reply.status < 0 && reply.status > -4096 ? -reply.status : EPROTO,
+				  "driver shm: QP %u -> peer QP %u refused: %s", qp->head.qp_num,
+				  remote->qpn, reply.msg);
+		goto out;
+	}
+	/* watch the socket: if the peer goes away, so does this QP */
+	pthread_mutex_lock(&sd->lock);
+	ret = link_add_locked(sd, fd, qp);
+	pthread_mutex_unlock(&sd->lock);
+	if (ret < 0) {
+		ret = rdp_err_set(-ret, "driver shm: cannot watch the peer link: %s",
+				  strerror(-ret));
+		goto out;
+	}
+	fd = -1;
+	ret = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(h);
+	free(fds);
+	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Rendezvous: monitor side                                               */
+/* ---------------------------------------------------------------------- */
+
+void
+shm_peer_unmap(struct shm_peer *p)
+{
+	uint32_t i;
+
+	if (p == NULL)
+		return;
+	if (p->qseg != NULL)
+		munmap(p->qseg, p->qseg_len);
+	if (p->cseg != NULL)
+		munmap(p->cseg, p->cseg_len);
+	for (i = 0; p->mr != NULL && i < p->nb_mr; i++)
+		if (p->mr[i].base != NULL)
+			munmap(p->mr[i].base, RTE_ALIGN_CEIL(p->mr[i].length, (uint64_t)4096));
+	free(p->mr);
+	free(p);
+}
+
+static void *
+map_fd(int fd, size_t min, size_t *len)
+{
+	struct stat st;
+	void *p;
+
+	if (fstat(fd, &st) < 0 || (size_t)st.st_size < min || st.st_size <= 0)
+		return NULL;
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	*len = (size_t)st.st_size;
+	return p;
+}
+
+static int
+reply_send(int fd, int status, const char *fmt, ...) __rte_format_printf(3, 4);
+
+static int
+reply_send(int fd, int status, const char *fmt, ...)
+{
+	struct shm_reply r = { .magic = SHM_HELLO_MAGIC, .status = status };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r.msg, sizeof(r.msg), fmt, ap);
+	va_end(ap);
+	if (send(fd, &r, sizeof(r), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		return -errno;
+	return status;
+}
+
+/* Map and check what a hello shares; everything in it is untrusted. */
+static struct shm_peer *
+peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int nfd,
+	   char *why, size_t why_len)
+{
+	struct shm_peer *p = calloc(1, sizeof(*p));
+	struct shm_qp_seg *q;
+	struct shm_cq_seg *c;
+	uint32_t i, max_id = 0;
+
+	if (p == NULL) {
+		snprintf(why, why_len, "out of memory");
+		return NULL;
+	}
+	if (hlen < sizeof(*h) || h->nb_mr > SHM_MAX_FDS - 2 ||
+	    hlen != sizeof(*h) + h->nb_mr * sizeof(h->mr[0]) || nfd != 2 + h->nb_mr) {
+		snprintf(why, why_len, "malformed rendezvous message");
+		goto fail;
+	}
+	p->qseg = map_fd(fds[0], sizeof(*q), &p->qseg_len);
+	p->cseg = map_fd(fds[1], sizeof(*c), &p->cseg_len);
+	if (p->qseg == NULL || p->cseg == NULL) {
+		snprintf(why, why_len, "cannot map the peer's queue segments");
+		goto fail;
+	}
+	q = p->qseg;
+	c = p->cseg;
+	/* private copies of everything the fast path needs, checked once */
+	p->rq_mask = q->rq_size - 1;
+	p->rq_stride = q->rq_stride;
+	p->max_sge = q->max_sge;
+	if (q->magic != SHM_QP_MAGIC || q->version != SHM_VERSION || q->rq_size == 0 ||
+	    q->rq_size > SHM_MAX_WR || (q->rq_size & (q->rq_size - 1)) != 0 ||
+	    p->max_sge > SHM_MAX_SGE || p->rq_stride < shm_rq_stride(p->max_sge) ||
+	    p->rq_stride % 64 != 0 || q->ent_off < sizeof(*q) || q->ent_off % 64 != 0 ||
+	    q->ent_off > p->qseg_len ||
+	    (p->qseg_len - q->ent_off) / p->rq_stride < q->rq_size) {
+		snprintf(why, why_len, "the peer's receive queue header is invalid");
+		goto fail;
+	}
+	p->ents = (uint8_t *)q + q->ent_off;
+	if (c->magic != SHM_CQ_MAGIC || c->version != SHM_VERSION ||
+	    c->nb_words == 0 || c->nb_words > SHM_BELL_WORDS ||
+	    p->cseg_len < shm_cq_seg_size(c->nb_words) || h->bell_word / 64 >= c->nb_words) {
+		snprintf(why, why_len, "the peer's completion queue header is invalid");
+		goto fail;
+	}
+	p->bell_word = h->bell_word / 64;
+	p->bell_bit = UINT64_C(1) << (h->bell_word % 64);
+	p->qpn = h->src_qpn;
+	for (i = 0; i < h->nb_mr; i++) {
+		if (h->mr[i].id >= SHM_MAX_MR) {
+			snprintf(why, why_len, "peer MR id %u out of range", h->mr[i].id);
+			goto fail;
+		}
+		max_id = RTE_MAX(max_id, h->mr[i].id + 1);
+	}
+	p->nb_mr = max_id;
+	p->mr = calloc(max_id ? max_id : 1, sizeof(p->mr[0]));
+	if (p->mr == NULL) {
+		snprintf(why, why_len, "out of memory");
+		goto fail;
+	}
+	for (i = 0; i < h->nb_mr; i++) {
+		const struct shm_hello_mr *hm = &h->mr[i];
+		struct shm_peer_mr *m = &p->mr[hm->id];
+		size_t len;
+
+		if (m->base != NULL || hm->length == 0 || hm->rkey != shm_lkey(hm->id)) {
+			snprintf(why, why_len, "peer MR %u is invalid", hm->id);
+			goto fail;
+		}
+		m->base = map_fd(fds[2 + i], hm->length, &len);
+		if (m->base == NULL) {
+			snprintf(why, why_len, "cannot map peer MR %u (%" PRIu64 " bytes)", hm->id,
+				 hm->length);
+			goto fail;
+		}
+		/* unmap uses the page-rounded length; keep the mapping exactly that */
+		if (len != RTE_ALIGN_CEIL(hm->length, (uint64_t)4096)) {
+			munmap(m->base, len);
+			m->base = NULL;
+			snprintf(why, why_len, "peer MR %u has the wrong size", hm->id);
+			goto fail;
+		}
+		m->addr = hm->addr;
+		m->length = hm->length;
+		m->rkey = hm->rkey;
+		m->access = hm->access;
+	}
+	return p;
+fail:
+	shm_peer_unmap(p);
+	return NULL;
+}
+
+static void
+handle_hello(struct shm_dev *sd, unsigned int li)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * SHM_MAX_FDS)];
+		struct cmsghdr align;
+	} cbuf;
+	size_t hmax = sizeof(struct shm_hello) + SHM_MAX_FDS * sizeof(struct shm_hello_mr);
+	struct shm_hello *h = calloc(1, hmax);
+	int fd = sd->links[li].fd, fds[SHM_MAX_FDS];
+	struct msghdr msg = { 0 };
+	struct iovec iov = { .iov_base = h, .iov_len = hmax };
+	struct shm_peer *peer = NULL;
+	struct shm_qp *qp = NULL;
+	struct cmsghdr *cm;
+	unsigned int nfd = 0, i;
+	char why[160] = "";
+	ssize_t r;
+
+	if (h == NULL)
+		return;
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cbuf.buf;
+	msg.msg_controllen = sizeof(cbuf.buf);
+	r = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (r <= 0) {
+		if (r == 0 || (errno != EAGAIN && errno != EINTR))
+			link_drop_locked(sd, li);
+		free(h);
+		return;
+	}
+	for (cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+			unsigned int k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			for (i = 0; i < k && nfd < SHM_MAX_FDS; i++)
+				memcpy(&fds[nfd++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+		}
+	}
+	if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (size_t)r < sizeof(*h) ||
+	    h->magic != SHM_HELLO_MAGIC || h->version != SHM_VERSION) {
+		reply_send(fd, -EPROTO, "not an rdmaplane shm rendezvous (version %u)",
+			   SHM_VERSION);
+		goto drop;
+	}
+	TAILQ_FOREACH(qp, &sd->qps, next)
+		if (qp->head.qp_num == h->dst_qpn)
+			break;
+	if (qp == NULL) {
+		reply_send(fd, -ENOENT, "no QP %u on this device", h->dst_qpn);
+		goto drop;
+	}
+	if (__atomic_load_n(&qp->peer, __ATOMIC_RELAXED) != NULL ||
+	    __atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_ERR) {
+		reply_send(fd, -EBUSY, "QP %u is already connected or in error", h->dst_qpn);
+		goto drop;
+	}
+	peer = peer_build(h, (size_t)r, fds, nfd, why, sizeof(why));
+	if (peer == NULL) {
+		reply_send(fd, -EPROTO, "%s", why);
+		goto drop;
+	}
+	/* publish: the owner's engine reads the peer with acquire */
+	__atomic_store_n(&qp->peer, peer, __ATOMIC_RELEASE);
+	sd->links[li].qp = qp;
+	shm_bell_self(qp->scq, qp->sslot);
+	reply_send(fd, 0, "ok");
+	for (i = 0; i < nfd; i++)
+		close(fds[i]);
+	free(h);
+	return;
+drop:
+	for (i = 0; i < nfd; i++)
+		close(fds[i]);
+	free(h);
+	link_drop_locked(sd, li);
+}
+
+/* The peer of a linked QP is gone: it can write nothing any more. */
+static void
+peer_gone_locked(struct shm_dev *sd, unsigned int li)
+{
+	struct shm_qp *qp = sd->links[li].qp;
+
+	link_drop_locked(sd, li);
+	if (qp == NULL)
+		return;
+	__atomic_store_n(&qp->peer_dead, 1, __ATOMIC_RELEASE);
+	if (shm_qp_set_error(qp))
+		shm_event_push(sd, RDP_EVENT_QP_FATAL, &qp->head, NULL);
+	else
+		shm_bell_self(qp->rcq, qp->rslot); /* already in error: re-check the RQ */
+}
+
+#define MON_LISTEN UINT64_MAX
+#define MON_CTL (UINT64_MAX - 1)
+
+static void *
+monitor(void *arg)
+{
+	struct shm_dev *sd = arg;
+	struct epoll_event evs[32];
+
+	for (;;) {
+		int n = epoll_wait(sd->epfd, evs, RTE_DIM(evs), -1), i;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		pthread_mutex_lock(&sd->lock);
+		for (i = 0; i < n; i++) {
+			uint64_t d = evs[i].data.u64;
+			unsigned int li = (uint32_t)d;
+
+			if (d == MON_CTL) {
+				pthread_mutex_unlock(&sd->lock);
+				return NULL;
+			}
+			if (d == MON_LISTEN) {
+				int fd = accept4(sd->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+				if (fd >= 0 && link_add_locked(sd, fd, NULL) < 0)
+					close(fd);
+				continue;
+			}
+			if (li >= SHM_MAX_LINKS || sd->links[li].fd <= 0 ||
+			    sd->links[li].gen != (uint32_t)(d >> 32))
+				continue; /* dropped since epoll_wait returned */
+			if (evs[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))
+				peer_gone_locked(sd, li);
+			else if (sd->links[li].qp == NULL)
+				handle_hello(sd, li);
+			else
+				peer_gone_locked(sd, li); /* a linked peer never talks again */
+		}
+		pthread_mutex_unlock(&sd->lock);
+	}
+	return NULL;
+}
+
+int
+shm_monitor_start(struct shm_dev *sd)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ret;
+
+	sd->epfd = epoll_create1(EPOLL_CLOEXEC);
+	sd->ctl_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (sd->epfd < 0 || sd->ctl_fd < 0)
+		goto fail;
+	ev.data.u64 = MON_LISTEN;
+	if (epoll_ctl(sd->epfd, EPOLL_CTL_ADD, sd->lfd, &ev) < 0)
+		goto fail;
+	ev.data.u64 = MON_CTL;
+	if (epoll_ctl(sd->epfd, EPOLL_CTL_ADD, sd->ctl_fd, &ev) < 0)
+		goto fail;
+	ret = pthread_create(&sd->mon, NULL, monitor, sd);
+	if (ret != 0) {
+		errno = ret;
+		goto fail;
+	}
+	pthread_setname_np(sd->mon, "rdp-shm-mon");
+	sd->mon_running = true;
+	return 0;
+fail:
+	ret = rdp_err_set(ENODEV, "driver shm: cannot start the device monitor: %s",
+			  strerror(errno));
+	if (sd->epfd >= 0)
+		close(sd->epfd);
+	if (sd->ctl_fd >= 0)
+		close(sd->ctl_fd);
+	return ret;
+}
+
+void
+shm_monitor_stop(struct shm_dev *sd)
+{
+	uint64_t one = 1;
+
+	if (!sd->mon_running)
+		return;
+	if (write(sd->ctl_fd, &one, sizeof(one)) < 0)
+		SHM_LOG(ERR, "cannot stop the monitor: %s", strerror(errno));
+	pthread_join(sd->mon, NULL);
+	sd->mon_running = false;
+	close(sd->epfd);
+	close(sd->ctl_fd);
+}
+
+static const struct rdp_driver_ops shm_ops = {
+	.probe = shm_probe,
+	.dev_open = shm_dev_open,
+	.dev_close = shm_dev_close,
+	.dev_query = shm_dev_query,
+	.stats_get = shm_stats_get,
+	.event_fd = shm_event_fd,
+	.event_get = shm_event_get,
+	.pd_alloc = shm_pd_alloc,
+	.pd_free = shm_pd_free,
+	.mr_alloc = shm_mr_alloc,
+	.mr_reg = shm_mr_reg,
+	.mr_free = shm_mr_free,
+	.cq_create = shm_cq_create,
+	.cq_resize = shm_cq_resize,
+	.cq_destroy = shm_cq_destroy,
+	.qp_create = shm_qp_create,
+	.qp_modify = shm_qp_modify,
+	.qp_query = shm_qp_query,
+	.qp_local_addr = shm_qp_local_addr,
+	.qp_destroy = shm_qp_destroy,
+};
+
+/* Tried after verbs: real RDMA hardware wins when it is there. */
+static struct rdp_driver shm_driver = {
+	.preference = 100,
+	.dev_priv_size = sizeof(struct shm_dev),
+	.ops = &shm_ops,
+};
+
+RDP_DRIVER_REGISTER(shm, shm_driver);

@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RDP_SHM_PRIVATE_H
+#define RDP_SHM_PRIVATE_H
+
+/**
+ * @file
+ * The shm driver's private structures: reliable connected QPs over shared
+ * memory between endpoints of one host (docs/drivers.md tells the story).
+ *
+ * Shared memory, per object, each a memfd mapped by the owner and by the
+ * peer that sends into it:
+ * - a QP segment holds the QP's receive queue: entries the owner fills at
+ *   post_recv and the peer completes in place (byte_len, imm, status), with
+ *   three indices on cache lines of their own: `rq_posted` (owner),
+ *   `rq_claim` (peer claims entries with a CAS; the owner closes it with a
+ *   bit when the QP goes to error) and `rq_done` (peer publishes results);
+ * - a CQ segment holds the pending-completion counter every producer adds
+ *   to (overrun detection) and the doorbell bitmap, one bit per QP attached
+ *   to the CQ, that a producer sets once per burst;
+ * - receive and remote-write MRs (rdp_mr_alloc()) are memfds the peer maps.
+ *
+ * Nothing read from shared memory is trusted: every index, length and key is
+ * bounds-checked against private copies before use.
+ *
+ * CONCURRENCY: the fast-path fields of a QP and a CQ belong to the thread
+ * that polls the CQ. Fields marked (atomic) are written by other threads:
+ * the device monitor (peer attach, peer death) and rdp_qp_modify(ERR).
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include <rte_common.h>
+
+#include "rdp_driver.h"
+
+#define SHM_LOG(level, fmt, ...) RDP_LOG(level, shm_logtype, "shm", fmt, ##__VA_ARGS__)
+extern int shm_logtype;
+
+/* Limits (also reported by rdp_dev_query()). */
+#define SHM_MAX_WR 32768u         /**< deepest SQ / RQ */
+#define SHM_MAX_SGE 8u            /**< SGEs per WR */
+#define SHM_MAX_CQE (1u << 22)    /**< deepest CQ */
+#define SHM_MAX_INLINE 256u       /**< bytes of inline data */
+#define SHM_MAX_MR 4096u          /**< MRs per device */
+#define SHM_MAX_QP 4096u          /**< QPs per device, and per CQ */
+#define SHM_BELL_WORDS (SHM_MAX_QP / 64)
+#define SHM_MAX_LINKS (2 * SHM_MAX_QP + 64)
+#define SHM_MAX_FDS 250u          /**< fds in one rendezvous message */
+#define SHM_MAX_EVENTS 1024u
+#define SHM_MTU 4096u
+
+#define SHM_QP_MAGIC 0x52445151u  /* "RDQQ" */
+#define SHM_CQ_MAGIC 0x52444351u  /* "RDCQ" */
+#define SHM_HELLO_MAGIC 0x52444848u
+#define SHM_VERSION 1u
+
+/** rq_claim bit set by the owner when its QP goes to error: no more claims. */
+#define SHM_RQ_CLOSED (UINT64_C(1) << 63)
+
+enum shm_order { SHM_ORDER_FIFO = 0, SHM_ORDER_RECV_FIRST, SHM_ORDER_RANDOM };
+
+/* ---------------------------------------------------------------------- */
+/* Shared memory layouts                                                  */
+/* ---------------------------------------------------------------------- */
+
+/** A receive SGE as the peer sees it: an MR id and an offset, no pointer. */
+struct shm_rsge {
+	uint32_t mr_id;
+	uint32_t len;
+	uint64_t off;
+};
+
+/** One receive entry; its stride is a multiple of a cache line. */
+struct shm_rq_ent {
+	/* written by the peer that completes the entry */
+	uint32_t byte_len;
+	uint32_t imm;
+	uint8_t status;
+	uint8_t wc_flags;
+	uint8_t pad0[6];
+	/* written by the owner at post_recv */
+	uint32_t num_sge;
+	uint32_t total_len;
+	uint64_t pad1;
+	struct shm_rsge sge[];
+};
+
+/** Header of a QP segment (the receive queue a peer sends into). */
+struct shm_qp_seg {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t rq_size;    /**< entries, a power of two */
+	uint32_t rq_stride;  /**< bytes per entry */
+	uint32_t max_sge;    /**< SGEs per entry */
+	uint32_t qpn;
+	uint64_t ent_off;    /**< offset of entry 0 */
+	uint64_t rq_posted __rte_cache_aligned; /**< owner: entries posted */
+	uint64_t rq_claim __rte_cache_aligned;  /**< peer CAS; owner sets SHM_RQ_CLOSED */
+	uint64_t rq_done;                       /**< peer: entries completed */
+} __rte_cache_aligned;
+
+/** Header of a CQ segment: pending counter and doorbells. */
+struct shm_cq_seg {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t nb_words;   /**< doorbell words */
+	uint32_t pad;
+	int64_t pending __rte_cache_aligned; /**< completions not yet polled (all producers) */
+	uint32_t cqe;        /**< capacity; the owner changes it on resize */
+	uint32_t overrun;    /**< set by the producer that overran it */
+	uint64_t bell[];     /**< bit = QP slot with something new */
+} __rte_cache_aligned;
+
+static inline size_t
+shm_cq_seg_size(uint32_t nb_words)
+{
+	return RTE_ALIGN_CEIL(sizeof(struct shm_cq_seg) + nb_words * sizeof(uint64_t),
+			      (size_t)4096);
+}
+
+static inline uint32_t
+shm_rq_stride(uint32_t max_sge)
+{
+	return RTE_ALIGN_CEIL((uint32_t)(sizeof(struct shm_rq_ent) +
+					 max_sge * sizeof(struct shm_rsge)), 64u);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Rendezvous messages (SOCK_SEQPACKET, fds in SCM_RIGHTS)                */
+/* ---------------------------------------------------------------------- */
+
+struct shm_hello_mr {
+	uint32_t id;
+	uint32_t rkey;
+	uint32_t access;
+	uint32_t pad;
+	uint64_t addr;   /**< the owner's virtual address of byte 0 */
+	uint64_t length;
+};
+
+/** Sent by a QP going to RTR: "here is my receive side; send into it". */
+struct shm_hello {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t src_qpn;
+	uint32_t dst_qpn;
+	uint32_t bell_word;  /**< the sender's recv CQ doorbell slot */
+	uint32_t nb_mr;      /**< fds: [qp seg, cq seg, mr 0 .. nb_mr-1] */
+	struct shm_hello_mr mr[];
+};
+
+struct shm_reply {
+	uint32_t magic;
+	int32_t status;      /**< 0 or -errno */
+	char msg[200];
+};
+
+/* ---------------------------------------------------------------------- */
+/* Private objects                                                        */
+/* ---------------------------------------------------------------------- */
+
+struct shm_mr {
+	struct rdp_mr head;
+	uint32_t id;
+	int memfd;            /**< -1 for rdp_mr_reg() memory */
+	size_t map_len;
+};
+
+/** A peer MR as mapped here. */
+struct shm_peer_mr {
+	uint8_t *base;        /**< our mapping */
+	uint64_t addr;        /**< the peer's address of byte 0 */
+	uint64_t length;
+	uint32_t rkey;
+	uint32_t access;
+};
+
+/** The peer's receive side, mapped by the monitor at attach. */
+struct shm_peer {
+	struct shm_qp_seg *qseg;
+	size_t qseg_len;
+	struct shm_cq_seg *cseg;
+	size_t cseg_len;
+	uint8_t *ents;
+	uint32_t rq_mask;
+	uint32_t rq_stride;
+	uint32_t max_sge;
+	uint32_t qpn;
+	uint32_t bell_word;
+	uint64_t bell_bit;
+	uint32_t nb_mr;       /**< entries in mr[] (indexed by MR id) */
+	struct shm_peer_mr *mr;
+};
+
+/** A local send WQE (private). */
+struct shm_lsge {
+	uint8_t *addr;
+	uint64_t len;
+};
+
+struct shm_swqe {
+	uint64_t wr_id;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint32_t imm;
+	uint32_t total_len;
+	uint16_t num_sge;
+	uint8_t opcode;
+	uint8_t flags;
+	uint8_t status;       /**< error found at post time, else SUCCESS */
+	uint8_t pad[7];
+	struct shm_lsge sge[];  /* then the inline buffer */
+};
+
+/** A completion kept by the CQ itself (send side, success or error). */
+struct shm_lcqe {
+	struct rdp_wc wc;
+	struct shm_qp *qp;    /**< NULL once the QP is destroyed */
+	uint64_t sq_idx;
+	uint64_t visible_at;  /**< poll count from which it may be returned */
+};
+
+struct shm_dev;
+
+struct shm_cq {
+	struct rdp_cq head;
+	struct shm_dev *sd;
+	/* fast path (owner thread) */
+	struct shm_cq_seg *seg;
+	uint64_t *pend;            /**< QP slots to look at (private bitmap) */
+	struct shm_qp **slot;      /**< slot -> QP (atomic pointers) */
+	uint32_t words_used;       /**< (atomic) doorbell words in use */
+	uint32_t cursor;
+	struct shm_lcqe *ring;
+	uint32_t ring_mask;
+	uint32_t ring_head;
+	uint32_t ring_tail;
+	uint64_t polls;
+	uint64_t rng;
+	uint32_t delay;
+	uint8_t order;
+	uint8_t err;
+	/* counters (single writer: the owner) */
+	uint64_t st_completions;
+	uint64_t st_flushed;
+	uint64_t st_errors;
+	uint64_t st_overruns;
+	/* slow path (device lock) */
+	int memfd;
+	size_t seg_len;
+	uint64_t slot_used[SHM_BELL_WORDS];
+	uint32_t nb_qps;
+	TAILQ_ENTRY(shm_cq) next;
+};
+
+struct shm_qp {
+	struct rdp_qp head;
+	struct shm_dev *sd;
+	/* send queue (owner thread) */
+	uint8_t *sq;
+	uint32_t sq_stride;
+	uint32_t sq_mask;
+	uint32_t sq_depth;          /**< ENOMEM threshold (asked + grant_extra) */
+	uint32_t max_send_sge;
+	uint32_t max_inline;
+	uint64_t sq_pi;             /**< WRs posted */
+	uint64_t sq_exec;           /**< WRs executed or flushed */
+	uint64_t sq_freed;          /**< one past the newest polled completion */
+	uint64_t peer_rq_ci;        /**< our claim index in the peer's RQ */
+	uint64_t rnr_next_ns;       /**< earliest retry after an RNR */
+	uint8_t rnr_left;
+	uint8_t rnr_waiting;
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer;
+	uint64_t drop_left;         /**< drop_peer budget */
+	struct shm_peer *peer;      /**< (atomic) set once by the monitor */
+	struct shm_cq *scq;
+	struct shm_cq *rcq;
+	uint32_t sslot;
+	uint32_t rslot;
+	/* receive queue (owner thread) */
+	struct shm_qp_seg *seg;
+	uint8_t *ents;
+	uint64_t *rq_wr_id;
+	uint32_t rq_mask;
+	uint32_t rq_stride;
+	uint32_t max_recv_sge;
+	uint32_t mr_limit;          /**< MR ids below this were shared with the peer */
+	uint64_t rq_posted;
+	uint64_t rq_reaped;
+	uint64_t rq_counted;        /**< entries counted in the CQ's pending (flushes) */
+	/* error state (atomic) */
+	int state;                  /**< enum rdp_qp_state */
+	uint8_t rq_closed;          /**< rq_final is valid */
+	uint8_t peer_dead;          /**< the peer can no longer write anything */
+	uint8_t sq_flushed;         /**< owner: flush done for [sq_exec, sq_pi) */
+	uint64_t rq_final;          /**< claim index when the RQ was closed */
+	/* counters (single writer: the owner) */
+	uint64_t st_send_posted;
+	uint64_t st_recv_posted;
+	uint64_t st_enomem;
+	uint64_t st_rnr;
+	/* slow path */
+	int memfd;
+	size_t seg_len;
+	struct rdp_qp_attr attr;
+	TAILQ_ENTRY(shm_qp) next;
+};
+
+struct shm_link {
+	int fd;
+	uint32_t gen;
+	struct shm_qp *qp;          /**< NULL until a hello attached it */
+};
+
+struct shm_dev {
+	struct rdp_dev *dev;
+	unsigned int instance;
+	/* knobs */
+	uint8_t order;
+	uint64_t seed;
+	uint32_t delay;
+	uint64_t fail_after;        /**< 0 = off */
+	uint64_t drop_peer;         /**< 0 = off */
+	uint32_t grant_extra;
+	uint64_t executed;          /**< (atomic) send WRs executed, with fail_after */
+	uint8_t link_down;          /**< (atomic) */
+	/* addressing */
+	uint8_t gid[RDP_GID_LEN];
+	/* monitor */
+	int lfd;
+	int epfd;
+	int ctl_fd;
+	pthread_t mon;
+	bool mon_running;
+	/* events */
+	pthread_mutex_t ev_lock;
+	int ev_fd;
+	struct rdp_event ev[SHM_MAX_EVENTS];
+	uint32_t ev_head, ev_tail;
+	uint64_t ev_lost;
+	/* objects (lock) */
+	pthread_mutex_t lock;
+	struct shm_mr *mrs[SHM_MAX_MR];  /**< (atomic pointers) by id */
+	uint32_t next_qpn;
+	uint32_t next_mr_id;
+	uint32_t nb_cq_made;
+	TAILQ_HEAD(, shm_qp) qps;
+	TAILQ_HEAD(, shm_cq) cqs;
+	struct shm_link links[SHM_MAX_LINKS];
+	struct rdp_dev_stats retired;    /**< counters of destroyed objects */
+};
+
+static inline struct shm_qp *to_sqp(struct rdp_qp *qp) { return container_of(qp, struct shm_qp, head); }
+static inline struct shm_cq *to_scq(struct rdp_cq *cq) { return container_of(cq, struct shm_cq, head); }
+static inline struct shm_mr *to_smr(struct rdp_mr *mr) { return container_of(mr, struct shm_mr, head); }
+static inline struct shm_dev *to_sdev(struct rdp_dev *dev) { return dev->priv; }
+
+static inline struct shm_swqe *
+shm_wqe(const struct shm_qp *qp, uint64_t idx)
+{
+	return (struct shm_swqe *)(qp->sq + (size_t)(idx & qp->sq_mask) * qp->sq_stride);
+}
+
+static inline struct shm_rq_ent *
+shm_rq_ent(uint8_t *ents, uint32_t mask, uint32_t stride, uint64_t idx)
+{
+	return (struct shm_rq_ent *)(ents + (size_t)(idx & mask) * stride);
+}
+
+static inline uint32_t
+shm_lkey(uint32_t id)
+{
+	/* a salt byte so that small integers are not valid keys by accident */
+	return (id << 8) | ((id * 37u + 0x5au) & 0xffu);
+}
+
+/* Fast path (shm_rxtx.c). */
+uint16_t shm_post_send(struct rdp_qp *qp, const struct rdp_send_wr *wr, uint16_t n, int *err);
+uint16_t shm_post_recv(struct rdp_qp *qp, const struct rdp_recv_wr *wr, uint16_t n, int *err);
+int shm_poll_cq(struct rdp_cq *cq, struct rdp_wc *wc, uint16_t n);
+
+/* Shared between files. */
+bool shm_qp_set_error(struct shm_qp *qp);
+void shm_event_push(struct shm_dev *sd, enum rdp_event_type type, struct rdp_qp *qp,
+		    struct rdp_cq *cq);
+void shm_link_down(struct shm_dev *sd);
+void shm_peer_unmap(struct shm_peer *p);
+int shm_connect(struct shm_qp *qp, const struct rdp_qp_addr *remote);
+void shm_links_close(struct shm_dev *sd, struct shm_qp *qp);
+int shm_monitor_start(struct shm_dev *sd);
+void shm_monitor_stop(struct shm_dev *sd);
+/* Called with the device lock held when an object goes away. */
+void shm_stats_retire_qp(struct shm_dev *sd, const struct shm_qp *qp);
+void shm_stats_retire_cq(struct shm_dev *sd, const struct shm_cq *cq);
+
+/* Slow-path ops (shm_qp.c). */
+struct rdp_cq *shm_cq_create(struct rdp_dev *dev, uint32_t cqe, int socket);
+int shm_cq_resize(struct rdp_cq *cq, uint32_t cqe);
+int shm_cq_destroy(struct rdp_cq *cq);
+struct rdp_qp *shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr);
+int shm_qp_modify(struct rdp_qp *qp, const struct rdp_qp_attr *attr, unsigned int mask);
+int shm_qp_query(struct rdp_qp *qp, struct rdp_qp_attr *attr);
+int shm_qp_local_addr(struct rdp_qp *qp, struct rdp_qp_addr *addr);
+int shm_qp_destroy(struct rdp_qp *qp);
+
+/** Set a QP's doorbell bit in a CQ's shared bitmap (any thread). */
+static inline void
+shm_bell_self(struct shm_cq *cq, uint32_t slot)
+{
+	__atomic_fetch_or(&cq->seg->bell[slot / 64], UINT64_C(1) << (slot % 64),
+			  __ATOMIC_RELEASE);
+}
+
+#endif /* RDP_SHM_PRIVATE_H */

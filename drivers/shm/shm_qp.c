@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * shm CQs and QPs on the slow path: creation (shared segments as memfds),
+ * state changes, the move to error that any thread may make, and teardown.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "shm_private.h"
+
+static void *
+seg_create(const char *name, size_t len, int *memfd)
+{
+	void *p;
+	int fd = memfd_create(name, MFD_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, (off_t)len) < 0) {
+		close(fd);
+		return NULL;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return NULL;
+	}
+	*memfd = fd;
+	return p;
+}
+
+/* ---------------------------------------------------------------------- */
+/* CQ                                                                     */
+/* ---------------------------------------------------------------------- */
+
+struct rdp_cq *
+shm_cq_create(struct rdp_dev *dev, uint32_t cqe, int socket)
+{
+	struct shm_dev *sd = to_sdev(dev);
+	struct shm_cq *cq;
+	uint32_t ring;
+
+	if (cqe > SHM_MAX_CQE) {
+		rdp_err_set(EINVAL, "driver shm: CQ of %u entries is above max_cqe %u", cqe,
+			    SHM_MAX_CQE);
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (cq == NULL)
+		goto nomem;
+	cq->memfd = -1;
+	cq->sd = sd;
+	cq->seg_len = shm_cq_seg_size(SHM_BELL_WORDS);
+	cq->seg = seg_create("rdp-shm-cq", cq->seg_len, &cq->memfd);
+	ring = rte_align32pow2(cqe + 1);
+	cq->ring = calloc(ring, sizeof(cq->ring[0]));
+	cq->pend = calloc(SHM_BELL_WORDS, sizeof(uint64_t));
+	cq->slot = calloc(SHM_MAX_QP, sizeof(cq->slot[0]));
+	if (cq->seg == NULL || cq->ring == NULL || cq->pend == NULL || cq->slot == NULL)
+		goto nomem;
+	cq->seg->magic = SHM_CQ_MAGIC;
+	cq->seg->version = SHM_VERSION;
+	cq->seg->nb_words = SHM_BELL_WORDS;
+	cq->seg->cqe = cqe;
+	cq->ring_mask = ring - 1;
+	cq->order = sd->order;
+	cq->delay = sd->delay;
+	cq->head.poll = shm_poll_cq;
+	cq->head.dev = dev;
+	cq->head.cqe = cqe;
+	cq->head.socket = socket;
+	pthread_mutex_lock(&sd->lock);
+	/* one seeded stream per CQ, reproducible run to run */
+	cq->rng = (sd->seed + 1 + sd->nb_cq_made++) * UINT64_C(0x9e3779b97f4a7c15);
+	if (cq->rng == 0)
+		cq->rng = 1;
+	TAILQ_INSERT_TAIL(&sd->cqs, cq, next);
+	pthread_mutex_unlock(&sd->lock);
+	return &cq->head;
+nomem:
+	rdp_err_set(ENOMEM, "driver shm: cannot allocate a CQ of %u entries", cqe);
+	if (cq != NULL) {
+		if (cq->seg != NULL)
+			munmap(cq->seg, cq->seg_len);
+		if (cq->memfd >= 0)
+			close(cq->memfd);
+		free(cq->ring);
+		free(cq->pend);
+		free(cq->slot);
+		free(cq);
+	}
+	return NULL;
+}
+
+int
+shm_cq_resize(struct rdp_cq *c, uint32_t cqe)
+{
+	struct shm_cq *cq = to_scq(c);
+	int64_t pending = __atomic_load_n(&cq->seg->pending, __ATOMIC_ACQUIRE);
+	uint32_t ring = rte_align32pow2(cqe + 1), i, n;
+	struct shm_lcqe *r;
+
+	if (cqe > SHM_MAX_CQE)
+		return rdp_err_set(EINVAL, "driver shm: CQ resize to %u is above max_cqe %u", cqe,
+				   SHM_MAX_CQE);
+	if ((int64_t)cqe < pending)
+		return rdp_err_set(EINVAL, "driver shm: cannot resize a CQ to %u entries while "
+				   "%" PRId64 " completions are pending", cqe, pending);
+	if (ring != cq->ring_mask + 1) {
+		r = calloc(ring, sizeof(*r));
+		if (r == NULL)
+			return rdp_err_set(ENOMEM, "driver shm: out of memory");
+		n = cq->ring_tail - cq->ring_head;
+		for (i = 0; i < n; i++)
+			r[i] = cq->ring[(cq->ring_head + i) & cq->ring_mask];
+		free(cq->ring);
+		cq->ring = r;
+		cq->ring_mask = ring - 1;
+		cq->ring_head = 0;
+		cq->ring_tail = n;
+	}
+	__atomic_store_n(&cq->seg->cqe, cqe, __ATOMIC_RELEASE);
+	c->cqe = cqe;
+	return 0;
+}
+
+int
+shm_cq_destroy(struct rdp_cq *c)
+{
+	struct shm_cq *cq = to_scq(c);
+	struct shm_dev *sd = cq->sd;
+
+	pthread_mutex_lock(&sd->lock);
+	if (cq->nb_qps > 0) {
+		pthread_mutex_unlock(&sd->lock);
+		return rdp_err_set(EBUSY, "driver shm: CQ still has %u QPs", cq->nb_qps);
+	}
+	TAILQ_REMOVE(&sd->cqs, cq, next);
+	shm_stats_retire_cq(sd, cq);
+	pthread_mutex_unlock(&sd->lock);
+	munmap(cq->seg, cq->seg_len);
+	close(cq->memfd);
+	free(cq->ring);
+	free(cq->pend);
+	free(cq->slot);
+	free(cq);
+	return 0;
+}
+
+static int
+slot_take_locked(struct shm_cq *cq, struct shm_qp *qp, uint32_t *slot)
+{
+	uint32_t w, b, words;
+
+	for (w = 0; w < SHM_BELL_WORDS; w++)
+		if (~cq->slot_used[w] != 0)
+			break;
+	if (w == SHM_BELL_WORDS)
+		return -ENOSPC;
+	b = __builtin_ctzll(~cq->slot_used[w]);
+	cq->slot_used[w] |= UINT64_C(1) << b;
+	*slot = w * 64 + b;
+	__atomic_store_n(&cq->slot[*slot], qp, __ATOMIC_RELEASE);
+	words = __atomic_load_n(&cq->words_used, __ATOMIC_RELAXED);
+	if (w + 1 > words)
+		__atomic_store_n(&cq->words_used, w + 1, __ATOMIC_RELEASE);
+	cq->nb_qps++;
+	return 0;
+}
+
+static void
+slot_give_locked(struct shm_cq *cq, uint32_t slot)
+{
+	__atomic_store_n(&cq->slot[slot], NULL, __ATOMIC_RELEASE);
+	cq->slot_used[slot / 64] &= ~(UINT64_C(1) << (slot % 64));
+	cq->nb_qps--;
+}
+
+/* ---------------------------------------------------------------------- */
+/* QP                                                                     */
+/* ---------------------------------------------------------------------- */
+
+static void
+qp_free(struct shm_qp *qp)
+{
+	if (qp->seg != NULL)
+		munmap(qp->seg, qp->seg_len);
+	if (qp->memfd >= 0)
+		close(qp->memfd);
+	free(qp->sq);
+	free(qp->rq_wr_id);
+	free(qp);
+}
+
+struct rdp_qp *
+shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
+{
+	struct shm_dev *sd = to_sdev(pd->dev);
+	const struct rdp_qp_cap *cap = &attr->cap;
+	struct shm_qp *qp;
+	uint32_t sq_size, rq_size;
+	size_t ent_off;
+	int ret;
+
+	if (cap->max_send_wr > SHM_MAX_WR - sd->grant_extra || cap->max_recv_wr > SHM_MAX_WR ||
+	    cap->max_send_sge > SHM_MAX_SGE || cap->max_recv_sge > SHM_MAX_SGE ||
+	    cap->max_inline_data > SHM_MAX_INLINE) {
+		rdp_err_set(EINVAL, "driver shm: QP capacities above the device limits "
+			    "(max_qp_wr %u, max_sge %u, max_inline_data %u)", SHM_MAX_WR,
+			    SHM_MAX_SGE, SHM_MAX_INLINE);
+		return NULL;
+	}
+	if (attr->send_cq->dev != pd->dev || attr->recv_cq->dev != pd->dev) {
+		rdp_err_set(EINVAL, "driver shm: the QP's CQs belong to another device");
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (qp == NULL)
+		goto nomem;
+	qp->memfd = -1;
+	qp->sd = sd;
+	qp->scq = to_scq(attr->send_cq);
+	qp->rcq = to_scq(attr->recv_cq);
+	/* send queue: private */
+	qp->sq_depth = cap->max_send_wr + sd->grant_extra;
+	sq_size = rte_align32pow2(qp->sq_depth);
+	qp->max_send_sge = RTE_MAX(cap->max_send_sge, 1u);
+	qp->max_inline = cap->max_inline_data;
+	qp->sq_stride = RTE_ALIGN_CEIL((uint32_t)(sizeof(struct shm_swqe) +
+				       qp->max_send_sge * sizeof(struct shm_lsge) + qp->max_inline),
+				       64u);
+	qp->sq_mask = sq_size - 1;
+	qp->sq = aligned_alloc(64, (size_t)sq_size * qp->sq_stride);
+	/* receive queue: shared with the peer */
+	rq_size = rte_align32pow2(cap->max_recv_wr);
+	qp->max_recv_sge = RTE_MAX(cap->max_recv_sge, 1u);
+	qp->rq_stride = shm_rq_stride(qp->max_recv_sge);
+	qp->rq_mask = rq_size - 1;
+	ent_off = sizeof(struct shm_qp_seg);
+	qp->seg_len = RTE_ALIGN_CEIL(ent_off + (size_t)rq_size * qp->rq_stride, (size_t)4096);
+	qp->seg = seg_create("rdp-shm-qp", qp->seg_len, &qp->memfd);
+	qp->rq_wr_id = calloc(rq_size, sizeof(uint64_t));
+	if (qp->sq == NULL || qp->seg == NULL || qp->rq_wr_id == NULL)
+		goto nomem;
+	qp->ents = (uint8_t *)qp->seg + ent_off;
+	qp->seg->magic = SHM_QP_MAGIC;
+	qp->seg->version = SHM_VERSION;
+	qp->seg->rq_size = rq_size;
+	qp->seg->rq_stride = qp->rq_stride;
+	qp->seg->max_sge = qp->max_recv_sge;
+	qp->seg->ent_off = ent_off;
+	qp->mr_limit = SHM_MAX_MR;
+	qp->drop_left = sd->drop_peer;
+	qp->state = RDP_QPS_RESET;
+	qp->head.post_send = shm_post_send;
+	qp->head.post_recv = shm_post_recv;
+	qp->head.dev = pd->dev;
+	qp->head.pd = pd;
+	qp->head.send_cq = attr->send_cq;
+	qp->head.recv_cq = attr->recv_cq;
+	qp->head.cap = *cap;
+	qp->head.user_ctx = attr->user_ctx;
+
+	pthread_mutex_lock(&sd->lock);
+	ret = slot_take_locked(qp->rcq, qp, &qp->rslot);
+	if (ret == 0 && qp->scq != qp->rcq) {
+		ret = slot_take_locked(qp->scq, qp, &qp->sslot);
+		if (ret < 0)
+			slot_give_locked(qp->rcq, qp->rslot);
+	} else {
+		qp->sslot = qp->rslot;
+	}
+	if (ret == 0) {
+		qp->head.qp_num = sd->next_qpn++;
+		qp->seg->qpn = qp->head.qp_num;
+		TAILQ_INSERT_TAIL(&sd->qps, qp, next);
+	}
+	pthread_mutex_unlock(&sd->lock);
+	if (ret < 0) {
+		rdp_err_set(ENOSPC, "driver shm: a CQ serves at most %u QPs", SHM_MAX_QP);
+		qp_free(qp);
+		return NULL;
+	}
+	return &qp->head;
+nomem:
+	rdp_err_set(ENOMEM, "driver shm: cannot allocate a QP (SQ %u, RQ %u)", cap->max_send_wr,
+		    cap->max_recv_wr);
+	if (qp != NULL)
+		qp_free(qp);
+	return NULL;
+}
+
+bool
+shm_qp_set_error(struct shm_qp *qp)
+{
+	int s = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	uint64_t old;
+
+	do {
+		if (s == RDP_QPS_ERR)
+			return false;
+	} while (!__atomic_compare_exchange_n(&qp->state, &s, RDP_QPS_ERR, false,
+					      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+	/* close the RQ: the peer claims nothing from now on; what it claimed
+	 * before [done, final) it completes, unless it is dead */
+	old = __atomic_fetch_or(&qp->seg->rq_claim, SHM_RQ_CLOSED, __ATOMIC_ACQ_REL);
+	qp->rq_final = old & ~SHM_RQ_CLOSED;
+	__atomic_store_n(&qp->rq_closed, 1, __ATOMIC_RELEASE);
+	shm_bell_self(qp->rcq, qp->rslot);
+	if (qp->scq != qp->rcq)
+		shm_bell_self(qp->scq, qp->sslot);
+	return true;
+}
+
+void
+shm_link_down(struct shm_dev *sd)
+{
+	uint8_t expected = 0;
+	struct shm_qp *qp;
+
+	if (!__atomic_compare_exchange_n(&sd->link_down, &expected, 1, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&sd->lock);
+	TAILQ_FOREACH(qp, &sd->qps, next)
+		shm_qp_set_error(qp);
+	pthread_mutex_unlock(&sd->lock);
+	shm_event_push(sd, RDP_EVENT_PORT_ERR, NULL, NULL);
+}
+
+static int
+move(struct shm_qp *qp, int from, int to)
+{
+	if (!__atomic_compare_exchange_n(&qp->state, &from, to, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return rdp_err_set(EINVAL, "driver shm: QP %u changed state to %s meanwhile",
+				   qp->head.qp_num, rdp_qp_state_str(from));
+	return 0;
+}
+
+int
+shm_qp_modify(struct rdp_qp *q, const struct rdp_qp_attr *attr, unsigned int mask)
+{
+	struct shm_qp *qp = to_sqp(q);
+	int cur = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE), ret;
+	unsigned int to;
+
+	if (!(mask & RDP_QP_ATTR_STATE))
+		return rdp_err_set(EINVAL, "driver shm: rdp_qp_modify needs RDP_QP_ATTR_STATE");
+	to = attr->state;
+	if (to == RDP_QPS_ERR) {
+		shm_qp_set_error(qp);
+		return 0;
+	}
+	if ((mask & RDP_QP_ATTR_CONN) && attr->conn.rnr_retry > 7)
+		return rdp_err_set(EINVAL, "driver shm: rnr_retry=%u: expected 0..7",
+				   attr->conn.rnr_retry);
+	switch (to) {
+	case RDP_QPS_RESET:
+		if (cur == RDP_QPS_RESET)
+			return 0;
+		break;
+	case RDP_QPS_INIT:
+		if (cur == RDP_QPS_RESET || cur == RDP_QPS_INIT)
+			return move(qp, cur, RDP_QPS_INIT);
+		break;
+	case RDP_QPS_RTR:
+		if (cur != RDP_QPS_INIT)
+			break;
+		if (!(mask & RDP_QP_ATTR_REMOTE))
+			return rdp_err_set(EINVAL, "driver shm: QP %u: RTR needs the remote "
+					   "address (RDP_QP_ATTR_REMOTE)", q->qp_num);
+		ret = shm_connect(qp, &attr->remote);
+		if (ret < 0)
+			return ret;
+		qp->attr.remote = attr->remote;
+		if (mask & RDP_QP_ATTR_CONN)
+			qp->attr.conn = attr->conn;
+		return move(qp, cur, RDP_QPS_RTR);
+	case RDP_QPS_RTS:
+		if (cur != RDP_QPS_RTR && cur != RDP_QPS_RTS)
+			break;
+		if (mask & RDP_QP_ATTR_CONN)
+			qp->attr.conn = attr->conn;
+		qp->rnr_retry = qp->attr.conn.rnr_retry;
+		qp->min_rnr_timer = qp->attr.conn.min_rnr_timer;
+		return move(qp, cur, RDP_QPS_RTS);
+	default:
+		break;
+	}
+	return rdp_err_set(EINVAL, "driver shm: QP %u: no transition from %s to %s", q->qp_num,
+			   rdp_qp_state_str(cur), rdp_qp_state_str(to));
+}
+
+int
+shm_qp_query(struct rdp_qp *q, struct rdp_qp_attr *attr)
+{
+	struct shm_qp *qp = to_sqp(q);
+
+	*attr = qp->attr;
+	attr->state = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	return 0;
+}
+
+int
+shm_qp_local_addr(struct rdp_qp *q, struct rdp_qp_addr *addr)
+{
+	struct shm_qp *qp = to_sqp(q);
+
+	addr->qpn = q->qp_num;
+	addr->psn = 0;
+	memcpy(addr->gid, qp->sd->gid, RDP_GID_LEN);
+	addr->lid = 0;
+	addr->mtu = SHM_MTU;
+	return 0;
+}
+
+int
+shm_qp_destroy(struct rdp_qp *q)
+{
+	struct shm_qp *qp = to_sqp(q);
+	struct shm_dev *sd = qp->sd;
+	struct shm_cq *scq = qp->scq, *rcq = qp->rcq;
+	uint64_t done, counted;
+	uint32_t i;
+
+	/* stop the peer claiming, then cut the links so that it learns we are gone */
+	shm_qp_set_error(qp);
+	shm_links_close(sd, qp);
+	pthread_mutex_lock(&sd->lock);
+	TAILQ_REMOVE(&sd->qps, qp, next);
+	slot_give_locked(rcq, qp->rslot);
+	if (scq != rcq)
+		slot_give_locked(scq, qp->sslot);
+	shm_stats_retire_qp(sd, qp);
+	pthread_mutex_unlock(&sd->lock);
+	/* its send completions stay in the CQ, without a QP to free slots of */
+	for (i = scq->ring_head; i != scq->ring_tail; i++)
+		if (scq->ring[i & scq->ring_mask].qp == qp)
+			scq->ring[i & scq->ring_mask].qp = NULL;
+	/* receive completions it still had are dropped: uncount them */
+	done = __atomic_load_n(&qp->seg->rq_done, __ATOMIC_ACQUIRE);
+	if (done - qp->rq_reaped > qp->rq_posted - qp->rq_reaped)
+		done = qp->rq_reaped;
+	counted = qp->rq_counted - qp->rq_reaped <= qp->rq_posted - qp->rq_reaped ?
+		  qp->rq_counted : qp->rq_reaped;
+	if (counted < done)
+		counted = done;
+	if (counted != qp->rq_reaped)
+		__atomic_fetch_sub(&rcq->seg->pending, (int64_t)(counted - qp->rq_reaped),
+				   __ATOMIC_RELEASE);
+	shm_peer_unmap(qp->peer);
+	qp_free(qp);
+	return 0;
+}

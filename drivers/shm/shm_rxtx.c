@@ -1,0 +1,731 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shm fast path: post_send runs the sender's "NIC engine" inline (it
+ * claims the peer's receive entries and copies straight into the peer's
+ * memory), post_recv publishes receive entries, poll_cq scans the doorbell
+ * bitmap and merges the CQ's own send completions with the receive
+ * completions the peers wrote, in the order the cqe_order knob asks for.
+ *
+ * No allocation, no lock, no syscall (clock_gettime is the vDSO, and only
+ * while an RNR retry waits). Everything read from shared memory is checked.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "shm_private.h"
+
+/* exec result meaning "not now": the WR stays queued */
+#define SHM_AGAIN 0xffu
+
+static inline uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The InfiniBand RNR NAK timer table, in microseconds (index = min_rnr_timer). */
+static const uint32_t rnr_timer_us[32] = {
+	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920,
+	2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440, 81920,
+	122880, 163840, 245760, 327680, 491520,
+};
+
+static inline bool
+range_in(uint64_t addr, uint64_t len, uint64_t base, uint64_t blen)
+{
+	return addr >= base && len <= blen && addr - base <= blen - len;
+}
+
+static inline struct shm_mr *
+mr_lookup(struct shm_dev *sd, uint32_t lkey)
+{
+	uint32_t id = lkey >> 8;
+	struct shm_mr *mr;
+
+	if (unlikely(id >= SHM_MAX_MR))
+		return NULL;
+	mr = __atomic_load_n(&sd->mrs[id], __ATOMIC_ACQUIRE);
+	if (unlikely(mr == NULL || mr->head.lkey != lkey))
+		return NULL;
+	return mr;
+}
+
+/* Mark a QP slot for the next poll of its CQ (owner thread only). */
+static inline void
+pend_set(struct shm_cq *cq, uint32_t slot)
+{
+	cq->pend[slot / 64] |= UINT64_C(1) << (slot % 64);
+}
+
+/* Count new completions against a CQ's capacity (any producer). */
+static inline void
+cq_seg_add(struct shm_cq_seg *seg, uint32_t n)
+{
+	int64_t old = __atomic_fetch_add(&seg->pending, (int64_t)n, __ATOMIC_RELAXED);
+
+	if (unlikely(old + (int64_t)n > (int64_t)__atomic_load_n(&seg->cqe, __ATOMIC_RELAXED)))
+		__atomic_store_n(&seg->overrun, 1, __ATOMIC_RELEASE);
+}
+
+static inline void
+push_local(struct shm_cq *cq, struct shm_qp *qp, uint64_t idx, const struct shm_swqe *e,
+	   uint8_t status)
+{
+	struct shm_lcqe *l;
+
+	if (unlikely(cq->ring_tail - cq->ring_head > cq->ring_mask)) {
+		/* only reachable once the CQ has overrun: say so, keep nothing */
+		__atomic_store_n(&cq->seg->overrun, 1, __ATOMIC_RELEASE);
+		return;
+	}
+	l = &cq->ring[cq->ring_tail++ & cq->ring_mask];
+	l->wc.wr_id = e->wr_id;
+	l->wc.status = status;
+	l->wc.opcode = e->opcode == RDP_WR_RDMA_WRITE ? RDP_WC_RDMA_WRITE : RDP_WC_SEND;
+	l->wc.wc_flags = 0;
+	l->wc.reserved = 0;
+	l->wc.byte_len = e->total_len;
+	l->wc.imm = 0;
+	l->wc.qp_num = qp->head.qp_num;
+	l->qp = qp;
+	l->sq_idx = idx;
+	l->visible_at = cq->polls + cq->delay;
+}
+
+/* Flush every WR not executed yet, unsignaled ones included (owner thread). */
+static void
+sq_flush(struct shm_qp *qp)
+{
+	uint32_t n = 0;
+
+	while (qp->sq_exec != qp->sq_pi) {
+		push_local(qp->scq, qp, qp->sq_exec, shm_wqe(qp, qp->sq_exec), RDP_WC_WR_FLUSH_ERR);
+		qp->sq_exec++;
+		n++;
+	}
+	qp->rnr_waiting = 0;
+	if (n > 0)
+		cq_seg_add(qp->scq->seg, n);
+}
+
+/* Copy a WR's gather list into a destination of at least total_len bytes. */
+static inline void
+gather(const struct shm_swqe *e, uint8_t *dst)
+{
+	uint16_t i;
+
+	for (i = 0; i < e->num_sge; i++) {
+		memcpy(dst, e->sge[i].addr, e->sge[i].len);
+		dst += e->sge[i].len;
+	}
+}
+
+/*
+ * Place a SEND into a claimed peer receive entry; returns the receiver's
+ * status. The entry's SGEs are copied out of shared memory before they are
+ * checked, so a peer changing them under us cannot make us write outside
+ * one of its MRs.
+ */
+static uint8_t
+scatter(const struct shm_peer *peer, const struct shm_rq_ent *ent, const struct shm_swqe *e)
+{
+	struct shm_rsge rs[SHM_MAX_SGE];
+	uint8_t *dst[SHM_MAX_SGE];
+	uint32_t nsge, i, di;
+	uint64_t cap = 0, doff, left;
+	uint16_t si;
+	uint64_t soff;
+
+	nsge = __atomic_load_n(&ent->num_sge, __ATOMIC_RELAXED);
+	if (unlikely(nsge > peer->max_sge))
+		return RDP_WC_LOC_QP_OP_ERR;
+	memcpy(rs, ent->sge, nsge * sizeof(rs[0]));
+	for (i = 0; i < nsge; i++) {
+		const struct shm_peer_mr *m;
+
+		if (unlikely(rs[i].mr_id >= peer->nb_mr))
+			return RDP_WC_LOC_PROT_ERR;
+		m = &peer->mr[rs[i].mr_id];
+		if (unlikely(m->base == NULL || !range_in(rs[i].off, rs[i].len, 0, m->length)))
+			return RDP_WC_LOC_PROT_ERR;
+		dst[i] = m->base + rs[i].off;
+		cap += rs[i].len;
+	}
+	if (unlikely(e->total_len > cap))
+		return RDP_WC_LOC_LEN_ERR;
+	if (likely(nsge == 1 && e->num_sge <= 1)) {
+		if (e->num_sge == 1)
+			memcpy(dst[0], e->sge[0].addr, e->sge[0].len);
+		return RDP_WC_SUCCESS;
+	}
+	/* general case: walk both lists */
+	di = 0;
+	doff = 0;
+	for (si = 0; si < e->num_sge; si++) {
+		soff = 0;
+		left = e->sge[si].len;
+		while (left > 0) {
+			uint64_t room = rs[di].len - doff, chunk = RTE_MIN(room, left);
+
+			if (room == 0) {
+				di++;
+				doff = 0;
+				continue;
+			}
+			memcpy(dst[di] + doff, e->sge[si].addr + soff, chunk);
+			doff += chunk;
+			soff += chunk;
+			left -= chunk;
+		}
+	}
+	return RDP_WC_SUCCESS;
+}
+
+static uint8_t
+rnr(struct shm_qp *qp)
+{
+	if (!qp->rnr_waiting)
+		RDP_STAT_ADD(qp->st_rnr, 1);
+	if (qp->rnr_retry == 0)
+		return RDP_WC_RNR_RETRY_EXC_ERR;
+	if (!qp->rnr_waiting) {
+		qp->rnr_waiting = 1;
+		qp->rnr_left = qp->rnr_retry;
+	} else if (qp->rnr_retry != 7 && --qp->rnr_left == 0) {
+		qp->rnr_waiting = 0;
+		return RDP_WC_RNR_RETRY_EXC_ERR;
+	}
+	qp->rnr_next_ns = now_ns() + (uint64_t)rnr_timer_us[qp->min_rnr_timer & 31] * 1000;
+	return SHM_AGAIN;
+}
+
+static uint8_t
+exec_send(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e,
+	  uint32_t *nremote)
+{
+	struct shm_rq_ent *ent;
+	uint64_t c = qp->peer_rq_ci;
+	uint64_t posted = __atomic_load_n(&peer->qseg->rq_posted, __ATOMIC_ACQUIRE);
+	uint8_t st;
+
+	if (posted == c)
+		return rnr(qp);
+	if (unlikely(posted - c > (uint64_t)peer->rq_mask + 1))
+		return RDP_WC_REM_OP_ERR; /* the peer's RQ index is garbage */
+	/* claim one entry; fails only when the owner closed its RQ (or garbage) */
+	if (unlikely(!__atomic_compare_exchange_n(&peer->qseg->rq_claim, &c, c + 1, false,
+						  __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
+		return RDP_WC_RETRY_EXC_ERR;
+	qp->rnr_waiting = 0;
+	ent = shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride, c);
+	st = scatter(peer, ent, e);
+	ent->byte_len = e->total_len;
+	ent->imm = e->imm;
+	ent->wc_flags = e->opcode == RDP_WR_SEND_WITH_IMM ? RDP_WC_WITH_IMM : 0;
+	ent->status = st;
+	qp->peer_rq_ci = c + 1;
+	(*nremote)++;
+	if (likely(st == RDP_WC_SUCCESS))
+		return RDP_WC_SUCCESS;
+	return st == RDP_WC_LOC_LEN_ERR ? RDP_WC_REM_INV_REQ_ERR : RDP_WC_REM_OP_ERR;
+}
+
+static uint8_t
+exec_write(const struct shm_peer *peer, const struct shm_swqe *e)
+{
+	const struct shm_peer_mr *m;
+	uint32_t idx = e->rkey >> 8;
+
+	if (e->total_len == 0)
+		return RDP_WC_SUCCESS; /* no remote effect at all */
+	if (unlikely(idx >= peer->nb_mr))
+		return RDP_WC_REM_ACCESS_ERR;
+	m = &peer->mr[idx];
+	if (unlikely(m->base == NULL || m->rkey != e->rkey ||
+		     !(m->access & RDP_ACCESS_REMOTE_WRITE) ||
+		     !range_in(e->remote_addr, e->total_len, m->addr, m->length)))
+		return RDP_WC_REM_ACCESS_ERR;
+	gather(e, m->base + (e->remote_addr - m->addr));
+	return RDP_WC_SUCCESS;
+}
+
+static inline uint8_t
+exec_one(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e,
+	 uint32_t *nremote)
+{
+	if (unlikely(e->status != RDP_WC_SUCCESS))
+		return e->status;
+	/* a peer QP in error answers nothing: the transport gives up */
+	if (unlikely(__atomic_load_n(&peer->qseg->rq_claim, __ATOMIC_RELAXED) != qp->peer_rq_ci))
+		return RDP_WC_RETRY_EXC_ERR;
+	if (e->opcode == RDP_WR_RDMA_WRITE)
+		return exec_write(peer, e);
+	return exec_send(qp, peer, e, nremote);
+}
+
+/* Fault knobs, after each executed WR. Returns true when the QP went down. */
+static bool
+faults(struct shm_qp *qp)
+{
+	struct shm_dev *sd = qp->sd;
+
+	if (qp->drop_left != 0 && --qp->drop_left == 0) {
+		if (shm_qp_set_error(qp))
+			shm_event_push(sd, RDP_EVENT_QP_FATAL, &qp->head, NULL);
+		return true;
+	}
+	if (sd->fail_after != 0 &&
+	    __atomic_add_fetch(&sd->executed, 1, __ATOMIC_RELAXED) >= sd->fail_after) {
+		shm_link_down(sd);
+		return true;
+	}
+	return false;
+}
+
+/* The sender's engine: execute queued WRs, then ring one doorbell. */
+static void
+sq_run(struct shm_qp *qp)
+{
+	struct shm_cq *cq = qp->scq;
+	struct shm_peer *peer;
+	uint32_t nlocal = 0, nremote = 0;
+	int state = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+
+	if (unlikely(state == RDP_QPS_ERR)) {
+		sq_flush(qp);
+		return;
+	}
+	peer = __atomic_load_n(&qp->peer, __ATOMIC_ACQUIRE);
+	if (unlikely(peer == NULL || state != RDP_QPS_RTS ||
+		     (qp->rnr_waiting && now_ns() < qp->rnr_next_ns))) {
+		pend_set(cq, qp->sslot);
+		return;
+	}
+	while (qp->sq_exec != qp->sq_pi) {
+		const struct shm_swqe *e = shm_wqe(qp, qp->sq_exec);
+		uint8_t st;
+
+		if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_ERR))
+			break;
+		st = exec_one(qp, peer, e, &nremote);
+		if (st == SHM_AGAIN) {
+			pend_set(cq, qp->sslot);
+			break;
+		}
+		if ((e->flags & RDP_SEND_SIGNALED) || st != RDP_WC_SUCCESS) {
+			push_local(cq, qp, qp->sq_exec, e, st);
+			nlocal++;
+		}
+		qp->sq_exec++;
+		if (unlikely(st != RDP_WC_SUCCESS)) {
+			shm_qp_set_error(qp);
+			break;
+		}
+		if (unlikely(qp->drop_left != 0 || qp->sd->fail_after != 0) && faults(qp))
+			break;
+	}
+	if (nremote > 0) {
+		/* count before publishing, so the poller never subtracts first */
+		cq_seg_add(peer->cseg, nremote);
+		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
+		__atomic_fetch_or(&peer->cseg->bell[peer->bell_word], peer->bell_bit,
+				  __ATOMIC_RELEASE);
+	}
+	if (nlocal > 0)
+		cq_seg_add(cq->seg, nlocal);
+	if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == RDP_QPS_ERR))
+		sq_flush(qp);
+}
+
+uint16_t
+shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *err)
+{
+	struct shm_qp *qp = to_sqp(q);
+	struct shm_dev *sd = qp->sd;
+	int state = __atomic_load_n(&qp->state, __ATOMIC_RELAXED);
+	uint16_t i;
+
+	*err = 0;
+	if (unlikely(state != RDP_QPS_RTS && state != RDP_QPS_ERR)) {
+		*err = -EPERM;
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		const struct rdp_send_wr *w = &wr[i];
+		struct shm_swqe *e;
+		uint64_t total = 0;
+		uint32_t j;
+
+		if (unlikely(qp->sq_pi - qp->sq_freed >= qp->sq_depth)) {
+			*err = -ENOMEM;
+			RDP_STAT_ADD(qp->st_enomem, 1);
+			break;
+		}
+		if (unlikely(w->num_sge > qp->max_send_sge || w->opcode > RDP_WR_RDMA_WRITE ||
+			     (w->num_sge > 0 && w->sg_list == NULL))) {
+			*err = -EINVAL;
+			break;
+		}
+		e = shm_wqe(qp, qp->sq_pi);
+		e->status = RDP_WC_SUCCESS;
+		if (w->flags & RDP_SEND_INLINE) {
+			uint8_t *buf = (uint8_t *)&e->sge[qp->max_send_sge];
+
+			for (j = 0; j < w->num_sge; j++)
+				total += w->sg_list[j].length;
+			if (unlikely(total > qp->max_inline)) {
+				*err = -EINVAL;
+				break;
+			}
+			total = 0;
+			for (j = 0; j < w->num_sge; j++) {
+				memcpy(buf + total, (const void *)(uintptr_t)w->sg_list[j].addr,
+				       w->sg_list[j].length);
+				total += w->sg_list[j].length;
+			}
+			e->sge[0].addr = buf;
+			e->sge[0].len = total;
+			e->num_sge = total > 0;
+		} else {
+			for (j = 0; j < w->num_sge; j++) {
+				const struct rdp_sge *s = &w->sg_list[j];
+				struct shm_mr *mr = mr_lookup(sd, s->lkey);
+
+				if (unlikely(mr == NULL ||
+					     !range_in(s->addr, s->length,
+						       (uintptr_t)mr->head.addr, mr->head.length)))
+					e->status = RDP_WC_LOC_PROT_ERR;
+				e->sge[j].addr = (uint8_t *)(uintptr_t)s->addr;
+				e->sge[j].len = s->length;
+				total += s->length;
+			}
+			e->num_sge = (uint16_t)w->num_sge;
+		}
+		if (unlikely(total > UINT32_MAX))
+			e->status = RDP_WC_LOC_LEN_ERR;
+		e->total_len = (uint32_t)total;
+		e->wr_id = w->wr_id;
+		e->opcode = w->opcode;
+		e->flags = w->flags;
+		e->imm = w->imm;
+		e->remote_addr = w->remote_addr;
+		e->rkey = w->rkey;
+		qp->sq_pi++;
+	}
+	if (i > 0) {
+		RDP_STAT_ADD(qp->st_send_posted, i);
+		sq_run(qp);
+	}
+	return i;
+}
+
+uint16_t
+shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *err)
+{
+	struct shm_qp *qp = to_sqp(q);
+	struct shm_dev *sd = qp->sd;
+	uint16_t i;
+
+	*err = 0;
+	for (i = 0; i < n; i++) {
+		const struct rdp_recv_wr *w = &wr[i];
+		struct shm_rq_ent *ent;
+		uint64_t total = 0;
+		uint32_t j;
+
+		if (unlikely(qp->rq_posted - qp->rq_reaped >= q->cap.max_recv_wr)) {
+			*err = -ENOMEM;
+			break;
+		}
+		if (unlikely(w->num_sge > qp->max_recv_sge || (w->num_sge > 0 && w->sg_list == NULL))) {
+			*err = -EINVAL;
+			break;
+		}
+		ent = shm_rq_ent(qp->ents, qp->rq_mask, qp->rq_stride, qp->rq_posted);
+		for (j = 0; j < w->num_sge; j++) {
+			const struct rdp_sge *s = &w->sg_list[j];
+			struct shm_mr *mr = mr_lookup(sd, s->lkey);
+
+			/* only memory the peer has mapped can receive */
+			if (unlikely(mr == NULL || mr->memfd < 0 || mr->head.pd != q->pd ||
+				     mr->id >= qp->mr_limit ||
+				     !(mr->head.access & RDP_ACCESS_LOCAL_WRITE) ||
+				     !range_in(s->addr, s->length, (uintptr_t)mr->head.addr,
+					       mr->head.length)))
+				break;
+			ent->sge[j].mr_id = mr->id;
+			ent->sge[j].len = s->length;
+			ent->sge[j].off = s->addr - (uintptr_t)mr->head.addr;
+			total += s->length;
+		}
+		if (unlikely(j != w->num_sge || total > UINT32_MAX)) {
+			*err = -EINVAL;
+			break;
+		}
+		ent->num_sge = w->num_sge;
+		ent->total_len = (uint32_t)total;
+		ent->status = RDP_WC_SUCCESS;
+		qp->rq_wr_id[qp->rq_posted & qp->rq_mask] = w->wr_id;
+		qp->rq_posted++;
+	}
+	if (i > 0) {
+		RDP_STAT_ADD(qp->st_recv_posted, i);
+		__atomic_store_n(&qp->seg->rq_posted, qp->rq_posted, __ATOMIC_RELEASE);
+		if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_ERR))
+			pend_set(qp->rcq, qp->rslot);
+	}
+	return i;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Poll                                                                   */
+/* ---------------------------------------------------------------------- */
+
+/* Receive completions of one QP, then its flushes once they are final. */
+static int
+rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
+{
+	bool closed = __atomic_load_n(&qp->rq_closed, __ATOMIC_ACQUIRE);
+	bool dead = __atomic_load_n(&qp->peer_dead, __ATOMIC_ACQUIRE);
+	uint64_t done = __atomic_load_n(&qp->seg->rq_done, __ATOMIC_ACQUIRE);
+	uint64_t limit = qp->rq_posted, final = 0;
+	int k = 0;
+
+	if (closed) {
+		final = qp->rq_final;
+		if (final - qp->rq_reaped > qp->rq_posted - qp->rq_reaped)
+			final = qp->rq_reaped; /* garbage claim index: wait for nothing */
+		limit = final;
+	}
+	if (unlikely(done - qp->rq_reaped > limit - qp->rq_reaped)) {
+		if (!closed || done - qp->rq_reaped > qp->rq_posted - qp->rq_reaped) {
+			/* the peer wrote an impossible index: stop trusting it */
+			__atomic_store_n(&qp->peer_dead, 1, __ATOMIC_RELEASE);
+			dead = true;
+			if (shm_qp_set_error(qp))
+				closed = true;
+			final = qp->rq_final;
+			if (final - qp->rq_reaped > qp->rq_posted - qp->rq_reaped)
+				final = qp->rq_reaped;
+			done = qp->rq_reaped;
+		} else {
+			done = limit;
+		}
+	}
+	while (qp->rq_reaped != done && k < n) {
+		const struct shm_rq_ent *ent = shm_rq_ent(qp->ents, qp->rq_mask, qp->rq_stride,
+							   qp->rq_reaped);
+		struct rdp_wc *w = &wc[k++];
+		uint8_t st = __atomic_load_n(&ent->status, __ATOMIC_RELAXED);
+		uint32_t bl = __atomic_load_n(&ent->byte_len, __ATOMIC_RELAXED);
+
+		if (unlikely(st >= RDP_WC_STATUS_MAX || (st == RDP_WC_SUCCESS && bl > ent->total_len)))
+			st = RDP_WC_GENERAL_ERR;
+		w->wr_id = qp->rq_wr_id[qp->rq_reaped & qp->rq_mask];
+		w->status = st;
+		w->opcode = RDP_WC_RECV;
+		w->wc_flags = ent->wc_flags & RDP_WC_WITH_IMM;
+		w->reserved = 0;
+		w->byte_len = bl;
+		w->imm = ent->imm;
+		w->qp_num = qp->head.qp_num;
+		qp->rq_reaped++;
+		if (unlikely(st != RDP_WC_SUCCESS) && shm_qp_set_error(qp)) {
+			/* a receive error moves the receiver's QP to error */
+			closed = true;
+			final = qp->rq_final;
+			if (final - done > qp->rq_posted - done)
+				final = done;
+		}
+	}
+	if (closed && qp->rq_reaped == done && (done == final || dead)) {
+		if (qp->rq_counted < qp->rq_reaped)
+			qp->rq_counted = qp->rq_reaped;
+		if (qp->rq_counted != qp->rq_posted) {
+			cq_seg_add(qp->rcq->seg, (uint32_t)(qp->rq_posted - qp->rq_counted));
+			qp->rq_counted = qp->rq_posted;
+		}
+		while (qp->rq_reaped != qp->rq_posted && k < n) {
+			struct rdp_wc *w = &wc[k++];
+
+			w->wr_id = qp->rq_wr_id[qp->rq_reaped & qp->rq_mask];
+			w->status = RDP_WC_WR_FLUSH_ERR;
+			w->opcode = RDP_WC_RECV;
+			w->wc_flags = 0;
+			w->reserved = 0;
+			w->byte_len = 0;
+			w->imm = 0;
+			w->qp_num = qp->head.qp_num;
+			qp->rq_reaped++;
+		}
+	}
+	return k;
+}
+
+/* Look at one flagged QP; *idle says whether its flag can be dropped. */
+static inline int
+service(struct shm_cq *cq, struct shm_qp *qp, struct rdp_wc *wc, int n, bool *idle)
+{
+	bool busy = false;
+	int k = 0;
+
+	if (qp->scq == cq) {
+		if (qp->sq_exec != qp->sq_pi ||
+		    __atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_ERR)
+			sq_run(qp);
+		busy = qp->sq_exec != qp->sq_pi;
+	}
+	if (qp->rcq == cq) {
+		k = rq_reap(qp, wc, n);
+		busy = busy || k == n;
+	}
+	*idle = !busy;
+	return k;
+}
+
+/* Completions from flagged QPs, starting where the last call stopped. */
+static int
+take_qps(struct shm_cq *cq, struct rdp_wc *wc, int n, uint32_t words)
+{
+	uint32_t start = cq->cursor, step, nb_slots = words * 64;
+	int got = 0;
+
+	if (words == 0)
+		return 0;
+	if (start >= nb_slots)
+		start = 0;
+	for (step = 0; step <= words && got < n; step++) {
+		uint32_t w = (start / 64 + step) % words;
+		uint64_t bits = cq->pend[w];
+
+		/* the first word from the cursor on, its low bits last */
+		if (step == 0)
+			bits &= ~((UINT64_C(1) << (start % 64)) - 1);
+		else if (step == words)
+			bits &= (UINT64_C(1) << (start % 64)) - 1;
+		while (bits != 0 && got < n) {
+			uint32_t b = __builtin_ctzll(bits), slot = w * 64 + b;
+			struct shm_qp *qp = __atomic_load_n(&cq->slot[slot], __ATOMIC_ACQUIRE);
+			bool idle = true;
+
+			bits &= bits - 1;
+			if (likely(qp != NULL))
+				got += service(cq, qp, wc + got, n - got, &idle);
+			if (idle)
+				cq->pend[w] &= ~(UINT64_C(1) << b);
+			else
+				cq->cursor = slot;
+		}
+	}
+	return got;
+}
+
+/* The CQ's own completions (send side), oldest first, once visible. */
+static int
+take_local(struct shm_cq *cq, struct rdp_wc *wc, int n)
+{
+	int got = 0;
+
+	while (got < n && cq->ring_head != cq->ring_tail) {
+		const struct shm_lcqe *l = &cq->ring[cq->ring_head & cq->ring_mask];
+
+		if (l->visible_at > cq->polls)
+			break;
+		wc[got++] = l->wc;
+		/* a polled completion frees its WR's slot and every one before it */
+		if (l->qp != NULL && l->sq_idx >= l->qp->sq_freed)
+			l->qp->sq_freed = l->sq_idx + 1;
+		cq->ring_head++;
+	}
+	return got;
+}
+
+static inline uint64_t
+xorshift64(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*s = x;
+	return x;
+}
+
+static int
+take_random(struct shm_cq *cq, struct rdp_wc *wc, int n, uint32_t words)
+{
+	int got = 0;
+
+	while (got < n) {
+		bool local = xorshift64(&cq->rng) & 1;
+		int k = local ? take_local(cq, wc + got, 1) : take_qps(cq, wc + got, 1, words);
+
+		if (k == 0)
+			k = local ? take_qps(cq, wc + got, 1, words) : take_local(cq, wc + got, 1);
+		if (k == 0)
+			break;
+		got += k;
+	}
+	return got;
+}
+
+static int
+cq_fail(struct shm_cq *cq)
+{
+	if (!cq->err) {
+		cq->err = 1;
+		RDP_STAT_ADD(cq->st_overruns, 1);
+		shm_event_push(cq->sd, RDP_EVENT_CQ_ERR, NULL, &cq->head);
+	}
+	return -EIO;
+}
+
+int
+shm_poll_cq(struct rdp_cq *c, struct rdp_wc *wc, uint16_t n)
+{
+	struct shm_cq *cq = to_scq(c);
+	struct shm_cq_seg *seg = cq->seg;
+	uint32_t w, words;
+	int got, i;
+
+	if (unlikely(cq->err || __atomic_load_n(&seg->overrun, __ATOMIC_ACQUIRE)))
+		return cq_fail(cq);
+	cq->polls++;
+	words = __atomic_load_n(&cq->words_used, __ATOMIC_ACQUIRE);
+	for (w = 0; w < words; w++)
+		if (__atomic_load_n(&seg->bell[w], __ATOMIC_RELAXED) != 0)
+			cq->pend[w] |= __atomic_exchange_n(&seg->bell[w], 0, __ATOMIC_ACQUIRE);
+	switch (cq->order) {
+	case SHM_ORDER_FIFO:
+		got = take_local(cq, wc, n);
+		if (got < n)
+			got += take_qps(cq, wc + got, n - got, words);
+		break;
+	case SHM_ORDER_RECV_FIRST:
+		got = take_qps(cq, wc, n, words);
+		if (got < n)
+			got += take_local(cq, wc + got, n - got);
+		break;
+	default:
+		got = take_random(cq, wc, n, words);
+		break;
+	}
+	if (got == 0)
+		return 0;
+	__atomic_fetch_sub(&seg->pending, got, __ATOMIC_RELEASE);
+	RDP_STAT_ADD(cq->st_completions, got);
+	for (i = 0; i < got; i++) {
+		if (likely(wc[i].status == RDP_WC_SUCCESS))
+			continue;
+		if (wc[i].status == RDP_WC_WR_FLUSH_ERR)
+			RDP_STAT_ADD(cq->st_flushed, 1);
+		else
+			RDP_STAT_ADD(cq->st_errors, 1);
+	}
+	return got;
+}
