@@ -31,39 +31,57 @@ stream_size(uint64_t salt, uint64_t seq, uint32_t max)
 	return 1 + (uint32_t)((r >> 8) % RTE_MIN((uint64_t)max, 1ull << bits));
 }
 
-/* Byte i of message seq is byte (i % 8) of word mix(key + i / 8). */
+/*
+ * Byte i of message seq is byte (i % 8) of word mix(key + i / 8). Segments
+ * hold whole words except the last, so the hot loops move 8 bytes at a time.
+ */
+static inline uint64_t
+word_at(uint64_t key, uint32_t off)
+{
+	return mix(key + off / 8);
+}
+
 static void
 fill(struct rdp_msg *m, uint64_t salt, uint64_t seq)
 {
-	uint64_t key = mix(salt ^ (seq << 20)), w = 0;
+	uint64_t key = mix(salt ^ (seq << 20));
 	uint32_t off = 0;
 
 	for (; m != NULL; m = m->next) {
 		uint8_t *p = m->data;
-		uint32_t i;
+		uint32_t i = 0;
 
-		for (i = 0; i < m->data_len; i++, off++) {
-			if ((off & 7) == 0)
-				w = mix(key + off / 8);
-			p[i] = (uint8_t)(w >> ((off & 7) * 8));
+		for (; (off & 7) == 0 && i + 8 <= m->data_len; i += 8, off += 8) {
+			uint64_t w = word_at(key, off);
+
+			memcpy(p + i, &w, 8);
 		}
+		for (; i < m->data_len; i++, off++)
+			p[i] = (uint8_t)(word_at(key, off) >> ((off & 7) * 8));
 	}
 }
 
 static bool
 check(const struct rdp_msg *m, uint64_t salt, uint64_t seq, uint32_t *bad_off)
 {
-	uint64_t key = mix(salt ^ (seq << 20)), w = 0;
+	uint64_t key = mix(salt ^ (seq << 20));
 	uint32_t off = 0;
 
 	for (; m != NULL; m = m->next) {
 		const uint8_t *p = m->data;
-		uint32_t i;
+		uint32_t i = 0;
 
-		for (i = 0; i < m->data_len; i++, off++) {
-			if ((off & 7) == 0)
-				w = mix(key + off / 8);
-			if (p[i] != (uint8_t)(w >> ((off & 7) * 8))) {
+		for (; (off & 7) == 0 && i + 8 <= m->data_len; i += 8, off += 8) {
+			uint64_t w;
+
+			memcpy(&w, p + i, 8);
+			if (w != word_at(key, off)) {
+				*bad_off = off;
+				return false;
+			}
+		}
+		for (; i < m->data_len; i++, off++) {
+			if (p[i] != (uint8_t)(word_at(key, off) >> ((off & 7) * 8))) {
 				*bad_off = off;
 				return false;
 			}
@@ -287,7 +305,7 @@ stream_cfg(const char *driver, uint32_t max_msg)
 		{ "buf_size", "4096" }, { "sq_size", "64" }, { "rq_size", "64" },
 		{ "signal_interval", "8" }, { "ack_threshold", "8" }, { "ack_reserve", "8" },
 		{ "max_endpoints", "16" }, { "send_bufs", "8192" }, { "rnr_retry", "0" },
-		{ "listen", "127.0.0.1:0" }, { "handshake_timeout_ms", "2000" },
+		{ "listen", "" }, { "handshake_timeout_ms", "2000" },
 		{ "connect_timeout_ms", "2000" },
 	};
 	struct rdp_cfg *cfg = rdp_cfg_default();

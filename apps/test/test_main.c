@@ -29,7 +29,7 @@ struct test_case {
 static struct test_case tests[MAX_TESTS];
 static unsigned int nb_tests;
 static const char *driver_spec;
-static const char *self_path;
+static char self_path[4096];
 
 void
 rdp_test_register(const char *suite, const char *name, rdp_test_fn fn)
@@ -243,7 +243,8 @@ main(int argc, char **argv)
 	const struct test_case *t;
 	unsigned int i;
 
-	self_path = argv[0];
+	if (readlink("/proc/self/exe", self_path, sizeof(self_path) - 1) < 0)
+		snprintf(self_path, sizeof(self_path), "%s", argv[0]);
 	while ((c = getopt_long(argc, argv, "+d:s:t:lh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': driver_spec = optarg; break;

@@ -345,6 +345,7 @@ hs_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 	}
 	close_fd(ep);
 	hs_remove(ep);
+	ep->hs = HS_NONE;
 	ep->err = err;
 	if (ep->qp != NULL || ep->app_visible) {
 		/* the poller drains posted receives and reports to the application */

@@ -121,13 +121,30 @@ held_inc(struct rdp_ep *ep, unsigned int n)
 }
 
 static void
-held_dec(struct rdp_ep *ep)
+held_sub(struct rdp_ep *ep, unsigned int n)
 {
-	if (--ep->held == 0)
+	ep->held -= n;
+	if (ep->held == 0 && n > 0)
 		ep_unref(ep);
 }
 
-/* Hand queued events to the application; stop at the first refusal. */
+/* Put events the application refused back at the head, in order. */
+static void
+ev_unpop(struct rdp_ep *ep, struct rdp_msg **batch, uint16_t n)
+{
+	while (n-- > 0) {
+		batch[n]->link = ep->ev_head;
+		ep->ev_head = batch[n];
+		if (ep->ev_tail == NULL)
+			ep->ev_tail = batch[n];
+	}
+}
+
+/*
+ * Hand queued events to the application; stop at the first refusal. A
+ * batch leaves the queue before the callback runs: the application may
+ * free and reuse the messages (and their links) at once.
+ */
 static unsigned int
 deliver(struct rdp_ep *ep)
 {
@@ -136,15 +153,15 @@ deliver(struct rdp_ep *ep)
 
 	while (ep->ev_head != NULL) {
 		uint8_t kind = ep->ev_head->event;
-		struct rdp_msg *m = ep->ev_head;
 		uint16_t n = 0, acc, i;
 
-		while (m != NULL && m->event == kind && n < EV_BURST) {
-			batch[n++] = m;
-			m = m->link;
+		while (ep->ev_head != NULL && ep->ev_head->event == kind && n < EV_BURST) {
+			batch[n++] = q_pop(&ep->ev_head, &ep->ev_tail);
 			if (kind == RDP_EV_STATE)
 				break;
 		}
+		if (kind == RDP_EV_RECV)
+			held_inc(ep, n);
 		if (ep->prm.ops == NULL) {
 			acc = rte_ring_enqueue_burst(ep->prm.events, (void **)batch, n, NULL);
 		} else if (kind == RDP_EV_RECV) {
@@ -162,27 +179,29 @@ deliver(struct rdp_ep *ep)
 					rdp_pool_put_chain(batch[i]);
 			acc = n;
 		}
-		for (i = 0; i < acc; i++) {
-			struct rdp_msg *e = q_pop(&ep->ev_head, &ep->ev_tail);
-			bool last = e->event == RDP_EV_STATE &&
-				    e->user_data == RDP_EP_CLOSED;
+		work += acc;
+		if (kind == RDP_EV_STATE) {
+			bool closed = batch[0]->user_data == RDP_EP_CLOSED;
 
-			if (kind == RDP_EV_RECV)
-				held_inc(ep, 1);
-			if (kind == RDP_EV_STATE && ep->prm.ops != NULL)
-				free(e);
-			if (last) {
+			if (ep->prm.ops != NULL)
+				free(batch[0]);
+			if (closed) {
 				/* nothing follows CLOSED: drop the application's reference */
 				ep_unref(ep);
-				return work + acc;
+				return work;
 			}
+			continue;
 		}
-		work += acc;
 		if (acc < n) {
-			if (kind == RDP_EV_RECV && !ep->backpressured) {
-				ep->backpressured = true;
-				ep->stats.backpressure++;
+			/* refused messages are not the application's yet */
+			if (kind == RDP_EV_RECV) {
+				held_sub(ep, n - acc);
+				if (!ep->backpressured) {
+					ep->backpressured = true;
+					ep->stats.backpressure++;
+				}
 			}
+			ev_unpop(ep, batch + acc, n - acc);
 			ep_busy(ep); /* offer the rest again on the next pass */
 			return work;
 		}
@@ -336,7 +355,7 @@ recv_freed(struct rdp_ep *ep, struct rdp_msg *m)
 			rdp_pool_put_bulk(ep->recv_pool, &m, 1);
 		m = next;
 	}
-	held_dec(ep);
+	held_sub(ep, 1);
 }
 
 static unsigned int
@@ -596,11 +615,18 @@ post_sends(struct rdp_ep *ep)
 		bool first = seg == ep->tx_head, last = seg->next == NULL;
 		uint32_t piggyback;
 
+		bool signaled;
+
 		v = rdp_credit_data_check(c);
 		if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
 			break;
-		seq = rdp_credit_data_posted(c, v == RDP_CREDIT_GO_SIGNALED, &piggyback);
-		wr_data(ep, &wr[n], &sge[n], seg, seq, v == RDP_CREDIT_GO_SIGNALED,
+		/*
+		 * Also signal the end of what is queued: nothing might follow to
+		 * make its success visible, and the application waits for it.
+		 */
+		signaled = v == RDP_CREDIT_GO_SIGNALED || (last && ep->tx_head->link == NULL);
+		seq = rdp_credit_data_posted(c, signaled, &piggyback);
+		wr_data(ep, &wr[n], &sge[n], seg, seq, signaled,
 			piggyback | (first ? IMM_FIRST : 0) | (last ? IMM_LAST : 0));
 		n++;
 		if (last) {
@@ -705,7 +731,11 @@ ep_admit(struct rdp_ep *ep)
 		start_teardown(ep);
 		return;
 	}
-	ep->app_visible = true;
+	if (!ep->app_visible) {
+		/* an accepted endpoint: the application holds it from now on */
+		ep->app_visible = true;
+		atomic_fetch_add(&ep->refs, 1);
+	}
 	ep_set_state(ep, RDP_EP_ESTABLISHED);
 	ev_state(ep, RDP_EP_ESTABLISHED, 0);
 	ep_busy(ep);

@@ -107,7 +107,7 @@ rdp_pool_destroy(struct rdp_pool *pool)
 		return 0;
 	missing = pool->nb_bufs - rte_ring_count(pool->free);
 	ret = rdp_mr_free(pool->mr);
-	rdp_mem_free(pool->free, rte_ring_get_memsize(rte_ring_get_size(pool->free) + 1));
+	rdp_mem_free(pool->free, rte_ring_get_memsize(rte_ring_get_size(pool->free)));
 	rdp_mem_free(pool->hdrs, hdrs_size(pool->nb_bufs));
 	free(pool);
 	return ret < 0 ? ret : missing;

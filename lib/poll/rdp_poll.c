@@ -141,7 +141,7 @@ rdp_poller_destroy(struct rdp_poller *p)
 	if (ret < 0)
 		return ret;
 	rdp_mem_free(p->free_slots,
-		     rte_ring_get_memsize(rte_ring_get_size(p->free_slots) + 1));
+		     rte_ring_get_memsize(rte_ring_get_size(p->free_slots)));
 	rdp_mem_free(p->slots, p->slots_mem);
 	rdp_mem_free(p->inbox, p->inbox_mem);
 	rdp_mem_free(p, sizeof(*p));
