@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -216,6 +217,7 @@ spawn_server(const char *driver, bool pipeline, uint64_t count, int *port)
 	RDP_ASSERT(pid >= 0);
 	if (pid == 0) {
 		close(fds[0]);
+		prctl(PR_SET_PDEATHSIG, SIGTERM); /* do not outlive the client */
 		setenv("RDP_SRV_DRIVER", driver, 1);
 		setenv("RDP_SRV_PIPELINE", pipeline ? "1" : "0", 1);
 		snprintf(v, sizeof(v), "%" PRIu64, count);

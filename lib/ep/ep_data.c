@@ -803,6 +803,13 @@ ep_inbox(struct rdp_poller *p, void *const *items, unsigned int n)
 		case TAG_RELEASE:
 			ep_release_on_poller(ep);
 			break;
+		case TAG_CALL: {
+			struct ep_call *call = obj;
+
+			call->fn(call->ep, call->arg);
+			free(call);
+			break;
+		}
 		}
 	}
 }
@@ -919,6 +926,28 @@ rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n)
 		}
 	}
 	return done;
+}
+
+int
+rdp_ep_call(struct rdp_ep *ep, rdp_ep_call_fn fn, void *arg)
+{
+	struct ep_call *call;
+	void *item;
+
+	if (rdp_poller_is_self(ep->lc->poller)) {
+		fn(ep, arg);
+		return 0;
+	}
+	call = malloc(sizeof(*call));
+	if (call == NULL)
+		return -ENOMEM;
+	*call = (struct ep_call){ .fn = fn, .arg = arg, .ep = ep };
+	item = tag_ptr(call, TAG_CALL);
+	if (rdp_poller_inbox_put(ep->lc->poller, &item, 1) != 1) {
+		free(call);
+		return -ENOBUFS;
+	}
+	return 0;
 }
 
 void

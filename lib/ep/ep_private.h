@@ -43,7 +43,15 @@ enum inbox_tag {
 	TAG_FAIL = 3,  /* struct rdp_ep *: the control side saw it fail */
 	TAG_CLOSE = 4, /* struct rdp_ep *: the application closed it */
 	TAG_RELEASE = 5, /* struct rdp_ep *: its last reference is gone */
+	TAG_CALL = 6,  /* struct ep_call *: run a function (rdp_ep_call) */
 };
+
+/* A function to run on a poller (rdp_ep_call). */
+struct ep_call {
+	rdp_ep_call_fn fn;
+	void *arg;
+	struct rdp_ep *ep;
+} __rte_aligned(8);
 #define TAG_MASK 7u
 
 static inline void *

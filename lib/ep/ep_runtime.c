@@ -17,7 +17,7 @@
 
 #include "ep_private.h"
 
-RTE_LOG_REGISTER(rdp_ep_logtype, rdp.ep, INFO);
+RTE_LOG_REGISTER(rdp_ep_logtype, rdp.ep, NOTICE);
 
 struct ep_runtime rdp_rt = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,

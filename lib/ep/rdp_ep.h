@@ -243,6 +243,27 @@ uint16_t rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n)
  */
 void rdp_msg_free(struct rdp_msg *m);
 
+/** A function run on an endpoint's poller lcore by rdp_ep_call(). */
+typedef void (*rdp_ep_call_fn)(struct rdp_ep *ep, void *arg);
+
+/**
+ * Run a function on the endpoint's poller lcore, in order with its events.
+ *
+ * Run-to-completion applications use it to start work where their
+ * callbacks run, so that their per-endpoint state has a single writer.
+ * Called from the poller lcore itself, @p fn runs at once.
+ *
+ * @param ep
+ *   The endpoint (any state until it is closed).
+ * @param fn
+ *   The function.
+ * @param arg
+ *   Its argument.
+ * @return
+ *   0, -ENOMEM, or -ENOBUFS (inbox full: retry).
+ */
+int rdp_ep_call(struct rdp_ep *ep, rdp_ep_call_fn fn, void *arg);
+
 /**
  * Pipeline mode: take events from a ring.
  *

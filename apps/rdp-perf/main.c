@@ -1,0 +1,1030 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rdp-perf: message latency and rate over rdmaplane endpoints.
+ *
+ *   rdp-perf [EAL args] -- [options]
+ *
+ * A server echoes ('E') or swallows ('S') what it receives; a client
+ * measures ping-pong latency, windowed message rate one way, and echo
+ * streams both ways. Without --server or --connect it runs both sides on
+ * this machine: it starts the server as a second process, pinned to the
+ * other CPU. Everything the client measures is counted on its poller
+ * lcores (run-to-completion) or its main lcore (pipeline).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_ring.h>
+
+#include "perf_hist.h"
+#include "rdp_build_config.h"
+#include "rdp_cfg.h"
+#include "rdp_ep.h"
+
+#define MAX_SIZES 16
+#define MAX_EPS 1024
+#define FLAG_ECHO 'E'
+#define FLAG_SINK 'S'
+
+enum perf_mode { MODE_LAT = 0, MODE_BW, MODE_BIDIR, MODE_MAX };
+static const char *const mode_names[] = { "lat", "bw", "bidir" };
+
+static struct {
+	bool server;
+	bool loopback;
+	char connect[128];
+	char listen[128];
+	const char *config;
+	const char *driver;
+	bool modes[MODE_MAX];
+	uint32_t sizes[MAX_SIZES];
+	unsigned int nb_sizes;
+	double duration;
+	uint64_t iters;
+	unsigned int endpoints;
+	unsigned int window;
+	bool pipeline;
+	const char *json;
+	int port_fd;
+	const char *server_lcores;
+	bool quiet;
+} opt = {
+	.listen = "127.0.0.1:18515",
+	.duration = 2.0,
+	.endpoints = 1,
+	.window = 64,
+	.port_fd = -1,
+};
+
+static volatile sig_atomic_t force_quit;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	force_quit = 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Client state                                                           */
+/* ---------------------------------------------------------------------- */
+
+struct perf_phase {
+	enum perf_mode mode;
+	uint32_t size;
+	uint32_t window;
+	bool running;   /* send more (atomic) */
+	bool measuring; /* record latencies (atomic) */
+};
+
+struct perf_ep {
+	struct rdp_ep *ep;
+	struct perf_phase *ph;
+	uint64_t *ts;           /* send timestamps of echo modes, in order */
+	uint32_t ts_mask;
+	uint64_t ts_head;
+	uint64_t ts_tail;
+	uint32_t inflight;      /* awaiting completion (bw) or echo (lat, bidir) */
+	uint64_t completed;     /* messages completed */
+	uint64_t bytes;         /* their payload */
+	uint64_t failed;        /* sends reported failed */
+	bool established;
+	int err;
+	struct perf_hist hist;
+} __rte_cache_aligned;
+
+static struct perf_ep peps[MAX_EPS];
+static struct perf_phase phase;
+static struct rte_ring *events;   /* pipeline mode */
+
+static inline bool
+ph_running(void)
+{
+	return __atomic_load_n(&phase.running, __ATOMIC_ACQUIRE);
+}
+
+/* Keep the window full; runs where the endpoint's events are handled. */
+static void
+fill(struct perf_ep *pe)
+{
+	struct perf_phase *ph = pe->ph;
+
+	while (ph_running() && pe->inflight < ph->window) {
+		struct rdp_msg *m = rdp_msg_alloc(pe->ep, ph->size);
+
+		if (m == NULL)
+			return; /* pool empty: completions will refill it */
+		*(uint8_t *)m->data = ph->mode == MODE_BW ? FLAG_SINK : FLAG_ECHO;
+		if (ph->mode != MODE_BW)
+			pe->ts[pe->ts_head++ & pe->ts_mask] = rte_rdtsc();
+		if (rdp_ep_send_burst(pe->ep, &m, 1) != 1) {
+			if (ph->mode != MODE_BW)
+				pe->ts_head--;
+			rdp_msg_free(m);
+			return;
+		}
+		__atomic_store_n(&pe->inflight, pe->inflight + 1, __ATOMIC_RELAXED);
+	}
+}
+
+static void
+kick(struct rdp_ep *ep, void *arg)
+{
+	RTE_SET_USED(ep);
+	fill(arg);
+}
+
+static void
+complete(struct perf_ep *pe, uint32_t len)
+{
+	__atomic_store_n(&pe->inflight, pe->inflight - 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&pe->completed, pe->completed + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&pe->bytes, pe->bytes + len, __ATOMIC_RELAXED);
+}
+
+static void
+client_sent(struct perf_ep *pe, struct rdp_msg **msgs, uint16_t n)
+{
+	uint16_t i;
+
+	for (i = 0; i < n; i++) {
+		if (msgs[i]->event == RDP_EV_SEND_FAILED) {
+			__atomic_store_n(&pe->failed, pe->failed + 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&pe->inflight, pe->inflight - 1, __ATOMIC_RELAXED);
+		} else if (pe->ph->mode == MODE_BW) {
+			complete(pe, msgs[i]->pkt_len);
+		}
+		rdp_msg_free(msgs[i]);
+	}
+	fill(pe);
+}
+
+static void
+client_received(struct perf_ep *pe, struct rdp_msg **msgs, uint16_t n)
+{
+	uint64_t now = rte_rdtsc();
+	bool measuring = __atomic_load_n(&pe->ph->measuring, __ATOMIC_RELAXED);
+	uint16_t i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t sent = pe->ts[pe->ts_tail++ & pe->ts_mask];
+
+		if (measuring)
+			hist_add(&pe->hist, now - sent);
+		complete(pe, msgs[i]->pkt_len);
+		rdp_msg_free(msgs[i]);
+	}
+	fill(pe);
+}
+
+static uint16_t
+c_on_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	RTE_SET_USED(ep);
+	client_received(arg, msgs, n);
+	return n;
+}
+
+static void
+c_on_send(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	RTE_SET_USED(ep);
+	client_sent(arg, msgs, n);
+}
+
+static void
+c_on_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
+{
+	struct perf_ep *pe = arg;
+
+	RTE_SET_USED(ep);
+	if (st == RDP_EP_ESTABLISHED)
+		__atomic_store_n(&pe->established, true, __ATOMIC_RELEASE);
+	else if (st == RDP_EP_FAILED)
+		__atomic_store_n(&pe->err, err != 0 ? err : -ECONNRESET, __ATOMIC_RELEASE);
+}
+
+static const struct rdp_ep_ops client_ops = {
+	.on_recv = c_on_recv,
+	.on_send = c_on_send,
+	.on_state = c_on_state,
+};
+
+/* Pipeline mode: the main lcore handles every event. */
+static unsigned int
+pump_events(void)
+{
+	struct rdp_msg *ev[64];
+	uint16_t n, i;
+
+	n = rdp_event_dequeue_burst(events, ev, RTE_DIM(ev));
+	for (i = 0; i < n; i++) {
+		struct perf_ep *pe = rdp_ep_get_ctx(ev[i]->ep);
+
+		switch (ev[i]->event) {
+		case RDP_EV_RECV:
+			client_received(pe, &ev[i], 1);
+			break;
+		case RDP_EV_SEND_DONE:
+		case RDP_EV_SEND_FAILED:
+			client_sent(pe, &ev[i], 1);
+			break;
+		case RDP_EV_STATE:
+			c_on_state(ev[i]->ep, (enum rdp_ep_state)ev[i]->user_data,
+				   ev[i]->status, pe);
+			rdp_msg_free(ev[i]);
+			break;
+		}
+	}
+	return n;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Server                                                                 */
+/* ---------------------------------------------------------------------- */
+
+static uint64_t srv_msgs, srv_eps;
+
+static uint16_t
+s_on_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	uint16_t i;
+
+	RTE_SET_USED(arg);
+	for (i = 0; i < n; i++) {
+		struct rdp_msg *m = msgs[i];
+
+		if (*(const uint8_t *)m->data == FLAG_ECHO) {
+			struct rdp_msg *r = rdp_msg_alloc(ep, m->pkt_len);
+
+			if (r == NULL)
+				break; /* no send buffer: refuse the rest for now */
+			*(uint8_t *)r->data = FLAG_ECHO;
+			if (rdp_ep_send_burst(ep, &r, 1) != 1) {
+				rdp_msg_free(r);
+				break;
+			}
+		}
+		rdp_msg_free(m);
+	}
+	__atomic_fetch_add(&srv_msgs, i, __ATOMIC_RELAXED);
+	return i;
+}
+
+static void
+s_on_send(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	uint16_t i;
+
+	RTE_SET_USED(ep);
+	RTE_SET_USED(arg);
+	for (i = 0; i < n; i++)
+		rdp_msg_free(msgs[i]);
+}
+
+static void
+s_on_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
+{
+	RTE_SET_USED(arg);
+	RTE_SET_USED(err);
+	if (st == RDP_EP_ESTABLISHED)
+		__atomic_fetch_add(&srv_eps, 1, __ATOMIC_RELAXED);
+	else if (st == RDP_EP_FAILED)
+		rdp_ep_close(ep); /* the client left: let it go */
+}
+
+static const struct rdp_ep_ops server_ops = {
+	.on_recv = s_on_recv,
+	.on_send = s_on_send,
+	.on_state = s_on_state,
+};
+
+static int
+run_server(void)
+{
+	struct rdp_ep_params prm = { .ops = &server_ops, .lcore = -1 };
+	int port;
+
+	port = rdp_listen(opt.listen, &prm);
+	if (port < 0) {
+		fprintf(stderr, "rdp-perf: %s\n", rdp_err_msg());
+		return 1;
+	}
+	if (opt.port_fd >= 0) {
+		if (write(opt.port_fd, &port, sizeof(port)) != sizeof(port))
+			return 1;
+		close(opt.port_fd);
+	}
+	if (!opt.quiet)
+		printf("rdp-perf server: listening on port %d (Ctrl-C to stop)\n", port);
+	fflush(stdout);
+	while (!force_quit)
+		usleep(10000);
+	if (!opt.quiet)
+		printf("rdp-perf server: %" PRIu64 " endpoints, %" PRIu64 " messages\n",
+		       srv_eps, srv_msgs);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Client                                                                 */
+/* ---------------------------------------------------------------------- */
+
+struct perf_result {
+	enum perf_mode mode;
+	uint32_t size;
+	uint64_t messages;
+	double seconds;
+	double msg_rate;
+	double gbps;
+	double cpu_ns_per_msg;
+	uint64_t p50, p99, p999, max;
+	struct rdp_ep_stats credit; /* deltas over the measurement */
+};
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double
+cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void
+sum_stats(struct rdp_ep_stats *s)
+{
+	unsigned int i;
+
+	memset(s, 0, sizeof(*s));
+	for (i = 0; i < opt.endpoints; i++) {
+		struct rdp_ep_stats e;
+
+		rdp_ep_stats_get(peps[i].ep, &e);
+		s->enomem += e.enomem;
+		s->rnr += e.rnr;
+		s->sq_stalls += e.sq_stalls;
+		s->remote_stalls += e.remote_stalls;
+		s->acks += e.acks;
+		s->reclaims += e.reclaims;
+	}
+}
+
+static void
+sum_counts(uint64_t *msgs, uint64_t *bytes, uint64_t *failed)
+{
+	unsigned int i;
+
+	*msgs = *bytes = *failed = 0;
+	for (i = 0; i < opt.endpoints; i++) {
+		*msgs += __atomic_load_n(&peps[i].completed, __ATOMIC_RELAXED);
+		*bytes += __atomic_load_n(&peps[i].bytes, __ATOMIC_RELAXED);
+		*failed += __atomic_load_n(&peps[i].failed, __ATOMIC_RELAXED);
+	}
+}
+
+static bool
+any_failed(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < opt.endpoints; i++) {
+		int err = __atomic_load_n(&peps[i].err, __ATOMIC_ACQUIRE);
+
+		if (err != 0) {
+			fprintf(stderr, "rdp-perf: endpoint %u failed: %s\n", i, strerror(-err));
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Wait (pumping events in pipeline mode) until nothing is in flight. */
+static bool
+drain(double timeout_s)
+{
+	double deadline = now_s() + timeout_s;
+	unsigned int i;
+
+	for (;;) {
+		uint64_t left = 0;
+
+		if (opt.pipeline)
+			pump_events();
+		for (i = 0; i < opt.endpoints; i++)
+			left += __atomic_load_n(&peps[i].inflight, __ATOMIC_RELAXED);
+		if (left == 0)
+			return true;
+		if (now_s() > deadline || any_failed())
+			return false;
+		if (!opt.pipeline)
+			usleep(100);
+	}
+}
+
+static void
+sleep_or_pump(double until)
+{
+	while (now_s() < until && !force_quit) {
+		if (opt.pipeline) {
+			if (pump_events() == 0)
+				rte_pause();
+		} else {
+			usleep(2000);
+		}
+	}
+}
+
+static int
+run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
+{
+	uint64_t m0, b0, f0, m1, b1, f1, last_m, last_b;
+	struct rdp_ep_stats s0, s1, sp;
+	struct perf_hist all;
+	double t0, t1, c0, c1, tick, end, warm;
+	unsigned int i;
+
+	phase.mode = mode;
+	phase.size = size;
+	phase.window = mode == MODE_LAT ? 1 : opt.window;
+	memset(&all, 0, sizeof(all));
+	for (i = 0; i < opt.endpoints; i++)
+		memset(&peps[i].hist, 0, sizeof(peps[i].hist));
+	__atomic_store_n(&phase.measuring, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&phase.running, true, __ATOMIC_RELEASE);
+	/* the first window goes where the endpoint's events are handled;
+	 * completions keep it full from then on */
+	for (i = 0; i < opt.endpoints; i++) {
+		if (opt.pipeline)
+			fill(&peps[i]);
+		else
+			while (rdp_ep_call(peps[i].ep, kick, &peps[i]) < 0)
+				usleep(100);
+	}
+	warm = now_s() + RTE_MIN(0.5, opt.duration / 4);
+	sleep_or_pump(warm);
+	sum_counts(&m0, &b0, &f0);
+	sum_stats(&s0);
+	__atomic_store_n(&phase.measuring, true, __ATOMIC_RELEASE);
+	t0 = now_s();
+	c0 = cpu_s();
+	end = t0 + opt.duration;
+	last_m = m0;
+	last_b = b0;
+	for (tick = t0 + 1; !force_quit; tick += 1) {
+		sleep_or_pump(RTE_MIN(tick, end));
+		sum_counts(&m1, &b1, &f1);
+		if (opt.iters > 0 && m1 - m0 >= opt.iters)
+			break;
+		if (opt.iters == 0 && now_s() >= end)
+			break;
+		if (any_failed())
+			return -1;
+		sum_stats(&sp);
+		if (!opt.quiet)
+			printf("  %-5s %7u B  %10.0f msg/s  %8.3f Gb/s  stalls sq %" PRIu64
+			       " remote %" PRIu64 "\n", mode_names[mode], size,
+			       (double)(m1 - last_m), (b1 - last_b) * 8 / 1e9,
+			       sp.sq_stalls - s0.sq_stalls, sp.remote_stalls - s0.remote_stalls);
+		fflush(stdout);
+		last_m = m1;
+		last_b = b1;
+	}
+	sum_counts(&m1, &b1, &f1);
+	t1 = now_s();
+	c1 = cpu_s();
+	__atomic_store_n(&phase.measuring, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&phase.running, false, __ATOMIC_RELEASE);
+	if (!drain(10) || f1 != f0) {
+		fprintf(stderr, "rdp-perf: %s %u B: %s\n", mode_names[mode], size,
+			f1 != f0 ? "sends failed" : "messages still in flight after 10 s");
+		return -1;
+	}
+	sum_stats(&s1);
+	for (i = 0; i < opt.endpoints; i++)
+		hist_merge(&all, &peps[i].hist);
+	memset(r, 0, sizeof(*r));
+	r->mode = mode;
+	r->size = size;
+	r->messages = m1 - m0;
+	r->seconds = t1 - t0;
+	r->msg_rate = r->messages / r->seconds;
+	r->gbps = (b1 - b0) * 8 / r->seconds / 1e9;
+	r->cpu_ns_per_msg = r->messages ? (c1 - c0) * 1e9 / r->messages : 0;
+	if (all.count > 0) {
+		/* one-way latency: half the round trip of a ping-pong or an echo */
+		double ns = 1e9 / rte_get_tsc_hz() / 2;
+
+		r->p50 = hist_quantile(&all, 0.50) * ns;
+		r->p99 = hist_quantile(&all, 0.99) * ns;
+		r->p999 = hist_quantile(&all, 0.999) * ns;
+		r->max = all.max * ns;
+	}
+	r->credit.enomem = s1.enomem - s0.enomem;
+	r->credit.rnr = s1.rnr - s0.rnr;
+	r->credit.sq_stalls = s1.sq_stalls - s0.sq_stalls;
+	r->credit.remote_stalls = s1.remote_stalls - s0.remote_stalls;
+	r->credit.acks = s1.acks - s0.acks;
+	r->credit.reclaims = s1.reclaims - s0.reclaims;
+	return 0;
+}
+
+static void
+print_table(const struct perf_result *r, unsigned int n)
+{
+	unsigned int i;
+
+	printf("\n%-5s %8s %10s %12s %9s %9s %9s %9s %9s %8s %6s %4s %9s %9s %8s %8s\n",
+	       "mode", "size", "messages", "msg/s", "Gb/s", "p50 ns", "p99 ns", "p99.9 ns",
+	       "max ns", "cpu ns", "ENOMEM", "RNR", "sq stall", "rem stall", "acks",
+	       "reclaims");
+	for (i = 0; i < n; i++)
+		printf("%-5s %8u %10" PRIu64 " %12.0f %9.3f %9" PRIu64 " %9" PRIu64 " %9" PRIu64
+		       " %9" PRIu64 " %8.0f %6" PRIu64 " %4" PRIu64 " %9" PRIu64 " %9" PRIu64
+		       " %8" PRIu64 " %8" PRIu64 "\n",
+		       mode_names[r[i].mode], r[i].size, r[i].messages, r[i].msg_rate, r[i].gbps,
+		       r[i].p50, r[i].p99, r[i].p999, r[i].max, r[i].cpu_ns_per_msg,
+		       r[i].credit.enomem, r[i].credit.rnr, r[i].credit.sq_stalls,
+		       r[i].credit.remote_stalls, r[i].credit.acks, r[i].credit.reclaims);
+	printf("\nlatency is one-way (half a round trip) and only for lat and bidir; cpu ns is "
+	       "process CPU time per message, busy polling included; ENOMEM and RNR must be 0\n");
+}
+
+static int
+write_json(const struct perf_result *r, unsigned int n)
+{
+	FILE *f = fopen(opt.json, "w");
+	unsigned int i;
+
+	if (f == NULL) {
+		fprintf(stderr, "rdp-perf: --json %s: %s\n", opt.json, strerror(errno));
+		return -1;
+	}
+	fprintf(f, "{\n  \"driver\": \"%s\",\n  \"endpoints\": %u,\n  \"window\": %u,\n"
+		"  \"run_mode\": \"%s\",\n  \"results\": [\n", rdp_driver_info(), opt.endpoints,
+		opt.window, opt.pipeline ? "pipeline" : "rtc");
+	for (i = 0; i < n; i++)
+		fprintf(f, "    {\"mode\": \"%s\", \"size\": %u, \"messages\": %" PRIu64
+			", \"seconds\": %.3f, \"msg_rate\": %.1f, \"gbps\": %.4f, \"lat_p50_ns\": %"
+			PRIu64 ", \"lat_p99_ns\": %" PRIu64 ", \"lat_p999_ns\": %" PRIu64
+			", \"lat_max_ns\": %" PRIu64 ", \"cpu_ns_per_msg\": %.1f, \"credit\": "
+			"{\"enomem\": %" PRIu64 ", \"rnr\": %" PRIu64 ", \"sq_stalls\": %" PRIu64
+			", \"remote_stalls\": %" PRIu64 ", \"acks\": %" PRIu64 ", \"reclaims\": %"
+			PRIu64 "}}%s\n", mode_names[r[i].mode], r[i].size, r[i].messages,
+			r[i].seconds, r[i].msg_rate, r[i].gbps, r[i].p50, r[i].p99, r[i].p999,
+			r[i].max, r[i].cpu_ns_per_msg, r[i].credit.enomem, r[i].credit.rnr,
+			r[i].credit.sq_stalls, r[i].credit.remote_stalls, r[i].credit.acks,
+			r[i].credit.reclaims, i + 1 < n ? "," : "");
+	fprintf(f, "  ]\n}\n");
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+static int
+run_client(void)
+{
+	static struct perf_result results[MAX_SIZES * MODE_MAX];
+	struct rdp_ep_params prm = { .lcore = -1, .notify_send_ok = true };
+	unsigned int i, m, nr = 0;
+	uint32_t ts_size = rte_align32pow2(opt.window + 1);
+	double deadline;
+	int ret = 0;
+
+	if (opt.pipeline) {
+		events = rte_ring_create("perf_events", 65536, rte_socket_id(), RING_F_SC_DEQ);
+		if (events == NULL) {
+			fprintf(stderr, "rdp-perf: event ring: %s\n", rte_strerror(rte_errno));
+			return 1;
+		}
+		prm.events = events;
+	} else {
+		prm.ops = &client_ops;
+	}
+	for (i = 0; i < opt.endpoints; i++) {
+		struct perf_ep *pe = &peps[i];
+
+		pe->ph = &phase;
+		pe->ts = calloc(ts_size, sizeof(*pe->ts));
+		pe->ts_mask = ts_size - 1;
+		prm.arg = pe;
+		pe->ep = rdp_connect(opt.connect, &prm);
+		if (pe->ts == NULL || pe->ep == NULL) {
+			fprintf(stderr, "rdp-perf: connect %s: %s\n", opt.connect, rdp_err_msg());
+			return 1;
+		}
+		rdp_ep_set_ctx(pe->ep, pe);
+	}
+	deadline = now_s() + 10;
+	for (i = 0; i < opt.endpoints; i++) {
+		while (!__atomic_load_n(&peps[i].established, __ATOMIC_ACQUIRE)) {
+			if (opt.pipeline)
+				pump_events();
+			if (any_failed() || now_s() > deadline) {
+				fprintf(stderr, "rdp-perf: endpoint %u to %s not established: %s\n",
+					i, opt.connect, strerror(-rdp_ep_error(peps[i].ep)));
+				return 1;
+			}
+			usleep(100);
+		}
+	}
+	if (!opt.quiet)
+		printf("rdp-perf: %u endpoint(s) to %s, %s mode, window %u\n", opt.endpoints,
+		       opt.connect, opt.pipeline ? "pipeline" : "run-to-completion", opt.window);
+	for (m = 0; m < MODE_MAX && ret == 0; m++) {
+		for (i = 0; i < opt.nb_sizes && opt.modes[m] && !force_quit; i++) {
+			if (run_phase((enum perf_mode)m, opt.sizes[i], &results[nr]) < 0) {
+				ret = 1;
+				break;
+			}
+			nr++;
+		}
+	}
+	if (nr > 0)
+		print_table(results, nr);
+	if (opt.json != NULL && write_json(results, nr) < 0)
+		ret = 1;
+	for (i = 0; i < opt.endpoints; i++)
+		rdp_ep_close(peps[i].ep);
+	if (opt.pipeline) {
+		deadline = now_s() + 2;
+		while (now_s() < deadline && rdp_endpoint_count() > 0)
+			pump_events();
+	}
+	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Options                                                                */
+/* ---------------------------------------------------------------------- */
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: rdp-perf [EAL options] -- [options]\n"
+"\n"
+"Measure message latency and rate over rdmaplane. Without --server or\n"
+"--connect, both sides run on this machine (loopback): the server is\n"
+"started as a second process on the other CPU.\n"
+"\n"
+"Roles:\n"
+"  --server               serve: echo 'E' messages, swallow 'S' messages\n"
+"  --connect HOST:PORT    measure against a server\n"
+"  --listen HOST:PORT     server address (default 127.0.0.1:18515; port 0: any)\n"
+"\n"
+"What to measure:\n"
+"  -m, --mode LIST        lat (ping-pong), bw (windowed one-way stream),\n"
+"                         bidir (windowed echo, both ways); default lat,bw\n"
+"  -s, --sizes LIST       message sizes in bytes, e.g. 64,4096,65536 (default)\n"
+"  -d, --duration SEC     measured time per size and mode (default 2)\n"
+"  -n, --iters N          stop after N messages instead\n"
+"  -e, --endpoints N      endpoints (default 1), spread over poller lcores\n"
+"  -w, --window N         messages in flight per endpoint in bw/bidir (default 64)\n"
+"\n"
+"How:\n"
+"  -c, --config FILE      per-core configuration (see docs/configuration.md)\n"
+"  --driver NAME[:ARGS]   driver, e.g. shm:cqe_order=recv_first (default: auto,\n"
+"                         verbs with an active RDMA port, else shm)\n"
+"  --pipeline             events through a ring to the main lcore, sends through\n"
+"                         the poller's inbox (default: run-to-completion)\n"
+"  --server-lcores LIST   loopback: EAL --lcores of the server process\n"
+"  --json FILE            write the results as JSON\n"
+"  -q, --quiet            no progress lines\n"
+"  -h, --help             this text\n"
+"\n"
+"Examples:\n"
+"  rdp-perf                                    loopback, default sizes\n"
+"  rdp-perf -- -m lat -s 64 -d 5               64 B ping-pong for 5 s\n"
+"  rdp-perf -l 0-1 -- --server --listen 0.0.0.0:18515\n"
+"  rdp-perf -l 0-1 -- --connect 10.0.0.1:18515 -m bw -s 4096 -e 4\n"
+"  rdp-perf -- --driver shm:cqe_order=recv_first -m bidir --json out.json\n");
+}
+
+static int
+parse_list(const char *s, uint32_t *out, unsigned int max, unsigned int *n)
+{
+	char *end;
+
+	*n = 0;
+	while (*s != '\0') {
+		unsigned long v = strtoul(s, &end, 10);
+
+		if (end == s || v == 0 || v > (1ul << 30) || *n == max)
+			return -1;
+		out[(*n)++] = (uint32_t)v;
+		s = *end == ',' ? end + 1 : end;
+		if (*end != ',' && *end != '\0')
+			return -1;
+	}
+	return *n > 0 ? 0 : -1;
+}
+
+static int
+parse_modes(const char *s)
+{
+	char buf[64], *tok, *save;
+	unsigned int m;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	memset(opt.modes, 0, sizeof(opt.modes));
+	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		for (m = 0; m < MODE_MAX && strcmp(tok, mode_names[m]) != 0; m++)
+			;
+		if (m == MODE_MAX)
+			return -1;
+		opt.modes[m] = true;
+	}
+	return 0;
+}
+
+static int
+bad_option(const char *name, const char *value, const char *rule)
+{
+	fprintf(stderr, "rdp-perf: %s %s: %s (see --help)\n", name, value, rule);
+	return -1;
+}
+
+static int
+parse_args(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "server", no_argument, NULL, 'S' },
+		{ "connect", required_argument, NULL, 'C' },
+		{ "listen", required_argument, NULL, 'L' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "sizes", required_argument, NULL, 's' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "endpoints", required_argument, NULL, 'e' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "driver", required_argument, NULL, 'D' },
+		{ "pipeline", no_argument, NULL, 'P' },
+		{ "json", required_argument, NULL, 'J' },
+		{ "port-fd", required_argument, NULL, 'F' },
+		{ "server-lcores", required_argument, NULL, 'R' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end;
+	int c;
+
+	opt.modes[MODE_LAT] = opt.modes[MODE_BW] = true;
+	opt.sizes[0] = 64;
+	opt.sizes[1] = 4096;
+	opt.sizes[2] = 65536;
+	opt.nb_sizes = 3;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "m:s:d:n:e:w:c:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'S': opt.server = true; break;
+		case 'C': snprintf(opt.connect, sizeof(opt.connect), "%s", optarg); break;
+		case 'L': snprintf(opt.listen, sizeof(opt.listen), "%s", optarg); break;
+		case 'm':
+			if (parse_modes(optarg) < 0)
+				return bad_option("--mode", optarg, "expected a list of lat, bw, bidir");
+			break;
+		case 's':
+			if (parse_list(optarg, opt.sizes, MAX_SIZES, &opt.nb_sizes) < 0)
+				return bad_option("--sizes", optarg, "expected up to 16 sizes in "
+						  "1..1073741824, comma separated");
+			break;
+		case 'd':
+			opt.duration = strtod(optarg, &end);
+			if (*end != '\0' || !(opt.duration > 0 && opt.duration <= 3600))
+				return bad_option("--duration", optarg, "expected seconds in (0, 3600]");
+			break;
+		case 'n':
+			opt.iters = strtoull(optarg, &end, 10);
+			if (*end != '\0' || opt.iters == 0)
+				return bad_option("--iters", optarg, "expected a positive count");
+			opt.duration = 3600;
+			break;
+		case 'e':
+			opt.endpoints = strtoul(optarg, &end, 10);
+			if (*end != '\0' || opt.endpoints < 1 || opt.endpoints > MAX_EPS)
+				return bad_option("--endpoints", optarg, "expected 1..1024");
+			break;
+		case 'w':
+			opt.window = strtoul(optarg, &end, 10);
+			if (*end != '\0' || opt.window < 1 || opt.window > 65536)
+				return bad_option("--window", optarg, "expected 1..65536");
+			break;
+		case 'c': opt.config = optarg; break;
+		case 'D': opt.driver = optarg; break;
+		case 'P': opt.pipeline = true; break;
+		case 'J': opt.json = optarg; break;
+		case 'F': opt.port_fd = atoi(optarg); break;
+		case 'R': opt.server_lcores = optarg; break;
+		case 'q': opt.quiet = true; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -1;
+		}
+	}
+	if (optind < argc)
+		return bad_option("argument", argv[optind], "unexpected");
+	if (opt.server && opt.connect[0] != '\0')
+		return bad_option("--server", "--connect", "choose one role");
+	opt.loopback = !opt.server && opt.connect[0] == '\0';
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Loopback: the server process and EAL arguments                         */
+/* ---------------------------------------------------------------------- */
+
+/* Two CPUs this process may run on (the same one twice on a 1-CPU box). */
+static void
+two_cpus(int *a, int *b)
+{
+	cpu_set_t set;
+	int i, n = 0;
+
+	*a = *b = 0;
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return;
+	for (i = 0; i < CPU_SETSIZE && n < 2; i++) {
+		if (!CPU_ISSET(i, &set))
+			continue;
+		if (n++ == 0)
+			*a = *b = i;
+		else
+			*b = i;
+	}
+}
+
+static pid_t
+spawn_server(char **app_argv, int app_argc, int *port)
+{
+	char lc[64], prefix[64], fdstr[16];
+	char *argv[64];
+	int fds[2], a, b, n = 0, i;
+	pid_t pid;
+
+	two_cpus(&a, &b);
+	if (opt.server_lcores != NULL)
+		snprintf(lc, sizeof(lc), "%s", opt.server_lcores);
+	else
+		snprintf(lc, sizeof(lc), "0@%d,1@%d", a, b);
+	snprintf(prefix, sizeof(prefix), "rdp-perf-srv-%d", (int)getpid());
+	if (pipe(fds) != 0)
+		return -1;
+	snprintf(fdstr, sizeof(fdstr), "%d", fds[1]);
+	argv[n++] = (char *)"rdp-perf";
+	argv[n++] = (char *)"--lcores";
+	argv[n++] = lc;
+	argv[n++] = (char *)"--no-huge";
+	argv[n++] = (char *)"--no-pci";
+	argv[n++] = (char *)"--no-shconf";
+	argv[n++] = (char *)"--no-telemetry";
+	argv[n++] = (char *)"-m";
+	argv[n++] = (char *)"512";
+	argv[n++] = (char *)"--file-prefix";
+	argv[n++] = prefix;
+	argv[n++] = (char *)"--log-level=lib.eal:error";
+	argv[n++] = (char *)"--";
+	argv[n++] = (char *)"--server";
+	argv[n++] = (char *)"--quiet";
+	argv[n++] = (char *)"--listen";
+	argv[n++] = (char *)"127.0.0.1:0";
+	argv[n++] = (char *)"--port-fd";
+	argv[n++] = fdstr;
+	/* the server needs the same driver, configuration and run mode */
+	for (i = 1; i < app_argc && n < 60; i++) {
+		if (strcmp(app_argv[i], "--driver") == 0 || strcmp(app_argv[i], "-c") == 0 ||
+		    strcmp(app_argv[i], "--config") == 0) {
+			argv[n++] = app_argv[i];
+			if (i + 1 < app_argc)
+				argv[n++] = app_argv[++i];
+		} else if (strcmp(app_argv[i], "--pipeline") == 0) {
+			argv[n++] = app_argv[i];
+		}
+	}
+	argv[n] = NULL;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		prctl(PR_SET_PDEATHSIG, SIGTERM); /* do not outlive the client */
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	if (pid < 0 || read(fds[0], port, sizeof(*port)) != sizeof(*port)) {
+		close(fds[0]);
+		return -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+int
+main(int argc, char **argv)
+{
+	char lc[64], prefix[64];
+	char *eal_argv[64];
+	int eal_argc = 0, app_argc, ret, i, a, b, port;
+	char **app_argv;
+	struct rdp_cfg *cfg;
+	pid_t srv = -1;
+
+	/* EAL options come before "--", ours after */
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		;
+	app_argc = argc - i;
+	app_argv = argv + i;
+	if (i == argc) {
+		app_argc = 1;
+		app_argv = argv + argc - 1;
+	}
+	if (parse_args(app_argc, app_argv) < 0)
+		return 2;
+	if (i == 1) {
+		/* no EAL options: no hugepages, no PCI, one poller on the other CPU */
+		two_cpus(&a, &b);
+		snprintf(lc, sizeof(lc), opt.loopback ? "0@%d,1@%d" : "0@%d,1@%d", b, a);
+		snprintf(prefix, sizeof(prefix), "rdp-perf-%d", (int)getpid());
+		eal_argv[eal_argc++] = argv[0];
+		eal_argv[eal_argc++] = (char *)"--lcores";
+		eal_argv[eal_argc++] = lc;
+		eal_argv[eal_argc++] = (char *)"--no-huge";
+		eal_argv[eal_argc++] = (char *)"--no-pci";
+		eal_argv[eal_argc++] = (char *)"--no-shconf";
+		eal_argv[eal_argc++] = (char *)"-m";
+		eal_argv[eal_argc++] = (char *)"1024";
+		eal_argv[eal_argc++] = (char *)"--file-prefix";
+		eal_argv[eal_argc++] = prefix;
+		eal_argv[eal_argc++] = (char *)"--log-level=lib.eal:error";
+		eal_argv[eal_argc++] = (char *)"--log-level=lib.telemetry:warning";
+		eal_argv[eal_argc] = NULL;
+	} else {
+		for (eal_argc = 0; eal_argc < i && eal_argc < 63; eal_argc++)
+			eal_argv[eal_argc] = argv[eal_argc];
+		eal_argv[eal_argc] = NULL;
+	}
+	if (opt.loopback) {
+		srv = spawn_server(app_argv, app_argc, &port);
+		if (srv < 0) {
+			fprintf(stderr, "rdp-perf: the loopback server did not start\n");
+			return 1;
+		}
+		snprintf(opt.connect, sizeof(opt.connect), "127.0.0.1:%d", port);
+	}
+	ret = rte_eal_init(eal_argc, eal_argv);
+	if (ret < 0) {
+		fprintf(stderr, "rdp-perf: EAL: %s (EAL options go before '--')\n",
+			rte_strerror(rte_errno));
+		ret = 1;
+		goto out;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	cfg = opt.config != NULL ? rdp_cfg_load(opt.config) : rdp_cfg_default();
+	if (cfg == NULL || (opt.driver != NULL &&
+			    rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "driver", opt.driver, "--driver") < 0) ||
+	    rdp_cfg_validate(cfg) < 0) {
+		fprintf(stderr, "rdp-perf: %s\n", rdp_err_msg());
+		ret = 1;
+		goto out;
+	}
+	if (rdp_init(cfg) < 0) {
+		fprintf(stderr, "rdp-perf: %s\n", rdp_err_msg());
+		ret = 1;
+		goto out;
+	}
+	if (!opt.quiet)
+		printf("rdp-perf %s: driver %s\n", RDP_VERSION, rdp_driver_info());
+	ret = opt.server ? run_server() : run_client();
+	rdp_fini();
+	rdp_cfg_free(cfg);
+	rte_eal_cleanup();
+out:
+	if (srv > 0) {
+		kill(srv, SIGTERM);
+		waitpid(srv, NULL, 0);
+	}
+	return ret;
+}
