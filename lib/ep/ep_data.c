@@ -233,8 +233,13 @@ ep_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 	va_end(ap);
 	ep->err = err;
 	if (!ep->closing) {
-		EP_LOG(ERR, "endpoint %u (peer %s, lcore %u) failed: %s", ep->id, ep->peer,
-		       ep->lc->lcore_id, why);
+		/* a peer that went away is news; anything else is an error */
+		if (err == -ECONNRESET)
+			EP_LOG(NOTICE, "endpoint %u (peer %s, lcore %u) failed: %s", ep->id,
+			       ep->peer, ep->lc->lcore_id, why);
+		else
+			EP_LOG(ERR, "endpoint %u (peer %s, lcore %u) failed: %s", ep->id, ep->peer,
+			       ep->lc->lcore_id, why);
 		ep_set_state(ep, RDP_EP_FAILED);
 	}
 	start_teardown(ep);
