@@ -3,9 +3,10 @@
 #define RDP_PERF_HIST_H
 
 /*
- * A log-linear latency histogram: exact below 64 ns, then 32 buckets per
- * power of two (about 3 % resolution) up to 2^40 ns. Recording is a few
- * instructions and no allocation, so the poller records in place.
+ * A log-linear latency histogram, shared by rdp-perf and rdp-blk: exact
+ * below 64 ns, then 32 buckets per power of two (about 3 % resolution) up
+ * to 2^40 ns. Recording is a few instructions and no allocation, so the
+ * poller records in place.
  */
 
 #include <stdint.h>
