@@ -363,8 +363,30 @@ recv_freed(struct rdp_ep *ep, struct rdp_msg *m)
 	held_sub(ep, 1);
 }
 
+static unsigned int post_recv_burst(struct rdp_ep *ep);
+
+/*
+ * Post every buffer waiting to go back: all of them, before any send of
+ * this pass. A pure ack's credits were applied when it was polled; its
+ * receive entry must be back before data using those credits leaves, or
+ * the peer's next ack could find the reserve short.
+ */
 static unsigned int
 post_recvs(struct rdp_ep *ep)
+{
+	unsigned int done = 0, k;
+
+	while (ep->rp_head != NULL && !tearing_down(ep)) {
+		k = post_recv_burst(ep);
+		if (k == 0)
+			break;
+		done += k;
+	}
+	return done;
+}
+
+static unsigned int
+post_recv_burst(struct rdp_ep *ep)
 {
 	struct rdp_recv_wr wr[RX_BURST];
 	struct rdp_sge sge[RX_BURST];
@@ -394,8 +416,6 @@ post_recvs(struct rdp_ep *ep)
 	if (k < n)
 		ep_fail(ep, err, "post_recv refused a receive (%d) with %u posted of %u",
 			err, ep->recv_posted, ep->lc->credit.rq_size);
-	else if (ep->rp_head != NULL)
-		ep_busy(ep);
 	return k;
 }
 
