@@ -1,0 +1,409 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rdp-blk: the storage backend demo of rdmaplane.
+ *
+ *   rdp-blk [EAL options] -- serve ...   export a file or memory as 4 KiB blocks
+ *   rdp-blk [EAL options] -- load ...    drive a server: IOPS, latency, --verify
+ *
+ * EAL options come before "--", the command and its options after. Without
+ * EAL options rdp-blk needs no hugepages and pins one poller lcore: the
+ * server's on the second CPU, the loader's on the first. A loader without
+ * --connect starts its server as a second process of this binary (exec,
+ * since EAL initialises once per process).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+#include "blk.h"
+#include "rdp_build_config.h"
+#include "rdp_ep.h"
+
+/* A local server's device when neither --size nor --file says otherwise. */
+#define LOCAL_DEVICE_SIZE (256ull << 20)
+
+volatile sig_atomic_t blk_force_quit;
+
+static void
+on_signal(int sig)
+{
+	RTE_SET_USED(sig);
+	blk_force_quit = 1;
+}
+
+int
+blk_bad_option(const char *cmd, const char *name, const char *value, const char *rule)
+{
+	fprintf(stderr, "rdp-blk %s: %s%s%s: %s (see rdp-blk %s --help)\n", cmd, name,
+		value[0] != '\0' ? " " : "", value, rule, cmd);
+	return -1;
+}
+
+int
+blk_parse_size(const char *s, uint64_t *bytes)
+{
+	unsigned int shift = 0;
+	unsigned long long v;
+	char *end;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return -1;
+	switch (toupper((unsigned char)*end)) {
+	case 'K': shift = 10; break;
+	case 'M': shift = 20; break;
+	case 'G': shift = 30; break;
+	case 'T': shift = 40; break;
+	case '\0': break;
+	default: return -1;
+	}
+	if (shift != 0)
+		end++;
+	if (*end != '\0' || v > (UINT64_MAX >> shift))
+		return -1;
+	*bytes = (uint64_t)v << shift;
+	return 0;
+}
+
+double
+blk_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+unsigned int
+blk_poller_lcores(const struct rdp_cfg *cfg, unsigned int *ids, unsigned int max)
+{
+	unsigned int n = rdp_cfg_lcores(cfg, ids, max), l;
+
+	if (n > 0)
+		return RTE_MIN(n, max);
+	RTE_LCORE_FOREACH_WORKER(l) {
+		if (n < max)
+			ids[n++] = l;
+	}
+	return n;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: rdp-blk [EAL options] -- serve|load [options]\n"
+"\n"
+"The storage backend demo of rdmaplane: 4 KiB blocks, read, write and flush\n"
+"requests carried by rdmaplane endpoints, handled to completion on the\n"
+"poller lcores.\n"
+"\n"
+"Commands:\n"
+"  serve    export a file, a block device or memory (rdp-blk serve --help)\n"
+"  load     drive a server and report IOPS and latency percentiles; --verify\n"
+"           checks every block read (rdp-blk load --help)\n"
+"\n"
+"EAL options come before '--'. Without them rdp-blk needs no hugepages: a\n"
+"server polls on the second CPU, a loader on the first.\n"
+"\n"
+"Examples:\n"
+"  rdp-blk -- load                      loopback: a memory server in a second\n"
+"                                       process, 4 KiB random reads for 5 s\n"
+"  rdp-blk -- serve --memory 1G         serve on 127.0.0.1:18515\n"
+"  rdp-blk -- load --connect 127.0.0.1:18515 --rw randwrite --verify\n"
+"\n"
+"See docs/rdp-blk.md for the protocol and the durability promise.\n");
+}
+
+/* Two CPUs this process may run on (the same one twice on a 1-CPU box). */
+static void
+two_cpus(int *a, int *b)
+{
+	cpu_set_t set;
+	int i, n = 0;
+
+	*a = *b = 0;
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return;
+	for (i = 0; i < CPU_SETSIZE && n < 2; i++) {
+		if (!CPU_ISSET(i, &set))
+			continue;
+		if (n++ == 0)
+			*a = *b = i;
+		else
+			*b = i;
+	}
+}
+
+/* Loopback: start `serve` as a second process; returns its pid and port. */
+static pid_t
+spawn_server(const struct load_opts *o, const char *config, const char *driver, int *port)
+{
+	char lc[64], prefix[64], fdstr[16], size[32];
+	char *argv[40];
+	int fds[2], a, b, n = 0;
+	pid_t pid;
+
+	two_cpus(&a, &b);
+	if (o->server_lcores != NULL)
+		snprintf(lc, sizeof(lc), "%s", o->server_lcores);
+	else
+		snprintf(lc, sizeof(lc), "0@%d,1@%d", a, b);
+	snprintf(prefix, sizeof(prefix), "rdp-blk-srv-%d", (int)getpid());
+	if (pipe(fds) != 0)
+		return -1;
+	snprintf(fdstr, sizeof(fdstr), "%d", fds[1]);
+	snprintf(size, sizeof(size), "%" PRIu64, o->size != 0 ? o->size : (uint64_t)LOCAL_DEVICE_SIZE);
+	argv[n++] = (char *)"rdp-blk";
+	argv[n++] = (char *)"--lcores";
+	argv[n++] = lc;
+	argv[n++] = (char *)"--no-huge";
+	argv[n++] = (char *)"--no-pci";
+	argv[n++] = (char *)"--no-shconf";
+	argv[n++] = (char *)"--no-telemetry";
+	argv[n++] = (char *)"-m";
+	argv[n++] = (char *)"512";
+	argv[n++] = (char *)"--file-prefix";
+	argv[n++] = prefix;
+	argv[n++] = (char *)"--log-level=lib.eal:error";
+	argv[n++] = (char *)"--";
+	argv[n++] = (char *)"serve";
+	argv[n++] = (char *)"--quiet";
+	argv[n++] = (char *)"--listen";
+	argv[n++] = (char *)"127.0.0.1:0";
+	argv[n++] = (char *)"--port-fd";
+	argv[n++] = fdstr;
+	if (o->file != NULL) {
+		argv[n++] = (char *)"--file";
+		argv[n++] = (char *)o->file;
+		if (o->size != 0) {
+			argv[n++] = (char *)"--size";
+			argv[n++] = size;
+		}
+	} else {
+		argv[n++] = (char *)"--memory";
+		argv[n++] = size;
+	}
+	if (o->sync)
+		argv[n++] = (char *)"--sync";
+	if (driver != NULL) {
+		argv[n++] = (char *)"--driver";
+		argv[n++] = (char *)driver;
+	}
+	if (config != NULL) {
+		argv[n++] = (char *)"--config";
+		argv[n++] = (char *)config;
+	}
+	argv[n] = NULL;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		prctl(PR_SET_PDEATHSIG, SIGTERM); /* do not outlive the loader */
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	if (pid < 0 || read(fds[0], port, sizeof(*port)) != sizeof(*port)) {
+		close(fds[0]);
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		return -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+/* The configuration with the command line applied; NULL after a message. */
+static struct rdp_cfg *
+load_cfg(const char *cmd, const struct blk_common *c)
+{
+	unsigned int ids[RTE_MAX_LCORE], n, i;
+	struct rdp_cfg *cfg = c->config != NULL ? rdp_cfg_load(c->config) : rdp_cfg_default();
+
+	if (cfg == NULL || (c->driver != NULL &&
+			    rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "driver", c->driver, "--driver") < 0) ||
+	    rdp_cfg_validate(cfg) < 0) {
+		fprintf(stderr, "rdp-blk %s: %s\n", cmd, rdp_err_msg());
+		rdp_cfg_free(cfg);
+		return NULL;
+	}
+	n = rdp_cfg_lcores(cfg, ids, RTE_DIM(ids));
+	for (i = 0; i <= n; i++) {
+		const struct rdp_cfg_lcore *lc = rdp_cfg_lcore(cfg, i < n ? (int)ids[i] :
+							       RDP_CFG_GLOBAL);
+
+		if (lc->mode != RDP_CFG_MODE_RTC && (i < n || n == 0)) {
+			fprintf(stderr, "rdp-blk %s: %s: mode = pipeline%s: rdp-blk runs to "
+				"completion on its poller lcores (mode = rtc)\n", cmd, c->config != NULL ? c->config : "configuration",
+				i < n ? " in an [lcore.N] section" : "");
+			rdp_cfg_free(cfg);
+			return NULL;
+		}
+	}
+	return cfg;
+}
+
+int
+main(int argc, char **argv)
+{
+	static char connect[128];
+	char lc[64], prefix[64];
+	char *eal_argv[64];
+	int eal_argc = 0, app_argc, i, a, b, ret, port;
+	unsigned int pollers[RTE_MAX_LCORE], nb_pollers;
+	const struct blk_common *common;
+	struct serve_opts so;
+	struct load_opts lo;
+	struct rdp_cfg *cfg;
+	char **app_argv;
+	bool serve;
+	pid_t srv = -1;
+
+	/* EAL options come before "--"; without "--" everything is ours */
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		;
+	if (i < argc) {
+		app_argc = argc - i - 1;
+		app_argv = argv + i + 1;
+	} else {
+		app_argc = argc - 1;
+		app_argv = argv + 1;
+		i = 1;
+	}
+	if (app_argc == 0) {
+		usage(stderr);
+		return BLK_EXIT_USAGE;
+	}
+	if (strcmp(app_argv[0], "-h") == 0 || strcmp(app_argv[0], "--help") == 0) {
+		usage(stdout);
+		return BLK_EXIT_OK;
+	}
+	serve = strcmp(app_argv[0], "serve") == 0;
+	if (!serve && strcmp(app_argv[0], "load") != 0) {
+		fprintf(stderr, "rdp-blk: %s: unknown command: expected serve or load (EAL options "
+			"go before '--'; see rdp-blk --help)\n", app_argv[0]);
+		return BLK_EXIT_USAGE;
+	}
+	if (serve ? serve_parse(app_argc, app_argv, &so) < 0 : load_parse(app_argc, app_argv, &lo) < 0)
+		return BLK_EXIT_USAGE;
+	common = serve ? &so.c : &lo.c;
+	cfg = load_cfg(app_argv[0], common);
+	if (cfg == NULL)
+		return BLK_EXIT_USAGE;
+	if (!serve && lo.connect == NULL && !lo.in_process) {
+		const char *c = rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL)->connect;
+
+		if (c[0] != '\0') {
+			lo.connect = c;
+		} else {
+			srv = spawn_server(&lo, common->config, common->driver, &port);
+			if (srv < 0) {
+				fprintf(stderr, "rdp-blk load: the loopback server did not start\n");
+				rdp_cfg_free(cfg);
+				return BLK_EXIT_FAIL;
+			}
+			snprintf(connect, sizeof(connect), "127.0.0.1:%d", port);
+			lo.connect = connect;
+		}
+	}
+	if (i == 1) {
+		/* no EAL options: no hugepages, no PCI, pollers pinned */
+		two_cpus(&a, &b);
+		if (serve)
+			snprintf(lc, sizeof(lc), "0@%d,1@%d", a, b);
+		else if (lo.in_process)
+			snprintf(lc, sizeof(lc), "0@%d,1@%d,2@%d", b, a, b);
+		else
+			snprintf(lc, sizeof(lc), "0@%d,1@%d", b, a);
+		snprintf(prefix, sizeof(prefix), "rdp-blk-%d", (int)getpid());
+		eal_argv[eal_argc++] = argv[0];
+		eal_argv[eal_argc++] = (char *)"--lcores";
+		eal_argv[eal_argc++] = lc;
+		eal_argv[eal_argc++] = (char *)"--no-huge";
+		eal_argv[eal_argc++] = (char *)"--no-pci";
+		eal_argv[eal_argc++] = (char *)"--no-shconf";
+		eal_argv[eal_argc++] = (char *)"-m";
+		eal_argv[eal_argc++] = (char *)"512";
+		eal_argv[eal_argc++] = (char *)"--file-prefix";
+		eal_argv[eal_argc++] = prefix;
+		eal_argv[eal_argc++] = (char *)"--log-level=lib.eal:error";
+		eal_argv[eal_argc++] = (char *)"--log-level=lib.telemetry:warning";
+	} else {
+		for (eal_argc = 0; eal_argc < i && eal_argc < 63; eal_argc++)
+			eal_argv[eal_argc] = argv[eal_argc];
+	}
+	eal_argv[eal_argc] = NULL;
+	ret = BLK_EXIT_FAIL;
+	if (rte_eal_init(eal_argc, eal_argv) < 0) {
+		fprintf(stderr, "rdp-blk: EAL: %s (EAL options go before '--')\n",
+			rte_strerror(rte_errno));
+		goto out;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if (rdp_init(cfg) < 0) {
+		fprintf(stderr, "rdp-blk %s: %s\n", app_argv[0], rdp_err_msg());
+		goto eal;
+	}
+	if (!common->quiet)
+		printf("rdp-blk %s %s: driver %s\n", app_argv[0], RDP_VERSION, rdp_driver_info());
+	nb_pollers = blk_poller_lcores(cfg, pollers, RTE_DIM(pollers));
+	if (serve) {
+		ret = serve_run(&so);
+	} else if (lo.in_process) {
+		/* the server takes the last poller, the loader the others (or shares it) */
+		memset(&so, 0, sizeof(so));
+		so.c = lo.c;
+		so.file = lo.file;
+		so.size = lo.size != 0 || lo.file != NULL ? lo.size : LOCAL_DEVICE_SIZE;
+		so.sync = lo.sync;
+		so.listen = "127.0.0.1:0";
+		so.port_fd = -1;
+		if (blk_server_start(&so, (int)pollers[nb_pollers - 1], &port) == 0) {
+			snprintf(connect, sizeof(connect), "127.0.0.1:%d", port);
+			lo.connect = connect;
+			ret = load_run(&lo, cfg, pollers, nb_pollers > 1 ? nb_pollers - 1 : 1);
+		}
+	} else {
+		ret = load_run(&lo, cfg, pollers, nb_pollers);
+	}
+	if (rdp_fini() < 0) {
+		fprintf(stderr, "rdp-blk %s: %s\n", app_argv[0], rdp_err_msg());
+		ret = BLK_EXIT_FAIL;
+	}
+	if (serve || lo.in_process)
+		blk_server_stop();
+eal:
+	rte_eal_cleanup();
+out:
+	rdp_cfg_free(cfg);
+	if (srv > 0) {
+		int status;
+
+		kill(srv, SIGTERM);
+		waitpid(srv, &status, 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			fprintf(stderr, "rdp-blk load: the loopback server ended with status %#x\n",
+				status);
+			ret = BLK_EXIT_FAIL;
+		}
+	}
+	return ret;
+}
