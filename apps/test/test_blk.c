@@ -1,0 +1,736 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rdp-blk end to end: the server and the loader are processes of the
+ * rdp-blk binary ($RDP_BLK_BIN), on the driver under test. Verified runs in
+ * one process and across processes; a --sync server killed mid-run keeps
+ * every acknowledged write; the check names a lost or corrupted block; bad
+ * requests from this process get the right error reply and the server
+ * keeps serving; bad arguments exit 2 naming the option.
+ *
+ * Without EAL options rdp-blk pins a server's poller to the second CPU and
+ * a loader's to the first, so the two never share a CPU.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blk_proto.h"
+#include "rdp_cfg.h"
+#include "rdp_ep.h"
+#include "rdp_test.h"
+
+#define MAX_ARGS 48
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static const char *
+blk_bin(void)
+{
+	const char *b = getenv("RDP_BLK_BIN");
+
+	RDP_ASSERT_MSG(b != NULL && access(b, X_OK) == 0,
+		       "RDP_BLK_BIN must name the rdp-blk binary (set by apps/test/meson.build)");
+	return b;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Scratch directory and files                                            */
+/* ---------------------------------------------------------------------- */
+
+static char scratch[256];
+
+static void
+scratch_init(void)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(scratch, sizeof(scratch), "%s/rdp-blk-test-XXXXXX",
+		 tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
+	RDP_ASSERT_MSG(mkdtemp(scratch) != NULL, "mkdtemp: %s", strerror(errno));
+}
+
+static int
+rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	RTE_SET_USED(sb);
+	RTE_SET_USED(flag);
+	RTE_SET_USED(ftw);
+	return remove(path);
+}
+
+static void
+scratch_remove(void)
+{
+	nftw(scratch, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A path in the scratch directory, made on first use (eight rotating buffers). */
+static const char *
+path_of(const char *name)
+{
+	static char buf[8][512];
+	static unsigned int next;
+	char *p = buf[next++ % 8];
+
+	if (scratch[0] == '\0')
+		scratch_init();
+	snprintf(p, sizeof(buf[0]), "%s/%s", scratch, name);
+	return p;
+}
+
+/* The whole of a (log) file, NUL-terminated; static until the next call. */
+static const char *
+slurp(const char *path)
+{
+	static char buf[1 << 16];
+	ssize_t n;
+	int fd = open(path, O_RDONLY);
+
+	RDP_ASSERT_MSG(fd >= 0, "open %s: %s", path, strerror(errno));
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+/* Value of "key": N inside the JSON object "obj" (NULL: top level). */
+static uint64_t
+json_u64(const char *json, const char *obj, const char *key)
+{
+	char pat[64];
+	const char *p = json;
+
+	if (obj != NULL) {
+		snprintf(pat, sizeof(pat), "\"%s\": {", obj);
+		p = strstr(p, pat);
+		RDP_ASSERT_MSG(p != NULL, "no object %s in:\n%s", obj, json);
+	}
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = strstr(p, pat);
+	RDP_ASSERT_MSG(p != NULL, "no key %s in:\n%s", key, json);
+	return strtoull(p + strlen(pat), NULL, 10);
+}
+
+/* ---------------------------------------------------------------------- */
+/* rdp-blk processes                                                      */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Start `rdp-blk -- CMD --driver D ARGS...` with stdout and stderr in
+ * @p log. Descriptors without close-on-exec (the server's --port-fd) are
+ * inherited.
+ */
+static pid_t
+spawn_blk(const char *log, const char *cmd, const char *const *args)
+{
+	char *argv[MAX_ARGS];
+	unsigned int n = 0;
+	pid_t pid;
+	int fd;
+
+	argv[n++] = (char *)blk_bin();
+	argv[n++] = (char *)"--";
+	argv[n++] = (char *)cmd;
+	argv[n++] = (char *)"--driver";
+	argv[n++] = (char *)rdp_test_driver();
+	while (*args != NULL && n < MAX_ARGS - 1)
+		argv[n++] = (char *)*args++;
+	argv[n] = NULL;
+	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	RDP_ASSERT_MSG(fd >= 0, "open %s: %s", log, strerror(errno));
+	fflush(stdout);
+	pid = fork();
+	RDP_ASSERT(pid >= 0);
+	if (pid == 0) {
+		/* dup2 clears close-on-exec on the copies */
+		if (dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(126);
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(fd);
+	return pid;
+}
+
+/* Wait for a process; its exit status, or 128 + signal. Fails after the deadline. */
+static int
+reap(pid_t pid, double timeout_s, const char *what, const char *log)
+{
+	double deadline = now_s() + timeout_s;
+	int status;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			break;
+		RDP_ASSERT(r == 0);
+		if (now_s() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			rdp_test_fail(__FILE__, __LINE__, "%s still running after %.0f s; its "
+				      "output:\n%s", what, timeout_s, slurp(log));
+		}
+		usleep(10000);
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Run `rdp-blk -- CMD ...` to its end; returns its exit status. */
+static int
+run_blk(const char *log, double timeout_s, const char *cmd, ...)
+{
+	const char *args[MAX_ARGS];
+	unsigned int n = 0;
+	va_list ap;
+	double t0 = now_s();
+	int rc;
+
+	va_start(ap, cmd);
+	while ((args[n] = va_arg(ap, const char *)) != NULL && n < MAX_ARGS - 1)
+		n++;
+	va_end(ap);
+	args[n] = NULL;
+	rc = reap(spawn_blk(log, cmd, args), timeout_s, cmd, log);
+	printf("rdp-blk %s: exit %d after %.1f s\n", cmd, rc, now_s() - t0);
+	return rc;
+}
+
+/* Start a server (`serve ARGS... --listen 127.0.0.1:0`); returns its pid and port. */
+static pid_t
+start_server(const char *log, int *port, ...)
+{
+	const char *args[MAX_ARGS];
+	unsigned int n = 0;
+	char fdstr[16];
+	int fds[2];
+	va_list ap;
+	pid_t pid;
+
+	RDP_ASSERT(pipe(fds) == 0);
+	snprintf(fdstr, sizeof(fdstr), "%d", fds[1]);
+	va_start(ap, port);
+	while ((args[n] = va_arg(ap, const char *)) != NULL && n < MAX_ARGS - 5)
+		n++;
+	va_end(ap);
+	args[n++] = "--listen";
+	args[n++] = "127.0.0.1:0";
+	args[n++] = "--port-fd";
+	args[n++] = fdstr;
+	args[n] = NULL;
+	pid = spawn_blk(log, "serve", args);
+	close(fds[1]);
+	if (read(fds[0], port, sizeof(*port)) != sizeof(*port)) {
+		close(fds[0]);
+		reap(pid, 5, "serve", log);
+		rdp_test_fail(__FILE__, __LINE__, "the server did not start:\n%s", slurp(log));
+	}
+	close(fds[0]);
+	return pid;
+}
+
+/* SIGTERM a server and expect a clean exit. */
+static void
+stop_server(pid_t pid, const char *log)
+{
+	int rc;
+
+	RDP_ASSERT(kill(pid, SIGTERM) == 0);
+	rc = reap(pid, 10, "serve", log);
+	RDP_ASSERT_MSG(rc == 0, "the server exited with %d:\n%s", rc, slurp(log));
+}
+
+static void
+assert_output(const char *log, const char *what)
+{
+	const char *out = slurp(log);
+
+	RDP_ASSERT_MSG(strstr(out, what) != NULL, "%s lacks \"%s\":\n%s", log, what, out);
+}
+
+static void
+assert_exit(int rc, int want, const char *log)
+{
+	RDP_ASSERT_MSG(rc == want, "exit status %d, expected %d; output:\n%s", rc, want,
+		       slurp(log));
+}
+
+/* A verified run's JSON: reads and writes happened, everything checked out. */
+static void
+assert_verified(const char *json_path, bool reads, bool writes)
+{
+	const char *j = slurp(json_path);
+
+	RDP_ASSERT_MSG(strstr(j, "\"ok\": true") != NULL, "%s", j);
+	RDP_ASSERT_EQ(json_u64(j, NULL, "mismatches"), 0);
+	RDP_ASSERT_EQ(json_u64(j, NULL, "error_replies"), 0);
+	if (reads) {
+		RDP_ASSERT_MSG(json_u64(j, "read", "ios") > 0, "no reads:\n%s", j);
+		RDP_ASSERT_EQ(json_u64(j, NULL, "verified_blocks"), json_u64(j, "read", "ios"));
+	}
+	if (writes)
+		RDP_ASSERT_MSG(json_u64(j, "write", "ios") > 0, "no writes:\n%s", j);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Verified runs                                                          */
+/* ---------------------------------------------------------------------- */
+
+RDP_TEST(e2e, blk_verify_randrw_in_one_process_checks_every_read)
+{
+	const char *log = path_of("load.log"), *json = path_of("load.json");
+	const char *j;
+
+	assert_exit(run_blk(log, 60, "load", "--in-process", "--rw", "randrw", "--verify",
+			    "--size", "8M", "--duration", "2", "--json", json, NULL), 0, log);
+	assert_output(log, ", 0 mismatches");
+	assert_verified(json, true, true);
+	j = slurp(json);
+	/* the range is small, so reads find what this run wrote */
+	RDP_ASSERT_MSG(json_u64(j, NULL, "verified_acknowledged") > 0, "%s", j);
+	scratch_remove();
+	return 0;
+}
+
+RDP_TEST(e2e, blk_verify_across_processes_resumes_from_the_state_file)
+{
+	const char *slog = path_of("serve.log"), *log = path_of("load.log");
+	const char *json = path_of("load.json"), *state = path_of("state.bin");
+	char port_s[16], addr[64];
+	pid_t srv;
+	int port;
+
+	srv = start_server(slog, &port, "--memory", "16M", NULL);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	/* sequential multi-block writes, then random reads and writes from two
+	 * endpoints that must find the first run's data */
+	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "write", "--bs", "16K",
+			    "--verify", "--state", state, "--duration", "1.5", "--json", json,
+			    NULL), 0, log);
+	assert_verified(json, false, true);
+	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "randrw", "--endpoints",
+			    "2", "--qd", "16", "--verify", "--state", state, "--duration", "1.5",
+			    "--json", json, NULL), 0, log);
+	assert_verified(json, true, true);
+	RDP_ASSERT_MSG(json_u64(slurp(json), NULL, "verified_acknowledged") > 0, "%s",
+		       slurp(json));
+	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--check", "--state", state,
+			    "--json", json, NULL), 0, log);
+	assert_output(log, "check: 4096 blocks read back and verified");
+	assert_verified(json, true, false);
+	stop_server(srv, slog);
+	assert_output(slog, "0 refused, 0 I/O errors");
+	scratch_remove();
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Durability across a server crash                                       */
+/* ---------------------------------------------------------------------- */
+
+RDP_TEST(e2e, blk_sync_server_killed_mid_run_keeps_every_acknowledged_write)
+{
+	const char *slog = path_of("serve.log"), *log = path_of("load.log");
+	const char *state = path_of("state.bin"), *disk = path_of("disk.img");
+	const char *json = path_of("check.json");
+	const char *args[] = { "--connect", NULL, "--rw", "randwrite", "--verify", "--state",
+			       state, "--duration", "60", NULL };
+	char addr[64];
+	double deadline;
+	pid_t srv, ld;
+	int port, rc;
+
+	srv = start_server(slog, &port, "--file", disk, "--size", "16M", "--sync", NULL);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	args[1] = addr;
+	ld = spawn_blk(log, "load", args);
+	/* let writes be acknowledged (a progress line comes after 1 s), then crash */
+	deadline = now_s() + 20;
+	while (strstr(slurp(log), "[   1 s]") == NULL) {
+		RDP_ASSERT_MSG(now_s() < deadline, "no progress from the loader:\n%s", slurp(log));
+		usleep(20000);
+	}
+	RDP_ASSERT(kill(srv, SIGKILL) == 0);
+	RDP_ASSERT_EQ(reap(srv, 10, "serve", slog), 128 + SIGKILL);
+	/* the loader notices, saves what was acknowledged and fails */
+	rc = reap(ld, 20, "load", log);
+	assert_exit(rc, 1, log);
+	assert_output(log, "(the server is gone?)");
+	assert_output(log, "generations saved to");
+	assert_output(log, ", 0 mismatches");
+
+	/* a new server on the same file; every acknowledged write must be there */
+	srv = start_server(slog, &port, "--file", disk, "--sync", NULL);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--check", "--state", state,
+			    "--json", json, NULL), 0, log);
+	assert_output(log, "check: 4096 blocks read back and verified");
+	assert_verified(json, true, false);
+	RDP_ASSERT_MSG(json_u64(slurp(json), NULL, "verified_acknowledged") > 0,
+		       "no acknowledged write was checked:\n%s", slurp(json));
+	printf("%s", slurp(log));
+	stop_server(srv, slog);
+	scratch_remove();
+	return 0;
+}
+
+/* Overwrite 4096 bytes of block @p b of a file; the old bytes go to @p save. */
+static void
+poke_block(const char *file, uint64_t b, const uint8_t *data, uint8_t *save)
+{
+	int fd = open(file, O_RDWR);
+
+	RDP_ASSERT(fd >= 0);
+	if (save != NULL)
+		RDP_ASSERT(pread(fd, save, BLK_BLOCK_SIZE, b * BLK_BLOCK_SIZE) == BLK_BLOCK_SIZE);
+	RDP_ASSERT(pwrite(fd, data, BLK_BLOCK_SIZE, b * BLK_BLOCK_SIZE) == BLK_BLOCK_SIZE);
+	close(fd);
+}
+
+RDP_TEST(e2e, blk_check_names_a_lost_or_corrupted_block)
+{
+	static uint8_t zeros[BLK_BLOCK_SIZE], saved[BLK_BLOCK_SIZE], bad[BLK_BLOCK_SIZE];
+	const char *slog = path_of("serve.log"), *log = path_of("load.log");
+	const char *state = path_of("state.bin"), *disk = path_of("disk.img");
+	char addr[64];
+	pid_t srv;
+	int port;
+
+	/* 256 blocks written sequentially (many times over) and acknowledged */
+	srv = start_server(slog, &port, "--file", disk, "--size", "1M", NULL);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "write", "--verify",
+			    "--state", state, "--duration", "1", NULL), 0, log);
+	assert_output(log, "256 of 256 blocks written and acknowledged");
+	stop_server(srv, slog);
+
+	/* a lost write: block 100 back to zeros */
+	poke_block(disk, 100, zeros, saved);
+	srv = start_server(slog, &port, "--file", disk, NULL);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--check", "--state", state,
+			    NULL), 1, log);
+	assert_output(log, "verify: block 100 reads as zeros, but generation");
+	assert_output(log, "1 mismatches");
+	stop_server(srv, slog);
+
+	/* a flipped bit in block 37 */
+	poke_block(disk, 100, saved, NULL);
+	{
+		int fd = open(disk, O_RDONLY);
+
+		RDP_ASSERT(pread(fd, bad, BLK_BLOCK_SIZE, 37 * BLK_BLOCK_SIZE) == BLK_BLOCK_SIZE);
+		close(fd);
+	}
+	bad[2000] ^= 0x10;
+	poke_block(disk, 37, bad, saved);
+	srv = start_server(slog, &port, "--file", disk, NULL);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--check", "--state", state,
+			    NULL), 1, log);
+	assert_output(log, "verify: block 37 fails its checksum");
+
+	/* restored: the same check passes */
+	poke_block(disk, 37, saved, NULL);
+	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--check", "--state", state,
+			    NULL), 0, log);
+	assert_output(log, "check: 256 blocks read back and verified, 256 of them hold "
+		      "acknowledged writes, 0 mismatches");
+	stop_server(srv, slog);
+	scratch_remove();
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Bad requests                                                           */
+/* ---------------------------------------------------------------------- */
+
+#define NBLOCKS 256 /* the server of these tests: --memory 1M */
+
+static struct rte_ring *events;
+
+/* The next received message; fails on a state change or after 5 s. */
+static struct rdp_msg *
+next_reply(void)
+{
+	double deadline = now_s() + 5;
+	struct rdp_msg *m;
+
+	for (;;) {
+		if (rdp_event_dequeue_burst(events, &m, 1) == 1) {
+			if (m->event == RDP_EV_RECV)
+				return m;
+			RDP_ASSERT_MSG(m->event != RDP_EV_STATE ||
+				       m->user_data == RDP_EP_ESTABLISHED,
+				       "the endpoint went %s (%d) while waiting for a reply",
+				       rdp_ep_state_str((unsigned int)m->user_data), m->status);
+			rdp_msg_free(m);
+			continue;
+		}
+		RDP_ASSERT_MSG(now_s() < deadline, "no reply within 5 s");
+		usleep(50);
+	}
+}
+
+static void
+send_bytes(struct rdp_ep *ep, const void *buf, uint32_t len)
+{
+	struct rdp_msg *m = rdp_msg_alloc(ep, len);
+
+	RDP_ASSERT(m != NULL);
+	if (len > 0)
+		RDP_ASSERT_EQ(rdp_msg_write(m, 0, buf, len), 0);
+	RDP_ASSERT_EQ(rdp_ep_send_burst(ep, &m, 1), 1);
+}
+
+/* A request header followed by @p payload bytes of @p fill. */
+static void
+send_req(struct rdp_ep *ep, const struct blk_req *q, uint32_t payload, uint8_t fill)
+{
+	static uint8_t buf[BLK_HDR_SIZE + (BLK_MAX_COUNT + 2) * BLK_BLOCK_SIZE];
+
+	blk_req_encode(q, buf);
+	memset(buf + BLK_HDR_SIZE, fill, payload);
+	send_bytes(ep, buf, BLK_HDR_SIZE + payload);
+}
+
+/* Expect the reply to @p q: its status, and no data unless a read succeeded. */
+static struct rdp_msg *
+expect_reply(const struct blk_req *q, uint64_t tag, uint32_t status, const char *what)
+{
+	struct rdp_msg *m = next_reply();
+	uint8_t raw[BLK_HDR_SIZE];
+	struct blk_rep p;
+
+	RDP_ASSERT_MSG(m->pkt_len >= BLK_HDR_SIZE, "%s: a reply of %u bytes", what, m->pkt_len);
+	rdp_msg_read(m, 0, raw, sizeof(raw));
+	blk_rep_decode(&p, raw);
+	RDP_ASSERT_MSG(p.magic == BLK_REP_MAGIC, "%s: reply magic %#x", what, p.magic);
+	RDP_ASSERT_MSG(p.status == status, "%s: status %u (%s), expected %u (%s)", what,
+		       p.status, blk_status_str(p.status), status, blk_status_str(status));
+	RDP_ASSERT_MSG(p.tag == tag, "%s: tag %#" PRIx64 ", expected %#" PRIx64, what, p.tag,
+		       tag);
+	RDP_ASSERT_MSG(p.nblocks == NBLOCKS && p.max_count == BLK_MAX_COUNT,
+		       "%s: geometry %" PRIu64 " blocks, max %u", what, p.nblocks, p.max_count);
+	if (q != NULL)
+		RDP_ASSERT_MSG(p.opcode == q->opcode && p.count == q->count,
+			       "%s: opcode %u count %u echoed as %u %u", what, q->opcode,
+			       q->count, p.opcode, p.count);
+	RDP_ASSERT_EQ(m->pkt_len, status == BLK_S_OK && q != NULL ?
+		      blk_rep_len(q->opcode, q->count) : BLK_HDR_SIZE);
+	printf("ok: %-44s -> %s\n", what, blk_status_str(p.status));
+	return m;
+}
+
+struct bad_case {
+	const char *what;
+	struct blk_req q;
+	uint32_t payload;  /* data bytes after the header */
+	uint32_t status;
+};
+
+RDP_TEST(e2e, blk_bad_requests_get_error_replies_and_the_server_keeps_serving)
+{
+	const struct bad_case cases[] = {
+		{ "read one block past the end",
+		  { .opcode = BLK_OP_READ, .count = 1, .block = NBLOCKS }, 0, BLK_S_ERANGE },
+		{ "read across the end",
+		  { .opcode = BLK_OP_READ, .count = 2, .block = NBLOCKS - 1 }, 0, BLK_S_ERANGE },
+		{ "write at a block number that wraps",
+		  { .opcode = BLK_OP_WRITE, .count = 2, .block = UINT64_MAX },
+		  2 * BLK_BLOCK_SIZE, BLK_S_ERANGE },
+		{ "unknown opcode 9", { .opcode = 9 }, 0, BLK_S_EOPNOTSUPP },
+		{ "opcode 0", { .opcode = 0, .count = 1 }, 0, BLK_S_EOPNOTSUPP },
+		{ "read of 0 blocks", { .opcode = BLK_OP_READ, .count = 0 }, 0, BLK_S_EINVAL },
+		{ "read of 65 blocks", { .opcode = BLK_OP_READ, .count = 65 }, 0, BLK_S_E2BIG },
+		{ "write of 65 blocks, with their data",
+		  { .opcode = BLK_OP_WRITE, .count = 65 }, 65 * BLK_BLOCK_SIZE, BLK_S_E2BIG },
+		{ "write of 2 blocks with 1 block of data",
+		  { .opcode = BLK_OP_WRITE, .count = 2 }, BLK_BLOCK_SIZE, BLK_S_EBADMSG },
+		{ "write of 1 block with 1 byte too many",
+		  { .opcode = BLK_OP_WRITE, .count = 1 }, BLK_BLOCK_SIZE + 1, BLK_S_EBADMSG },
+		{ "read with data attached",
+		  { .opcode = BLK_OP_READ, .count = 1 }, BLK_BLOCK_SIZE, BLK_S_EBADMSG },
+		{ "bad magic", { .magic = 0x12345678, .opcode = BLK_OP_READ, .count = 1 }, 0,
+		  BLK_S_EPROTO },
+		{ "unknown flag",
+		  { .opcode = BLK_OP_READ, .count = 1, .flags = 0x80 }, 0, BLK_S_EINVAL },
+		{ "FUA on a read",
+		  { .opcode = BLK_OP_READ, .count = 1, .flags = BLK_F_FUA }, 0, BLK_S_EINVAL },
+		{ "reserved field set",
+		  { .opcode = BLK_OP_READ, .count = 1, .reserved = { 0, 1 } }, 0, BLK_S_EINVAL },
+		{ "flush with a count", { .opcode = BLK_OP_FLUSH, .count = 1 }, 0, BLK_S_EINVAL },
+		{ "info with a block number", { .opcode = BLK_OP_INFO, .block = 3 }, 0,
+		  BLK_S_EINVAL },
+	};
+	const char *slog = path_of("serve.log");
+	uint8_t raw[BLK_HDR_SIZE], data[2 * BLK_BLOCK_SIZE];
+	struct rdp_ep_params prm = { .lcore = -1 };
+	struct blk_req q;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	struct rdp_msg *m;
+	char addr[64];
+	unsigned int i;
+	pid_t srv;
+	int port;
+
+	srv = start_server(slog, &port, "--memory", "1M", NULL);
+	/* the client polls on CPU 0, the server on CPU 1 */
+	rdp_test_eal_init("0@1,1@0");
+	cfg = rdp_cfg_default();
+	RDP_ASSERT(cfg != NULL);
+	RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "driver", rdp_test_driver(), "test") == 0 &&
+		       rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	events = rte_ring_create("blk_events", 1024, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	RDP_ASSERT(events != NULL);
+	prm.events = events;
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &prm);
+	RDP_ASSERT(ep != NULL);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), 0);
+
+	for (i = 0; i < RTE_DIM(cases); i++) {
+		q = cases[i].q;
+		if (q.magic == 0)
+			q.magic = BLK_REQ_MAGIC;
+		q.tag = 0x7a60000000000000ull + i;
+		send_req(ep, &q, cases[i].payload, 0xab);
+		rdp_msg_free(expect_reply(&q, q.tag, cases[i].status, cases[i].what));
+	}
+
+	/* short messages: the tag is echoed as far as it came, zero-filled */
+	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = BLK_OP_READ, .count = 1,
+			      .tag = 0x1122334455667788ull };
+	blk_req_encode(&q, raw);
+	send_bytes(ep, raw, 10);
+	rdp_msg_free(expect_reply(NULL, 0x7788, BLK_S_EBADMSG, "10-byte request"));
+	send_bytes(ep, raw, BLK_HDR_SIZE - 1);
+	rdp_msg_free(expect_reply(NULL, q.tag, BLK_S_EBADMSG, "31-byte request"));
+	send_bytes(ep, raw, 0);
+	rdp_msg_free(expect_reply(NULL, 0, BLK_S_EBADMSG, "empty message"));
+
+	/* garbage: every message gets exactly one reply, in order */
+	for (i = 0; i < 200; i++) {
+		uint32_t len = (i * 7919u) % (3 * BLK_BLOCK_SIZE), k;
+		uint8_t *g = data;
+
+		for (k = 0; k < RTE_MIN(len, (uint32_t)sizeof(data)); k++)
+			g[k] = (uint8_t)((i + 1) * 131 + k * 29 + (k >> 8));
+		if (len > sizeof(data))
+			len = sizeof(data);
+		send_bytes(ep, g, len);
+		m = next_reply();
+		RDP_ASSERT_EQ(m->pkt_len, BLK_HDR_SIZE);
+		rdp_msg_read(m, 0, raw, sizeof(raw));
+		RDP_ASSERT_EQ(blk_get32(raw), BLK_REP_MAGIC);
+		RDP_ASSERT(blk_get32(raw + 16) != BLK_S_OK);
+		rdp_msg_free(m);
+	}
+	printf("ok: 200 garbage messages, 200 error replies\n");
+
+	/* still serving: write two blocks, flush, read them back, ask the geometry */
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + 3);
+	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = BLK_OP_WRITE, .count = 2,
+			      .flags = BLK_F_FUA, .tag = 1, .block = NBLOCKS - 2 };
+	blk_req_encode(&q, raw);
+	m = rdp_msg_alloc(ep, blk_req_len(q.opcode, q.count));
+	RDP_ASSERT(m != NULL);
+	RDP_ASSERT_EQ(rdp_msg_write(m, 0, raw, BLK_HDR_SIZE), 0);
+	RDP_ASSERT_EQ(rdp_msg_write(m, BLK_HDR_SIZE, data, sizeof(data)), 0);
+	RDP_ASSERT_EQ(rdp_ep_send_burst(ep, &m, 1), 1);
+	rdp_msg_free(expect_reply(&q, 1, BLK_S_OK, "write of the last 2 blocks (FUA)"));
+	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = BLK_OP_FLUSH, .tag = 2 };
+	send_req(ep, &q, 0, 0);
+	rdp_msg_free(expect_reply(&q, 2, BLK_S_OK, "flush"));
+	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = BLK_OP_READ, .count = 2,
+			      .tag = 3, .block = NBLOCKS - 2 };
+	send_req(ep, &q, 0, 0);
+	m = expect_reply(&q, 3, BLK_S_OK, "read of the last 2 blocks");
+	{
+		static uint8_t back[sizeof(data)];
+
+		RDP_ASSERT_EQ(rdp_msg_read(m, BLK_HDR_SIZE, back, sizeof(back)), 0);
+		RDP_ASSERT_MSG(memcmp(back, data, sizeof(data)) == 0, "read back differs");
+	}
+	rdp_msg_free(m);
+	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = BLK_OP_INFO, .tag = 4 };
+	send_req(ep, &q, 0, 0);
+	rdp_msg_free(expect_reply(&q, 4, BLK_S_OK, "info"));
+
+	rdp_ep_close(ep);
+	RDP_ASSERT_EQ(waitpid(srv, NULL, WNOHANG), 0); /* alive */
+	stop_server(srv, slog);
+	assert_output(slog, "1 reads, 1 writes, 1 flushes, 1 infos, 220 refused, 0 I/O errors");
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rte_ring_free(events);
+	rdp_cfg_free(cfg);
+	scratch_remove();
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Arguments                                                              */
+/* ---------------------------------------------------------------------- */
+
+RDP_TEST(e2e, blk_bad_arguments_exit_2_naming_the_option)
+{
+	static const struct {
+		const char *cmd;
+		const char *args[4];
+		const char *msg;
+	} cases[] = {
+		{ "load", { "--qd", "0" }, "rdp-blk load: --qd 0: expected 1..4096" },
+		{ "load", { "--rw", "randomwrite" }, "--rw randomwrite: expected randread" },
+		{ "load", { "--bs", "1000" }, "--bs 1000: expected a multiple of 4096" },
+		{ "load", { "--rwmixread", "70" }, "--rwmixread 70: only with --rw randrw" },
+		{ "load", { "--check" }, "--check: needs --state FILE" },
+		{ "load", { "--duration", "-1" }, "--duration -1: expected seconds" },
+		{ "load", { "--connect", "127.0.0.1:1", "--sync" }, "--sync: only for a local" },
+		{ "load", { "--frobnicate" }, "--frobnicate: unknown option" },
+		{ "serve", { "--size", "1M" }, "--file/--memory (missing)" },
+		{ "serve", { "--memory", "12345" }, "--memory 12345: expected a positive multiple" },
+		{ "serve", { "--memory", "1M", "--sync" }, "--sync with --memory: a memory device" },
+		{ "serve", { "--memory", "1M", "--driver", "no such" },
+		  "--driver: [global] driver = no such: driver name" },
+	};
+	const char *log = path_of("args.log");
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(cases); i++) {
+		const char *a[8] = { NULL };
+		unsigned int k;
+
+		for (k = 0; k < 4 && cases[i].args[k] != NULL; k++)
+			a[k] = cases[i].args[k];
+		assert_exit(reap(spawn_blk(log, cases[i].cmd, a), 10, cases[i].cmd, log), 2,
+			    log);
+		assert_output(log, cases[i].msg);
+		printf("ok: %s\n", cases[i].msg);
+	}
+	assert_exit(run_blk(log, 10, "load", "--help", NULL), 0, log);
+	assert_output(log, "Examples:");
+	assert_exit(run_blk(log, 10, "serve", "--help", NULL), 0, log);
+	assert_output(log, "--sync");
+	scratch_remove();
+	return 0;
+}
