@@ -489,6 +489,27 @@ next_reply(void)
 	}
 }
 
+/* Pipeline mode: take events until CLOSED, the last one. */
+static void
+wait_closed(void)
+{
+	double deadline = now_s() + 5;
+	struct rdp_msg *m;
+
+	for (;;) {
+		RDP_ASSERT_MSG(now_s() < deadline, "no CLOSED event within 5 s");
+		if (rdp_event_dequeue_burst(events, &m, 1) == 0) {
+			usleep(100);
+			continue;
+		}
+		if (m->event == RDP_EV_STATE && m->user_data == RDP_EP_CLOSED) {
+			rdp_msg_free(m);
+			return;
+		}
+		rdp_msg_free(m);
+	}
+}
+
 static void
 send_bytes(struct rdp_ep *ep, const void *buf, uint32_t len)
 {
@@ -678,6 +699,7 @@ RDP_TEST(e2e, blk_bad_requests_get_error_replies_and_the_server_keeps_serving)
 	rdp_msg_free(expect_reply(&q, 4, BLK_S_OK, "info"));
 
 	rdp_ep_close(ep);
+	wait_closed();
 	RDP_ASSERT_EQ(waitpid(srv, NULL, WNOHANG), 0); /* alive */
 	stop_server(srv, slog);
 	assert_output(slog, "1 reads, 1 writes, 1 flushes, 1 infos, 220 refused, 0 I/O errors");
