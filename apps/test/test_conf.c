@@ -500,3 +500,37 @@ RDP_TEST(conf, conf_post_send_before_rts_is_refused)
 	conf_pair_close(&p);
 	return 0;
 }
+
+/*
+ * shm only: the peer's death raises QP_FATAL on the survivor's QP; if that
+ * QP is destroyed before the event is taken, the event must be gone too
+ * (verbs waits for the events of a QP to be acknowledged before destroying
+ * it). The endpoint control thread reads ev.qp->user_ctx: an event naming a
+ * destroyed QP is a use after free.
+ */
+RDP_TEST(shm, shm_events_of_a_destroyed_qp_are_never_returned)
+{
+	struct rdp_event ev;
+	struct conf_opts o;
+	struct conf_pair p;
+	unsigned int fatal = 0;
+	double deadline;
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, "shm", &o);
+	RDP_ASSERT_EQ(rdp_qp_destroy(p.b.qp), 0);
+	p.b.qp = NULL;
+	deadline = conf_now() + 5;
+	while (conf_qp_state(p.a.qp) != RDP_QPS_ERR) {
+		RDP_ASSERT_MSG(conf_now() < deadline, "the survivor's QP never noticed its peer");
+		usleep(1000);
+	}
+	RDP_ASSERT_EQ(rdp_qp_destroy(p.a.qp), 0);
+	p.a.qp = NULL;
+	while (rdp_dev_event_get(p.dev, &ev) == 0)
+		fatal += ev.type == RDP_EVENT_QP_FATAL;
+	RDP_ASSERT_MSG(fatal == 0, "%u QP_FATAL event(s) returned after their QP was destroyed",
+		       fatal);
+	conf_pair_close(&p);
+	return 0;
+}

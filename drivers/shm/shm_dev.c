@@ -73,6 +73,23 @@ shm_event_push(struct shm_dev *sd, enum rdp_event_type type, struct rdp_qp *qp,
 		SHM_LOG(ERR, "event fd write: %s", strerror(errno));
 }
 
+/*
+ * Verbs waits for a QP's events to be acknowledged before it destroys the
+ * QP; with no acknowledgement here, a destroyed QP's events go instead.
+ */
+void
+shm_event_forget_qp(struct shm_dev *sd, const struct rdp_qp *qp)
+{
+	uint32_t i, keep;
+
+	pthread_mutex_lock(&sd->ev_lock);
+	for (i = keep = sd->ev_head; i != sd->ev_tail; i++)
+		if (sd->ev[i % SHM_MAX_EVENTS].qp != qp)
+			sd->ev[keep++ % SHM_MAX_EVENTS] = sd->ev[i % SHM_MAX_EVENTS];
+	sd->ev_tail = keep;
+	pthread_mutex_unlock(&sd->ev_lock);
+}
+
 static int
 shm_event_fd(struct rdp_dev *dev)
 {

@@ -388,6 +388,8 @@ int shm_poll_cq(struct rdp_cq *cq, struct rdp_wc *wc, uint16_t n);
 bool shm_qp_set_error(struct shm_qp *qp);
 void shm_event_push(struct shm_dev *sd, enum rdp_event_type type, struct rdp_qp *qp,
 		    struct rdp_cq *cq);
+/* Drop the queued events naming @p qp: it is being destroyed. */
+void shm_event_forget_qp(struct shm_dev *sd, const struct rdp_qp *qp);
 void shm_link_down(struct shm_dev *sd);
 void shm_peer_unmap(struct shm_peer *p);
 int shm_connect(struct shm_qp *qp, const struct rdp_qp_addr *remote);

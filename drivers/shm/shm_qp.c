@@ -439,6 +439,8 @@ shm_qp_destroy(struct rdp_qp *q)
 		slot_give_locked(scq, qp->sslot);
 	shm_stats_retire_qp(sd, qp);
 	pthread_mutex_unlock(&sd->lock);
+	/* unlinked and unlisted: nothing raises an event for it any more */
+	shm_event_forget_qp(sd, q);
 	/* its send completions stay in the CQ, without a QP to free slots of */
 	for (i = scq->ring_head; i != scq->ring_tail; i++)
 		if (scq->ring[i & scq->ring_mask].qp == qp)

@@ -671,7 +671,8 @@ int rdp_qp_connect(struct rdp_qp *qp, const struct rdp_qp_addr *remote,
 		   const struct rdp_qp_conn_params *conn);
 
 /**
- * Destroy a QP. Completions of its WRs already in the CQ stay there.
+ * Destroy a QP. Completions of its WRs already in the CQ stay there; its
+ * events not yet taken are dropped (no later event names it).
  *
  * @param qp
  *   The QP, or NULL.
