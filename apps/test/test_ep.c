@@ -667,3 +667,164 @@ RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
 	rdp_cfg_free(cfg);
 	return 0;
 }
+
+/* ---------------------------------------------------------------------- */
+/* Messages that arrive during the handshake                              */
+/* ---------------------------------------------------------------------- */
+
+#define EARLY_ROUNDS 40
+#define EARLY_MSGS 8
+
+static unsigned int early_before_est, early_refused, early_echoes;
+
+static uint16_t
+early_srv_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	uint16_t i;
+
+	RTE_SET_USED(arg);
+	for (i = 0; i < n; i++) {
+		struct rdp_msg *r = rdp_msg_alloc(ep, msgs[i]->pkt_len);
+
+		if (rdp_ep_get_ctx(ep) == NULL)
+			__atomic_fetch_add(&early_before_est, 1, __ATOMIC_RELAXED);
+		RDP_ASSERT(r != NULL);
+		if (rdp_ep_send_burst(ep, &r, 1) != 1) {
+			__atomic_fetch_add(&early_refused, 1, __ATOMIC_RELAXED);
+			rdp_msg_free(r);
+		}
+		rdp_msg_free(msgs[i]);
+	}
+	return n;
+}
+
+static void
+early_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
+{
+	RTE_SET_USED(err);
+	if (st == RDP_EP_ESTABLISHED) {
+		rdp_ep_set_ctx(ep, ep);
+		if (arg != NULL) {
+			/* the client: send at once, from the poller */
+			unsigned int i;
+
+			for (i = 0; i < EARLY_MSGS; i++) {
+				struct rdp_msg *m = rdp_msg_alloc(ep, 64);
+
+				RDP_ASSERT(m != NULL);
+				RDP_ASSERT_EQ(rdp_ep_send_burst(ep, &m, 1), 1);
+			}
+		}
+	} else if (st == RDP_EP_FAILED && arg == NULL) {
+		rdp_ep_close(ep);
+	}
+}
+
+static uint16_t
+early_cli_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	uint16_t i;
+
+	RTE_SET_USED(ep);
+	RTE_SET_USED(arg);
+	for (i = 0; i < n; i++)
+		rdp_msg_free(msgs[i]);
+	__atomic_fetch_add(&early_echoes, n, __ATOMIC_RELAXED);
+	return n;
+}
+
+static volatile sig_atomic_t early_stop;
+
+static void
+early_on_term(int sig)
+{
+	RTE_SET_USED(sig);
+	early_stop = 1;
+}
+
+/*
+ * The server of the test below, in a process of its own: its control
+ * thread learns of READY later than its poller sees the client's first
+ * messages. Exits 0 when every message came after ESTABLISHED and every
+ * reply was accepted.
+ */
+RDP_TEST(helper, e2e_early_server)
+{
+	static const struct rdp_ep_ops ops = { .on_recv = early_srv_recv,
+					       .on_state = early_state };
+	struct rdp_ep_params prm = { .ops = &ops, .lcore = -1 };
+	int port_fd = atoi(getenv("RDP_SRV_PORT_FD"));
+	struct rdp_cfg *cfg;
+	int port;
+
+	signal(SIGTERM, early_on_term);
+	rdp_test_eal_init("0@0,1@1");
+	cfg = stream_cfg(getenv("RDP_SRV_DRIVER"), MAX_MSG);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "server rdp_init: %s", rdp_err_msg());
+	port = rdp_listen("127.0.0.1:0", &prm);
+	RDP_ASSERT(port > 0);
+	RDP_ASSERT(write(port_fd, &port, sizeof(port)) == sizeof(port));
+	close(port_fd);
+	while (!early_stop)
+		usleep(1000);
+	printf("server: %u messages before ESTABLISHED, %u replies refused\n", early_before_est,
+	       early_refused);
+	RDP_ASSERT_EQ(early_before_est, 0);
+	RDP_ASSERT_EQ(early_refused, 0);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "server rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+RDP_TEST(e2e, ep_accepted_endpoint_hears_established_before_messages_sent_at_once)
+{
+	static const struct rdp_ep_ops cli_ops = { .on_recv = early_cli_recv,
+						   .on_state = early_state };
+	struct rdp_ep_params pcli = { .ops = &cli_ops, .arg = &pcli, .lcore = -1 };
+	struct rdp_cfg *cfg;
+	unsigned int round;
+	char addr[64], v[16];
+	int fds[2], port;
+	pid_t pid;
+
+	RDP_ASSERT(pipe(fds) == 0);
+	fflush(stdout);
+	pid = fork();
+	RDP_ASSERT(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		setenv("RDP_SRV_DRIVER", "shm", 1);
+		snprintf(v, sizeof(v), "%d", fds[1]);
+		setenv("RDP_SRV_PORT_FD", v, 1);
+		execl(rdp_test_self(), rdp_test_self(), "e2e_early_server", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	RDP_ASSERT_MSG(read(fds[0], &port, sizeof(port)) == sizeof(port),
+		       "the server process did not start");
+	close(fds[0]);
+	rdp_test_eal_init("0@1,1@0");
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	for (round = 0; round < EARLY_ROUNDS; round++) {
+		struct rdp_ep *ep = rdp_connect(addr, &pcli);
+		double deadline = now_s() + 20;
+		unsigned int echoes;
+
+		RDP_ASSERT(ep != NULL);
+		while ((echoes = __atomic_load_n(&early_echoes, __ATOMIC_RELAXED)) <
+		       (round + 1) * EARLY_MSGS)
+			RDP_ASSERT_MSG(now_s() < deadline, "round %u: %u of %u echoes (the server "
+				       "dropped replies to messages it got before ESTABLISHED)",
+				       round, echoes, (round + 1) * EARLY_MSGS);
+		rdp_ep_close(ep);
+		wait_no_endpoints();
+	}
+	RDP_ASSERT(kill(pid, SIGTERM) == 0);
+	reap(pid, 0);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}

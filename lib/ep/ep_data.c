@@ -727,7 +727,8 @@ ep_progress(void *client)
 				start_teardown(ep);
 		}
 	}
-	if (ep->ev_head != NULL)
+	/* messages may arrive before the admission: they wait for ESTABLISHED */
+	if (ep->ev_head != NULL && ep->app_visible && ep_get_state(ep) != RDP_EP_CONNECTING)
 		work += deliver(ep);
 	return work;
 }
@@ -739,6 +740,8 @@ ep_progress(void *client)
 static void
 ep_admit(struct rdp_ep *ep)
 {
+	struct rdp_msg *early, *early_tail;
+
 	if (ep->qp == NULL) {
 		/* the handshake failed before a QP existed: nothing to drain */
 		ep->retired = true;
@@ -754,6 +757,9 @@ ep_admit(struct rdp_ep *ep)
 		/* receives were posted: drain them before handing the QP back */
 		ep_set_state(ep, ep->closing ? RDP_EP_DRAINING : RDP_EP_FAILED);
 		start_teardown(ep);
+		/* an application that never heard of it gets none of its messages */
+		while (!ep->app_visible && ep->ev_head != NULL)
+			rdp_pool_put_chain(q_pop(&ep->ev_head, &ep->ev_tail));
 		return;
 	}
 	if (!ep->app_visible) {
@@ -762,7 +768,21 @@ ep_admit(struct rdp_ep *ep)
 		atomic_fetch_add(&ep->refs, 1);
 	}
 	ep_set_state(ep, RDP_EP_ESTABLISHED);
+	/*
+	 * The peer may send as soon as it is admitted itself, so its first
+	 * messages can be polled before this admission: ESTABLISHED goes first.
+	 */
+	early = ep->ev_head;
+	early_tail = ep->ev_tail;
+	ep->ev_head = ep->ev_tail = NULL;
 	ev_state(ep, RDP_EP_ESTABLISHED, 0);
+	if (early != NULL) {
+		if (ep->ev_tail != NULL)
+			ep->ev_tail->link = early;
+		else
+			ep->ev_head = early;
+		ep->ev_tail = early_tail;
+	}
 	ep_busy(ep);
 }
 
