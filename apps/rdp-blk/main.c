@@ -344,7 +344,10 @@ main(int argc, char **argv)
 		eal_argv[eal_argc++] = (char *)"--file-prefix";
 		eal_argv[eal_argc++] = prefix;
 		eal_argv[eal_argc++] = (char *)"--log-level=lib.eal:error";
-		eal_argv[eal_argc++] = (char *)"--log-level=lib.telemetry:warning";
+		if (serve)
+			eal_argv[eal_argc++] = (char *)"--log-level=lib.telemetry:warning";
+		else
+			eal_argv[eal_argc++] = (char *)"--no-telemetry";
 	} else {
 		for (eal_argc = 0; eal_argc < i && eal_argc < 63; eal_argc++)
 			eal_argv[eal_argc] = argv[eal_argc];

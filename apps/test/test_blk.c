@@ -288,6 +288,21 @@ assert_verified(const char *json_path, bool reads, bool writes)
 		RDP_ASSERT_MSG(json_u64(j, "write", "ios") > 0, "no writes:\n%s", j);
 }
 
+/* The syncs per second of a server's last progress line, -1 without one. */
+static double
+syncs_per_s(const char *log)
+{
+	const char *p = NULL, *q = log;
+
+	while ((q = strstr(q, " syncs/s")) != NULL)
+		p = q++;
+	if (p == NULL)
+		return -1;
+	while (p > log && p[-1] != ' ')
+		p--;
+	return strtod(p, NULL);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Verified runs                                                          */
 /* ---------------------------------------------------------------------- */
@@ -365,6 +380,12 @@ RDP_TEST(e2e, blk_sync_server_killed_mid_run_keeps_every_acknowledged_write)
 	deadline = now_s() + 20;
 	while (strstr(slurp(log), "[   1 s]") == NULL) {
 		RDP_ASSERT_MSG(now_s() < deadline, "no progress from the loader:\n%s", slurp(log));
+		usleep(20000);
+	}
+	/* and the server has been syncing them (its progress line counts syncs) */
+	while (syncs_per_s(slurp(slog)) <= 0) {
+		RDP_ASSERT_MSG(now_s() < deadline, "no fdatasync in the server's progress:\n%s",
+			       slurp(slog));
 		usleep(20000);
 	}
 	RDP_ASSERT(kill(srv, SIGKILL) == 0);
