@@ -210,7 +210,7 @@ pick_block(struct load_ep *le, uint8_t op, uint64_t *block)
 static void
 mark_starved(struct load_ep *le)
 {
-	le->starved = true;
+	__atomic_store_n(&le->starved, true, __ATOMIC_RELAXED); /* read by kick_starved() */
 	ld.lc[le->lcore].starved = true;
 }
 
@@ -302,7 +302,7 @@ retry_starved(unsigned int lcore)
 	lc->starved = false;
 	for (i = 0; i < lc->n; i++) {
 		if (lc->eps[i]->starved) {
-			lc->eps[i]->starved = false;
+			__atomic_store_n(&lc->eps[i]->starved, false, __ATOMIC_RELAXED);
 			fill(lc->eps[i]);
 		}
 	}
@@ -450,7 +450,7 @@ kick(struct rdp_ep *ep, void *arg)
 	struct load_ep *le = arg;
 
 	RTE_SET_USED(ep);
-	le->starved = false;
+	__atomic_store_n(&le->starved, false, __ATOMIC_RELAXED);
 	fill(le);
 }
 
