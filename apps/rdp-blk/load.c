@@ -583,6 +583,13 @@ setup_range(uint64_t *range)
 			ld.eps[0].max_count * BLK_BLOCK_SIZE);
 		return -1;
 	}
+	if (o->rw != RW_RANDREAD && o->rw != RW_READ && !o->check &&
+	    blk_req_len(BLK_OP_WRITE, ld.count) > rdp_ep_max_msg_size(ld.eps[0].ep)) {
+		fprintf(stderr, "rdp-blk load: --bs %u: a write request of %u bytes exceeds the "
+			"endpoint's message size (%u)\n", o->bs, blk_req_len(BLK_OP_WRITE, ld.count),
+			rdp_ep_max_msg_size(ld.eps[0].ep));
+		return -1;
+	}
 	*range = o->size != 0 ? o->size / BLK_BLOCK_SIZE : nblocks;
 	if (*range > nblocks) {
 		fprintf(stderr, "rdp-blk load: --size %" PRIu64 ": the device has %" PRIu64
