@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <rte_branch_prediction.h>
 #include <rte_common.h>
 
 /** Exit status meaning "skipped" (the automake and meson convention). */
