@@ -667,3 +667,54 @@ RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
 	rdp_cfg_free(cfg);
 	return 0;
 }
+
+/* ---------------------------------------------------------------------- */
+/* CQ admission                                                           */
+/* ---------------------------------------------------------------------- */
+
+RDP_TEST(e2e, ep_cq_admission_grows_the_cq_then_refuses_with_the_numbers)
+{
+	struct stream_side srv[3], cli[3];
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep[3];
+	char addr[64];
+	unsigned int i;
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", MAX_MSG);
+	/* one QP needs 64 + 1 + 64 = 129 entries; two fit in 300 */
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "cq_size", "300", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_endpoints", "4", "test"), 0);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	capture_logs();
+	side_init(&srv[0], "server", 1, 2, 0, false);
+	stream_params(&srv[0], &psrv);
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	RDP_ASSERT(port > 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	for (i = 0; i < 3; i++) {
+		side_init(&cli[i], "client", 2, 1, 0, false);
+		stream_params(&cli[i], &pcli);
+		ep[i] = rdp_connect(addr, &pcli);
+		RDP_ASSERT(ep[i] != NULL);
+		if (i < 2)
+			RDP_ASSERT_EQ(rdp_ep_wait_established(ep[i], 5000), 0);
+	}
+	/* the second connection grew the CQ to what 4 endpoints need */
+	RDP_ASSERT_MSG(strstr(log_buf, "lcore 1: CQ grown to 516 entries") != NULL, "%s", log_buf);
+	/* the third one does not fit: refused, naming the lcore and the budget */
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep[2], 5000), -ENOSPC);
+	RDP_ASSERT_MSG(strstr(log_buf, "lcore 1: CQ budget exhausted: 516 entries reserved, "
+			      "this endpoint needs 129 more") != NULL, "%s", log_buf);
+	rte_openlog_stream(NULL);
+	for (i = 0; i < 3; i++) {
+		rdp_ep_close(ep[i]);
+		wait_closed(&cli[i]);
+	}
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}

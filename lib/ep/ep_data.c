@@ -233,8 +233,8 @@ ep_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 	va_end(ap);
 	ep->err = err;
 	if (!ep->closing) {
-		/* a peer that went away is news; anything else is an error */
-		if (err == -ECONNRESET)
+		/* a peer that went away (or flushed us) is news; the rest is an error */
+		if (err == -ECONNRESET || err == -ECONNABORTED)
 			EP_LOG(NOTICE, "endpoint %u (peer %s, lcore %u) failed: %s", ep->id,
 			       ep->peer, ep->lc->lcore_id, why);
 		else
