@@ -635,6 +635,15 @@ post_sends(struct rdp_ep *ep)
 	uint64_t seq;
 	int err;
 
+#ifdef RDP_BENCH_NO_CREDIT
+	/*
+	 * Benchmark-only build (-Dbench_no_credit=true): remote credits and
+	 * acks are ignored, SQ accounting is kept. It measures what the credit
+	 * protocol costs; with a slow receiver it can hit RNR.
+	 */
+	c->rc = UINT32_MAX / 2;
+	c->owed = 0;
+#endif
 	while (ep->tx_head != NULL && n < TX_BURST) {
 		struct rdp_msg *seg = ep->tx_seg != NULL ? ep->tx_seg : ep->tx_head;
 		bool first = seg == ep->tx_head, last = seg->next == NULL;
