@@ -22,6 +22,7 @@
 #include <rte_eal.h>
 
 #include "ep_stream.h"
+#include "rdp_dev.h"
 #include "rdp_hello.h"
 #include "rdp_test.h"
 
@@ -181,6 +182,9 @@ RDP_TEST(helper, e2e_stream_server)
 	/* the server polls on CPU 1, the client on CPU 0 */
 	rdp_test_eal_init("0@0,1@1");
 	cfg = stream_cfg(getenv("RDP_SRV_DRIVER"), MAX_MSG);
+	if (getenv("RDP_SRV_SECRET") != NULL)
+		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "secret", getenv("RDP_SRV_SECRET"),
+					  "test"), 0);
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "server rdp_init: %s", rdp_err_msg());
 	side_init(&srv, "server", 1, 2, strtoull(getenv("RDP_SRV_COUNT"), NULL, 0), pipeline);
 	stream_params(&srv, &prm);
@@ -188,6 +192,9 @@ RDP_TEST(helper, e2e_stream_server)
 	RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
 	RDP_ASSERT(write(port_fd, &port, sizeof(port)) == sizeof(port));
 	close(port_fd);
+	if (srv.count == 0)
+		for (;;)
+			pause(); /* a server for handshake tests: until killed */
 	RDP_ASSERT_EQ(stream_pump(sides, 1, 120), 0);
 	assert_clean(&srv);
 	/* wait for the client to close, which fails or closes our side */
@@ -714,6 +721,156 @@ RDP_TEST(e2e, ep_cq_admission_grows_the_cq_then_refuses_with_the_numbers)
 		rdp_ep_close(ep[i]);
 		wait_closed(&cli[i]);
 	}
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Shared-secret handshake                                                */
+/* ---------------------------------------------------------------------- */
+
+RDP_TEST(e2e, ep_shared_secret_admits_a_peer_that_knows_it)
+{
+	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_cfg *cfg;
+	char addr[64];
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "secret", "correct horse", "test"), 0);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&srv, "server", 1, 2, 2000, false);
+	side_init(&cli, "client", 2, 1, 2000, false);
+	stream_params(&srv, &psrv);
+	stream_params(&cli, &pcli);
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	RDP_ASSERT(rdp_connect(addr, &pcli) != NULL);
+	RDP_ASSERT_EQ(stream_pump(sides, 2, 30), 0);
+	assert_clean(&cli);
+	assert_clean(&srv);
+	rdp_ep_close(cli.ep);
+	rdp_ep_close(srv.ep);
+	wait_closed(&cli);
+	wait_closed(&srv);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
+{
+	uint8_t key[RDP_HELLO_KEY_LEN], out[RDP_HELLO_LEN], back[RDP_HELLO_LEN],
+		mac[RDP_HELLO_MAC_LEN];
+	struct rdp_hello h = client_hello(), ack, ready = { .type = RDP_HELLO_READY };
+	struct rdp_qp_init_attr qia = {
+		.cap = { .max_send_wr = 65, .max_recv_wr = 64, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct rdp_dev *tdev;
+	struct rdp_pd *tpd;
+	struct rdp_cq *tcq;
+	struct rdp_qp *tqp;
+	struct stream_side srv;
+	struct rdp_ep_params prm;
+	struct rdp_cfg *cfg;
+	char why[256];
+	double deadline;
+	int port, fd;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "secret", "correct horse", "test"), 0);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&srv, "server", 1, 2, 0, false);
+	stream_params(&srv, &prm);
+	port = rdp_listen("127.0.0.1:0", &prm);
+	capture_logs();
+
+	/* 1. a peer without the secret is told why and dropped */
+	fd = raw_connect(port);
+	rdp_hello_encode(&h, out);
+	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
+	RDP_ASSERT_EQ(read_until_closed(fd, back, sizeof(back), 3), RDP_HELLO_LEN);
+	close(fd);
+	RDP_ASSERT_EQ(rdp_hello_decode(back, sizeof(back), &ack, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(ack.type, RDP_HELLO_REJECT);
+	RDP_ASSERT_STR_EQ(ack.reason, "shared secret required (config key 'secret')");
+
+	/* 2. a peer that claims to authenticate gets a HELLO_ACK signed with the
+	 *    secret (the server proves itself), then fails on a forged READY;
+	 *    it offers a real QP of its own so the server gets that far */
+	tdev = rdp_dev_open("shm");
+	RDP_ASSERT(tdev != NULL);
+	tpd = rdp_pd_alloc(tdev);
+	tcq = rdp_cq_create(tdev, 256, -1);
+	qia.send_cq = qia.recv_cq = tcq;
+	tqp = rdp_qp_create(tpd, &qia);
+	RDP_ASSERT(tpd != NULL && tcq != NULL && tqp != NULL);
+	RDP_ASSERT_EQ(rdp_qp_local_addr(tqp, &h.qp), 0);
+	fd = raw_connect(port);
+	h.flags = RDP_HELLO_F_AUTH;
+	memset(h.nonce, 0x5a, sizeof(h.nonce));
+	rdp_hello_encode(&h, out);
+	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
+	RDP_ASSERT(recv(fd, back, sizeof(back), MSG_WAITALL) == sizeof(back));
+	RDP_ASSERT_EQ(rdp_hello_decode(back, sizeof(back), &ack, why, sizeof(why)), 0);
+	RDP_ASSERT_MSG(ack.type == RDP_HELLO_ACK, "type %u: %s", ack.type, ack.reason);
+	rdp_hello_key("correct horse", key);
+	rdp_hello_auth(key, "rdp-ack", out, back, mac);
+	RDP_ASSERT_MSG(rdp_hello_mac_equal(mac, ack.mac), "the server's MAC does not verify");
+	rdp_hello_key("wrong horse", key);
+	rdp_hello_auth(key, "rdp-ready", out, back, ready.mac);
+	rdp_hello_encode(&ready, out);
+	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
+	read_until_closed(fd, back, sizeof(back), 3);
+	close(fd);
+	deadline = now_s() + 3;
+	while (strstr(log_buf, "the client failed authentication") == NULL ||
+	       rdp_endpoint_count() != 0) {
+		RDP_ASSERT_MSG(now_s() < deadline, "no refusal (%u endpoints):\n%s",
+			       rdp_endpoint_count(), log_buf);
+		usleep(1000);
+	}
+	rte_openlog_stream(NULL);
+	RDP_ASSERT_EQ(rdp_qp_destroy(tqp), 0);
+	RDP_ASSERT_EQ(rdp_cq_destroy(tcq), 0);
+	RDP_ASSERT_EQ(rdp_pd_free(tpd), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(tdev), 0);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+RDP_TEST(e2e, ep_shared_secret_mismatch_fails_the_client_with_eacces)
+{
+	struct stream_side cli;
+	struct rdp_ep_params prm;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	char addr[64];
+	pid_t pid;
+	int port;
+
+	setenv("RDP_SRV_SECRET", "the server's secret", 1);
+	pid = spawn_server("shm", false, 0, &port);
+	unsetenv("RDP_SRV_SECRET");
+	rdp_test_eal_init("0@1,1@0");
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "secret", "another secret", "test"), 0);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&cli, "client", 2, 1, 0, false);
+	stream_params(&cli, &prm);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &prm);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), -EACCES);
+	rdp_ep_close(ep);
+	wait_closed(&cli);
+	kill(pid, SIGKILL);
+	reap(pid, -1);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
 	return 0;

@@ -162,6 +162,8 @@ struct rdp_ep {
 	uint8_t out_buf[RDP_HELLO_LEN];
 	uint32_t out_len;
 	uint32_t out_off;
+	uint8_t hello_c[RDP_HELLO_LEN];   /* the client's HELLO as it travelled */
+	uint8_t hello_s[RDP_HELLO_LEN];   /* the server's HELLO_ACK as it travelled */
 	struct rdp_hello local_hello;
 	uint32_t cq_reserved;
 	char peer[80];
@@ -201,7 +203,8 @@ struct ep_runtime {
 	pthread_mutex_t lock;              /* registry and rr */
 	TAILQ_HEAD(, rdp_ep) all;
 	uint32_t next_id;
-	uint32_t held_total;               /* for rdp_fini's report */
+	bool auth;                         /* a shared secret is configured */
+	uint8_t auth_key[RDP_HELLO_KEY_LEN];
 };
 extern struct ep_runtime rdp_rt;
 
