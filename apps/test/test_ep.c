@@ -447,7 +447,7 @@ run_garbage(int port, const struct garbage_case *c, double timeout_s)
 		RDP_ASSERT_MSG(strstr(rej.reason, c->reject) != NULL, "%s: reason '%s'",
 			       c->what, rej.reason);
 	}
-	deadline = now_s() + 2;
+	deadline = now_s() + 5;
 	while (strstr(log_buf, c->log) == NULL) {
 		RDP_ASSERT_MSG(now_s() < deadline, "%s: log lacks \"%s\":\n%s", c->what, c->log,
 			       log_buf);

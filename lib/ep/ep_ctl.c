@@ -283,7 +283,8 @@ connect_qp(struct rdp_ep *ep, const struct rdp_hello *peer, char *why, size_t le
 		return ret;
 	ep->chunk_size = agreed.chunk_size;
 	ep->max_send_msg = agreed.max_msg_size;
-	ep->max_recv_msg = lc->conf.max_msg_size;
+	ep->frame = (struct ep_frame){ .chunk_size = agreed.chunk_size,
+				       .max_msg = lc->conf.max_msg_size };
 	attr.conn.path_mtu = agreed.path_mtu;
 	attr.state = RDP_QPS_RTR;
 	ret = rdp_qp_modify(ep->qp, &attr, RDP_QP_ATTR_STATE | RDP_QP_ATTR_REMOTE |

@@ -419,40 +419,6 @@ post_recv_burst(struct rdp_ep *ep)
 	return k;
 }
 
-/*
- * Check a successful receive against the framing rules; on a violation
- * return what is wrong (the peer is broken or hostile) and the bad value.
- */
-static const char *
-recv_violation(const struct rdp_ep *ep, const struct rdp_wc *wc, uint32_t *value)
-{
-	uint32_t imm = wc->imm, credits = imm & IMM_CREDITS;
-
-	*value = imm;
-	if (!(wc->wc_flags & RDP_WC_WITH_IMM))
-		return "message without immediate data";
-	if (imm & IMM_RESERVED)
-		return "reserved immediate-data bits set";
-	if (credits > ep->credit.stats.data_posted - ep->credit.stats.credits_granted) {
-		*value = credits;
-		return "more credits returned than used";
-	}
-	if (imm & IMM_ACK)
-		return wc->byte_len != 0 || (imm & (IMM_FIRST | IMM_LAST)) ?
-			"pure ack with payload or framing" : NULL;
-	*value = wc->byte_len;
-	if (wc->byte_len > ep->chunk_size)
-		return "chunk longer than the agreed chunk size";
-	if ((imm & IMM_FIRST) && ep->rx_head != NULL)
-		return "new message before the last one ended";
-	if (!(imm & IMM_FIRST) && ep->rx_head == NULL)
-		return "continuation chunk without a first one";
-	if ((uint64_t)(ep->rx_head != NULL && !(imm & IMM_FIRST) ? ep->rx_head->pkt_len : 0) +
-	    wc->byte_len > ep->max_recv_msg)
-		return "message longer than max_msg_size";
-	return NULL;
-}
-
 static void
 recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 {
@@ -474,7 +440,9 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 			rdp_wc_status_str(wc->status));
 		return;
 	}
-	violation = recv_violation(ep, wc, &value);
+	violation = ep_frame_check(&ep->frame, wc->wc_flags & RDP_WC_WITH_IMM, wc->imm,
+				   wc->byte_len, ep->credit.stats.data_posted -
+				   ep->credit.stats.credits_granted, &value);
 	if (unlikely(violation != NULL)) {
 		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
 		ep_fail(ep, -EPROTO, "peer %s broke the protocol: %s (0x%x)", ep->peer,
@@ -497,19 +465,16 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 	m->data = ep->recv_pool->base + (size_t)m->idx * m->buf_size;
 	m->data_len = wc->byte_len;
 	m->next = NULL;
-	if (wc->imm & IMM_FIRST) {
-		ep->rx_head = ep->rx_tail = m;
-		m->pkt_len = 0;
-		m->nb_segs = 0;
-	} else {
+	if (wc->imm & IMM_FIRST)
+		ep->rx_head = m;
+	else
 		ep->rx_tail->next = m;
-		ep->rx_tail = m;
-	}
-	ep->rx_head->pkt_len += wc->byte_len;
-	ep->rx_head->nb_segs++;
-	if (wc->imm & IMM_LAST) {
+	ep->rx_tail = m;
+	if (ep_frame_push(&ep->frame, wc->imm, wc->byte_len)) {
 		struct rdp_msg *head = ep->rx_head;
 
+		head->pkt_len = ep->frame.msg_len;
+		head->nb_segs = (uint16_t)ep->frame.msg_chunks;
 		ep->rx_head = ep->rx_tail = NULL;
 		head->event = RDP_EV_RECV;
 		head->flags = MSG_F_RECV;

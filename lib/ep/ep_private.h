@@ -18,6 +18,7 @@
 
 #include "rdp_cfg.h"
 #include "rdp_credit.h"
+#include "ep_frame.h"
 #include "rdp_ep.h"
 #include "rdp_hello.h"
 #include "rdp_mem.h"
@@ -25,13 +26,6 @@
 
 extern int rdp_ep_logtype;
 #define EP_LOG(level, fmt, ...) RDP_LOG(level, rdp_ep_logtype, "ep", fmt, ##__VA_ARGS__)
-
-/* ---- immediate data of every SEND_WITH_IMM ---- */
-#define IMM_CREDITS 0xffffu          /* credits returned to the peer */
-#define IMM_ACK (1u << 16)           /* pure ack: no payload */
-#define IMM_FIRST (1u << 17)         /* first chunk of a message */
-#define IMM_LAST (1u << 18)          /* last chunk of a message */
-#define IMM_RESERVED (~0x7ffffu)     /* must be zero */
 
 _Static_assert(IMM_CREDITS == RDP_CREDIT_IMM_MAX, "credit field width");
 
@@ -116,7 +110,6 @@ struct rdp_ep {
 	struct rdp_credit credit;
 	uint32_t chunk_size;
 	uint32_t max_send_msg;          /* largest message we send */
-	uint32_t max_recv_msg;          /* largest message we accept */
 	uint32_t max_inline;
 	struct rdp_msg *tx_head;        /* accepted messages, in order */
 	struct rdp_msg *tx_tail;
@@ -133,6 +126,7 @@ struct rdp_ep {
 	bool release_pending;           /* free it when it leaves the busy list */
 	struct rdp_pool *recv_pool;     /* this endpoint's receive buffers */
 	uint32_t recv_posted;           /* entries in the RQ */
+	struct ep_frame frame;          /* receive framing state */
 	struct rdp_msg *rx_head;        /* message being reassembled */
 	struct rdp_msg *rx_tail;
 	struct rdp_msg *rp_head;        /* buffers to post again */
