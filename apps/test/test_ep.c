@@ -875,3 +875,151 @@ RDP_TEST(e2e, ep_shared_secret_mismatch_fails_the_client_with_eacces)
 	rdp_cfg_free(cfg);
 	return 0;
 }
+
+/* ---------------------------------------------------------------------- */
+/* Back-pressure and several pollers                                      */
+/* ---------------------------------------------------------------------- */
+
+static bool refuse_all;
+
+static uint16_t
+refusing_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	struct stream_side *s = arg;
+	uint16_t i;
+
+	RTE_SET_USED(ep);
+	if (__atomic_load_n(&refuse_all, __ATOMIC_ACQUIRE))
+		return 0;
+	for (i = 0; i < n; i++) {
+		__atomic_store_n(&s->received, s->received + 1, __ATOMIC_RELEASE);
+		s->bytes += msgs[i]->pkt_len;
+		if (msgs[i]->user_data != 0)
+			s->error[0] = 'x';
+		rdp_msg_free(msgs[i]);
+	}
+	return n;
+}
+
+static void
+refusing_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
+{
+	struct stream_side *s = arg;
+
+	RTE_SET_USED(err);
+	if (st == RDP_EP_ESTABLISHED)
+		__atomic_store_n(&s->ep, ep, __ATOMIC_RELEASE);
+	if (st == RDP_EP_CLOSED)
+		__atomic_store_n(&s->closed, true, __ATOMIC_RELEASE);
+}
+
+RDP_TEST(e2e, ep_backpressure_keeps_refused_messages_and_stalls_the_sender)
+{
+	static const struct rdp_ep_ops refusing = {
+		.on_recv = refusing_recv, .on_state = refusing_state,
+	};
+	struct rdp_ep_params psrv = { .ops = &refusing, .lcore = -1 };
+	struct rdp_ep_params pcli = { .ops = &refusing, .lcore = -1 };
+	struct stream_side srv = { .name = "server" }, cli = { .name = "client" };
+	struct rdp_ep_stats st0, st;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	char addr[64];
+	unsigned int i, sent = 0;
+	double deadline;
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	psrv.arg = &srv;
+	pcli.arg = &cli;
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &pcli);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), 0);
+	while (__atomic_load_n(&srv.ep, __ATOMIC_ACQUIRE) == NULL)
+		usleep(1000);
+	rdp_ep_stats_get(ep, &st0);
+	/* the server refuses everything: 300 messages cannot all get through */
+	__atomic_store_n(&refuse_all, true, __ATOMIC_RELEASE);
+	for (i = 0; i < 300; i++) {
+		struct rdp_msg *m = rdp_msg_alloc(ep, 100);
+
+		RDP_ASSERT(m != NULL);
+		RDP_ASSERT(rdp_ep_send_burst(ep, &m, 1) == 1);
+		sent++;
+	}
+	usleep(200000);
+	rdp_ep_stats_get(ep, &st);
+	/* the sender ran out of credits (56) and waits; nothing was dropped */
+	RDP_ASSERT_MSG(st.remote_credits == 0, "remote credits %u", st.remote_credits);
+	RDP_ASSERT(st.remote_stalls > st0.remote_stalls);
+	RDP_ASSERT(st.msgs_sent < sent);
+	RDP_ASSERT_EQ(srv.received, 0);
+	rdp_ep_stats_get(srv.ep, &st);
+	RDP_ASSERT(st.backpressure >= 1);
+	RDP_ASSERT_EQ(st.enomem, 0);
+	RDP_ASSERT_EQ(st.rnr, 0);
+	/* accept again: every message arrives, in order, exactly once */
+	__atomic_store_n(&refuse_all, false, __ATOMIC_RELEASE);
+	deadline = now_s() + 10;
+	while (__atomic_load_n(&srv.received, __ATOMIC_ACQUIRE) < sent) {
+		RDP_ASSERT_MSG(now_s() < deadline, "%" PRIu64 " of %u received", srv.received, sent);
+		usleep(1000);
+	}
+	usleep(20000);
+	RDP_ASSERT_EQ(srv.received, sent);
+	RDP_ASSERT(srv.error[0] == '\0');
+	rdp_ep_stats_get(ep, &st);
+	RDP_ASSERT_EQ(st.msgs_failed, 0);
+	rdp_ep_close(ep);
+	rdp_ep_close(srv.ep);
+	deadline = now_s() + 5;
+	while (!__atomic_load_n(&cli.closed, __ATOMIC_ACQUIRE) ||
+	       !__atomic_load_n(&srv.closed, __ATOMIC_ACQUIRE)) {
+		RDP_ASSERT(now_s() < deadline);
+		usleep(1000);
+	}
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+RDP_TEST(e2e, ep_stream_two_pollers_from_config_sections_is_exact)
+{
+	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_cfg *cfg;
+	char addr[64];
+	int port;
+
+	/* lcore 1 and 2 poll (from [lcore.N] sections), on the two CPUs */
+	rdp_test_eal_init("0@0,1@0,2@1");
+	cfg = stream_cfg("shm:cqe_order=recv_first", MAX_MSG);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, 1, "poll_burst", "16", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, 2, "poll_burst", "32", "test"), 0);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&srv, "server", 1, 2, env_count("RDP_E2E_COUNT", 100000) / 2, false);
+	side_init(&cli, "client", 2, 1, env_count("RDP_E2E_COUNT", 100000) / 2, false);
+	stream_params(&srv, &psrv);
+	stream_params(&cli, &pcli);
+	psrv.lcore = 1;
+	pcli.lcore = 2;
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	RDP_ASSERT(rdp_connect(addr, &pcli) != NULL);
+	RDP_ASSERT_EQ(stream_pump(sides, 2, 120), 0);
+	RDP_ASSERT_EQ(rdp_ep_lcore(srv.ep), 1);
+	RDP_ASSERT_EQ(rdp_ep_lcore(cli.ep), 2);
+	assert_clean(&srv);
+	assert_clean(&cli);
+	rdp_ep_close(cli.ep);
+	rdp_ep_close(srv.ep);
+	wait_closed(&cli);
+	wait_closed(&srv);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
