@@ -412,8 +412,10 @@ stream_ep_audit_drained(const struct stream_ep *ep)
 	for (i = 0; i < ep->nb_slots; i++)
 		if (ep->rq_state[i] == AU_POSTED)
 			return false;
+	/* no send failed: the unsignaled ones that ran before the error made
+	 * no completion, and never will */
 	if (ep->first_err_seq == UINT64_MAX)
-		return ep->cr.sq_pi == 0 || ep->cr.sq_ci == ep->cr.sq_pi;
+		return true;
 	for (s = ep->first_err_seq; s < ep->cr.sq_pi; s++)
 		if (ep->sq_state[s] != AU_DONE)
 			return false;
@@ -556,10 +558,17 @@ xside(int fd, const char *spec, const struct stream_cfg *cfg, struct stream_stat
 			ret = -ETIMEDOUT;
 			break;
 		}
+		/* a peer that failed says so at once: no need to wait for a stall */
+		if (w == 0 && idle.polls % 1024 == 0 &&
+		    recv(fd, &done, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && done == 'F') {
+			ret = -EIO;
+			break;
+		}
 	}
 	*secs = conf_now() - t0;
 	*st = ep->st;
 	/* tear down only when the peer is done too: a closed QP fails its sends */
+	done = ret == 0 ? 'D' : 'F';
 	xsend(fd, &done, 1);
 	xrecv(fd, &done, 1);
 	stream_ep_close(ep);

@@ -103,7 +103,8 @@ bool stream_ep_done(const struct stream_ep *ep);
 /**
  * After a failure: has every outstanding WR completed? (audit mode)
  * True when all posted receives completed and every send from the first
- * failed one up to the last posted completed.
+ * failed one up to the last posted completed (sends that ran unsignaled
+ * before the error make no completion, as on verbs).
  */
 bool stream_ep_audit_drained(const struct stream_ep *ep);
 
