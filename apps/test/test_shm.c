@@ -44,6 +44,15 @@ wait_event(struct rdp_dev *dev, enum rdp_event_type type, struct rdp_event *out,
 	return false;
 }
 
+static unsigned int
+qp_state(struct rdp_qp *qp)
+{
+	struct rdp_qp_attr attr;
+
+	RDP_ASSERT_EQ(rdp_qp_query(qp, &attr), 0);
+	return attr.state;
+}
+
 static void
 set_err(struct rdp_qp *qp)
 {
@@ -213,16 +222,16 @@ RDP_TEST(shm, shm_fail_after_takes_the_link_down_flushes_and_raises_port_err)
 	RDP_ASSERT_EQ(rdp_dev_query(p.dev, &attr), 0);
 	RDP_ASSERT_EQ(attr.port_active, 0);
 	/* 5 executed unsignaled: nothing; 6..8 flushed; every receive flushed */
-	n = conf_poll(p.a.cq, wc, 16, 50);
+	n = conf_poll(&p.a, wc, 16, 50);
 	RDP_ASSERT_EQ(n, 6);
 	for (i = 0; i < n; i++) {
 		RDP_ASSERT_EQ(wc[i].status, RDP_WC_WR_FLUSH_ERR);
 		RDP_ASSERT((wc[i].wr_id >= 6 && wc[i].wr_id <= 8) ||
 			   (wc[i].wr_id >= 100 && wc[i].wr_id < 103));
 	}
-	RDP_ASSERT_EQ(conf_poll(p.b.cq, wc, 16, 50), 4);
-	RDP_ASSERT_EQ(conf_qp_state(p.a.qp), RDP_QPS_ERR);
-	RDP_ASSERT_EQ(conf_qp_state(p.b.qp), RDP_QPS_ERR);
+	RDP_ASSERT_EQ(conf_poll(&p.b, wc, 16, 50), 4);
+	RDP_ASSERT_EQ(conf_qp_state(&p.a), RDP_QPS_ERR);
+	RDP_ASSERT_EQ(conf_qp_state(&p.b), RDP_QPS_ERR);
 	conf_pair_close(&p);
 	return 0;
 }
@@ -242,13 +251,13 @@ RDP_TEST(shm, shm_drop_peer_moves_the_qp_to_err_with_a_qp_fatal_event)
 		RDP_ASSERT_EQ(post_write0(&p.a, i, 0), 0);
 	RDP_ASSERT(wait_event(p.dev, RDP_EVENT_QP_FATAL, &ev, T_MS));
 	RDP_ASSERT(ev.qp == p.a.qp);
-	n = conf_poll(p.a.cq, wc, 8, 50);
+	n = conf_poll(&p.a, wc, 8, 50);
 	RDP_ASSERT_EQ(n, 3);
 	RDP_ASSERT_EQ(wc[0].wr_id, 4);
 	RDP_ASSERT_EQ(wc[1].wr_id, 5);
 	RDP_ASSERT_EQ(wc[2].wr_id, 100);
-	RDP_ASSERT_EQ(conf_qp_state(p.a.qp), RDP_QPS_ERR);
-	RDP_ASSERT_EQ(conf_qp_state(p.b.qp), RDP_QPS_RTS);
+	RDP_ASSERT_EQ(conf_qp_state(&p.a), RDP_QPS_ERR);
+	RDP_ASSERT_EQ(conf_qp_state(&p.b), RDP_QPS_RTS);
 	conf_pair_close(&p);
 	return 0;
 }
@@ -318,7 +327,7 @@ RDP_TEST(shm, shm_stats_count_posts_completions_enomem_rnr_and_flushes)
 	RDP_ASSERT_EQ(conf_post_recv(&p.a, 50, 0, 64), 0);
 	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_SEND, 0, 4, 0, 8, 0, 0, 0), 0); /* RNR */
 	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_SEND, 0, 5, 0, 8, 0, 0, 0), 0); /* flushed */
-	RDP_ASSERT_EQ(conf_poll(p.a.cq, wc, 3, T_MS), 3);
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 3, T_MS), 3);
 	RDP_ASSERT_EQ(rdp_dev_stats_get(p.dev, &st), 0);
 	RDP_ASSERT_EQ(st.send_posted, 4);
 	RDP_ASSERT_EQ(st.recv_posted, 1);
@@ -374,19 +383,18 @@ RDP_TEST(shm, shm_peer_qp_destroy_moves_the_survivor_to_err_within_100ms)
 	conf_pair_open(&p, NULL, &o);
 	RDP_ASSERT_EQ(conf_post_recv(&p.a, 7, 0, 64), 0);
 	t0 = conf_now();
-	RDP_ASSERT_EQ(rdp_qp_destroy(p.b.qp), 0);
-	while (conf_qp_state(p.a.qp) != RDP_QPS_ERR && conf_now() - t0 < 1.0)
+	conf_qp_destroy(&p.b);
+	while (conf_qp_state(&p.a) != RDP_QPS_ERR && conf_now() - t0 < 1.0)
 		;
 	dt = conf_now() - t0;
 	printf("survivor in ERR after %.2f ms\n", dt * 1e3);
-	RDP_ASSERT_EQ(conf_qp_state(p.a.qp), RDP_QPS_ERR);
+	RDP_ASSERT_EQ(conf_qp_state(&p.a), RDP_QPS_ERR);
 	RDP_ASSERT_MSG(dt < 0.1, "took %.1f ms", dt * 1e3);
 	RDP_ASSERT(wait_event(p.dev, RDP_EVENT_QP_FATAL, &ev, T_MS));
 	RDP_ASSERT(ev.qp == p.a.qp);
-	RDP_ASSERT_EQ(conf_poll(p.a.cq, wc, 4, 50), 1);
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 4, 50), 1);
 	RDP_ASSERT_EQ(wc[0].wr_id, 7);
 	RDP_ASSERT_EQ(wc[0].status, RDP_WC_WR_FLUSH_ERR);
-	p.b.qp = NULL;
 	conf_pair_close(&p);
 	return 0;
 }
@@ -408,7 +416,7 @@ send_one_status(struct conf_pair *p)
 	int n;
 
 	RDP_ASSERT_EQ(conf_post_send(&p->a, RDP_WR_SEND, RDP_SEND_SIGNALED, 1, 0, 32, 0, 0, 0), 0);
-	n = conf_poll(p->a.cq, wc, 1, T_MS);
+	n = conf_poll(&p->a, wc, 1, T_MS);
 	RDP_ASSERT_EQ(n, 1);
 	return wc[0].status;
 }
@@ -429,7 +437,7 @@ RDP_TEST(shm, shm_garbage_from_the_peer_ends_in_errors_never_in_a_crash)
 	sqp(p.b.qp)->seg->rq_posted = UINT64_C(1) << 40;
 	st = send_one_status(&p);
 	RDP_ASSERT_MSG(st == RDP_WC_REM_OP_ERR, "%s", rdp_wc_status_str(st));
-	RDP_ASSERT_EQ(conf_qp_state(p.a.qp), RDP_QPS_ERR);
+	RDP_ASSERT_EQ(conf_qp_state(&p.a), RDP_QPS_ERR);
 	conf_pair_close(&p);
 
 	/* a receive entry with too many SGEs, then one naming no MR */
@@ -438,7 +446,7 @@ RDP_TEST(shm, shm_garbage_from_the_peer_ends_in_errors_never_in_a_crash)
 	ent = shm_rq_ent(sqp(p.b.qp)->ents, sqp(p.b.qp)->rq_mask, sqp(p.b.qp)->rq_stride, 0);
 	ent->num_sge = 100000;
 	RDP_ASSERT_EQ(send_one_status(&p), RDP_WC_REM_OP_ERR);
-	RDP_ASSERT_EQ(conf_poll(p.b.cq, wc, 1, T_MS), 1);
+	RDP_ASSERT_EQ(conf_poll(&p.b, wc, 1, T_MS), 1);
 	RDP_ASSERT_EQ(wc[0].status, RDP_WC_LOC_QP_OP_ERR);
 	conf_pair_close(&p);
 	conf_pair_open(&p, NULL, &o);
@@ -467,10 +475,10 @@ RDP_TEST(shm, shm_garbage_from_the_peer_ends_in_errors_never_in_a_crash)
 	RDP_ASSERT_EQ(conf_post_recv(&p.a, 2, 64, 64), 0);
 	sqp(p.a.qp)->seg->rq_done = UINT64_C(1) << 50;
 	shm_bell_self(sqp(p.a.qp)->rcq, sqp(p.a.qp)->rslot);
-	RDP_ASSERT_EQ(conf_poll(p.a.cq, wc, 2, T_MS), 2);
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 2, T_MS), 2);
 	RDP_ASSERT_EQ(wc[0].status, RDP_WC_WR_FLUSH_ERR);
 	RDP_ASSERT_EQ(wc[1].status, RDP_WC_WR_FLUSH_ERR);
-	RDP_ASSERT_EQ(conf_qp_state(p.a.qp), RDP_QPS_ERR);
+	RDP_ASSERT_EQ(conf_qp_state(&p.a), RDP_QPS_ERR);
 	conf_pair_close(&p);
 
 	/* a completion status and length out of range; every doorbell rung */
@@ -481,7 +489,7 @@ RDP_TEST(shm, shm_garbage_from_the_peer_ends_in_errors_never_in_a_crash)
 	ent->status = 200;
 	for (w = 0; w < SHM_BELL_WORDS; w++)
 		sqp(p.b.qp)->rcq->seg->bell[w] = ~UINT64_C(0);
-	RDP_ASSERT_EQ(conf_poll(p.b.cq, wc, 1, T_MS), 1);
+	RDP_ASSERT_EQ(conf_poll(&p.b, wc, 1, T_MS), 1);
 	RDP_ASSERT_EQ(wc[0].status, RDP_WC_GENERAL_ERR);
 	conf_pair_close(&p);
 	return 0;
@@ -518,7 +526,7 @@ RDP_TEST(shm, shm_malformed_rendezvous_is_refused_and_the_device_lives_on)
 	/* the pair still works */
 	RDP_ASSERT_EQ(conf_post_recv(&p.b, 1, 0, 64), 0);
 	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_SEND, 0, 1, 0, 8, 0, 0, 0), 0);
-	RDP_ASSERT_EQ(conf_poll(p.b.cq, &wc, 1, T_MS), 1);
+	RDP_ASSERT_EQ(conf_poll(&p.b, &wc, 1, T_MS), 1);
 	RDP_ASSERT_EQ(wc.status, RDP_WC_SUCCESS);
 	conf_pair_close(&p);
 	return 0;
@@ -701,7 +709,7 @@ RDP_TEST(shm, shm_peer_process_killed_mid_stream_fails_survivor_fast_and_exactly
 	deadline = t_kill + 5.0;
 	while (!(ep->failed && stream_ep_audit_drained(ep)) && conf_now() < deadline) {
 		stream_ep_progress(ep);
-		if (t_err == 0 && conf_qp_state(ep->qp) == RDP_QPS_ERR)
+		if (t_err == 0 && qp_state(ep->qp) == RDP_QPS_ERR)
 			t_err = conf_now();
 	}
 	RDP_ASSERT_EQ(waitpid(pid, &status, 0), pid);
