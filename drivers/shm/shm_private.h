@@ -37,6 +37,9 @@
 
 #include "rdp_driver.h"
 
+/* nothing of the driver is part of librdmaplane's ABI */
+#pragma GCC visibility push(hidden)
+
 #define SHM_LOG(level, fmt, ...) RDP_LOG(level, shm_logtype, "shm", fmt, ##__VA_ARGS__)
 extern int shm_logtype;
 
@@ -415,5 +418,7 @@ shm_bell_self(struct shm_cq *cq, uint32_t slot)
 	__atomic_fetch_or(&cq->seg->bell[slot / 64], UINT64_C(1) << (slot % 64),
 			  __ATOMIC_RELEASE);
 }
+
+#pragma GCC visibility pop
 
 #endif /* RDP_SHM_PRIVATE_H */
