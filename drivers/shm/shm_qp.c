@@ -378,6 +378,9 @@ shm_qp_modify(struct rdp_qp *q, const struct rdp_qp_attr *attr, unsigned int mas
 		ret = shm_connect(qp, &attr->remote);
 		if (ret < 0)
 			return ret;
+		/* the peer has its own reference now; spare the descriptor */
+		close(qp->memfd);
+		qp->memfd = -1;
 		qp->attr.remote = attr->remote;
 		if (mask & RDP_QP_ATTR_CONN)
 			qp->attr.conn = attr->conn;
