@@ -34,7 +34,7 @@ struct agent_req {
 struct agent_rsp {
 	int64_t ret;
 	uint32_t n;
-	uint8_t data[DATA_MAX];
+	uint8_t data[DATA_MAX] __rte_aligned(8); /* completions are copied here */
 };
 
 struct agent_hello {

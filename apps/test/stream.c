@@ -459,7 +459,7 @@ stalled(int work, struct idle *i)
 		i->since = conf_now();
 		return false;
 	}
-	return conf_now() - i->since > 10.0;
+	return conf_now() - i->since > 30.0;
 }
 
 int

@@ -120,7 +120,7 @@ struct stream_result {
 
 /**
  * Run endpoints a and b in this thread on one device opened from @p spec
- * until both are done (or stall for 10 s).
+ * until both are done (or stall for 30 s).
  *
  * @return 0 when both finished, -ETIMEDOUT on a stall, -EIO when a side
  *   stopped on an error (see the stats).

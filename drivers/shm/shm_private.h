@@ -27,6 +27,7 @@
  * the device monitor (peer attach, peer death) and rdp_qp_modify(ERR).
  */
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -410,6 +411,13 @@ int shm_qp_modify(struct rdp_qp *qp, const struct rdp_qp_attr *attr, unsigned in
 int shm_qp_query(struct rdp_qp *qp, struct rdp_qp_attr *attr);
 int shm_qp_local_addr(struct rdp_qp *qp, struct rdp_qp_addr *addr);
 int shm_qp_destroy(struct rdp_qp *qp);
+
+/** Freeze a memfd's size before sharing it: peers refuse unsealed ones. */
+static inline int
+shm_seal(int fd)
+{
+	return fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+}
 
 /** Set a QP's doorbell bit in a CQ's shared bitmap (any thread). */
 static inline void

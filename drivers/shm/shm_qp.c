@@ -4,6 +4,7 @@
  * state changes, the move to error that any thread may make, and teardown.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,11 +18,11 @@ static void *
 seg_create(const char *name, size_t len, int *memfd)
 {
 	void *p;
-	int fd = memfd_create(name, MFD_CLOEXEC);
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
 	if (fd < 0)
 		return NULL;
-	if (ftruncate(fd, (off_t)len) < 0) {
+	if (ftruncate(fd, (off_t)len) < 0 || shm_seal(fd) < 0) {
 		close(fd);
 		return NULL;
 	}
