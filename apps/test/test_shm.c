@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -495,21 +496,16 @@ RDP_TEST(shm, shm_garbage_from_the_peer_ends_in_errors_never_in_a_crash)
 	return 0;
 }
 
-RDP_TEST(shm, shm_malformed_rendezvous_is_refused_and_the_device_lives_on)
+/* Connect to the rendezvous socket of the device that owns @p qp. */
+static int
+dev_socket(struct rdp_qp *qp)
 {
-	struct conf_opts o;
-	struct conf_pair p;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct rdp_qp_addr addr;
-	struct shm_reply reply;
-	static const char junk[] = "not a hello at all, just bytes";
-	struct rdp_wc wc;
 	socklen_t len;
 	int fd, i;
 
-	conf_opts_default(&o);
-	conf_pair_open(&p, NULL, &o);
-	RDP_ASSERT_EQ(rdp_qp_local_addr(p.a.qp, &addr), 0);
+	RDP_ASSERT_EQ(rdp_qp_local_addr(qp, &addr), 0);
 	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
 			  sprintf(sa.sun_path + 1, "rdmaplane-shm-"));
 	for (i = 0; i < RDP_GID_LEN; i++)
@@ -519,10 +515,76 @@ RDP_TEST(shm, shm_malformed_rendezvous_is_refused_and_the_device_lives_on)
 	RDP_ASSERT(fd >= 0);
 	RDP_ASSERT_MSG(connect(fd, (struct sockaddr *)&sa, len) == 0, "connect: %s",
 		       strerror(errno));
+	return fd;
+}
+
+/* Send a hello carrying two memfds of @p size bytes (sealed or not); return the reply. */
+static struct shm_reply
+hello_with(struct rdp_qp *target, bool sealed, size_t size)
+{
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct shm_hello h = { .magic = SHM_HELLO_MAGIC, .version = SHM_VERSION,
+			       .src_qpn = 999, .dst_qpn = target->qp_num };
+	struct iovec iov = { .iov_base = &h, .iov_len = sizeof(h) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
+			      .msg_controllen = sizeof(cbuf.buf) };
+	struct shm_reply reply = { 0 };
+	struct cmsghdr *cm;
+	int fds[2], fd = dev_socket(target), i;
+
+	for (i = 0; i < 2; i++) {
+		fds[i] = memfd_create("garbage", MFD_ALLOW_SEALING);
+		RDP_ASSERT(fds[i] >= 0 && ftruncate(fds[i], (off_t)size) == 0);
+		if (sealed)
+			RDP_ASSERT_EQ(shm_seal(fds[i]), 0);
+	}
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	RDP_ASSERT_EQ(sendmsg(fd, &msg, 0), (ssize_t)sizeof(h));
+	RDP_ASSERT_EQ(recv(fd, &reply, sizeof(reply), 0), (ssize_t)sizeof(reply));
+	reply.msg[sizeof(reply.msg) - 1] = '\0';
+	close(fd);
+	close(fds[0]);
+	close(fds[1]);
+	return reply;
+}
+
+RDP_TEST(shm, shm_malformed_or_unsealed_rendezvous_is_refused_and_the_device_lives_on)
+{
+	static const char junk[] = "not a hello at all, just bytes";
+	struct rdp_qp_init_attr ia = { 0 };
+	struct conf_opts o;
+	struct conf_pair p;
+	struct shm_reply reply;
+	struct rdp_qp *fresh;
+	struct rdp_wc wc;
+	int fd;
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, NULL, &o);
+	fd = dev_socket(p.a.qp);
 	RDP_ASSERT_EQ(send(fd, junk, sizeof(junk), 0), (ssize_t)sizeof(junk));
 	RDP_ASSERT_EQ(recv(fd, &reply, sizeof(reply), 0), (ssize_t)sizeof(reply));
 	RDP_ASSERT(reply.status < 0);
 	close(fd);
+	/* a QP that is not connected yet, offered memory we must not trust */
+	ia.send_cq = ia.recv_cq = p.a.cq;
+	ia.cap = (struct rdp_qp_cap){ .max_send_wr = 4, .max_recv_wr = 4 };
+	fresh = rdp_qp_create(p.pd, &ia);
+	RDP_ASSERT(fresh != NULL);
+	reply = hello_with(fresh, false, 1 << 16);
+	RDP_ASSERT_MSG(reply.status < 0 && strstr(reply.msg, "cannot map") != NULL,
+		       "unsealed memory: %d %s", reply.status, reply.msg);
+	reply = hello_with(fresh, true, 1 << 16);
+	RDP_ASSERT_MSG(reply.status < 0 && strstr(reply.msg, "header is invalid") != NULL,
+		       "zeroed headers: %d %s", reply.status, reply.msg);
+	RDP_ASSERT_EQ(rdp_qp_destroy(fresh), 0);
 	/* the pair still works */
 	RDP_ASSERT_EQ(conf_post_recv(&p.b, 1, 0, 64), 0);
 	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_SEND, 0, 1, 0, 8, 0, 0, 0), 0);
