@@ -4,6 +4,7 @@
  * state changes, the move to error that any thread may make, and teardown.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,11 +18,11 @@ static void *
 seg_create(const char *name, size_t len, int *memfd)
 {
 	void *p;
-	int fd = memfd_create(name, MFD_CLOEXEC);
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
 	if (fd < 0)
 		return NULL;
-	if (ftruncate(fd, (off_t)len) < 0) {
+	if (ftruncate(fd, (off_t)len) < 0 || shm_seal(fd) < 0) {
 		close(fd);
 		return NULL;
 	}
@@ -378,6 +379,9 @@ shm_qp_modify(struct rdp_qp *q, const struct rdp_qp_attr *attr, unsigned int mas
 		ret = shm_connect(qp, &attr->remote);
 		if (ret < 0)
 			return ret;
+		/* the peer has its own reference now; spare the descriptor */
+		close(qp->memfd);
+		qp->memfd = -1;
 		qp->attr.remote = attr->remote;
 		if (mask & RDP_QP_ATTR_CONN)
 			qp->attr.conn = attr->conn;
