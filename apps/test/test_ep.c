@@ -23,6 +23,7 @@
 
 #include "ep_stream.h"
 #include "rdp_dev.h"
+#include "ep_frame.h"
 #include "rdp_hello.h"
 #include "rdp_test.h"
 
@@ -1019,6 +1020,88 @@ RDP_TEST(e2e, ep_stream_two_pollers_from_config_sections_is_exact)
 	rdp_ep_close(srv.ep);
 	wait_closed(&cli);
 	wait_closed(&srv);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+RDP_TEST(e2e, ep_server_posts_every_receive_before_its_hello_ack)
+{
+	struct rdp_qp_init_attr qia = {
+		.cap = { .max_send_wr = 128, .max_recv_wr = 16, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct rdp_qp_conn_params conn = { .rnr_retry = 0, .retry_cnt = 7, .timeout = 14 };
+	struct rdp_hello h = client_hello(), ack;
+	uint8_t out[RDP_HELLO_LEN], back[RDP_HELLO_LEN], payload[64] = { 0 };
+	struct rdp_send_wr wr[88];
+	struct rdp_sge sge;
+	struct rdp_wc wc[32];
+	struct stream_side srv;
+	struct rdp_ep_params prm;
+	struct rdp_cfg *cfg;
+	struct rdp_dev *tdev;
+	struct rdp_pd *tpd;
+	struct rdp_cq *tcq;
+	struct rdp_qp *tqp;
+	struct rdp_mr *mr;
+	unsigned int i, done = 0, ok = 0;
+	char why[256];
+	double deadline;
+	int port, fd, err;
+
+	rdp_test_eal_init("0-1");
+	/* more receives than one post burst: every one must be posted before the
+	 * server answers, since the client may send as soon as it has the answer */
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "rq_size", "100", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "ack_reserve", "12", "test"), 0);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&srv, "server", 1, 2, 0, false);
+	stream_params(&srv, &prm);
+	port = rdp_listen("127.0.0.1:0", &prm);
+	tdev = rdp_dev_open("shm");
+	RDP_ASSERT(tdev != NULL);
+	tpd = rdp_pd_alloc(tdev);
+	tcq = rdp_cq_create(tdev, 512, -1);
+	qia.send_cq = qia.recv_cq = tcq;
+	tqp = rdp_qp_create(tpd, &qia);
+	mr = rdp_mr_reg(tpd, payload, sizeof(payload), 0);
+	RDP_ASSERT(tpd != NULL && tcq != NULL && tqp != NULL && mr != NULL);
+	RDP_ASSERT_EQ(rdp_qp_local_addr(tqp, &h.qp), 0);
+	h.credit.rq_size = 100;
+	h.credit.ack_reserve = 12;
+	fd = raw_connect(port);
+	rdp_hello_encode(&h, out);
+	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
+	RDP_ASSERT(recv(fd, back, sizeof(back), MSG_WAITALL) == sizeof(back));
+	RDP_ASSERT_EQ(rdp_hello_decode(back, sizeof(back), &ack, why, sizeof(why)), 0);
+	RDP_ASSERT_MSG(ack.type == RDP_HELLO_ACK, "type %u: %s", ack.type, ack.reason);
+	RDP_ASSERT_EQ(rdp_qp_connect(tqp, &ack.qp, &conn), 0);
+	/* no READY yet: send the 88 messages the credits allow, at once */
+	sge = (struct rdp_sge){ .addr = (uintptr_t)payload, .length = 64, .lkey = mr->lkey };
+	for (i = 0; i < 88; i++)
+		wr[i] = (struct rdp_send_wr){ .wr_id = i, .sg_list = &sge, .num_sge = 1,
+					      .opcode = RDP_WR_SEND_WITH_IMM,
+					      .flags = RDP_SEND_SIGNALED, .imm = IMM_FIRST | IMM_LAST };
+	RDP_ASSERT_EQ(rdp_post_send(tqp, wr, 88, &err), 88);
+	deadline = now_s() + 5;
+	while (done < 88) {
+		int n = rdp_poll_cq(tcq, wc, RTE_DIM(wc));
+
+		RDP_ASSERT(n >= 0 && now_s() < deadline);
+		for (i = 0; i < (unsigned int)n; i++, done++)
+			ok += wc[i].status == RDP_WC_SUCCESS;
+	}
+	RDP_ASSERT_MSG(ok == 88, "%u of 88 sends succeeded: the server had not posted its "
+		       "receives when it answered", ok);
+	close(fd);
+	RDP_ASSERT_EQ(rdp_qp_destroy(tqp), 0);
+	RDP_ASSERT_EQ(rdp_mr_free(mr), 0);
+	RDP_ASSERT_EQ(rdp_cq_destroy(tcq), 0);
+	RDP_ASSERT_EQ(rdp_pd_free(tpd), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(tdev), 0);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
 	return 0;

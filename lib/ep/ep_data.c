@@ -287,7 +287,6 @@ start_teardown(struct rdp_ep *ep)
 	/* buffers waiting to be posted again go home; posting to an error QP
 	 * would only flush them */
 	return_queue(ep, &ep->rp_head, &ep->rp_tail);
-	ep->rp_owed = 0;
 	ep->drain_seq = ep->credit.sq_pi;
 	marker.wr_id = rdp_wrid(RDP_WRK_RECLAIM, ep->slot, ep->drain_seq);
 	if (rdp_post_send(ep->qp, &marker, 1, &err) != 1) {
@@ -342,7 +341,6 @@ repost(struct rdp_ep *ep, struct rdp_msg *m, bool owed)
 {
 	m->aux = owed;
 	q_push(&ep->rp_head, &ep->rp_tail, m);
-	ep->rp_owed += owed;
 	ep_busy(ep);
 }
 
@@ -363,38 +361,21 @@ recv_freed(struct rdp_ep *ep, struct rdp_msg *m)
 	held_sub(ep, 1);
 }
 
-static unsigned int post_recv_burst(struct rdp_ep *ep);
-
 /*
- * Post every buffer waiting to go back: all of them, before any send of
- * this pass. A pure ack's credits were applied when it was polled; its
- * receive entry must be back before data using those credits leaves, or
- * the peer's next ack could find the reserve short.
+ * Post one burst of the buffers waiting to go back, counting the credits
+ * they make owed. No other side effect, so the control thread can use it
+ * before the endpoint is handed over. Sets *err when the QP refused some.
  */
 static unsigned int
-post_recvs(struct rdp_ep *ep)
-{
-	unsigned int done = 0, k;
-
-	while (ep->rp_head != NULL && !tearing_down(ep)) {
-		k = post_recv_burst(ep);
-		if (k == 0)
-			break;
-		done += k;
-	}
-	return done;
-}
-
-static unsigned int
-post_recv_burst(struct rdp_ep *ep)
+post_recv_burst(struct rdp_ep *ep, int *err)
 {
 	struct rdp_recv_wr wr[RX_BURST];
 	struct rdp_sge sge[RX_BURST];
 	struct rdp_msg *m = ep->rp_head;
 	uint16_t n = 0, k, i;
 	uint32_t owed = 0;
-	int err;
 
+	*err = 0;
 	for (; m != NULL && n < RX_BURST; m = m->link, n++) {
 		sge[n].addr = (uintptr_t)ep->recv_pool->base + (size_t)m->idx * m->buf_size;
 		sge[n].length = m->buf_size;
@@ -405,18 +386,34 @@ post_recv_burst(struct rdp_ep *ep)
 	}
 	if (n == 0)
 		return 0;
-	k = rdp_post_recv(ep->qp, wr, n, &err);
+	k = rdp_post_recv(ep->qp, wr, n, err);
 	for (i = 0; i < k; i++) {
 		m = q_pop(&ep->rp_head, &ep->rp_tail);
 		owed += m->aux;
 	}
 	ep->recv_posted += k;
-	ep->rp_owed -= owed;
 	rdp_credit_recv_reposted(&ep->credit, owed);
-	if (k < n)
+	return k;
+}
+
+/*
+ * Post every buffer waiting to go back: all of them, before any send of
+ * this pass. A pure ack's credits were applied when it was polled; its
+ * receive entry must be back before data using those credits leaves, or
+ * the peer's next ack could find the reserve short.
+ */
+static unsigned int
+post_recvs(struct rdp_ep *ep)
+{
+	unsigned int done = 0;
+	int err = 0;
+
+	while (ep->rp_head != NULL && err == 0)
+		done += post_recv_burst(ep, &err);
+	if (err != 0)
 		ep_fail(ep, err, "post_recv refused a receive (%d) with %u posted of %u",
 			err, ep->recv_posted, ep->lc->credit.rq_size);
-	return k;
+	return done;
 }
 
 static void
@@ -839,6 +836,7 @@ ep_post_initial_recvs(struct rdp_ep *ep)
 {
 	struct rdp_msg *m;
 	uint32_t i;
+	int err = 0;
 
 	for (i = 0; i < ep->recv_pool->nb_bufs; i++) {
 		if (rdp_pool_get_bulk(ep->recv_pool, &m, 1) < 0)
@@ -846,27 +844,13 @@ ep_post_initial_recvs(struct rdp_ep *ep)
 		m->aux = 0;
 		q_push(&ep->rp_head, &ep->rp_tail, m);
 	}
-	while (ep->rp_head != NULL) {
-		struct rdp_recv_wr wr[RX_BURST];
-		struct rdp_sge sge[RX_BURST];
-		uint16_t n = 0, k;
-		int err;
-
-		for (m = ep->rp_head; m != NULL && n < RX_BURST; m = m->link, n++) {
-			sge[n] = (struct rdp_sge){ .addr = (uintptr_t)m->data,
-						   .length = m->buf_size, .lkey = m->lkey };
-			wr[n] = (struct rdp_recv_wr){ .wr_id = rdp_wrid(RDP_WRK_RECV, ep->slot, m->idx),
-						      .sg_list = &sge[n], .num_sge = 1 };
-		}
-		k = rdp_post_recv(ep->qp, wr, n, &err);
-		ep->recv_posted += k;
-		for (; k > 0; k--)
-			q_pop(&ep->rp_head, &ep->rp_tail);
-		if (ep->rp_head != NULL && k < n)
-			return rdp_err_set(-err, "endpoint %u: post_recv of the initial %u "
-					   "receives failed: %s", ep->id, ep->recv_pool->nb_bufs,
-					   rdp_err_msg());
-	}
+	/* every one, now: the peer may send as soon as it hears from us */
+	while (ep->rp_head != NULL && err == 0)
+		post_recv_burst(ep, &err);
+	if (err != 0)
+		return rdp_err_set(-err, "endpoint %u: only %u of the %u initial receives "
+				   "could be posted", ep->id, ep->recv_posted,
+				   ep->recv_pool->nb_bufs);
 	return 0;
 }
 
