@@ -6,6 +6,7 @@
  * counters. The common verbs semantics live in test_conf.c.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -259,6 +260,31 @@ RDP_TEST(shm, shm_drop_peer_moves_the_qp_to_err_with_a_qp_fatal_event)
 	RDP_ASSERT_EQ(wc[2].wr_id, 100);
 	RDP_ASSERT_EQ(conf_qp_state(&p.a), RDP_QPS_ERR);
 	RDP_ASSERT_EQ(conf_qp_state(&p.b), RDP_QPS_RTS);
+	conf_pair_close(&p);
+	return 0;
+}
+
+RDP_TEST(shm, shm_event_of_a_destroyed_qp_never_names_it)
+{
+	struct conf_opts o;
+	struct conf_pair p;
+	struct rdp_event ev;
+	struct pollfd pfd;
+	struct rdp_qp *gone;
+	int i;
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, "shm:drop_peer=3", &o);
+	for (i = 1; i <= 5; i++)
+		RDP_ASSERT_EQ(post_write0(&p.a, i, 0), 0);
+	/* the QP_FATAL event is queued; destroy its QP before reading it */
+	pfd = (struct pollfd){ .fd = rdp_dev_event_fd(p.dev), .events = POLLIN };
+	RDP_ASSERT_EQ(poll(&pfd, 1, T_MS), 1);
+	gone = p.a.qp;
+	RDP_ASSERT_EQ(rdp_qp_destroy(p.a.qp), 0);
+	p.a.qp = NULL;
+	while (rdp_dev_event_get(p.dev, &ev) == 0)
+		RDP_ASSERT_MSG(ev.qp != gone, "event %d names a destroyed QP", ev.type);
 	conf_pair_close(&p);
 	return 0;
 }

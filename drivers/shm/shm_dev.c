@@ -73,6 +73,24 @@ shm_event_push(struct shm_dev *sd, enum rdp_event_type type, struct rdp_qp *qp,
 		SHM_LOG(ERR, "event fd write: %s", strerror(errno));
 }
 
+void
+shm_event_forget(struct shm_dev *sd, const struct rdp_qp *qp, const struct rdp_cq *cq)
+{
+	uint64_t i;
+
+	/* an event read after its object is gone must not name it */
+	pthread_mutex_lock(&sd->ev_lock);
+	for (i = sd->ev_head; i != sd->ev_tail; i++) {
+		struct rdp_event *ev = &sd->ev[i % SHM_MAX_EVENTS];
+
+		if (qp != NULL && ev->qp == qp)
+			ev->qp = NULL;
+		if (cq != NULL && ev->cq == cq)
+			ev->cq = NULL;
+	}
+	pthread_mutex_unlock(&sd->ev_lock);
+}
+
 static int
 shm_event_fd(struct rdp_dev *dev)
 {

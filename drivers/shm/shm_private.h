@@ -392,6 +392,8 @@ int shm_poll_cq(struct rdp_cq *cq, struct rdp_wc *wc, uint16_t n);
 bool shm_qp_set_error(struct shm_qp *qp);
 void shm_event_push(struct shm_dev *sd, enum rdp_event_type type, struct rdp_qp *qp,
 		    struct rdp_cq *cq);
+/* Drop references to a QP or CQ being destroyed from queued events. */
+void shm_event_forget(struct shm_dev *sd, const struct rdp_qp *qp, const struct rdp_cq *cq);
 void shm_link_down(struct shm_dev *sd);
 void shm_peer_unmap(struct shm_peer *p);
 int shm_connect(struct shm_qp *qp, const struct rdp_qp_addr *remote);

@@ -144,6 +144,7 @@ shm_cq_destroy(struct rdp_cq *c)
 	TAILQ_REMOVE(&sd->cqs, cq, next);
 	shm_stats_retire_cq(sd, cq);
 	pthread_mutex_unlock(&sd->lock);
+	shm_event_forget(sd, NULL, c);
 	munmap(cq->seg, cq->seg_len);
 	close(cq->memfd);
 	free(cq->ring);
@@ -459,6 +460,7 @@ shm_qp_destroy(struct rdp_qp *q)
 		__atomic_fetch_sub(&rcq->seg->pending, (int64_t)(counted - qp->rq_reaped),
 				   __ATOMIC_RELEASE);
 	shm_peer_unmap(qp->peer);
+	shm_event_forget(sd, q, NULL);
 	qp_free(qp);
 	return 0;
 }

@@ -277,7 +277,10 @@ enum rdp_event_type {
 	RDP_EVENT_DEVICE_FATAL, /**< the device is gone */
 };
 
-/** One asynchronous event. */
+/**
+ * One asynchronous event. An object destroyed before the event was read is
+ * given as NULL, never as a dangling pointer.
+ */
 struct rdp_event {
 	enum rdp_event_type type;
 	struct rdp_qp *qp; /**< affected QP or NULL */
