@@ -121,6 +121,10 @@ verbs_post_recv(struct rdp_qp *rqp, const struct rdp_recv_wr *wr, uint16_t n, in
 	uint16_t posted;
 	int e = 0, ret;
 
+	if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_RESET)) {
+		*err = -EPERM;
+		return 0;
+	}
 	room = rqp->cap.max_recv_wr - (uint32_t)(qp->rq_pi - qp->rq_ci);
 	for (i = 0; i < n; i++) {
 		const struct rdp_recv_wr *w = &wr[i];

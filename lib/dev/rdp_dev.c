@@ -217,12 +217,16 @@ rdp_pd_alloc(struct rdp_dev *dev)
 	return created(dev, dev->drv->ops->pd_alloc(dev));
 }
 
+/* Destructors read the device first: the driver frees the object. */
 int
 rdp_pd_free(struct rdp_pd *pd)
 {
+	struct rdp_dev *dev;
+
 	if (pd == NULL)
 		return 0;
-	return destroyed(pd->dev, CALL_OP(pd->dev, pd_free, pd));
+	dev = pd->dev;
+	return destroyed(dev, CALL_OP(dev, pd_free, pd));
 }
 
 struct rdp_mr *
@@ -302,9 +306,12 @@ rdp_cq_resize(struct rdp_cq *cq, uint32_t cqe)
 int
 rdp_cq_destroy(struct rdp_cq *cq)
 {
+	struct rdp_dev *dev;
+
 	if (cq == NULL)
 		return 0;
-	return destroyed(cq->dev, CALL_OP(cq->dev, cq_destroy, cq));
+	dev = cq->dev;
+	return destroyed(dev, CALL_OP(dev, cq_destroy, cq));
 }
 
 struct rdp_qp *
@@ -380,9 +387,12 @@ rdp_qp_connect(struct rdp_qp *qp, const struct rdp_qp_addr *remote,
 int
 rdp_qp_destroy(struct rdp_qp *qp)
 {
+	struct rdp_dev *dev;
+
 	if (qp == NULL)
 		return 0;
-	return destroyed(qp->dev, CALL_OP(qp->dev, qp_destroy, qp));
+	dev = qp->dev;
+	return destroyed(dev, CALL_OP(dev, qp_destroy, qp));
 }
 
 const char *
