@@ -325,6 +325,8 @@ say "guest root ready at $(elapsed) s: $(du -sh "$work/initrd.cpio" | cut -f1), 
 # Written out so that a person can boot the same guest by hand (docs/rxe-lane.md).
 mac_a=52:54:00:72:78:0a
 mac_b=52:54:00:72:78:0b
+# each command ends itself in time for the guest to report it
+cmd_timeout=$((deadline > 40 ? deadline - 20 : deadline / 2))
 cat > "$work/qemu.sh" <<EOF
 #!/bin/sh
 # Boot the rxe lane's guest as devtools/rxe-vm.sh last built it. Extra
@@ -335,7 +337,7 @@ exec $qemu -M q35 -accel tcg,thread=$tcg_thread -cpu max -smp $smp -m $mem \\
 	-netdev hubport,id=wire_a,hubid=0 -device virtio-net-pci,netdev=wire_a,mac=$mac_a \\
 	-netdev hubport,id=wire_b,hubid=0 -device virtio-net-pci,netdev=wire_b,mac=$mac_b \\
 	-append "console=ttyS0 quiet loglevel=3 panic=-1 mitigations=off rxe_mac_a=$mac_a \\
-rxe_mac_b=$mac_b rxe_ip_a=10.77.0.1 rxe_ip_b=10.77.0.2 rxe_cmd_timeout=$((deadline - 20)) \$*"
+rxe_mac_b=$mac_b rxe_ip_a=10.77.0.1 rxe_ip_b=10.77.0.2 rxe_cmd_timeout=$cmd_timeout \$*"
 EOF
 chmod +x "$work/qemu.sh"
 say "booting $smp vCPU(s) under TCG ($tcg_thread): $(wc -l < "$root/lane/commands") command(s), deadline $deadline s"
