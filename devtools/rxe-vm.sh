@@ -106,12 +106,15 @@ rdp_test=$build/apps/test/rdp-test
 
 # ---- 3. Debian's kernel, unpacked in the cache -----------------------------
 mkdir -p "$cache"
-kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-	awk '/Depends: linux-image-[0-9]/ { print $2; exit }' || true)
+# The kernel package linux-image-amd64 points at, e.g. linux-image-6.1.0-57-amd64.
+kernel_pkg() {
+	apt-cache depends linux-image-amd64 2>/dev/null |
+		awk '/Depends: linux-image-[0-9]/ { print $2; exit }'
+}
+kpkg=$(kernel_pkg || true)
 if [ -z "$kpkg" ]; then
 	apt-get -q update >/dev/null 2>&1 || true
-	kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-		awk '/Depends: linux-image-[0-9]/ { print $2; exit }' || true)
+	kpkg=$(kernel_pkg || true)
 fi
 [ -n "$kpkg" ] || skip_lane "apt knows no linux-image-amd64 package"
 kver=${kpkg#linux-image-}
@@ -139,19 +142,31 @@ mod_add() {	# mod_add TREE NAME
 }
 
 if [ "$(cat "$kdir/ready" 2>/dev/null)" != "$want_mods" ]; then
-	rm -rf "$kdir"
+	# one kernel in the cache: the one apt points at now
+	find "$cache" -mindepth 1 -maxdepth 1 ! -name "${kpkg}_*.deb" -exec rm -rf {} +
 	mkdir -p "$kdir/mod"
 	if ! ls "$cache/${kpkg}"_*.deb >/dev/null 2>&1; then
 		say "downloading $kpkg"
-		(cd "$cache" && apt-get -q -o APT::Sandbox::User=root download "$kpkg") ||
-			skip_lane "cannot download the kernel package $kpkg"
+		download() { (cd "$cache" && apt-get -q -o APT::Sandbox::User=root download "$kpkg"); }
+		if ! download; then
+			# a stale package list names a version the mirror no longer has
+			apt-get -q update >/dev/null 2>&1 || true
+			kpkg=$(kernel_pkg || true)
+			kver=${kpkg#linux-image-}
+			rm -rf "$kdir"
+			kdir=$cache/$kpkg
+			mkdir -p "$kdir/mod"
+			[ -n "$kpkg" ] && download || skip_lane "cannot download the kernel package $kpkg"
+		fi
 	fi
 	tree=$(mktemp -d "$cache/unpack.XXXXXX")
+	trap 'rm -rf "$tree"' EXIT
 	dpkg-deb -x "$cache/${kpkg}"_*.deb "$tree"
 	cp "$tree/boot/vmlinuz-$kver" "$kdir/vmlinuz"
 	for m in $want_mods; do mod_add "$tree/lib/modules/$kver" "$m"; done
 	printf '%s\n' "${mod_order[@]}" > "$kdir/modules"
 	rm -rf "$tree"
+	trap - EXIT
 	# A bzImage decompresses itself at every boot, seconds under TCG: boot the
 	# ELF inside it through its PVH entry instead.
 	python3 - "$kdir/vmlinuz" "$kdir/vmlinux" <<'EOF' || say "no vmlinux inside; booting the bzImage"

@@ -295,6 +295,36 @@ numa_node_of(struct ibv_context *ctx)
 	return node;
 }
 
+/* Inline bytes the device grants an RC QP that asks for @p want (0: none). */
+static uint32_t
+inline_probe(struct ibv_context *ctx, uint32_t want)
+{
+	struct ibv_qp_init_attr ia = {
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
+			 .max_recv_sge = 1, .max_inline_data = want },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 2, NULL, NULL, 0);
+	struct ibv_qp *qp = NULL;
+	uint32_t got = 0;
+
+	if (pd != NULL && cq != NULL && want > 0) {
+		ia.send_cq = cq;
+		ia.recv_cq = cq;
+		qp = ibv_create_qp(pd, &ia);
+	}
+	if (qp != NULL) {
+		got = RTE_MIN(ia.cap.max_inline_data, want);
+		ibv_destroy_qp(qp);
+	}
+	if (cq != NULL)
+		ibv_destroy_cq(cq);
+	if (pd != NULL)
+		ibv_dealloc_pd(pd);
+	return got;
+}
+
 static int
 verbs_dev_open(struct rdp_dev *dev, const char *args)
 {
@@ -353,7 +383,7 @@ verbs_dev_open(struct rdp_dev *dev, const char *args)
 	vd->sl = sl;
 	vd->traffic_class = tclass;
 	vd->hop_limit = hop;
-	vd->max_inline = inl;
+	vd->max_inline = inline_probe(p.ctx, inl);
 	vd->numa_node = numa_node_of(p.ctx);
 	pthread_mutex_init(&vd->lock, NULL);
 	TAILQ_INIT(&vd->cqs);
@@ -370,6 +400,9 @@ verbs_dev_open(struct rdp_dev *dev, const char *args)
 			  "GID %u %s (%s)", vd->name, p.port, port_state_str(p.pa.state),
 			  verbs_mtu_bytes(p.pa.active_mtu), p.gid_index, gs,
 			  gid_type_str(p.gid_type));
+	if (vd->max_inline < inl)
+		VERBS_LOG(INFO, "%s: inline sends up to %u bytes (%" PRIu64 " asked)",
+			  vd->name, vd->max_inline, inl);
 	if (p.pa.state != IBV_PORT_ACTIVE)
 		VERBS_LOG(WARNING, "%s port %u is %s: QPs will not connect until it is active",
 			  vd->name, p.port, port_state_str(p.pa.state));

@@ -124,7 +124,7 @@ struct verbs_dev {
 	uint8_t sl;                   /* service level (InfiniBand) / priority */
 	uint8_t traffic_class;        /* RoCE v2: DSCP << 2 | ECN */
 	uint8_t hop_limit;
-	uint32_t max_inline;          /* inline bytes asked for each QP */
+	uint32_t max_inline;          /* inline bytes each QP asks for and uses unasked */
 	union ibv_gid gid;
 	int numa_node;
 	uint64_t cq_overruns;
