@@ -210,6 +210,7 @@ add_elf() {	# add_elf SRC DST
 	done
 }
 cp "$(command -v busybox)" "$root/usr/bin/busybox"
+ln -s busybox "$root/usr/bin/sh"	# for system() and popen()
 add_elf "$rdp_test" /lane/bin/rdp-test
 for f in "$build"/apps/*/rdp-*; do
 	[ -f "$f" ] && [ -x "$f" ] && [ "$f" != "$rdp_test" ] && add_elf "$f" "/lane/bin/$(basename "$f")"
@@ -290,20 +291,24 @@ for c in all default $ifa $ifb; do
 done
 cat > /tmp/wire.ip <<NET
 link set lo up
-link set $ifa up
-link set $ifb up
 addr add $ipa/32 dev $ifa
 addr add $ipb/32 dev $ifb
 rule add pref 1000 lookup local
 rule del pref 0
 rule add pref 100 iif lo to $ipb lookup 100
-route add $ipb dev $ifa src $ipa table 100
 rule add pref 101 iif lo to $ipa lookup 101
-route add $ipa dev $ifb src $ipb table 101
+NET
+# what a link going down takes away, for the tests that take one down
+cat > /lane/wire-up.ip <<NET
+link set $ifa up
+link set $ifb up
+route replace $ipb dev $ifa src $ipa table 100
+route replace $ipa dev $ifb src $ipb table 101
 neigh replace $ipb lladdr $(arg mac_b) dev $ifa nud permanent
 neigh replace $ipa lladdr $(arg mac_a) dev $ifb nud permanent
 NET
 must $ip -batch /tmp/wire.ip
+must $ip -batch /lane/wire-up.ip
 
 rdma link add rxe0 type rxe netdev $ifa || give_up "rdma link add rxe0"
 rdma link add rxe1 type rxe netdev $ifb || give_up "rdma link add rxe1"
@@ -321,8 +326,9 @@ rdma link
 mark setup-ok "$(up)"
 shell_if_asked
 
-# the commands may look at the wire: RXE_IF_A carries rxe0, RXE_IF_B rxe1
-export RXE_IF_A=$ifa RXE_IF_B=$ifb
+# the commands may look at the wire: RXE_IF_A carries rxe0, RXE_IF_B rxe1;
+# RXE_WIRE_UP brings both links, routes and neighbours back
+export RXE_IF_A=$ifa RXE_IF_B=$ifb RXE_WIRE_UP="$ip -batch /lane/wire-up.ip"
 tab=$(printf '\t')
 while IFS="$tab" read -r name cmd; do
 	mark begin "$name" "$(up)"

@@ -1218,3 +1218,60 @@ RDP_TEST(rxe, rxe_legacy_window_without_spare_slot_reports_its_enomem_count)
 {
 	return two_hosts(legacy_side);
 }
+
+/* Wait up to @p ms for an event of @p type; other events are skipped. */
+static bool
+wait_event(struct rdp_dev *dev, enum rdp_event_type type, double ms)
+{
+	struct pollfd pfd = { .fd = rdp_dev_event_fd(dev), .events = POLLIN };
+	double end = now_ms() + ms;
+	struct rdp_event ev;
+
+	while (now_ms() < end) {
+		if (rdp_dev_event_get(dev, &ev) == 0) {
+			printf("event type %u\n", ev.type);
+			if (ev.type == type)
+				return true;
+			continue;
+		}
+		poll(&pfd, 1, 100);
+	}
+	return false;
+}
+
+/* Runs last: it takes the second device's link down and brings it back. */
+RDP_TEST(rxe, rxe_link_down_and_up_raise_port_events)
+{
+	const char *down = getenv("RDP_RXE_LINK_DOWN"), *up = getenv("RDP_RXE_LINK_UP");
+	struct rdp_dev_attr attr;
+	struct rdp_event ev;
+	struct rdp_dev *dev;
+	double end;
+
+	if (down == NULL || up == NULL)
+		return rdp_test_skip("needs RDP_RXE_LINK_DOWN and RDP_RXE_LINK_UP, commands that "
+				     "take the link of '%s' down and up (the VM lane sets them)",
+				     spec_b());
+	dev = open_dev(spec_b());
+	if (dev == NULL)
+		return SKIP_NO_DEVICE(spec_b());
+	while (rdp_dev_event_get(dev, &ev) == 0)
+		;
+	RDP_ASSERT_MSG(system(down) == 0, "%s", down);
+	RDP_ASSERT_MSG(wait_event(dev, RDP_EVENT_PORT_ERR, 5000), "no PORT_ERR after '%s'", down);
+	RDP_ASSERT_EQ(rdp_dev_query(dev, &attr), 0);
+	RDP_ASSERT_EQ(attr.port_active, 0);
+	RDP_ASSERT_MSG(system(up) == 0, "%s", up);
+	RDP_ASSERT_MSG(wait_event(dev, RDP_EVENT_PORT_ACTIVE, 10000), "no PORT_ACTIVE after '%s'",
+		       up);
+	RDP_ASSERT_EQ(rdp_dev_query(dev, &attr), 0);
+	RDP_ASSERT_EQ(attr.port_active, 1);
+	RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
+
+	/* the RoCE GIDs left with the link; wait until the device is usable again */
+	for (end = now_ms() + 10000; (dev = rdp_dev_open(spec_b())) == NULL; usleep(100000))
+		RDP_ASSERT_MSG(now_ms() < end, "%s unusable after the link came back: %s",
+			       spec_b(), rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
+	return 0;
+}
