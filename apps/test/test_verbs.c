@@ -13,7 +13,9 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -797,6 +799,8 @@ two_hosts(int (*fn)(int sock, const char *spec, bool first))
 	pid = fork();
 	RDP_ASSERT(pid >= 0);
 	if (pid == 0) {
+		/* a failing parent must not leave this side polling on */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(sv[0]);
 		_exit(fn(sv[1], spec_b(), false));
 	}
