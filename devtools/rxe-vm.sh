@@ -219,7 +219,7 @@ for tool in ip rdma ibv_devinfo; do
 	p=$(command -v "$tool") || skip_lane "$tool is not installed"
 	add_elf "$p" "/usr/sbin/$tool"
 done
-provider=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so 2>/dev/null | head -1)
+provider=$(dpkg -L ibverbs-providers 2>/dev/null | grep '/librxe-rdmav[0-9]*\.so$' | head -1 || true)
 [ -n "$provider" ] || skip_lane "the rxe provider of libibverbs is not installed"
 add_elf "$provider" "$provider"
 cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
