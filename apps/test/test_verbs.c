@@ -1017,11 +1017,14 @@ stream_side(int sock, const char *spec, bool first)
 	RDP_ASSERT_MSG(rdp_credit_init(&st->cr, &lp, &peer.params, why, sizeof(why)) == 0,
 		       "%s", why);
 	st->to_recv = peer.msgs;
-	RDP_ASSERT_MSG(rdp_qp_connect(st->s.qp, &peer.addr, &conn_strict) == 0, "%s",
-		       rdp_err_msg());
+	/* receives go in at INIT, before RTR lets the peer's first message in */
+	RDP_ASSERT_EQ(rdp_qp_modify(st->s.qp, &(struct rdp_qp_attr){ .state = RDP_QPS_INIT },
+				    RDP_QP_ATTR_STATE), 0);
 	for (i = 0; i < lp.rq_size; i++)
 		stream_repost(st, i);
 	stream_flush_reposts(st);
+	RDP_ASSERT_MSG(rdp_qp_connect(st->s.qp, &peer.addr, &conn_strict) == 0, "%s",
+		       rdp_err_msg());
 	barrier(sock);	/* both RTS with receives posted */
 
 	t0 = now_ms();
