@@ -371,7 +371,8 @@ rdp_post_send(struct rdp_qp *qp, const struct rdp_send_wr *wr, uint16_t n, int *
  *   Number of WRs.
  * @param err
  *   Set to 0 when all were accepted, else to the error of `wr[return]`:
- *   -ENOMEM (RQ full), -EINVAL (too many SGEs).
+ *   -ENOMEM (RQ full), -EINVAL (too many SGEs), -EPERM (QP still in RESET:
+ *   post receives once it is INIT, before the peer can send).
  * @return
  *   Number of WRs accepted, in order.
  */
