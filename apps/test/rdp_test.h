@@ -72,6 +72,17 @@ __rte_noreturn void rdp_test_fail(const char *file, int line, const char *fmt, .
 const char *rdp_test_driver(void);
 
 /**
+ * The driver given with `--driver` or `$RDP_TEST_DRIVER`, else @p dflt:
+ * for tests that pick an adversarial spec unless told to run elsewhere.
+ *
+ * @param dflt
+ *   The test's own choice.
+ * @return
+ *   A driver spec.
+ */
+const char *rdp_test_driver_or(const char *dflt);
+
+/**
  * Initialise EAL for a test process: no hugepages, no PCI, no shared
  * config, no telemetry, a file prefix of its own.
  *

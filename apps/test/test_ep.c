@@ -151,13 +151,13 @@ stream_in_process(const char *driver, bool pipeline, uint64_t count)
 
 RDP_TEST(e2e, ep_stream_rtc_in_process_recv_first_is_exact)
 {
-	return stream_in_process("shm:cqe_order=recv_first,send_cqe_delay=2", false,
-				 env_count("RDP_E2E_COUNT", 250000));
+	return stream_in_process(rdp_test_driver_or("shm:cqe_order=recv_first,send_cqe_delay=2"),
+				 false, env_count("RDP_E2E_COUNT", 250000));
 }
 
 RDP_TEST(e2e, ep_stream_pipeline_in_process_random_order_is_exact)
 {
-	return stream_in_process("shm:cqe_order=random:7", true,
+	return stream_in_process(rdp_test_driver_or("shm:cqe_order=random:7"), true,
 				 env_count("RDP_E2E_COUNT", 250000));
 }
 
@@ -226,7 +226,9 @@ spawn_server(const char *driver, bool pipeline, uint64_t count, int *port)
 	if (pid == 0) {
 		close(fds[0]);
 		prctl(PR_SET_PDEATHSIG, SIGTERM); /* do not outlive the client */
-		setenv("RDP_SRV_DRIVER", driver, 1);
+		/* two "hosts": the server may run on a device of its own */
+		setenv("RDP_SRV_DRIVER", getenv("RDP_TEST_PEER_DRIVER") != NULL ?
+		       getenv("RDP_TEST_PEER_DRIVER") : driver, 1);
 		setenv("RDP_SRV_PIPELINE", pipeline ? "1" : "0", 1);
 		snprintf(v, sizeof(v), "%" PRIu64, count);
 		setenv("RDP_SRV_COUNT", v, 1);
@@ -283,14 +285,14 @@ stream_two_processes(const char *driver, bool pipeline, uint64_t count)
 
 RDP_TEST(e2e, ep_stream_rtc_two_processes_recv_first_is_exact)
 {
-	return stream_two_processes("shm:cqe_order=recv_first", false,
+	return stream_two_processes(rdp_test_driver_or("shm:cqe_order=recv_first"), false,
 				    env_count("RDP_E2E_COUNT", 250000));
 }
 
 RDP_TEST(e2e, ep_stream_pipeline_two_processes_random_order_is_exact)
 {
-	return stream_two_processes("shm:cqe_order=random:11,send_cqe_delay=1", true,
-				    env_count("RDP_E2E_COUNT", 250000));
+	return stream_two_processes(rdp_test_driver_or("shm:cqe_order=random:11,send_cqe_delay=1"),
+				    true, env_count("RDP_E2E_COUNT", 250000));
 }
 
 RDP_TEST(e2e, ep_peer_killed_mid_stream_every_send_reported_once_then_reconnects)
