@@ -466,7 +466,9 @@ lcore_start(const struct rdp_cfg *cfg, unsigned int id)
 	need = c->max_endpoints * ep_cq_budget(lc);
 	pp.lcore_id = id;
 	pp.dev = rdp_rt.dev;
-	pp.cq_size = c->cq_size != 0 ? c->cq_size : need;
+	/* the device may not hold every endpoint's budget at once: start there
+	 * and let admission refuse what does not fit */
+	pp.cq_size = c->cq_size != 0 ? c->cq_size : RTE_MIN(need, rdp_rt.attr.max_cqe);
 	pp.max_cq_size = RTE_MAX(pp.cq_size, RTE_MIN(need, rdp_rt.attr.max_cqe));
 	pp.poll_burst = c->poll_burst;
 	pp.max_slots = c->max_endpoints;
