@@ -327,6 +327,12 @@ stream_cfg(const char *driver, uint32_t max_msg)
 		{ "max_endpoints", "16" }, { "send_bufs", "8192" }, { "rnr_retry", "0" },
 		{ "listen", "" }, { "handshake_timeout_ms", "2000" },
 		{ "connect_timeout_ms", "2000" },
+		/*
+		 * 1 s transport timeout (4.096 us * 2^18): rxe under an emulated,
+		 * loaded VM retransmits multi-packet SENDs on the default 67 ms and
+		 * then reports REM_INV_REQ or RNR for them (docs/rxe-lane.md)
+		 */
+		{ "timeout", "18" },
 	};
 	struct rdp_cfg *cfg = rdp_cfg_default();
 	char v[32];
