@@ -5,6 +5,8 @@
 # Lanes (each a meson build directory):
 #   build-test   gcc, every suite
 #   build-asan   clang with ASan+UBSan, the suites that exercise memory
+#   build-rxe    build-test's binaries on real Soft-RoCE in a qemu guest
+#                (devtools/rxe-vm.sh; counted as skipped where qemu cannot run)
 # Options: --quick (skip the sanitizer lane), --suite S (restrict lanes to S)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +46,12 @@ if [ $quick = 0 ]; then
 	asan_suites=(--suite unit --suite shm --suite e2e)
 	[ ${#only[@]} -gt 0 ] && asan_suites=("${only[@]}")
 	CC=clang run_lane build-asan -Dsanitize=true -Db_lundef=false -- "${asan_suites[@]}"
+fi
+
+if [ ${#only[@]} -eq 0 ] || [[ " ${only[*]} " == *" rxe "* ]]; then
+	echo "=== lane build-rxe"
+	devtools/rxe-vm.sh -B build-test -w build-rxe || true
+	logs+=(build-rxe/rxe-vm.json)
 fi
 
 python3 devtools/test_summary.py "${logs[@]}"

@@ -1,10 +1,48 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A connected pair of QPs on the driver under test (see conf_pair.h). */
+/*
+ * A connected pair of QPs on the driver under test (see conf_pair.h).
+ *
+ * A remote side is served by an agent: a forked child that owns the side's
+ * objects on its own device and runs each request of the parent with the
+ * same local code, so both kinds of side behave the same.
+ */
 #include <errno.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "conf_pair.h"
 #include "rdp_test.h"
+
+#define SG_MAX 8
+#define DATA_MAX 4096
+
+enum agent_op {
+	OP_RECV = 1, OP_SEND, OP_RECV_SG, OP_SEND_SG, OP_POLL, OP_STATE, OP_ERR, OP_RESIZE,
+	OP_FILL, OP_READ, OP_DESTROY_QP, OP_CLOSE,
+};
+
+struct agent_req {
+	uint32_t op;
+	uint32_t n;
+	uint64_t v[8];
+	uint32_t r[SG_MAX][2];
+};
+
+struct agent_rsp {
+	int64_t ret;
+	uint32_t n;
+	uint8_t data[DATA_MAX] __rte_aligned(8); /* completions are copied here */
+};
+
+struct agent_hello {
+	struct rdp_qp_addr addr;
+	uint64_t rx_addr;
+	uint32_t rx_rkey;
+	uint32_t qp_num;
+};
 
 double
 conf_now(void)
@@ -24,17 +62,22 @@ conf_opts_default(struct conf_opts *o)
 	};
 }
 
+/* ---------------------------------------------------------------------- */
+/* Local sides                                                            */
+/* ---------------------------------------------------------------------- */
+
 static void
-side_open(struct conf_pair *p, struct conf_side *s, const struct conf_opts *o)
+side_open(struct rdp_dev *dev, struct rdp_pd *pd, struct conf_side *s, const struct conf_opts *o)
 {
 	struct rdp_qp_init_attr ia = { 0 };
 
-	s->cq = rdp_cq_create(p->dev, o->cqe, -1);
+	s->agent = -1;
+	s->cq = rdp_cq_create(dev, o->cqe, -1);
 	RDP_ASSERT_MSG(s->cq != NULL, "rdp_cq_create: %s", rdp_err_msg());
-	s->rx = rdp_mr_alloc(p->pd, CONF_BUF_SIZE, -1,
+	s->rx = rdp_mr_alloc(pd, CONF_BUF_SIZE, -1,
 			     RDP_ACCESS_LOCAL_WRITE | RDP_ACCESS_REMOTE_WRITE);
 	RDP_ASSERT_MSG(s->rx != NULL, "rdp_mr_alloc(rx): %s", rdp_err_msg());
-	s->tx = rdp_mr_alloc(p->pd, CONF_BUF_SIZE, -1, RDP_ACCESS_LOCAL_WRITE);
+	s->tx = rdp_mr_alloc(pd, CONF_BUF_SIZE, -1, RDP_ACCESS_LOCAL_WRITE);
 	RDP_ASSERT_MSG(s->tx != NULL, "rdp_mr_alloc(tx): %s", rdp_err_msg());
 	ia.send_cq = s->cq;
 	ia.recv_cq = s->cq;
@@ -42,31 +85,11 @@ side_open(struct conf_pair *p, struct conf_side *s, const struct conf_opts *o)
 	ia.cap.max_recv_wr = o->rq;
 	ia.cap.max_send_sge = o->send_sge;
 	ia.cap.max_recv_sge = o->recv_sge;
-	s->qp = rdp_qp_create(p->pd, &ia);
+	s->qp = rdp_qp_create(pd, &ia);
 	RDP_ASSERT_MSG(s->qp != NULL, "rdp_qp_create: %s", rdp_err_msg());
-}
-
-void
-conf_pair_open(struct conf_pair *p, const char *spec, const struct conf_opts *o)
-{
-	struct rdp_qp_conn_params conn = {
-		.rnr_retry = o->rnr_retry, .retry_cnt = 7, .timeout = 14,
-		.min_rnr_timer = o->min_rnr_timer,
-	};
-	struct rdp_qp_addr aa, ba;
-
-	if (spec == NULL)
-		spec = rdp_test_driver();
-	p->dev = rdp_dev_open(spec);
-	RDP_ASSERT_MSG(p->dev != NULL, "rdp_dev_open(%s): %s", spec, rdp_err_msg());
-	p->pd = rdp_pd_alloc(p->dev);
-	RDP_ASSERT_MSG(p->pd != NULL, "rdp_pd_alloc: %s", rdp_err_msg());
-	side_open(p, &p->a, o);
-	side_open(p, &p->b, o);
-	RDP_ASSERT_EQ(rdp_qp_local_addr(p->a.qp, &aa), 0);
-	RDP_ASSERT_EQ(rdp_qp_local_addr(p->b.qp, &ba), 0);
-	RDP_ASSERT_MSG(rdp_qp_connect(p->a.qp, &ba, &conn) == 0, "connect a: %s", rdp_err_msg());
-	RDP_ASSERT_MSG(rdp_qp_connect(p->b.qp, &aa, &conn) == 0, "connect b: %s", rdp_err_msg());
+	s->rx_addr = (uintptr_t)s->rx->addr;
+	s->rx_rkey = s->rx->rkey;
+	s->qp_num = s->qp->qp_num;
 }
 
 static void
@@ -78,53 +101,50 @@ side_close(struct conf_side *s)
 	RDP_ASSERT_EQ(rdp_mr_free(s->tx), 0);
 }
 
-void
-conf_pair_close(struct conf_pair *p)
+static int
+l_post_recv_sg(struct conf_side *s, uint64_t wr_id, const uint32_t (*r)[2], uint32_t n)
 {
-	side_close(&p->a);
-	side_close(&p->b);
-	RDP_ASSERT_EQ(rdp_pd_free(p->pd), 0);
-	RDP_ASSERT_MSG(rdp_dev_close(p->dev) == 0, "rdp_dev_close: %s", rdp_err_msg());
-}
-
-int
-conf_post_recv(struct conf_side *s, uint64_t wr_id, uint32_t off, uint32_t len)
-{
-	struct rdp_sge sge = {
-		.addr = (uintptr_t)s->rx->addr + off, .length = len, .lkey = s->rx->lkey,
-	};
-	struct rdp_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 };
+	struct rdp_sge sge[SG_MAX];
+	struct rdp_recv_wr wr = { .wr_id = wr_id, .sg_list = sge, .num_sge = n };
+	uint32_t i;
 	int err;
 
+	RDP_ASSERT(n <= SG_MAX);
+	for (i = 0; i < n; i++)
+		sge[i] = (struct rdp_sge){ .addr = (uintptr_t)s->rx->addr + r[i][0],
+					   .length = r[i][1], .lkey = s->rx->lkey };
 	rdp_post_recv(s->qp, &wr, 1, &err);
 	return err;
 }
 
-int
-conf_post_send(struct conf_side *s, uint8_t opcode, uint8_t flags, uint64_t wr_id,
-	       uint32_t off, uint32_t len, uint32_t imm, uint64_t raddr, uint32_t rkey)
+static int
+l_post_send(struct conf_side *s, const struct agent_req *q)
 {
-	struct rdp_sge sge = {
-		.addr = (uintptr_t)s->tx->addr + off, .length = len, .lkey = s->tx->lkey,
-	};
+	struct rdp_sge sge[SG_MAX];
 	struct rdp_send_wr wr = {
-		.wr_id = wr_id, .sg_list = len ? &sge : NULL, .num_sge = len ? 1 : 0,
-		.opcode = opcode, .flags = flags, .imm = imm, .remote_addr = raddr, .rkey = rkey,
+		.wr_id = q->v[0], .sg_list = q->n ? sge : NULL, .num_sge = q->n,
+		.opcode = (uint8_t)q->v[1], .flags = (uint8_t)q->v[2], .imm = (uint32_t)q->v[3],
+		.remote_addr = q->v[4], .rkey = (uint32_t)q->v[5],
 	};
+	uint32_t i;
 	int err;
 
+	RDP_ASSERT(q->n <= SG_MAX);
+	for (i = 0; i < q->n; i++)
+		sge[i] = (struct rdp_sge){ .addr = (uintptr_t)s->tx->addr + q->r[i][0],
+					   .length = q->r[i][1], .lkey = s->tx->lkey };
 	rdp_post_send(s->qp, &wr, 1, &err);
 	return err;
 }
 
-int
-conf_poll(struct rdp_cq *cq, struct rdp_wc *wc, int want, int ms)
+static int
+l_poll(struct conf_side *s, struct rdp_wc *wc, int want, int ms)
 {
 	double deadline = conf_now() + ms / 1000.0;
 	int got = 0;
 
 	while (got < want) {
-		int r = rdp_poll_cq(cq, wc + got, (uint16_t)(want - got));
+		int r = rdp_poll_cq(s->cq, wc + got, (uint16_t)(want - got));
 
 		RDP_ASSERT_MSG(r >= 0, "rdp_poll_cq failed: %d", r);
 		got += r;
@@ -134,21 +154,385 @@ conf_poll(struct rdp_cq *cq, struct rdp_wc *wc, int want, int ms)
 	return got;
 }
 
+static unsigned int
+l_state(struct conf_side *s)
+{
+	struct rdp_qp_attr attr;
+
+	RDP_ASSERT_EQ(rdp_qp_query(s->qp, &attr), 0);
+	return attr.state;
+}
+
+static void
+l_err(struct conf_side *s)
+{
+	RDP_ASSERT_EQ(rdp_qp_modify(s->qp, &(struct rdp_qp_attr){ .state = RDP_QPS_ERR },
+				    RDP_QP_ATTR_STATE), 0);
+}
+
+static void
+l_fill(struct conf_side *s, uint32_t off, uint32_t len, uint8_t seed)
+{
+	uint8_t *p = (uint8_t *)s->tx->addr + off;
+	uint32_t i;
+
+	RDP_ASSERT((uint64_t)off + len <= CONF_BUF_SIZE);
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed + i * 7);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Remote sides: the agent and its client                                 */
+/* ---------------------------------------------------------------------- */
+
+static void
+rpc(struct conf_side *s, const struct agent_req *q, struct agent_rsp *r)
+{
+	ssize_t n;
+
+	RDP_ASSERT_MSG(send(s->agent, q, sizeof(*q), MSG_NOSIGNAL) == (ssize_t)sizeof(*q),
+		       "the peer process is gone (send: %s)", strerror(errno));
+	n = recv(s->agent, r, sizeof(*r), 0);
+	RDP_ASSERT_MSG(n >= (ssize_t)offsetof(struct agent_rsp, data),
+		       "the peer process failed (see its message above)");
+}
+
+static int64_t
+rpc_simple(struct conf_side *s, uint32_t op, uint64_t v0, uint64_t v1, uint64_t v2)
+{
+	struct agent_req q = { .op = op, .v = { v0, v1, v2 } };
+	struct agent_rsp *r = malloc(sizeof(*r));
+	int64_t ret;
+
+	RDP_ASSERT(r != NULL);
+	rpc(s, &q, r);
+	ret = r->ret;
+	free(r);
+	return ret;
+}
+
+static void
+agent_serve(int fd, struct conf_side *s, struct rdp_dev *dev, struct rdp_pd *pd)
+{
+	struct agent_req q;
+	struct agent_rsp *r = malloc(sizeof(*r));
+
+	RDP_ASSERT(r != NULL);
+	for (;;) {
+		ssize_t n = recv(fd, &q, sizeof(q), 0);
+		size_t len = offsetof(struct agent_rsp, data);
+
+		if (n != (ssize_t)sizeof(q))
+			_exit(n == 0 ? 0 : 1); /* the parent is gone */
+		memset(r, 0, len);
+		switch (q.op) {
+		case OP_RECV_SG:
+			r->ret = l_post_recv_sg(s, q.v[0], (const uint32_t(*)[2])q.r, q.n);
+			break;
+		case OP_SEND_SG:
+			r->ret = l_post_send(s, &q);
+			break;
+		case OP_POLL:
+			RDP_ASSERT(q.v[0] * sizeof(struct rdp_wc) <= DATA_MAX);
+			r->ret = l_poll(s, (struct rdp_wc *)r->data, (int)q.v[0], (int)q.v[1]);
+			len += r->ret * sizeof(struct rdp_wc);
+			break;
+		case OP_STATE:
+			r->ret = l_state(s);
+			break;
+		case OP_ERR:
+			l_err(s);
+			break;
+		case OP_RESIZE:
+			r->ret = rdp_cq_resize(s->cq, (uint32_t)q.v[0]);
+			break;
+		case OP_FILL:
+			l_fill(s, (uint32_t)q.v[0], (uint32_t)q.v[1], (uint8_t)q.v[2]);
+			break;
+		case OP_READ:
+			RDP_ASSERT(q.v[2] <= DATA_MAX && q.v[1] + q.v[2] <= CONF_BUF_SIZE);
+			memcpy(r->data, (uint8_t *)(q.v[0] ? s->tx : s->rx)->addr + q.v[1], q.v[2]);
+			len += q.v[2];
+			break;
+		case OP_DESTROY_QP:
+			r->ret = rdp_qp_destroy(s->qp);
+			s->qp = NULL;
+			break;
+		case OP_CLOSE:
+			side_close(s);
+			RDP_ASSERT_EQ(rdp_pd_free(pd), 0);
+			RDP_ASSERT_MSG(rdp_dev_close(dev) == 0, "rdp_dev_close: %s", rdp_err_msg());
+			RDP_ASSERT(send(fd, r, len, 0) == (ssize_t)len);
+			_exit(0);
+		default:
+			RDP_ASSERT_MSG(false, "agent: unknown request %u", q.op);
+		}
+		RDP_ASSERT(send(fd, r, len, MSG_NOSIGNAL) == (ssize_t)len);
+	}
+}
+
+static void
+agent_main(int fd, const char *spec, const struct conf_opts *o,
+	   const struct rdp_qp_conn_params *conn)
+{
+	struct rdp_dev *dev = rdp_dev_open(spec);
+	struct agent_hello h = { 0 };
+	struct rdp_qp_addr peer;
+	struct conf_side s;
+	struct rdp_pd *pd;
+	int ret;
+
+	RDP_ASSERT_MSG(dev != NULL, "peer process: rdp_dev_open(%s): %s", spec, rdp_err_msg());
+	pd = rdp_pd_alloc(dev);
+	RDP_ASSERT(pd != NULL);
+	side_open(dev, pd, &s, o);
+	RDP_ASSERT_EQ(rdp_qp_local_addr(s.qp, &h.addr), 0);
+	h.rx_addr = s.rx_addr;
+	h.rx_rkey = s.rx_rkey;
+	h.qp_num = s.qp_num;
+	RDP_ASSERT(send(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h));
+	RDP_ASSERT(recv(fd, &peer, sizeof(peer), 0) == (ssize_t)sizeof(peer));
+	ret = rdp_qp_connect(s.qp, &peer, conn);
+	RDP_ASSERT_MSG(ret == 0, "peer process: connect: %s", rdp_err_msg());
+	RDP_ASSERT(send(fd, &ret, sizeof(ret), 0) == (ssize_t)sizeof(ret));
+	agent_serve(fd, &s, dev, pd);
+}
+
+static bool
+peer_in_process(void)
+{
+	const char *e = getenv("RDP_TEST_CONF_PEER");
+
+	return e != NULL && strcmp(e, "process") == 0;
+}
+
 void
-conf_quiet(struct rdp_cq *cq, int ms)
+conf_pair_open(struct conf_pair *p, const char *spec, const struct conf_opts *o)
+{
+	struct rdp_qp_conn_params conn = {
+		.rnr_retry = o->rnr_retry, .retry_cnt = 7, .timeout = 14,
+		.min_rnr_timer = o->min_rnr_timer,
+	};
+	bool remote = spec == NULL && peer_in_process();
+	struct rdp_qp_addr aa, ba;
+	struct agent_hello h;
+	int sv[2], ret;
+
+	if (spec == NULL)
+		spec = rdp_test_driver();
+	memset(p, 0, sizeof(*p));
+	if (remote) {
+		RDP_ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+		fflush(stdout);
+		p->b.pid = fork();
+		RDP_ASSERT(p->b.pid >= 0);
+		if (p->b.pid == 0) {
+			close(sv[0]);
+			agent_main(sv[1], spec, o, &conn);
+		}
+		close(sv[1]);
+		p->b.agent = sv[0];
+	}
+	p->dev = rdp_dev_open(spec);
+	RDP_ASSERT_MSG(p->dev != NULL, "rdp_dev_open(%s): %s", spec, rdp_err_msg());
+	p->pd = rdp_pd_alloc(p->dev);
+	RDP_ASSERT_MSG(p->pd != NULL, "rdp_pd_alloc: %s", rdp_err_msg());
+	side_open(p->dev, p->pd, &p->a, o);
+	RDP_ASSERT_EQ(rdp_qp_local_addr(p->a.qp, &aa), 0);
+	if (remote) {
+		RDP_ASSERT_MSG(recv(p->b.agent, &h, sizeof(h), 0) == (ssize_t)sizeof(h),
+			       "the peer process failed to start");
+		ba = h.addr;
+		p->b.rx_addr = h.rx_addr;
+		p->b.rx_rkey = h.rx_rkey;
+		p->b.qp_num = h.qp_num;
+		RDP_ASSERT(send(p->b.agent, &aa, sizeof(aa), 0) == (ssize_t)sizeof(aa));
+	} else {
+		side_open(p->dev, p->pd, &p->b, o);
+		RDP_ASSERT_EQ(rdp_qp_local_addr(p->b.qp, &ba), 0);
+	}
+	RDP_ASSERT_MSG(rdp_qp_connect(p->a.qp, &ba, &conn) == 0, "connect a: %s", rdp_err_msg());
+	if (remote)
+		RDP_ASSERT_MSG(recv(p->b.agent, &ret, sizeof(ret), 0) == (ssize_t)sizeof(ret) &&
+			       ret == 0, "the peer process failed to connect");
+	else
+		RDP_ASSERT_MSG(rdp_qp_connect(p->b.qp, &aa, &conn) == 0, "connect b: %s",
+			       rdp_err_msg());
+}
+
+void
+conf_pair_close(struct conf_pair *p)
+{
+	int status;
+
+	side_close(&p->a);
+	if (p->b.agent >= 0) {
+		rpc_simple(&p->b, OP_CLOSE, 0, 0, 0);
+		close(p->b.agent);
+		RDP_ASSERT_EQ(waitpid(p->b.pid, &status, 0), p->b.pid);
+		RDP_ASSERT_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			       "the peer process failed");
+	} else {
+		side_close(&p->b);
+	}
+	RDP_ASSERT_EQ(rdp_pd_free(p->pd), 0);
+	RDP_ASSERT_MSG(rdp_dev_close(p->dev) == 0, "rdp_dev_close: %s", rdp_err_msg());
+}
+
+/* ---------------------------------------------------------------------- */
+/* Side operations                                                        */
+/* ---------------------------------------------------------------------- */
+
+int
+conf_post_recv_sg(struct conf_side *s, uint64_t wr_id, const uint32_t (*r)[2], uint32_t n)
+{
+	struct agent_req q = { .op = OP_RECV_SG, .n = n, .v = { wr_id } };
+	struct agent_rsp *rsp;
+	int ret;
+
+	if (s->agent < 0)
+		return l_post_recv_sg(s, wr_id, r, n);
+	RDP_ASSERT(n <= SG_MAX);
+	memcpy(q.r, r, n * sizeof(r[0]));
+	rsp = malloc(sizeof(*rsp));
+	RDP_ASSERT(rsp != NULL);
+	rpc(s, &q, rsp);
+	ret = (int)rsp->ret;
+	free(rsp);
+	return ret;
+}
+
+int
+conf_post_recv(struct conf_side *s, uint64_t wr_id, uint32_t off, uint32_t len)
+{
+	const uint32_t r[1][2] = { { off, len } };
+
+	return conf_post_recv_sg(s, wr_id, r, 1);
+}
+
+static int
+post_send_req(struct conf_side *s, const struct agent_req *q)
+{
+	struct agent_rsp *rsp;
+	int ret;
+
+	if (s->agent < 0)
+		return l_post_send(s, q);
+	rsp = malloc(sizeof(*rsp));
+	RDP_ASSERT(rsp != NULL);
+	rpc(s, q, rsp);
+	ret = (int)rsp->ret;
+	free(rsp);
+	return ret;
+}
+
+int
+conf_post_send(struct conf_side *s, uint8_t opcode, uint8_t flags, uint64_t wr_id,
+	       uint32_t off, uint32_t len, uint32_t imm, uint64_t raddr, uint32_t rkey)
+{
+	struct agent_req q = {
+		.op = OP_SEND_SG, .n = len ? 1 : 0,
+		.v = { wr_id, opcode, flags, imm, raddr, rkey },
+		.r = { { off, len } },
+	};
+
+	return post_send_req(s, &q);
+}
+
+int
+conf_post_send_sg(struct conf_side *s, uint64_t wr_id, const uint32_t (*r)[2], uint32_t n)
+{
+	struct agent_req q = {
+		.op = OP_SEND_SG, .n = n, .v = { wr_id, RDP_WR_SEND, RDP_SEND_SIGNALED },
+	};
+
+	RDP_ASSERT(n <= SG_MAX);
+	memcpy(q.r, r, n * sizeof(r[0]));
+	return post_send_req(s, &q);
+}
+
+int
+conf_poll(struct conf_side *s, struct rdp_wc *wc, int want, int ms)
+{
+	struct agent_req q = { .op = OP_POLL, .v = { (uint64_t)want, (uint64_t)ms } };
+	struct agent_rsp *r;
+	int got;
+
+	if (s->agent < 0)
+		return l_poll(s, wc, want, ms);
+	r = malloc(sizeof(*r));
+	RDP_ASSERT(r != NULL);
+	rpc(s, &q, r);
+	got = (int)r->ret;
+	memcpy(wc, r->data, got * sizeof(*wc));
+	free(r);
+	return got;
+}
+
+void
+conf_quiet(struct conf_side *s, int ms)
 {
 	struct rdp_wc wc;
-	int r = conf_poll(cq, &wc, 1, ms);
+	int r = conf_poll(s, &wc, 1, ms);
 
 	RDP_ASSERT_MSG(r == 0, "unexpected completion: wr_id %" PRIu64 " status %s opcode %u",
 		       wc.wr_id, rdp_wc_status_str(wc.status), wc.opcode);
 }
 
 unsigned int
-conf_qp_state(struct rdp_qp *qp)
+conf_qp_state(struct conf_side *s)
 {
-	struct rdp_qp_attr attr;
+	return s->agent < 0 ? l_state(s) : (unsigned int)rpc_simple(s, OP_STATE, 0, 0, 0);
+}
 
-	RDP_ASSERT_EQ(rdp_qp_query(qp, &attr), 0);
-	return attr.state;
+void
+conf_qp_err(struct conf_side *s)
+{
+	if (s->agent < 0)
+		l_err(s);
+	else
+		rpc_simple(s, OP_ERR, 0, 0, 0);
+}
+
+int
+conf_cq_resize(struct conf_side *s, uint32_t cqe)
+{
+	return s->agent < 0 ? rdp_cq_resize(s->cq, cqe) : (int)rpc_simple(s, OP_RESIZE, cqe, 0, 0);
+}
+
+void
+conf_tx_fill(struct conf_side *s, uint32_t off, uint32_t len, uint8_t seed)
+{
+	if (s->agent < 0)
+		l_fill(s, off, len, seed);
+	else
+		rpc_simple(s, OP_FILL, off, len, seed);
+}
+
+void
+conf_read(struct conf_side *s, bool tx, uint32_t off, void *buf, uint32_t len)
+{
+	struct agent_req q = { .op = OP_READ, .v = { tx, off, len } };
+	struct agent_rsp *r;
+
+	RDP_ASSERT(len <= DATA_MAX && (uint64_t)off + len <= CONF_BUF_SIZE);
+	if (s->agent < 0) {
+		memcpy(buf, (uint8_t *)(tx ? s->tx : s->rx)->addr + off, len);
+		return;
+	}
+	r = malloc(sizeof(*r));
+	RDP_ASSERT(r != NULL);
+	rpc(s, &q, r);
+	memcpy(buf, r->data, len);
+	free(r);
+}
+
+void
+conf_qp_destroy(struct conf_side *s)
+{
+	if (s->agent < 0)
+		RDP_ASSERT_EQ(rdp_qp_destroy(s->qp), 0);
+	else
+		RDP_ASSERT_EQ(rpc_simple(s, OP_DESTROY_QP, 0, 0, 0), 0);
+	s->qp = NULL;
 }

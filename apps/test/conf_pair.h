@@ -8,8 +8,15 @@
  * each with its own CQ and two MRs: `rx` (receive and remote-write target,
  * from rdp_mr_alloc()) and `tx` (send source). The conformance suite and
  * the shm tests build on it.
+ *
+ * With `RDP_TEST_CONF_PEER=process` in the environment, side b of a pair
+ * opened on the driver under test lives in a forked child process (its own
+ * device), driven over a socketpair: every helper below taking a side works
+ * on both kinds, so a conformance test runs unchanged in one process or
+ * across two. Only side a's objects may be touched directly.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "rdp_dev.h"
@@ -18,10 +25,15 @@
 
 /** One end of the pair. */
 struct conf_side {
-	struct rdp_qp *qp;
-	struct rdp_cq *cq;
-	struct rdp_mr *rx;
-	struct rdp_mr *tx;
+	struct rdp_qp *qp;    /**< NULL on a remote side */
+	struct rdp_cq *cq;    /**< NULL on a remote side */
+	struct rdp_mr *rx;    /**< NULL on a remote side */
+	struct rdp_mr *tx;    /**< NULL on a remote side */
+	uint64_t rx_addr;     /**< rx address as the peer names it (RDMA WRITE) */
+	uint32_t rx_rkey;     /**< rx rkey */
+	uint32_t qp_num;
+	int agent;            /**< socket to the process holding it, or -1 */
+	int pid;              /**< that process */
 };
 
 /** Sizes and transport parameters of a pair. */
@@ -62,14 +74,35 @@ int conf_post_recv(struct conf_side *s, uint64_t wr_id, uint32_t off, uint32_t l
 int conf_post_send(struct conf_side *s, uint8_t opcode, uint8_t flags, uint64_t wr_id,
 		   uint32_t off, uint32_t len, uint32_t imm, uint64_t raddr, uint32_t rkey);
 
-/** Poll until @p want completions arrived or @p ms passed; asserts poll never fails. */
-int conf_poll(struct rdp_cq *cq, struct rdp_wc *wc, int want, int ms);
+/** Post one receive over several [off, len) ranges of rx. Returns the post error. */
+int conf_post_recv_sg(struct conf_side *s, uint64_t wr_id, const uint32_t (*r)[2], uint32_t n);
 
-/** Assert that no completion arrives within @p ms. */
-void conf_quiet(struct rdp_cq *cq, int ms);
+/** Post one signaled SEND gathered from several [off, len) ranges of tx. */
+int conf_post_send_sg(struct conf_side *s, uint64_t wr_id, const uint32_t (*r)[2], uint32_t n);
 
-/** Current state of a QP. */
-unsigned int conf_qp_state(struct rdp_qp *qp);
+/** Poll the side's CQ until @p want completions arrived or @p ms passed; asserts poll never fails. */
+int conf_poll(struct conf_side *s, struct rdp_wc *wc, int want, int ms);
+
+/** Assert that no completion arrives on the side's CQ within @p ms. */
+void conf_quiet(struct conf_side *s, int ms);
+
+/** Current state of the side's QP. */
+unsigned int conf_qp_state(struct conf_side *s);
+
+/** Move the side's QP to RDP_QPS_ERR. */
+void conf_qp_err(struct conf_side *s);
+
+/** Resize the side's CQ; returns rdp_cq_resize()'s result. */
+int conf_cq_resize(struct conf_side *s, uint32_t cqe);
+
+/** Fill [off, off+len) of tx with a pattern made from @p seed. */
+void conf_tx_fill(struct conf_side *s, uint32_t off, uint32_t len, uint8_t seed);
+
+/** Copy [off, off+len) of rx (or tx when @p tx) into @p buf (len <= 4096). */
+void conf_read(struct conf_side *s, bool tx, uint32_t off, void *buf, uint32_t len);
+
+/** Destroy the side's QP now (conf_pair_close() then skips it). */
+void conf_qp_destroy(struct conf_side *s);
 
 /** Seconds on the monotonic clock. */
 double conf_now(void);

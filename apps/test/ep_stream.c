@@ -249,6 +249,23 @@ now_s(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+void
+stream_dump(const struct stream_side *s)
+{
+	struct rdp_ep_stats st;
+
+	printf("%s: sent %" PRIu64 " of %" PRIu64 " (done %" PRIu64 ", failed %" PRIu64
+	       "), received %" PRIu64 " of %" PRIu64 "%s%s\n", s->name, s->next_send, s->count,
+	       s->done, s->failed, s->received, s->expect, s->error[0] ? ": " : "", s->error);
+	if (s->ep == NULL)
+		return;
+	rdp_ep_stats_get(s->ep, &st);
+	printf("%s: endpoint %s, sq in flight %u, remote credits %u, owed %u, receives posted "
+	       "%u, acks %" PRIu64 ", reclaims %" PRIu64 ", enomem %" PRIu64 ", rnr %" PRIu64 "\n",
+	       s->name, rdp_ep_state_str(rdp_ep_state(s->ep)), st.sq_inflight, st.remote_credits,
+	       st.owed, st.recv_posted, st.acks, st.reclaims, st.enomem, st.rnr);
+}
+
 int
 stream_pump(struct stream_side **sides, unsigned int n, double timeout_s)
 {
@@ -291,8 +308,11 @@ stream_pump(struct stream_side **sides, unsigned int n, double timeout_s)
 		}
 		if (finished == n)
 			return 0;
-		if (now_s() > deadline)
+		if (now_s() > deadline) {
+			for (i = 0; i < n; i++)
+				stream_dump(sides[i]);
 			return -ETIMEDOUT;
+		}
 		if (work == 0)
 			usleep(20); /* let a poller sharing this CPU run */
 	}
@@ -307,6 +327,12 @@ stream_cfg(const char *driver, uint32_t max_msg)
 		{ "max_endpoints", "16" }, { "send_bufs", "8192" }, { "rnr_retry", "0" },
 		{ "listen", "" }, { "handshake_timeout_ms", "2000" },
 		{ "connect_timeout_ms", "2000" },
+		/*
+		 * 1 s transport timeout (4.096 us * 2^18): rxe under an emulated,
+		 * loaded VM retransmits multi-packet SENDs on the default 67 ms and
+		 * then reports REM_INV_REQ or RNR for them (docs/rxe-lane.md)
+		 */
+		{ "timeout", "18" },
 	};
 	struct rdp_cfg *cfg = rdp_cfg_default();
 	char v[32];

@@ -77,6 +77,9 @@ int stream_pump(struct stream_side **s, unsigned int n, double timeout_s);
  */
 void stream_kick(struct stream_side *s);
 
+/** Print where a side stands and its endpoint's counters (for failures). */
+void stream_dump(const struct stream_side *s);
+
 /** True when the side sent, received and checked everything. */
 bool stream_finished(const struct stream_side *s);
 

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <rte_branch_prediction.h>
 #include <rte_common.h>
 
 /** Exit status meaning "skipped" (the automake and meson convention). */
@@ -69,6 +70,17 @@ __rte_noreturn void rdp_test_fail(const char *file, int line, const char *fmt, .
  *   A driver spec such as `shm` or `verbs:device=rxe0`.
  */
 const char *rdp_test_driver(void);
+
+/**
+ * The driver given with `--driver` or `$RDP_TEST_DRIVER`, else @p dflt:
+ * for tests that pick an adversarial spec unless told to run elsewhere.
+ *
+ * @param dflt
+ *   The test's own choice.
+ * @return
+ *   A driver spec.
+ */
+const char *rdp_test_driver_or(const char *dflt);
 
 /**
  * Initialise EAL for a test process: no hugepages, no PCI, no shared

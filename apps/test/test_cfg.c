@@ -546,6 +546,11 @@ RDP_TEST(unit, cfg_relations_blame_the_value_set_in_the_failing_section)
 	EXPECT_REJECTED("[global]\nsq_size = 128\n[lcore.6]\ncq_size = 300\n",
 			"bad.ini:4: [lcore.6] cq_size = 300: must be 0 (automatic) or "
 			">= sq_size+rq_size = 384 (sq_size=128, rq_size=256)");
+	/* a whole message must fit in the receive window, or reassembly stalls */
+	EXPECT_REJECTED("[global]\nbuf_size = 1024\nmax_msg_size = 1048576\n",
+			"bad.ini:3: [global] max_msg_size = 1048576: a message of max_msg_size "
+			"needs 1024 chunks of buf_size, more than the 240 receive credits "
+			"(rq_size-ack_reserve) (buf_size=1024, rq_size=256, ack_reserve=16)");
 	EXPECT_REJECTED("[global]\nmode = pipeline\napp_lcore = 3\n[lcore.3]\n",
 			"bad.ini:3: [global] app_lcore = 3 (as inherited by [lcore.3]): must name "
 			"another lcore than the poller itself (mode=pipeline)");

@@ -39,3 +39,12 @@ RDP_TEST(unit, dev_args_reject_unknown_and_repeated_keys)
 	rte_kvargs_free(kv);
 	return 0;
 }
+
+RDP_TEST(unit, err_detail_may_quote_the_previous_detail)
+{
+	rdp_err_set(EINVAL, "inner cause %d", 42);
+	RDP_ASSERT_EQ(rdp_err_set(ENOSPC, "outer: %s", rdp_err_msg()), -ENOSPC);
+	RDP_ASSERT_STR_EQ(rdp_err_msg(), "outer: inner cause 42");
+	RDP_ASSERT_EQ(rte_errno, ENOSPC);
+	return 0;
+}

@@ -22,6 +22,8 @@
 #include <rte_eal.h>
 
 #include "ep_stream.h"
+#include "rdp_dev.h"
+#include "ep_frame.h"
 #include "rdp_hello.h"
 #include "rdp_test.h"
 
@@ -149,13 +151,13 @@ stream_in_process(const char *driver, bool pipeline, uint64_t count)
 
 RDP_TEST(e2e, ep_stream_rtc_in_process_recv_first_is_exact)
 {
-	return stream_in_process("shm:cqe_order=recv_first,send_cqe_delay=2", false,
-				 env_count("RDP_E2E_COUNT", 250000));
+	return stream_in_process(rdp_test_driver_or("shm:cqe_order=recv_first,send_cqe_delay=2"),
+				 false, env_count("RDP_E2E_COUNT", 250000));
 }
 
 RDP_TEST(e2e, ep_stream_pipeline_in_process_random_order_is_exact)
 {
-	return stream_in_process("shm:cqe_order=random:7", true,
+	return stream_in_process(rdp_test_driver_or("shm:cqe_order=random:7"), true,
 				 env_count("RDP_E2E_COUNT", 250000));
 }
 
@@ -181,6 +183,9 @@ RDP_TEST(helper, e2e_stream_server)
 	/* the server polls on CPU 1, the client on CPU 0 */
 	rdp_test_eal_init("0@0,1@1");
 	cfg = stream_cfg(getenv("RDP_SRV_DRIVER"), MAX_MSG);
+	if (getenv("RDP_SRV_SECRET") != NULL)
+		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "secret", getenv("RDP_SRV_SECRET"),
+					  "test"), 0);
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "server rdp_init: %s", rdp_err_msg());
 	side_init(&srv, "server", 1, 2, strtoull(getenv("RDP_SRV_COUNT"), NULL, 0), pipeline);
 	stream_params(&srv, &prm);
@@ -188,6 +193,9 @@ RDP_TEST(helper, e2e_stream_server)
 	RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
 	RDP_ASSERT(write(port_fd, &port, sizeof(port)) == sizeof(port));
 	close(port_fd);
+	if (srv.count == 0)
+		for (;;)
+			pause(); /* a server for handshake tests: until killed */
 	RDP_ASSERT_EQ(stream_pump(sides, 1, 120), 0);
 	assert_clean(&srv);
 	/* wait for the client to close, which fails or closes our side */
@@ -218,7 +226,9 @@ spawn_server(const char *driver, bool pipeline, uint64_t count, int *port)
 	if (pid == 0) {
 		close(fds[0]);
 		prctl(PR_SET_PDEATHSIG, SIGTERM); /* do not outlive the client */
-		setenv("RDP_SRV_DRIVER", driver, 1);
+		/* two "hosts": the server may run on a device of its own */
+		setenv("RDP_SRV_DRIVER", getenv("RDP_TEST_PEER_DRIVER") != NULL ?
+		       getenv("RDP_TEST_PEER_DRIVER") : driver, 1);
 		setenv("RDP_SRV_PIPELINE", pipeline ? "1" : "0", 1);
 		snprintf(v, sizeof(v), "%" PRIu64, count);
 		setenv("RDP_SRV_COUNT", v, 1);
@@ -275,14 +285,14 @@ stream_two_processes(const char *driver, bool pipeline, uint64_t count)
 
 RDP_TEST(e2e, ep_stream_rtc_two_processes_recv_first_is_exact)
 {
-	return stream_two_processes("shm:cqe_order=recv_first", false,
+	return stream_two_processes(rdp_test_driver_or("shm:cqe_order=recv_first"), false,
 				    env_count("RDP_E2E_COUNT", 250000));
 }
 
 RDP_TEST(e2e, ep_stream_pipeline_two_processes_random_order_is_exact)
 {
-	return stream_two_processes("shm:cqe_order=random:11,send_cqe_delay=1", true,
-				    env_count("RDP_E2E_COUNT", 250000));
+	return stream_two_processes(rdp_test_driver_or("shm:cqe_order=random:11,send_cqe_delay=1"),
+				    true, env_count("RDP_E2E_COUNT", 250000));
 }
 
 RDP_TEST(e2e, ep_peer_killed_mid_stream_every_send_reported_once_then_reconnects)
@@ -440,7 +450,7 @@ run_garbage(int port, const struct garbage_case *c, double timeout_s)
 		RDP_ASSERT_MSG(strstr(rej.reason, c->reject) != NULL, "%s: reason '%s'",
 			       c->what, rej.reason);
 	}
-	deadline = now_s() + 2;
+	deadline = now_s() + 5;
 	while (strstr(log_buf, c->log) == NULL) {
 		RDP_ASSERT_MSG(now_s() < deadline, "%s: log lacks \"%s\":\n%s", c->what, c->log,
 			       log_buf);
@@ -663,6 +673,437 @@ RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
 	rdp_ep_close(srv.ep);
 	wait_closed(&cli);
 	wait_closed(&srv);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* CQ admission                                                           */
+/* ---------------------------------------------------------------------- */
+
+RDP_TEST(e2e, ep_cq_admission_grows_the_cq_then_refuses_with_the_numbers)
+{
+	struct stream_side srv[3], cli[3];
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep[3];
+	char addr[64];
+	unsigned int i;
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", MAX_MSG);
+	/* one QP needs 64 + 1 + 64 = 129 entries; two fit in 300 */
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "cq_size", "300", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_endpoints", "4", "test"), 0);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	capture_logs();
+	side_init(&srv[0], "server", 1, 2, 0, false);
+	stream_params(&srv[0], &psrv);
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	RDP_ASSERT(port > 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	for (i = 0; i < 3; i++) {
+		side_init(&cli[i], "client", 2, 1, 0, false);
+		stream_params(&cli[i], &pcli);
+		ep[i] = rdp_connect(addr, &pcli);
+		RDP_ASSERT(ep[i] != NULL);
+		if (i < 2)
+			RDP_ASSERT_EQ(rdp_ep_wait_established(ep[i], 5000), 0);
+	}
+	/* the second connection grew the CQ to what 4 endpoints need */
+	RDP_ASSERT_MSG(strstr(log_buf, "lcore 1: CQ grown to 516 entries") != NULL, "%s", log_buf);
+	/* the third one does not fit: refused, naming the lcore and the budget */
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep[2], 5000), -ENOSPC);
+	RDP_ASSERT_MSG(strstr(log_buf, "lcore 1: CQ budget exhausted: 516 entries reserved, "
+			      "this endpoint needs 129 more") != NULL, "%s", log_buf);
+	rte_openlog_stream(NULL);
+	for (i = 0; i < 3; i++) {
+		rdp_ep_close(ep[i]);
+		wait_closed(&cli[i]);
+	}
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Shared-secret handshake                                                */
+/* ---------------------------------------------------------------------- */
+
+RDP_TEST(e2e, ep_shared_secret_admits_a_peer_that_knows_it)
+{
+	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_cfg *cfg;
+	char addr[64];
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "secret", "correct horse", "test"), 0);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&srv, "server", 1, 2, 2000, false);
+	side_init(&cli, "client", 2, 1, 2000, false);
+	stream_params(&srv, &psrv);
+	stream_params(&cli, &pcli);
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	RDP_ASSERT(rdp_connect(addr, &pcli) != NULL);
+	RDP_ASSERT_EQ(stream_pump(sides, 2, 30), 0);
+	assert_clean(&cli);
+	assert_clean(&srv);
+	rdp_ep_close(cli.ep);
+	rdp_ep_close(srv.ep);
+	wait_closed(&cli);
+	wait_closed(&srv);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
+{
+	uint8_t key[RDP_HELLO_KEY_LEN], out[RDP_HELLO_LEN], back[RDP_HELLO_LEN],
+		mac[RDP_HELLO_MAC_LEN];
+	struct rdp_hello h = client_hello(), ack, ready = { .type = RDP_HELLO_READY };
+	struct rdp_qp_init_attr qia = {
+		.cap = { .max_send_wr = 65, .max_recv_wr = 64, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct rdp_dev *tdev;
+	struct rdp_pd *tpd;
+	struct rdp_cq *tcq;
+	struct rdp_qp *tqp;
+	struct stream_side srv;
+	struct rdp_ep_params prm;
+	struct rdp_cfg *cfg;
+	char why[256];
+	double deadline;
+	int port, fd;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "secret", "correct horse", "test"), 0);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&srv, "server", 1, 2, 0, false);
+	stream_params(&srv, &prm);
+	port = rdp_listen("127.0.0.1:0", &prm);
+	capture_logs();
+
+	/* 1. a peer without the secret is told why and dropped */
+	fd = raw_connect(port);
+	rdp_hello_encode(&h, out);
+	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
+	RDP_ASSERT_EQ(read_until_closed(fd, back, sizeof(back), 3), RDP_HELLO_LEN);
+	close(fd);
+	RDP_ASSERT_EQ(rdp_hello_decode(back, sizeof(back), &ack, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(ack.type, RDP_HELLO_REJECT);
+	RDP_ASSERT_STR_EQ(ack.reason, "shared secret required (config key 'secret')");
+
+	/* 2. a peer that claims to authenticate gets a HELLO_ACK signed with the
+	 *    secret (the server proves itself), then fails on a forged READY;
+	 *    it offers a real QP of its own so the server gets that far */
+	tdev = rdp_dev_open("shm");
+	RDP_ASSERT(tdev != NULL);
+	tpd = rdp_pd_alloc(tdev);
+	tcq = rdp_cq_create(tdev, 256, -1);
+	qia.send_cq = qia.recv_cq = tcq;
+	tqp = rdp_qp_create(tpd, &qia);
+	RDP_ASSERT(tpd != NULL && tcq != NULL && tqp != NULL);
+	RDP_ASSERT_EQ(rdp_qp_local_addr(tqp, &h.qp), 0);
+	fd = raw_connect(port);
+	h.flags = RDP_HELLO_F_AUTH;
+	memset(h.nonce, 0x5a, sizeof(h.nonce));
+	rdp_hello_encode(&h, out);
+	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
+	RDP_ASSERT(recv(fd, back, sizeof(back), MSG_WAITALL) == sizeof(back));
+	RDP_ASSERT_EQ(rdp_hello_decode(back, sizeof(back), &ack, why, sizeof(why)), 0);
+	RDP_ASSERT_MSG(ack.type == RDP_HELLO_ACK, "type %u: %s", ack.type, ack.reason);
+	rdp_hello_key("correct horse", key);
+	rdp_hello_auth(key, "rdp-ack", out, back, mac);
+	RDP_ASSERT_MSG(rdp_hello_mac_equal(mac, ack.mac), "the server's MAC does not verify");
+	rdp_hello_key("wrong horse", key);
+	rdp_hello_auth(key, "rdp-ready", out, back, ready.mac);
+	rdp_hello_encode(&ready, out);
+	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
+	read_until_closed(fd, back, sizeof(back), 3);
+	close(fd);
+	deadline = now_s() + 3;
+	while (strstr(log_buf, "the client failed authentication") == NULL ||
+	       rdp_endpoint_count() != 0) {
+		RDP_ASSERT_MSG(now_s() < deadline, "no refusal (%u endpoints):\n%s",
+			       rdp_endpoint_count(), log_buf);
+		usleep(1000);
+	}
+	rte_openlog_stream(NULL);
+	RDP_ASSERT_EQ(rdp_qp_destroy(tqp), 0);
+	RDP_ASSERT_EQ(rdp_cq_destroy(tcq), 0);
+	RDP_ASSERT_EQ(rdp_pd_free(tpd), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(tdev), 0);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+RDP_TEST(e2e, ep_shared_secret_mismatch_fails_the_client_with_eacces)
+{
+	struct stream_side cli;
+	struct rdp_ep_params prm;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	char addr[64];
+	pid_t pid;
+	int port;
+
+	setenv("RDP_SRV_SECRET", "the server's secret", 1);
+	pid = spawn_server("shm", false, 0, &port);
+	unsetenv("RDP_SRV_SECRET");
+	rdp_test_eal_init("0@1,1@0");
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "secret", "another secret", "test"), 0);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&cli, "client", 2, 1, 0, false);
+	stream_params(&cli, &prm);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &prm);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), -EACCES);
+	rdp_ep_close(ep);
+	wait_closed(&cli);
+	kill(pid, SIGKILL);
+	reap(pid, -1);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Back-pressure and several pollers                                      */
+/* ---------------------------------------------------------------------- */
+
+static bool refuse_all;
+
+static uint16_t
+refusing_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	struct stream_side *s = arg;
+	uint16_t i;
+
+	RTE_SET_USED(ep);
+	if (__atomic_load_n(&refuse_all, __ATOMIC_ACQUIRE))
+		return 0;
+	for (i = 0; i < n; i++) {
+		__atomic_store_n(&s->received, s->received + 1, __ATOMIC_RELEASE);
+		s->bytes += msgs[i]->pkt_len;
+		if (msgs[i]->user_data != 0)
+			s->error[0] = 'x';
+		rdp_msg_free(msgs[i]);
+	}
+	return n;
+}
+
+static void
+refusing_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
+{
+	struct stream_side *s = arg;
+
+	RTE_SET_USED(err);
+	if (st == RDP_EP_ESTABLISHED)
+		__atomic_store_n(&s->ep, ep, __ATOMIC_RELEASE);
+	if (st == RDP_EP_CLOSED)
+		__atomic_store_n(&s->closed, true, __ATOMIC_RELEASE);
+}
+
+RDP_TEST(e2e, ep_backpressure_keeps_refused_messages_and_stalls_the_sender)
+{
+	static const struct rdp_ep_ops refusing = {
+		.on_recv = refusing_recv, .on_state = refusing_state,
+	};
+	struct rdp_ep_params psrv = { .ops = &refusing, .lcore = -1 };
+	struct rdp_ep_params pcli = { .ops = &refusing, .lcore = -1 };
+	struct stream_side srv = { .name = "server" }, cli = { .name = "client" };
+	struct rdp_ep_stats st0, st;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	char addr[64];
+	unsigned int i, sent = 0;
+	double deadline;
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	psrv.arg = &srv;
+	pcli.arg = &cli;
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &pcli);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), 0);
+	while (__atomic_load_n(&srv.ep, __ATOMIC_ACQUIRE) == NULL)
+		usleep(1000);
+	rdp_ep_stats_get(ep, &st0);
+	/* the server refuses everything: 300 messages cannot all get through */
+	__atomic_store_n(&refuse_all, true, __ATOMIC_RELEASE);
+	for (i = 0; i < 300; i++) {
+		struct rdp_msg *m = rdp_msg_alloc(ep, 100);
+
+		RDP_ASSERT(m != NULL);
+		RDP_ASSERT(rdp_ep_send_burst(ep, &m, 1) == 1);
+		sent++;
+	}
+	usleep(200000);
+	rdp_ep_stats_get(ep, &st);
+	/* the sender ran out of credits (56) and waits; nothing was dropped */
+	RDP_ASSERT_MSG(st.remote_credits == 0, "remote credits %u", st.remote_credits);
+	RDP_ASSERT(st.remote_stalls > st0.remote_stalls);
+	RDP_ASSERT(st.msgs_sent < sent);
+	RDP_ASSERT_EQ(srv.received, 0);
+	rdp_ep_stats_get(srv.ep, &st);
+	RDP_ASSERT(st.backpressure >= 1);
+	RDP_ASSERT_EQ(st.enomem, 0);
+	RDP_ASSERT_EQ(st.rnr, 0);
+	/* accept again: every message arrives, in order, exactly once */
+	__atomic_store_n(&refuse_all, false, __ATOMIC_RELEASE);
+	deadline = now_s() + 10;
+	while (__atomic_load_n(&srv.received, __ATOMIC_ACQUIRE) < sent) {
+		RDP_ASSERT_MSG(now_s() < deadline, "%" PRIu64 " of %u received", srv.received, sent);
+		usleep(1000);
+	}
+	usleep(20000);
+	RDP_ASSERT_EQ(srv.received, sent);
+	RDP_ASSERT(srv.error[0] == '\0');
+	rdp_ep_stats_get(ep, &st);
+	RDP_ASSERT_EQ(st.msgs_failed, 0);
+	rdp_ep_close(ep);
+	rdp_ep_close(srv.ep);
+	deadline = now_s() + 5;
+	while (!__atomic_load_n(&cli.closed, __ATOMIC_ACQUIRE) ||
+	       !__atomic_load_n(&srv.closed, __ATOMIC_ACQUIRE)) {
+		RDP_ASSERT(now_s() < deadline);
+		usleep(1000);
+	}
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+RDP_TEST(e2e, ep_stream_two_pollers_from_config_sections_is_exact)
+{
+	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_cfg *cfg;
+	char addr[64];
+	int port;
+
+	/* lcore 1 and 2 poll (from [lcore.N] sections), on the two CPUs */
+	rdp_test_eal_init("0@0,1@0,2@1");
+	cfg = stream_cfg("shm:cqe_order=recv_first", MAX_MSG);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, 1, "poll_burst", "16", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, 2, "poll_burst", "32", "test"), 0);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&srv, "server", 1, 2, env_count("RDP_E2E_COUNT", 100000) / 2, false);
+	side_init(&cli, "client", 2, 1, env_count("RDP_E2E_COUNT", 100000) / 2, false);
+	stream_params(&srv, &psrv);
+	stream_params(&cli, &pcli);
+	psrv.lcore = 1;
+	pcli.lcore = 2;
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	RDP_ASSERT(rdp_connect(addr, &pcli) != NULL);
+	RDP_ASSERT_EQ(stream_pump(sides, 2, 120), 0);
+	RDP_ASSERT_EQ(rdp_ep_lcore(srv.ep), 1);
+	RDP_ASSERT_EQ(rdp_ep_lcore(cli.ep), 2);
+	assert_clean(&srv);
+	assert_clean(&cli);
+	rdp_ep_close(cli.ep);
+	rdp_ep_close(srv.ep);
+	wait_closed(&cli);
+	wait_closed(&srv);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+RDP_TEST(e2e, ep_server_posts_every_receive_before_its_hello_ack)
+{
+	struct rdp_qp_init_attr qia = {
+		.cap = { .max_send_wr = 128, .max_recv_wr = 16, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct rdp_qp_conn_params conn = { .rnr_retry = 0, .retry_cnt = 7, .timeout = 14 };
+	struct rdp_hello h = client_hello(), ack;
+	uint8_t out[RDP_HELLO_LEN], back[RDP_HELLO_LEN], payload[64] = { 0 };
+	struct rdp_send_wr wr[88];
+	struct rdp_sge sge;
+	struct rdp_wc wc[32];
+	struct stream_side srv;
+	struct rdp_ep_params prm;
+	struct rdp_cfg *cfg;
+	struct rdp_dev *tdev;
+	struct rdp_pd *tpd;
+	struct rdp_cq *tcq;
+	struct rdp_qp *tqp;
+	struct rdp_mr *mr;
+	unsigned int i, done = 0, ok = 0;
+	char why[256];
+	double deadline;
+	int port, fd, err;
+
+	rdp_test_eal_init("0-1");
+	/* more receives than one post burst: every one must be posted before the
+	 * server answers, since the client may send as soon as it has the answer */
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "rq_size", "100", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "ack_reserve", "12", "test"), 0);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&srv, "server", 1, 2, 0, false);
+	stream_params(&srv, &prm);
+	port = rdp_listen("127.0.0.1:0", &prm);
+	tdev = rdp_dev_open("shm");
+	RDP_ASSERT(tdev != NULL);
+	tpd = rdp_pd_alloc(tdev);
+	tcq = rdp_cq_create(tdev, 512, -1);
+	qia.send_cq = qia.recv_cq = tcq;
+	tqp = rdp_qp_create(tpd, &qia);
+	mr = rdp_mr_reg(tpd, payload, sizeof(payload), 0);
+	RDP_ASSERT(tpd != NULL && tcq != NULL && tqp != NULL && mr != NULL);
+	RDP_ASSERT_EQ(rdp_qp_local_addr(tqp, &h.qp), 0);
+	h.credit.rq_size = 100;
+	h.credit.ack_reserve = 12;
+	fd = raw_connect(port);
+	rdp_hello_encode(&h, out);
+	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
+	RDP_ASSERT(recv(fd, back, sizeof(back), MSG_WAITALL) == sizeof(back));
+	RDP_ASSERT_EQ(rdp_hello_decode(back, sizeof(back), &ack, why, sizeof(why)), 0);
+	RDP_ASSERT_MSG(ack.type == RDP_HELLO_ACK, "type %u: %s", ack.type, ack.reason);
+	RDP_ASSERT_EQ(rdp_qp_connect(tqp, &ack.qp, &conn), 0);
+	/* no READY yet: send the 88 messages the credits allow, at once */
+	sge = (struct rdp_sge){ .addr = (uintptr_t)payload, .length = 64, .lkey = mr->lkey };
+	for (i = 0; i < 88; i++)
+		wr[i] = (struct rdp_send_wr){ .wr_id = i, .sg_list = &sge, .num_sge = 1,
+					      .opcode = RDP_WR_SEND_WITH_IMM,
+					      .flags = RDP_SEND_SIGNALED, .imm = IMM_FIRST | IMM_LAST };
+	RDP_ASSERT_EQ(rdp_post_send(tqp, wr, 88, &err), 88);
+	deadline = now_s() + 5;
+	while (done < 88) {
+		int n = rdp_poll_cq(tcq, wc, RTE_DIM(wc));
+
+		RDP_ASSERT(n >= 0 && now_s() < deadline);
+		for (i = 0; i < (unsigned int)n; i++, done++)
+			ok += wc[i].status == RDP_WC_SUCCESS;
+	}
+	RDP_ASSERT_MSG(ok == 88, "%u of 88 sends succeeded: the server had not posted its "
+		       "receives when it answered", ok);
+	close(fd);
+	RDP_ASSERT_EQ(rdp_qp_destroy(tqp), 0);
+	RDP_ASSERT_EQ(rdp_mr_free(mr), 0);
+	RDP_ASSERT_EQ(rdp_cq_destroy(tcq), 0);
+	RDP_ASSERT_EQ(rdp_pd_free(tpd), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(tdev), 0);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
 	return 0;

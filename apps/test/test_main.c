@@ -89,6 +89,16 @@ rdp_test_driver(void)
 }
 
 const char *
+rdp_test_driver_or(const char *dflt)
+{
+	const char *env = getenv("RDP_TEST_DRIVER");
+
+	if (driver_spec != NULL)
+		return driver_spec;
+	return env != NULL && env[0] != '\0' ? env : dflt;
+}
+
+const char *
 rdp_test_self(void)
 {
 	return self_path;

@@ -73,20 +73,21 @@ shm_event_push(struct shm_dev *sd, enum rdp_event_type type, struct rdp_qp *qp,
 		SHM_LOG(ERR, "event fd write: %s", strerror(errno));
 }
 
-/*
- * Verbs waits for a QP's events to be acknowledged before it destroys the
- * QP; with no acknowledgement here, a destroyed QP's events go instead.
- */
 void
-shm_event_forget_qp(struct shm_dev *sd, const struct rdp_qp *qp)
+shm_event_forget(struct shm_dev *sd, const struct rdp_qp *qp, const struct rdp_cq *cq)
 {
-	uint32_t i, keep;
+	uint64_t i;
 
+	/* an event read after its object is gone must not name it */
 	pthread_mutex_lock(&sd->ev_lock);
-	for (i = keep = sd->ev_head; i != sd->ev_tail; i++)
-		if (sd->ev[i % SHM_MAX_EVENTS].qp != qp)
-			sd->ev[keep++ % SHM_MAX_EVENTS] = sd->ev[i % SHM_MAX_EVENTS];
-	sd->ev_tail = keep;
+	for (i = sd->ev_head; i != sd->ev_tail; i++) {
+		struct rdp_event *ev = &sd->ev[i % SHM_MAX_EVENTS];
+
+		if (qp != NULL && ev->qp == qp)
+			ev->qp = NULL;
+		if (cq != NULL && ev->cq == cq)
+			ev->cq = NULL;
+	}
 	pthread_mutex_unlock(&sd->ev_lock);
 }
 
@@ -390,12 +391,12 @@ shm_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access)
 	mr = mr_new(pd, access);
 	if (mr == NULL)
 		return NULL;
-	mr->memfd = memfd_create("rdp-shm-mr", MFD_CLOEXEC);
+	mr->memfd = memfd_create("rdp-shm-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (mr->memfd < 0) {
 		rdp_err_set(ENOMEM, "driver shm: memfd_create: %s", strerror(errno));
 		goto fail;
 	}
-	if (ftruncate(mr->memfd, (off_t)map_len) < 0) {
+	if (ftruncate(mr->memfd, (off_t)map_len) < 0 || shm_seal(mr->memfd) < 0) {
 		rdp_err_set(ENOMEM, "driver shm: cannot size a %zu-byte MR: %s", map_len,
 			    strerror(errno));
 		goto fail;
@@ -663,6 +664,10 @@ map_fd(int fd, size_t min, size_t *len)
 	struct stat st;
 	void *p;
 
+	/* unsealed, the peer could shrink it under our mapping (SIGBUS) */
+	if ((fcntl(fd, F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_SEAL)) !=
+	    (F_SEAL_SHRINK | F_SEAL_SEAL))
+		return NULL;
 	if (fstat(fd, &st) < 0 || (size_t)st.st_size < min || st.st_size <= 0)
 		return NULL;
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -697,7 +702,8 @@ peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int 
 	struct shm_peer *p = calloc(1, sizeof(*p));
 	struct shm_qp_seg *q;
 	struct shm_cq_seg *c;
-	uint32_t i, max_id = 0;
+	uint32_t i, max_id = 0, rq_size, nb_words;
+	uint64_t ent_off;
 
 	if (p == NULL) {
 		snprintf(why, why_len, "out of memory");
@@ -716,23 +722,25 @@ peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int 
 	}
 	q = p->qseg;
 	c = p->cseg;
-	/* private copies of everything the fast path needs, checked once */
-	p->rq_mask = q->rq_size - 1;
-	p->rq_stride = q->rq_stride;
-	p->max_sge = q->max_sge;
-	if (q->magic != SHM_QP_MAGIC || q->version != SHM_VERSION || q->rq_size == 0 ||
-	    q->rq_size > SHM_MAX_WR || (q->rq_size & (q->rq_size - 1)) != 0 ||
+	/* read each field once: the peer may change them while we look */
+	rq_size = __atomic_load_n(&q->rq_size, __ATOMIC_RELAXED);
+	ent_off = __atomic_load_n(&q->ent_off, __ATOMIC_RELAXED);
+	p->rq_stride = __atomic_load_n(&q->rq_stride, __ATOMIC_RELAXED);
+	p->max_sge = __atomic_load_n(&q->max_sge, __ATOMIC_RELAXED);
+	nb_words = __atomic_load_n(&c->nb_words, __ATOMIC_RELAXED);
+	if (q->magic != SHM_QP_MAGIC || q->version != SHM_VERSION || rq_size == 0 ||
+	    rq_size > SHM_MAX_WR || (rq_size & (rq_size - 1)) != 0 ||
 	    p->max_sge > SHM_MAX_SGE || p->rq_stride < shm_rq_stride(p->max_sge) ||
-	    p->rq_stride % 64 != 0 || q->ent_off < sizeof(*q) || q->ent_off % 64 != 0 ||
-	    q->ent_off > p->qseg_len ||
-	    (p->qseg_len - q->ent_off) / p->rq_stride < q->rq_size) {
+	    p->rq_stride % 64 != 0 || ent_off < sizeof(*q) || ent_off % 64 != 0 ||
+	    ent_off > p->qseg_len || (p->qseg_len - ent_off) / p->rq_stride < rq_size) {
 		snprintf(why, why_len, "the peer's receive queue header is invalid");
 		goto fail;
 	}
-	p->ents = (uint8_t *)q + q->ent_off;
+	p->rq_mask = rq_size - 1;
+	p->ents = (uint8_t *)q + ent_off;
 	if (c->magic != SHM_CQ_MAGIC || c->version != SHM_VERSION ||
-	    c->nb_words == 0 || c->nb_words > SHM_BELL_WORDS ||
-	    p->cseg_len < shm_cq_seg_size(c->nb_words) || h->bell_word / 64 >= c->nb_words) {
+	    nb_words == 0 || nb_words > SHM_BELL_WORDS ||
+	    p->cseg_len < shm_cq_seg_size(nb_words) || h->bell_word / 64 >= nb_words) {
 		snprintf(why, why_len, "the peer's completion queue header is invalid");
 		goto fail;
 	}

@@ -27,6 +27,7 @@
  * the device monitor (peer attach, peer death) and rdp_qp_modify(ERR).
  */
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,6 +37,9 @@
 #include <rte_common.h>
 
 #include "rdp_driver.h"
+
+/* nothing of the driver is part of librdmaplane's ABI */
+#pragma GCC visibility push(hidden)
 
 #define SHM_LOG(level, fmt, ...) RDP_LOG(level, shm_logtype, "shm", fmt, ##__VA_ARGS__)
 extern int shm_logtype;
@@ -388,8 +392,8 @@ int shm_poll_cq(struct rdp_cq *cq, struct rdp_wc *wc, uint16_t n);
 bool shm_qp_set_error(struct shm_qp *qp);
 void shm_event_push(struct shm_dev *sd, enum rdp_event_type type, struct rdp_qp *qp,
 		    struct rdp_cq *cq);
-/* Drop the queued events naming @p qp: it is being destroyed. */
-void shm_event_forget_qp(struct shm_dev *sd, const struct rdp_qp *qp);
+/* Drop references to a QP or CQ being destroyed from queued events. */
+void shm_event_forget(struct shm_dev *sd, const struct rdp_qp *qp, const struct rdp_cq *cq);
 void shm_link_down(struct shm_dev *sd);
 void shm_peer_unmap(struct shm_peer *p);
 int shm_connect(struct shm_qp *qp, const struct rdp_qp_addr *remote);
@@ -410,6 +414,13 @@ int shm_qp_query(struct rdp_qp *qp, struct rdp_qp_attr *attr);
 int shm_qp_local_addr(struct rdp_qp *qp, struct rdp_qp_addr *addr);
 int shm_qp_destroy(struct rdp_qp *qp);
 
+/** Freeze a memfd's size before sharing it: peers refuse unsealed ones. */
+static inline int
+shm_seal(int fd)
+{
+	return fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+}
+
 /** Set a QP's doorbell bit in a CQ's shared bitmap (any thread). */
 static inline void
 shm_bell_self(struct shm_cq *cq, uint32_t slot)
@@ -417,5 +428,7 @@ shm_bell_self(struct shm_cq *cq, uint32_t slot)
 	__atomic_fetch_or(&cq->seg->bell[slot / 64], UINT64_C(1) << (slot % 64),
 			  __ATOMIC_RELEASE);
 }
+
+#pragma GCC visibility pop
 
 #endif /* RDP_SHM_PRIVATE_H */

@@ -4,6 +4,7 @@
  * state changes, the move to error that any thread may make, and teardown.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,11 +18,11 @@ static void *
 seg_create(const char *name, size_t len, int *memfd)
 {
 	void *p;
-	int fd = memfd_create(name, MFD_CLOEXEC);
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
 	if (fd < 0)
 		return NULL;
-	if (ftruncate(fd, (off_t)len) < 0) {
+	if (ftruncate(fd, (off_t)len) < 0 || shm_seal(fd) < 0) {
 		close(fd);
 		return NULL;
 	}
@@ -143,6 +144,7 @@ shm_cq_destroy(struct rdp_cq *c)
 	TAILQ_REMOVE(&sd->cqs, cq, next);
 	shm_stats_retire_cq(sd, cq);
 	pthread_mutex_unlock(&sd->lock);
+	shm_event_forget(sd, NULL, c);
 	munmap(cq->seg, cq->seg_len);
 	close(cq->memfd);
 	free(cq->ring);
@@ -378,6 +380,9 @@ shm_qp_modify(struct rdp_qp *q, const struct rdp_qp_attr *attr, unsigned int mas
 		ret = shm_connect(qp, &attr->remote);
 		if (ret < 0)
 			return ret;
+		/* the peer has its own reference now; spare the descriptor */
+		close(qp->memfd);
+		qp->memfd = -1;
 		qp->attr.remote = attr->remote;
 		if (mask & RDP_QP_ATTR_CONN)
 			qp->attr.conn = attr->conn;
@@ -439,8 +444,6 @@ shm_qp_destroy(struct rdp_qp *q)
 		slot_give_locked(scq, qp->sslot);
 	shm_stats_retire_qp(sd, qp);
 	pthread_mutex_unlock(&sd->lock);
-	/* unlinked and unlisted: nothing raises an event for it any more */
-	shm_event_forget_qp(sd, q);
 	/* its send completions stay in the CQ, without a QP to free slots of */
 	for (i = scq->ring_head; i != scq->ring_tail; i++)
 		if (scq->ring[i & scq->ring_mask].qp == qp)
@@ -457,6 +460,7 @@ shm_qp_destroy(struct rdp_qp *q)
 		__atomic_fetch_sub(&rcq->seg->pending, (int64_t)(counted - qp->rq_reaped),
 				   __ATOMIC_RELEASE);
 	shm_peer_unmap(qp->peer);
+	shm_event_forget(sd, q, NULL);
 	qp_free(qp);
 	return 0;
 }

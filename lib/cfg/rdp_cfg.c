@@ -790,7 +790,10 @@ scope_check(const struct rdp_cfg *cfg, const struct scope *s)
 	const struct key *cq_keys[] = { key_find("cq_size"), key_find("sq_size"),
 					key_find("rq_size") };
 	const struct key *mode_keys[] = { key_find("app_lcore"), key_find("mode") };
+	const struct key *msg_keys[] = { key_find("max_msg_size"), key_find("buf_size"),
+					 key_find("rq_size"), key_find("ack_reserve") };
 	const struct rdp_cfg_lcore *v = &s->v;
+	uint64_t chunks;
 	struct rdp_credit_params p;
 	char why[256];
 	unsigned int i;
@@ -806,6 +809,16 @@ scope_check(const struct rdp_cfg *cfg, const struct scope *s)
 			 "(automatic) or >= sq_size+rq_size = %u", v->cq_size, v->sq_size,
 			 v->rq_size, rdp_credit_cq_budget(&p));
 		return relation_error(cfg, s, why, cq_keys, RTE_DIM(cq_keys));
+	}
+	chunks = ((uint64_t)v->max_msg_size + v->buf_size - 1) / v->buf_size;
+	if (chunks > p.rq_size - p.ack_reserve) {
+		/* the receiver holds every chunk until the last: they must all fit */
+		snprintf(why, sizeof(why), "max_msg_size=%u, buf_size=%u, rq_size=%u, "
+			 "ack_reserve=%u: a message of max_msg_size needs %" PRIu64 " chunks of "
+			 "buf_size, more than the %u receive credits (rq_size-ack_reserve)",
+			 v->max_msg_size, v->buf_size, v->rq_size, v->ack_reserve, chunks,
+			 p.rq_size - p.ack_reserve);
+		return relation_error(cfg, s, why, msg_keys, RTE_DIM(msg_keys));
 	}
 	if (v->mode == RDP_CFG_MODE_PIPELINE && v->lcore_id >= 0 && v->app_lcore == v->lcore_id) {
 		snprintf(why, sizeof(why), "app_lcore=%d, mode=pipeline: must name another "

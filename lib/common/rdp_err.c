@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <stdio.h>
+#include <string.h>
 
 #include "rdp_common.h"
 
@@ -8,7 +9,11 @@ static __thread char err_msg[RDP_ERR_MSG_MAX];
 int
 rdp_err_vset(int err, const char *fmt, va_list ap)
 {
-	vsnprintf(err_msg, sizeof(err_msg), fmt, ap);
+	char msg[RDP_ERR_MSG_MAX];
+
+	/* format aside: the arguments may quote the previous detail */
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	memcpy(err_msg, msg, sizeof(err_msg));
 	rte_errno = err;
 	return -err;
 }

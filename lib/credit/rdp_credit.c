@@ -44,9 +44,13 @@ check_side(const struct rdp_credit_params *p, const char *side, char *why, size_
 		return broken(why, len, side, "signal_interval=%u: must be >= 2 "
 			      "(an unsignaled ack needs a run of at least one)",
 			      p->signal_interval);
-	if (p->sq_size < 2 * p->signal_interval)
+	/* 64-bit: 2 * T_sig wraps in 32 bits and would let T_sig >= 2^31 pass */
+	if (p->sq_size < UINT64_C(2) * p->signal_interval)
 		return broken(why, len, side, "sq_size=%u, signal_interval=%u: need "
 			      "sq_size >= 2*signal_interval", p->sq_size, p->signal_interval);
+	if ((uint64_t)p->sq_size + p->rq_size > UINT32_MAX)
+		return broken(why, len, side, "sq_size=%u, rq_size=%u: the CQ budget "
+			      "sq_size+rq_size must be <= %u", p->sq_size, p->rq_size, UINT32_MAX);
 	if (p->rq_size <= p->ack_reserve)
 		return broken(why, len, side, "rq_size=%u, ack_reserve=%u: need "
 			      "rq_size > ack_reserve", p->rq_size, p->ack_reserve);

@@ -101,7 +101,8 @@ enum rdp_credit_verdict {
  * Check one side's parameters alone.
  *
  * Rules: `T_sig >= 2` (an ack may only extend a run of at least one),
- * `S >= 2 * T_sig`, `R > A_rq`, `1 <= T_ack <= C`
+ * `S >= 2 * T_sig`, `S + R <= UINT32_MAX` (the CQ budget), `R > A_rq`,
+ * `1 <= T_ack <= C`
  * where `C = R - A_rq`, `A_rq >= ceil(C / T_ack)`, `C <= RDP_CREDIT_IMM_MAX`.
  *
  * @param p

@@ -277,7 +277,10 @@ enum rdp_event_type {
 	RDP_EVENT_DEVICE_FATAL, /**< the device is gone */
 };
 
-/** One asynchronous event. */
+/**
+ * One asynchronous event. An object destroyed before the event was read is
+ * given as NULL, never as a dangling pointer.
+ */
 struct rdp_event {
 	enum rdp_event_type type;
 	struct rdp_qp *qp; /**< affected QP or NULL */
@@ -368,7 +371,8 @@ rdp_post_send(struct rdp_qp *qp, const struct rdp_send_wr *wr, uint16_t n, int *
  *   Number of WRs.
  * @param err
  *   Set to 0 when all were accepted, else to the error of `wr[return]`:
- *   -ENOMEM (RQ full), -EINVAL (too many SGEs).
+ *   -ENOMEM (RQ full), -EINVAL (too many SGEs), -EPERM (QP still in RESET:
+ *   post receives once it is INIT, before the peer can send).
  * @return
  *   Number of WRs accepted, in order.
  */
@@ -671,8 +675,7 @@ int rdp_qp_connect(struct rdp_qp *qp, const struct rdp_qp_addr *remote,
 		   const struct rdp_qp_conn_params *conn);
 
 /**
- * Destroy a QP. Completions of its WRs already in the CQ stay there; its
- * events not yet taken are dropped (no later event names it).
+ * Destroy a QP. Completions of its WRs already in the CQ stay there.
  *
  * @param qp
  *   The QP, or NULL.

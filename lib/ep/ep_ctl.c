@@ -30,6 +30,8 @@
 
 #include <rte_lcore.h>
 
+#include <sodium.h>
+
 #include "ep_private.h"
 
 /* epoll data: pointers tagged in their low bits */
@@ -258,6 +260,10 @@ hello_local(struct rdp_ep *ep)
 	h->link_layer = rdp_rt.attr.link_layer;
 	h->qp.mtu = rdp_rt.attr.active_mtu;
 	snprintf(h->driver, sizeof(h->driver), "%s", rdp_rt.attr.driver);
+	if (rdp_rt.auth) {
+		h->flags |= RDP_HELLO_F_AUTH;
+		randombytes_buf(h->nonce, sizeof(h->nonce));
+	}
 }
 
 /* Agree with the peer, then move the QP to RTS towards it. */
@@ -277,7 +283,8 @@ connect_qp(struct rdp_ep *ep, const struct rdp_hello *peer, char *why, size_t le
 		return ret;
 	ep->chunk_size = agreed.chunk_size;
 	ep->max_send_msg = agreed.max_msg_size;
-	ep->max_recv_msg = lc->conf.max_msg_size;
+	ep->frame = (struct ep_frame){ .chunk_size = agreed.chunk_size,
+				       .max_msg = lc->conf.max_msg_size };
 	attr.conn.path_mtu = agreed.path_mtu;
 	attr.state = RDP_QPS_RTR;
 	ret = rdp_qp_modify(ep->qp, &attr, RDP_QP_ATTR_STATE | RDP_QP_ATTR_REMOTE |
@@ -336,7 +343,7 @@ hs_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 	if (err != -ECANCELED)
 		EP_LOG(WARNING, "handshake %s peer %s failed: %s",
 		       ep->is_server ? "from" : "to", ep->peer, why);
-	if (ep->fd >= 0 && err == -EPROTO) {
+	if (ep->fd >= 0 && (err == -EPROTO || err == -EACCES)) {
 		/* best effort: a peer that speaks our protocol learns why */
 		memcpy(rej.reason, why, RTE_MIN(strlen(why), sizeof(rej.reason) - 1));
 		rdp_hello_encode(&rej, buf);
@@ -358,10 +365,13 @@ hs_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 	ep_unref(ep);
 }
 
+/* Encode @p h for sending; @p copy keeps the bytes a MAC will cover. */
 static void
-hs_send(struct rdp_ep *ep, const struct rdp_hello *h, enum hs_step after)
+hs_send(struct rdp_ep *ep, const struct rdp_hello *h, enum hs_step after, uint8_t *copy)
 {
 	rdp_hello_encode(h, ep->out_buf);
+	if (copy != NULL)
+		memcpy(copy, ep->out_buf, RDP_HELLO_LEN);
 	ep->out_len = RDP_HELLO_LEN;
 	ep->out_off = 0;
 	ep->hs = HS_SEND;
@@ -403,6 +413,13 @@ on_hello(struct rdp_ep *ep, const struct rdp_hello *peer)
 		hs_fail(ep, -EPROTO, "expected HELLO, got message type %u", peer->type);
 		return;
 	}
+	if (rdp_rt.auth != !!(peer->flags & RDP_HELLO_F_AUTH)) {
+		/* short: the reason travels in a 64-byte REJECT */
+		hs_fail(ep, -EACCES, rdp_rt.auth ? "shared secret required (config key 'secret')" :
+			"this server has no shared secret");
+		return;
+	}
+	memcpy(ep->hello_c, ep->in_buf, RDP_HELLO_LEN);
 	/* refuse an incompatible peer before taking any resource for it */
 	hello_local(ep);
 	if (rdp_hello_negotiate(&ep->local_hello, peer, &(struct rdp_hello_agreed){ 0 },
@@ -422,7 +439,10 @@ on_hello(struct rdp_ep *ep, const struct rdp_hello *peer)
 	}
 	ack = ep->local_hello;
 	ack.type = RDP_HELLO_ACK;
-	hs_send(ep, &ack, HS_RECV_READY);
+	hs_send(ep, &ack, HS_RECV_READY, ep->hello_s);
+	if (rdp_rt.auth)
+		rdp_hello_auth(rdp_rt.auth_key, "rdp-ack", ep->hello_c, ep->hello_s,
+			       ep->out_buf + RDP_HELLO_MAC_OFFSET);
 }
 
 static void
@@ -439,11 +459,28 @@ on_ack(struct rdp_ep *ep, const struct rdp_hello *peer)
 		hs_fail(ep, -EPROTO, "expected HELLO_ACK, got message type %u", peer->type);
 		return;
 	}
+	if (rdp_rt.auth) {
+		uint8_t mac[RDP_HELLO_MAC_LEN];
+
+		if (!(peer->flags & RDP_HELLO_F_AUTH)) {
+			hs_fail(ep, -EACCES, "the server did not authenticate (it has no "
+				"shared secret)");
+			return;
+		}
+		rdp_hello_auth(rdp_rt.auth_key, "rdp-ack", ep->hello_c, ep->in_buf, mac);
+		if (!rdp_hello_mac_equal(mac, peer->mac)) {
+			hs_fail(ep, -EACCES, "the server failed authentication (another "
+				"shared secret)");
+			return;
+		}
+		rdp_hello_auth(rdp_rt.auth_key, "rdp-ready", ep->hello_c, ep->in_buf,
+			       ready.mac);
+	}
 	if (connect_qp(ep, peer, why, sizeof(why)) < 0) {
 		hs_fail(ep, -EPROTO, "%s", why);
 		return;
 	}
-	hs_send(ep, &ready, HS_DONE);
+	hs_send(ep, &ready, HS_DONE, NULL);
 }
 
 /* Bytes arrived on a handshake socket. */
@@ -479,10 +516,20 @@ hs_readable(struct rdp_ep *ep)
 		on_ack(ep, &peer);
 		break;
 	case HS_RECV_READY:
-		if (peer.type == RDP_HELLO_READY)
-			admit(ep);
-		else
+		if (peer.type != RDP_HELLO_READY) {
 			hs_fail(ep, -EPROTO, "expected READY, got message type %u", peer.type);
+		} else if (rdp_rt.auth) {
+			uint8_t mac[RDP_HELLO_MAC_LEN];
+
+			rdp_hello_auth(rdp_rt.auth_key, "rdp-ready", ep->hello_c, ep->hello_s, mac);
+			if (rdp_hello_mac_equal(mac, peer.mac))
+				admit(ep);
+			else
+				hs_fail(ep, -EACCES, "the client failed authentication (another "
+					"shared secret)");
+		} else {
+			admit(ep);
+		}
 		break;
 	default:
 		hs_fail(ep, -EPROTO, "unexpected bytes");
@@ -507,7 +554,7 @@ hs_writable(struct rdp_ep *ep)
 		ep->deadline_ns = now_ns() + ep->lc->conf.handshake_timeout_ms * 1000000ull;
 		hello = ep->local_hello;
 		hello.type = RDP_HELLO_HELLO;
-		hs_send(ep, &hello, HS_RECV_ACK);
+		hs_send(ep, &hello, HS_RECV_ACK, ep->hello_c);
 		return;
 	}
 	n = send(ep->fd, ep->out_buf + ep->out_off, ep->out_len - ep->out_off,

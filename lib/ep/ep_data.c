@@ -233,8 +233,8 @@ ep_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 	va_end(ap);
 	ep->err = err;
 	if (!ep->closing) {
-		/* a peer that went away is news; anything else is an error */
-		if (err == -ECONNRESET)
+		/* a peer that went away (or flushed us) is news; the rest is an error */
+		if (err == -ECONNRESET || err == -ECONNABORTED)
 			EP_LOG(NOTICE, "endpoint %u (peer %s, lcore %u) failed: %s", ep->id,
 			       ep->peer, ep->lc->lcore_id, why);
 		else
@@ -287,7 +287,6 @@ start_teardown(struct rdp_ep *ep)
 	/* buffers waiting to be posted again go home; posting to an error QP
 	 * would only flush them */
 	return_queue(ep, &ep->rp_head, &ep->rp_tail);
-	ep->rp_owed = 0;
 	ep->drain_seq = ep->credit.sq_pi;
 	marker.wr_id = rdp_wrid(RDP_WRK_RECLAIM, ep->slot, ep->drain_seq);
 	if (rdp_post_send(ep->qp, &marker, 1, &err) != 1) {
@@ -342,7 +341,6 @@ repost(struct rdp_ep *ep, struct rdp_msg *m, bool owed)
 {
 	m->aux = owed;
 	q_push(&ep->rp_head, &ep->rp_tail, m);
-	ep->rp_owed += owed;
 	ep_busy(ep);
 }
 
@@ -363,38 +361,21 @@ recv_freed(struct rdp_ep *ep, struct rdp_msg *m)
 	held_sub(ep, 1);
 }
 
-static unsigned int post_recv_burst(struct rdp_ep *ep);
-
 /*
- * Post every buffer waiting to go back: all of them, before any send of
- * this pass. A pure ack's credits were applied when it was polled; its
- * receive entry must be back before data using those credits leaves, or
- * the peer's next ack could find the reserve short.
+ * Post one burst of the buffers waiting to go back, counting the credits
+ * they make owed. No other side effect, so the control thread can use it
+ * before the endpoint is handed over. Sets *err when the QP refused some.
  */
 static unsigned int
-post_recvs(struct rdp_ep *ep)
-{
-	unsigned int done = 0, k;
-
-	while (ep->rp_head != NULL && !tearing_down(ep)) {
-		k = post_recv_burst(ep);
-		if (k == 0)
-			break;
-		done += k;
-	}
-	return done;
-}
-
-static unsigned int
-post_recv_burst(struct rdp_ep *ep)
+post_recv_burst(struct rdp_ep *ep, int *err)
 {
 	struct rdp_recv_wr wr[RX_BURST];
 	struct rdp_sge sge[RX_BURST];
 	struct rdp_msg *m = ep->rp_head;
 	uint16_t n = 0, k, i;
 	uint32_t owed = 0;
-	int err;
 
+	*err = 0;
 	for (; m != NULL && n < RX_BURST; m = m->link, n++) {
 		sge[n].addr = (uintptr_t)ep->recv_pool->base + (size_t)m->idx * m->buf_size;
 		sge[n].length = m->buf_size;
@@ -405,52 +386,34 @@ post_recv_burst(struct rdp_ep *ep)
 	}
 	if (n == 0)
 		return 0;
-	k = rdp_post_recv(ep->qp, wr, n, &err);
+	k = rdp_post_recv(ep->qp, wr, n, err);
 	for (i = 0; i < k; i++) {
 		m = q_pop(&ep->rp_head, &ep->rp_tail);
 		owed += m->aux;
 	}
 	ep->recv_posted += k;
-	ep->rp_owed -= owed;
 	rdp_credit_recv_reposted(&ep->credit, owed);
-	if (k < n)
-		ep_fail(ep, err, "post_recv refused a receive (%d) with %u posted of %u",
-			err, ep->recv_posted, ep->lc->credit.rq_size);
 	return k;
 }
 
 /*
- * Check a successful receive against the framing rules; on a violation
- * return what is wrong (the peer is broken or hostile) and the bad value.
+ * Post every buffer waiting to go back: all of them, before any send of
+ * this pass. A pure ack's credits were applied when it was polled; its
+ * receive entry must be back before data using those credits leaves, or
+ * the peer's next ack could find the reserve short.
  */
-static const char *
-recv_violation(const struct rdp_ep *ep, const struct rdp_wc *wc, uint32_t *value)
+static unsigned int
+post_recvs(struct rdp_ep *ep)
 {
-	uint32_t imm = wc->imm, credits = imm & IMM_CREDITS;
+	unsigned int done = 0;
+	int err = 0;
 
-	*value = imm;
-	if (!(wc->wc_flags & RDP_WC_WITH_IMM))
-		return "message without immediate data";
-	if (imm & IMM_RESERVED)
-		return "reserved immediate-data bits set";
-	if (credits > ep->credit.stats.data_posted - ep->credit.stats.credits_granted) {
-		*value = credits;
-		return "more credits returned than used";
-	}
-	if (imm & IMM_ACK)
-		return wc->byte_len != 0 || (imm & (IMM_FIRST | IMM_LAST)) ?
-			"pure ack with payload or framing" : NULL;
-	*value = wc->byte_len;
-	if (wc->byte_len > ep->chunk_size)
-		return "chunk longer than the agreed chunk size";
-	if ((imm & IMM_FIRST) && ep->rx_head != NULL)
-		return "new message before the last one ended";
-	if (!(imm & IMM_FIRST) && ep->rx_head == NULL)
-		return "continuation chunk without a first one";
-	if ((uint64_t)(ep->rx_head != NULL && !(imm & IMM_FIRST) ? ep->rx_head->pkt_len : 0) +
-	    wc->byte_len > ep->max_recv_msg)
-		return "message longer than max_msg_size";
-	return NULL;
+	while (ep->rp_head != NULL && err == 0)
+		done += post_recv_burst(ep, &err);
+	if (err != 0)
+		ep_fail(ep, err, "post_recv refused a receive (%d) with %u posted of %u",
+			err, ep->recv_posted, ep->lc->credit.rq_size);
+	return done;
 }
 
 static void
@@ -474,7 +437,9 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 			rdp_wc_status_str(wc->status));
 		return;
 	}
-	violation = recv_violation(ep, wc, &value);
+	violation = ep_frame_check(&ep->frame, wc->wc_flags & RDP_WC_WITH_IMM, wc->imm,
+				   wc->byte_len, ep->credit.stats.data_posted -
+				   ep->credit.stats.credits_granted, &value);
 	if (unlikely(violation != NULL)) {
 		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
 		ep_fail(ep, -EPROTO, "peer %s broke the protocol: %s (0x%x)", ep->peer,
@@ -497,19 +462,16 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 	m->data = ep->recv_pool->base + (size_t)m->idx * m->buf_size;
 	m->data_len = wc->byte_len;
 	m->next = NULL;
-	if (wc->imm & IMM_FIRST) {
-		ep->rx_head = ep->rx_tail = m;
-		m->pkt_len = 0;
-		m->nb_segs = 0;
-	} else {
+	if (wc->imm & IMM_FIRST)
+		ep->rx_head = m;
+	else
 		ep->rx_tail->next = m;
-		ep->rx_tail = m;
-	}
-	ep->rx_head->pkt_len += wc->byte_len;
-	ep->rx_head->nb_segs++;
-	if (wc->imm & IMM_LAST) {
+	ep->rx_tail = m;
+	if (ep_frame_push(&ep->frame, wc->imm, wc->byte_len)) {
 		struct rdp_msg *head = ep->rx_head;
 
+		head->pkt_len = ep->frame.msg_len;
+		head->nb_segs = (uint16_t)ep->frame.msg_chunks;
 		ep->rx_head = ep->rx_tail = NULL;
 		head->event = RDP_EV_RECV;
 		head->flags = MSG_F_RECV;
@@ -635,6 +597,15 @@ post_sends(struct rdp_ep *ep)
 	uint64_t seq;
 	int err;
 
+#ifdef RDP_BENCH_NO_CREDIT
+	/*
+	 * Benchmark-only build (-Dbench_no_credit=true): remote credits and
+	 * acks are ignored, SQ accounting is kept. It measures what the credit
+	 * protocol costs; with a slow receiver it can hit RNR.
+	 */
+	c->rc = UINT32_MAX / 2;
+	c->owed = 0;
+#endif
 	while (ep->tx_head != NULL && n < TX_BURST) {
 		struct rdp_msg *seg = ep->tx_seg != NULL ? ep->tx_seg : ep->tx_head;
 		bool first = seg == ep->tx_head, last = seg->next == NULL;
@@ -885,6 +856,7 @@ ep_post_initial_recvs(struct rdp_ep *ep)
 {
 	struct rdp_msg *m;
 	uint32_t i;
+	int err = 0;
 
 	for (i = 0; i < ep->recv_pool->nb_bufs; i++) {
 		if (rdp_pool_get_bulk(ep->recv_pool, &m, 1) < 0)
@@ -892,27 +864,13 @@ ep_post_initial_recvs(struct rdp_ep *ep)
 		m->aux = 0;
 		q_push(&ep->rp_head, &ep->rp_tail, m);
 	}
-	while (ep->rp_head != NULL) {
-		struct rdp_recv_wr wr[RX_BURST];
-		struct rdp_sge sge[RX_BURST];
-		uint16_t n = 0, k;
-		int err;
-
-		for (m = ep->rp_head; m != NULL && n < RX_BURST; m = m->link, n++) {
-			sge[n] = (struct rdp_sge){ .addr = (uintptr_t)m->data,
-						   .length = m->buf_size, .lkey = m->lkey };
-			wr[n] = (struct rdp_recv_wr){ .wr_id = rdp_wrid(RDP_WRK_RECV, ep->slot, m->idx),
-						      .sg_list = &sge[n], .num_sge = 1 };
-		}
-		k = rdp_post_recv(ep->qp, wr, n, &err);
-		ep->recv_posted += k;
-		for (; k > 0; k--)
-			q_pop(&ep->rp_head, &ep->rp_tail);
-		if (ep->rp_head != NULL && k < n)
-			return rdp_err_set(-err, "endpoint %u: post_recv of the initial %u "
-					   "receives failed: %s", ep->id, ep->recv_pool->nb_bufs,
-					   rdp_err_msg());
-	}
+	/* every one, now: the peer may send as soon as it hears from us */
+	while (ep->rp_head != NULL && err == 0)
+		post_recv_burst(ep, &err);
+	if (err != 0)
+		return rdp_err_set(-err, "endpoint %u: only %u of the %u initial receives "
+				   "could be posted", ep->id, ep->recv_posted,
+				   ep->recv_pool->nb_bufs);
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 
 #include "rdp_cfg.h"
 #include "rdp_credit.h"
+#include "ep_frame.h"
 #include "rdp_ep.h"
 #include "rdp_hello.h"
 #include "rdp_mem.h"
@@ -25,13 +26,6 @@
 
 extern int rdp_ep_logtype;
 #define EP_LOG(level, fmt, ...) RDP_LOG(level, rdp_ep_logtype, "ep", fmt, ##__VA_ARGS__)
-
-/* ---- immediate data of every SEND_WITH_IMM ---- */
-#define IMM_CREDITS 0xffffu          /* credits returned to the peer */
-#define IMM_ACK (1u << 16)           /* pure ack: no payload */
-#define IMM_FIRST (1u << 17)         /* first chunk of a message */
-#define IMM_LAST (1u << 18)          /* last chunk of a message */
-#define IMM_RESERVED (~0x7ffffu)     /* must be zero */
 
 _Static_assert(IMM_CREDITS == RDP_CREDIT_IMM_MAX, "credit field width");
 
@@ -116,7 +110,6 @@ struct rdp_ep {
 	struct rdp_credit credit;
 	uint32_t chunk_size;
 	uint32_t max_send_msg;          /* largest message we send */
-	uint32_t max_recv_msg;          /* largest message we accept */
 	uint32_t max_inline;
 	struct rdp_msg *tx_head;        /* accepted messages, in order */
 	struct rdp_msg *tx_tail;
@@ -133,11 +126,11 @@ struct rdp_ep {
 	bool release_pending;           /* free it when it leaves the busy list */
 	struct rdp_pool *recv_pool;     /* this endpoint's receive buffers */
 	uint32_t recv_posted;           /* entries in the RQ */
+	struct ep_frame frame;          /* receive framing state */
 	struct rdp_msg *rx_head;        /* message being reassembled */
 	struct rdp_msg *rx_tail;
 	struct rdp_msg *rp_head;        /* buffers to post again */
 	struct rdp_msg *rp_tail;
-	uint32_t rp_owed;               /* of them, credits owed to the peer */
 	struct rdp_msg *ev_head;        /* events waiting for the application */
 	struct rdp_msg *ev_tail;
 	uint32_t held;                  /* received messages the application holds */
@@ -162,6 +155,8 @@ struct rdp_ep {
 	uint8_t out_buf[RDP_HELLO_LEN];
 	uint32_t out_len;
 	uint32_t out_off;
+	uint8_t hello_c[RDP_HELLO_LEN];   /* the client's HELLO as it travelled */
+	uint8_t hello_s[RDP_HELLO_LEN];   /* the server's HELLO_ACK as it travelled */
 	struct rdp_hello local_hello;
 	uint32_t cq_reserved;
 	char peer[80];
@@ -201,7 +196,8 @@ struct ep_runtime {
 	pthread_mutex_t lock;              /* registry and rr */
 	TAILQ_HEAD(, rdp_ep) all;
 	uint32_t next_id;
-	uint32_t held_total;               /* for rdp_fini's report */
+	bool auth;                         /* a shared secret is configured */
+	uint8_t auth_key[RDP_HELLO_KEY_LEN];
 };
 extern struct ep_runtime rdp_rt;
 

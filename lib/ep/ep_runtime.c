@@ -15,6 +15,8 @@
 #include <rte_lcore.h>
 #include <rte_telemetry.h>
 
+#include <sodium.h>
+
 #include "ep_private.h"
 
 RTE_LOG_REGISTER(rdp_ep_logtype, rdp.ep, NOTICE);
@@ -464,7 +466,9 @@ lcore_start(const struct rdp_cfg *cfg, unsigned int id)
 	need = c->max_endpoints * ep_cq_budget(lc);
 	pp.lcore_id = id;
 	pp.dev = rdp_rt.dev;
-	pp.cq_size = c->cq_size != 0 ? c->cq_size : need;
+	/* the device may not hold every endpoint's budget at once: start there
+	 * and let admission refuse what does not fit */
+	pp.cq_size = c->cq_size != 0 ? c->cq_size : RTE_MIN(need, rdp_rt.attr.max_cqe);
 	pp.max_cq_size = RTE_MAX(pp.cq_size, RTE_MIN(need, rdp_rt.attr.max_cqe));
 	pp.poll_burst = c->poll_burst;
 	pp.max_slots = c->max_endpoints;
@@ -513,6 +517,13 @@ rdp_init(const struct rdp_cfg *cfg)
 	if (rdp_rt.up)
 		return rdp_err_set(EALREADY, "rdp_init called twice");
 	TAILQ_INIT(&rdp_rt.all);
+	if (sodium_init() < 0) {
+		ret = rdp_err_set(EIO, "libsodium cannot initialise");
+		goto fail;
+	}
+	rdp_rt.auth = rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL)->secret[0] != '\0';
+	if (rdp_rt.auth)
+		rdp_hello_key(rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL)->secret, rdp_rt.auth_key);
 	ret = open_device(rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL));
 	if (ret < 0)
 		goto fail;
@@ -610,6 +621,7 @@ rdp_fini(void)
 	}
 	if (ret == 0)
 		teardown();
+	sodium_memzero(rdp_rt.auth_key, sizeof(rdp_rt.auth_key));
 	rdp_rt.up = false;
 	return ret;
 }

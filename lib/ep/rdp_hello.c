@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "rdp_hello.h"
 
 enum {
@@ -42,6 +44,10 @@ enum {
 _Static_assert(OFF_END == RDP_HELLO_LEN, "hello layout and length disagree");
 _Static_assert(OFF_REASON + RDP_HELLO_REASON_LEN == OFF_END, "reason field size");
 _Static_assert(OFF_MAC + RDP_HELLO_MAC_LEN == OFF_REASON, "mac field size");
+_Static_assert(OFF_MAC == RDP_HELLO_MAC_OFFSET, "mac offset");
+_Static_assert(OFF_NONCE < OFF_MAC, "the MAC must cover the nonce");
+_Static_assert(RDP_HELLO_MAC_LEN == crypto_auth_hmacsha256_BYTES, "mac size");
+_Static_assert(RDP_HELLO_KEY_LEN == crypto_auth_hmacsha256_KEYBYTES, "key size");
 
 /* Largest sizes a sane peer announces; beyond them the bytes are garbage. */
 #define HELLO_MAX_QUEUE (1u << 20)
@@ -293,4 +299,31 @@ rdp_hello_negotiate(const struct rdp_hello *local, const struct rdp_hello *peer,
 				       (peer->credit.rq_size - peer->credit.ack_reserve));
 	agreed->path_mtu = RTE_MIN(local->qp.mtu, peer->qp.mtu);
 	return 0;
+}
+
+void
+rdp_hello_key(const char *secret, uint8_t key[RDP_HELLO_KEY_LEN])
+{
+	crypto_generichash(key, RDP_HELLO_KEY_LEN, (const unsigned char *)secret,
+			   strlen(secret), NULL, 0);
+}
+
+void
+rdp_hello_auth(const uint8_t key[RDP_HELLO_KEY_LEN], const char *label,
+	       const uint8_t client_hello[RDP_HELLO_LEN], const uint8_t server_ack[RDP_HELLO_LEN],
+	       uint8_t mac[RDP_HELLO_MAC_LEN])
+{
+	crypto_auth_hmacsha256_state st;
+
+	crypto_auth_hmacsha256_init(&st, key, RDP_HELLO_KEY_LEN);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)label, strlen(label) + 1);
+	crypto_auth_hmacsha256_update(&st, client_hello, OFF_MAC);
+	crypto_auth_hmacsha256_update(&st, server_ack, OFF_MAC);
+	crypto_auth_hmacsha256_final(&st, mac);
+}
+
+bool
+rdp_hello_mac_equal(const uint8_t a[RDP_HELLO_MAC_LEN], const uint8_t b[RDP_HELLO_MAC_LEN])
+{
+	return sodium_memcmp(a, b, RDP_HELLO_MAC_LEN) == 0;
 }

@@ -17,6 +17,7 @@
  *   connection's values. Both are pure functions: fuzzed directly.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +42,10 @@ extern "C" {
 #define RDP_HELLO_DRIVER_LEN 16
 /** Bytes of the reject reason field, including its NUL. */
 #define RDP_HELLO_REASON_LEN 64
+/** Offset of the MAC in an encoded message: the MAC covers the bytes before it. */
+#define RDP_HELLO_MAC_OFFSET 104
+/** Bytes of a key derived by rdp_hello_key(). */
+#define RDP_HELLO_KEY_LEN 32
 
 /** Handshake message types. */
 enum rdp_hello_type {
@@ -129,6 +134,46 @@ int rdp_hello_decode(const uint8_t *buf, size_t len, struct rdp_hello *h,
  */
 int rdp_hello_negotiate(const struct rdp_hello *local, const struct rdp_hello *peer,
 			struct rdp_hello_agreed *agreed, char *why, size_t why_len);
+
+/**
+ * Derive the handshake key from a shared secret (BLAKE2b-256, libsodium).
+ *
+ * @param secret
+ *   The configured secret (non-empty).
+ * @param key
+ *   Receives RDP_HELLO_KEY_LEN bytes.
+ */
+void rdp_hello_key(const char *secret, uint8_t key[RDP_HELLO_KEY_LEN]);
+
+/**
+ * Authenticate a handshake: HMAC-SHA-256 (libsodium) over a label and the
+ * first RDP_HELLO_MAC_OFFSET bytes of both encoded messages, which include
+ * both random nonces and every parameter. The server signs its HELLO_ACK
+ * with label "rdp-ack"; the client answers with READY signed "rdp-ready".
+ * Each side proves it knows the secret and that it saw this very exchange.
+ *
+ * @param key
+ *   From rdp_hello_key().
+ * @param label
+ *   "rdp-ack" or "rdp-ready".
+ * @param client_hello
+ *   The client's HELLO as sent.
+ * @param server_ack
+ *   The server's HELLO_ACK as sent (its MAC bytes are not covered).
+ * @param mac
+ *   Receives RDP_HELLO_MAC_LEN bytes.
+ */
+void rdp_hello_auth(const uint8_t key[RDP_HELLO_KEY_LEN], const char *label,
+		    const uint8_t client_hello[RDP_HELLO_LEN],
+		    const uint8_t server_ack[RDP_HELLO_LEN], uint8_t mac[RDP_HELLO_MAC_LEN]);
+
+/**
+ * Compare two MACs in constant time.
+ *
+ * @return
+ *   true when equal.
+ */
+bool rdp_hello_mac_equal(const uint8_t a[RDP_HELLO_MAC_LEN], const uint8_t b[RDP_HELLO_MAC_LEN]);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,770 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The credit protocol under fire: two endpoints driven by lib/credit over
+ * the QP-pair simulator (qp_sim.h), with completions in FIFO, recv-first or
+ * random order (optionally with send completions out of order), random
+ * parameters on each side, and random applications: one-way, two-way and
+ * request/response traffic, bursts, pauses and slow frees in any order.
+ *
+ * After every step: no post ever fails (SQ occupancy <= S), no RNR, the CQ
+ * holds at most S + R completions, the policy's SQ count equals the NIC's,
+ * credits are conserved, pure acks in flight fit the peer's reserve. Every
+ * message is delivered exactly once and in order; every send buffer and
+ * every receive buffer is released exactly once.
+ *
+ * The same harness with the legacy window (apps/test/legacy_window.h) must
+ * run into a full SQ.
+ *
+ * The seed comes from RDP_SEED, else from the clock; it is printed first,
+ * and every failure names it: RDP_SEED=<seed> rdp-test <test> reruns it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "legacy_window.h"
+#include "qp_sim.h"
+#include "rdp_credit.h"
+#include "rdp_test.h"
+
+enum traffic { ONE_WAY, TWO_WAY, REQ_RESP };
+
+static const char *const traffic_name[] = { "one-way", "two-way", "req/resp" };
+static const char *const order_name[] = { "fifo", "recv-first", "random" };
+
+/* How the applications and the poller behave during one segment. */
+struct behaviour {
+	enum traffic traffic;
+	uint32_t burst_max;	/* messages handed over at once, at most */
+	uint32_t pause_pct;	/* chance per round that a producer starts a pause */
+	uint32_t pause_max;	/* rounds a pause lasts, at most */
+	uint32_t free_pct;	/* chance per round that a receiver frees messages */
+	uint32_t free_max;	/* messages freed at once, at most */
+	uint32_t poll_max;	/* completions per poll, at most */
+	uint32_t exec_max;	/* WRs the NIC executes per round, at most */
+	uint32_t post_max;	/* WRs the endpoint posts per call, at most */
+	uint32_t req_depth;	/* req/resp: requests outstanding, at most */
+};
+
+enum wr_kind { WR_DATA, WR_ACK, WR_RECLAIM };
+#define KIND_SHIFT RDP_CREDIT_SEQ_BITS
+
+enum rbuf_state { RBUF_POSTED = 1, RBUF_CONSUMED, RBUF_HELD };
+
+struct slot {
+	uint64_t seq;
+	uint8_t busy;
+	uint8_t kind;
+};
+
+struct sim_ep {
+	unsigned int id;
+	struct qp_sim_qp *qp;
+	struct sim_ep *peer;
+	bool legacy;
+	struct rdp_credit_params p;
+	struct rdp_credit cr;		/* ours */
+	struct legacy_window lw;	/* legacy sender */
+	uint64_t lg_pi, lg_ci;		/* legacy: WR sequence numbers */
+	uint32_t lg_owed;		/* legacy: credits owed */
+	struct slot *slot;		/* send buffers by sequence number % S */
+	/* the application */
+	uint64_t to_hand;		/* messages still to hand over */
+	uint64_t backlog;		/* handed over, not posted */
+	uint64_t tx_msg;		/* next message id to post */
+	uint64_t rx_msg;		/* next message id expected */
+	uint32_t pause;			/* rounds left in a pause */
+	uint64_t outstanding;		/* req/resp: requests not answered */
+	bool responder;			/* req/resp: answers what it receives */
+	uint8_t *rbuf;			/* receive buffer states */
+	uint32_t *held;			/* buffers the application holds */
+	uint32_t n_held;
+	/* what is on the wire towards the peer */
+	uint64_t data_in_flight;	/* data WRs posted, not polled by the peer */
+	uint64_t credits_in_flight;	/* credits they carry, not polled */
+	uint64_t acks_in_flight;	/* pure acks posted, not polled */
+	/* outcome */
+	uint64_t delivered;		/* messages received */
+	uint64_t data_released;		/* data send buffers released */
+	uint64_t overflow_at;		/* legacy: message posted into a full SQ, or 0 */
+	bool overflow_by_ack;		/* legacy: that post was a pure ack */
+};
+
+struct run {
+	uint64_t rng;
+	struct behaviour b;
+	struct qp_sim sim;
+	struct sim_ep ep[2];
+	uint64_t round;
+	uint64_t progress_round;	/* last round anything was delivered */
+};
+
+static uint64_t base_seed;
+static char where[256];
+
+#define SIM_ASSERT(cond, ...) do { \
+	if (unlikely(!(cond))) { \
+		fprintf(stderr, "%s\n", where); \
+		rdp_test_fail(__FILE__, __LINE__, __VA_ARGS__); \
+	} \
+} while (0)
+
+static uint64_t
+mix(uint64_t x)
+{
+	x += UINT64_C(0x9e3779b97f4a7c15);
+	x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return (x ^ (x >> 31)) | 1;
+}
+
+static uint64_t
+seed_from_env(void)
+{
+	const char *s = getenv("RDP_SEED");
+	struct timespec ts;
+
+	if (s != NULL && s[0] != '\0')
+		base_seed = strtoull(s, NULL, 0);
+	else {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		base_seed = mix((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+				(uint64_t)getpid());
+	}
+	printf("seed %" PRIu64 " (RDP_SEED=%" PRIu64 " reruns this test)\n", base_seed,
+	       base_seed);
+	fflush(stdout);
+	return base_seed;
+}
+
+static uint32_t
+between(uint64_t *rng, uint32_t lo, uint32_t hi)
+{
+	return lo + qp_sim_below(rng, hi - lo + 1);
+}
+
+static uint32_t
+div_ceil(uint32_t a, uint32_t b)
+{
+	return (a + b - 1) / b;
+}
+
+/* Random valid parameters for both sides (each side's reserve fits both). */
+static void
+random_params(uint64_t *rng, struct rdp_credit_params p[2], uint32_t max_q)
+{
+	uint32_t c[2], need;
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		p[i].sq_size = between(rng, 4, max_q);
+		p[i].signal_interval = between(rng, 2, p[i].sq_size / 2);
+		c[i] = between(rng, 1, max_q * 3 / 4);
+		p[i].ack_threshold = between(rng, 1, c[i]);
+	}
+	need = RTE_MAX(div_ceil(c[0], p[0].ack_threshold), div_ceil(c[1], p[1].ack_threshold));
+	for (i = 0; i < 2; i++) {
+		p[i].ack_reserve = need + between(rng, 0, 1);
+		p[i].rq_size = c[i] + p[i].ack_reserve;
+	}
+}
+
+static void
+random_behaviour(uint64_t *rng, struct behaviour *b)
+{
+	b->traffic = (enum traffic)qp_sim_below(rng, 3);
+	b->burst_max = between(rng, 1, 64);
+	b->pause_pct = qp_sim_below(rng, 3) == 0 ? between(rng, 1, 20) : 0;
+	b->pause_max = between(rng, 1, 50);
+	/* a third of the segments free slowly */
+	b->free_pct = qp_sim_below(rng, 3) == 0 ? between(rng, 2, 15) : between(rng, 50, 100);
+	b->free_max = between(rng, 1, 16);
+	b->poll_max = between(rng, 1, 16);
+	b->exec_max = between(rng, 1, 16);
+	b->post_max = between(rng, 1, 16);
+	b->req_depth = between(rng, 1, 32);
+}
+
+static void check(struct run *r);
+static bool overflowed(const struct run *r);
+
+/* ---- send side ---- */
+
+static void
+slot_take(struct sim_ep *e, uint64_t seq, enum wr_kind kind)
+{
+	struct slot *s = &e->slot[seq % e->p.sq_size];
+
+	SIM_ASSERT(!s->busy, "side %u: seq %" PRIu64 " reuses the buffer of seq %" PRIu64
+		   " before its release", e->id, seq, s->seq);
+	*s = (struct slot){ .seq = seq, .busy = 1, .kind = (uint8_t)kind };
+}
+
+/* Release the send buffers of WRs [from, to): each exactly once. */
+static void
+slots_release(struct sim_ep *e, uint64_t from, uint64_t to)
+{
+	for (; from < to; from++) {
+		struct slot *s = &e->slot[from % e->p.sq_size];
+
+		SIM_ASSERT(s->busy && s->seq == from, "side %u: buffer of seq %" PRIu64
+			   " released twice or never taken", e->id, from);
+		s->busy = 0;
+		if (s->kind == WR_DATA)
+			e->data_released++;
+	}
+}
+
+/* Post a WR; returns false when the SQ refused it (legacy only). */
+static bool
+post(struct sim_ep *e, uint64_t seq, enum wr_kind kind, bool signaled, uint32_t imm)
+{
+	struct qp_sim_wr wr = {
+		.wr_id = (seq & RDP_CREDIT_SEQ_MASK) | (uint64_t)kind << KIND_SHIFT,
+		.opcode = kind == WR_RECLAIM ? QP_SIM_WRITE_ZERO : QP_SIM_SEND_IMM,
+		.signaled = signaled,
+		.imm = imm,
+		.len = kind == WR_DATA ? 8 : 0,
+		.payload = kind == WR_DATA ? e->tx_msg : 0,
+	};
+
+	if (qp_sim_post_send(e->qp, &wr) != 0) {
+		SIM_ASSERT(e->legacy, "side %u: post of seq %" PRIu64 " failed: SQ %u/%u full",
+			   e->id, seq, qp_sim_sq_used(e->qp), e->p.sq_size);
+		return false;
+	}
+	slot_take(e, seq, kind);
+	if (kind != WR_RECLAIM)
+		e->credits_in_flight += imm;
+	if (kind == WR_DATA) {
+		e->data_in_flight++;
+		e->tx_msg++;
+		e->backlog--;
+	} else if (kind == WR_ACK) {
+		e->acks_in_flight++;
+	}
+	return true;
+}
+
+/* Our endpoint's send path: data first, a pure ack only when no data goes. */
+static void
+tx_ours(struct sim_ep *e, uint32_t budget)
+{
+	uint32_t n, credits;
+	uint64_t seq;
+
+	for (n = 0; n < budget; n++) {
+		enum rdp_credit_verdict v;
+
+		if (e->backlog > 0) {
+			v = rdp_credit_data_check(&e->cr);
+			if (v == RDP_CREDIT_GO_SIGNALED || v == RDP_CREDIT_GO_UNSIGNALED) {
+				seq = rdp_credit_data_posted(&e->cr, v == RDP_CREDIT_GO_SIGNALED,
+							     &credits);
+				post(e, seq, WR_DATA, v == RDP_CREDIT_GO_SIGNALED, credits);
+				continue;
+			}
+		}
+		v = rdp_credit_ack_check(&e->cr);
+		if (v == RDP_CREDIT_GO_UNSIGNALED) {
+			seq = rdp_credit_ack_posted(&e->cr, &credits);
+			SIM_ASSERT(credits >= e->p.ack_threshold, "ack carries %u", credits);
+			post(e, seq, WR_ACK, false, credits);
+		} else if (v == RDP_CREDIT_RECLAIM_FIRST) {
+			seq = rdp_credit_reclaim_posted(&e->cr);
+			post(e, seq, WR_RECLAIM, true, 0);
+		} else {
+			break;
+		}
+	}
+}
+
+/* The legacy send path: the window alone gates data; acks are signaled. */
+static void
+tx_legacy(struct sim_ep *e, uint32_t budget)
+{
+	uint32_t n, owed;
+	bool sig;
+
+	for (n = 0; n < budget && e->overflow_at == 0; n++) {
+		if (e->backlog > 0 && legacy_window_can_send(&e->lw)) {
+			sig = legacy_window_posted(&e->lw);
+			owed = e->lg_owed;
+			e->lg_owed = 0;
+			if (!post(e, e->lg_pi, WR_DATA, sig, owed))
+				e->overflow_at = e->tx_msg + 1;
+			e->lg_pi++;
+		} else if (e->lg_owed >= e->p.ack_threshold) {
+			owed = e->lg_owed;
+			e->lg_owed = 0;
+			if (!post(e, e->lg_pi, WR_ACK, true, owed)) {
+				e->overflow_at = e->tx_msg + 1;
+				e->overflow_by_ack = true;
+			}
+			e->lg_pi++;
+		} else {
+			break;
+		}
+	}
+}
+
+static void
+tx(struct sim_ep *e, uint32_t budget)
+{
+	if (e->legacy)
+		tx_legacy(e, budget);
+	else
+		tx_ours(e, budget);
+}
+
+/* ---- receive side ---- */
+
+static void
+on_send_completion(struct sim_ep *e, const struct qp_sim_wc *wc)
+{
+	uint64_t low = wc->wr_id & RDP_CREDIT_SEQ_MASK, seq, old;
+
+	if (e->legacy) {
+		seq = e->lg_pi - ((e->lg_pi - low) & RDP_CREDIT_SEQ_MASK);
+		if (seq + 1 > e->lg_ci) {
+			slots_release(e, e->lg_ci, seq + 1);
+			e->lg_ci = seq + 1;
+		}
+		return;
+	}
+	seq = rdp_credit_seq_expand(&e->cr, low);
+	SIM_ASSERT(seq < e->cr.sq_pi, "side %u: completion of seq %" PRIu64 " never posted",
+		   e->id, seq);
+	old = e->cr.sq_ci;
+	rdp_credit_send_completed(&e->cr, seq);
+	slots_release(e, old, e->cr.sq_ci);
+}
+
+static void
+on_recv(struct run *r, struct sim_ep *e, const struct qp_sim_wc *wc)
+{
+	struct sim_ep *f = e->peer;
+	uint32_t buf = (uint32_t)wc->wr_id;
+
+	SIM_ASSERT(buf < e->p.rq_size && e->rbuf[buf] == RBUF_POSTED,
+		   "side %u: completion for receive buffer %u that was not posted", e->id, buf);
+	e->rbuf[buf] = RBUF_CONSUMED;
+	if (e->legacy)
+		legacy_window_acked(&e->lw, wc->imm);
+	else
+		rdp_credit_granted(&e->cr, wc->imm);
+	f->credits_in_flight -= wc->imm;
+	if (wc->len == 0) {
+		/* a pure ack's entry goes back at once and is never owed */
+		f->acks_in_flight--;
+		e->rbuf[buf] = RBUF_POSTED;
+		SIM_ASSERT(qp_sim_post_recv(e->qp, buf) == 0, "repost failed");
+		return;
+	}
+	SIM_ASSERT(wc->payload == e->rx_msg, "side %u: got message %" PRIu64 ", expected %"
+		   PRIu64 " (lost, duplicated or reordered)", e->id, wc->payload, e->rx_msg);
+	e->rx_msg++;
+	e->delivered++;
+	f->data_in_flight--;
+	e->rbuf[buf] = RBUF_HELD;
+	e->held[e->n_held++] = buf;
+	r->progress_round = r->round;
+	if (r->b.traffic == REQ_RESP) {
+		if (e->responder)
+			e->backlog++;
+		else
+			e->outstanding--;
+	}
+}
+
+static void
+poll(struct run *r, struct sim_ep *e)
+{
+	uint32_t n = between(&r->rng, 1, r->b.poll_max);
+	struct qp_sim_wc wc;
+
+	/* one by one, so that the books balance after each completion */
+	while (n-- > 0 && qp_sim_poll_cq(e->qp, &wc, 1) == 1) {
+		if (wc.opcode == QP_SIM_RECV)
+			on_recv(r, e, &wc);
+		else
+			on_send_completion(e, &wc);
+		check(r);
+	}
+}
+
+/* The application frees some held messages, in any order. */
+static void
+app_free(struct run *r, struct sim_ep *e, bool force)
+{
+	uint32_t n, k, buf;
+
+	if (!force && qp_sim_below(&r->rng, 100) >= r->b.free_pct)
+		return;
+	for (n = between(&r->rng, 1, r->b.free_max); n > 0 && e->n_held > 0; n--) {
+		k = qp_sim_below(&r->rng, e->n_held);
+		buf = e->held[k];
+		e->held[k] = e->held[--e->n_held];
+		SIM_ASSERT(e->rbuf[buf] == RBUF_HELD, "side %u: buffer %u freed twice", e->id, buf);
+		e->rbuf[buf] = RBUF_POSTED;
+		SIM_ASSERT(qp_sim_post_recv(e->qp, buf) == 0, "repost failed");
+		if (e->legacy)
+			e->lg_owed++;
+		else
+			rdp_credit_recv_reposted(&e->cr, 1);
+	}
+}
+
+/* The application hands messages over: bursts, pauses, request windows. */
+static void
+app_produce(struct run *r, struct sim_ep *e)
+{
+	uint64_t n;
+
+	if (e->to_hand == 0)
+		return;
+	if (e->pause > 0) {
+		e->pause--;
+		return;
+	}
+	if (r->b.pause_pct > 0 && qp_sim_below(&r->rng, 100) < r->b.pause_pct) {
+		e->pause = between(&r->rng, 1, r->b.pause_max);
+		return;
+	}
+	n = RTE_MIN((uint64_t)between(&r->rng, 1, r->b.burst_max), e->to_hand);
+	if (r->b.traffic == REQ_RESP)
+		n = RTE_MIN(n, r->b.req_depth - RTE_MIN(e->outstanding, r->b.req_depth));
+	e->to_hand -= n;
+	e->backlog += n;
+	if (r->b.traffic == REQ_RESP)
+		e->outstanding += n;
+}
+
+/* ---- invariants ---- */
+
+static void
+check(struct run *r)
+{
+	unsigned int i;
+
+	/* a refused post leaves the legacy bookkeeping half done: stop there */
+	if (overflowed(r))
+		return;
+	for (i = 0; i < 2; i++) {
+		struct sim_ep *e = &r->ep[i], *f = e->peer;
+		uint64_t rc = e->legacy ? e->lw.window : e->cr.rc;
+		uint64_t owed = f->legacy ? f->lg_owed : f->cr.owed;
+		uint32_t c_f = f->p.rq_size - f->p.ack_reserve;
+
+		SIM_ASSERT(e->qp->err.enomem == 0, "side %u: a post failed", i);
+		SIM_ASSERT(e->qp->err.rnr == 0, "side %u: a message found an empty RQ (RNR)", i);
+		SIM_ASSERT(e->qp->err.cq_overrun == 0, "side %u: CQ overrun", i);
+		SIM_ASSERT(qp_sim_sq_used(e->qp) <= e->p.sq_size, "side %u: SQ over S", i);
+		SIM_ASSERT(qp_sim_cq_used(e->qp) <= rdp_credit_cq_budget(&e->p),
+			   "side %u: %u completions in a CQ budgeted %u", i,
+			   qp_sim_cq_used(e->qp), rdp_credit_cq_budget(&e->p));
+		if (!e->legacy)
+			SIM_ASSERT(rdp_credit_sq_inflight(&e->cr) == qp_sim_sq_used(e->qp),
+				   "side %u: policy counts %u WRs in the SQ, the NIC %u", i,
+				   rdp_credit_sq_inflight(&e->cr), qp_sim_sq_used(e->qp));
+		/* every credit of f's RQ is in exactly one place */
+		SIM_ASSERT(rc + e->data_in_flight + f->n_held + owed + f->credits_in_flight == c_f,
+			   "credits of side %u's RQ: %" PRIu64 " window + %" PRIu64 " data + %u held"
+			   " + %" PRIu64 " owed + %" PRIu64 " returning != %u", f->id, rc,
+			   e->data_in_flight, f->n_held, owed, f->credits_in_flight, c_f);
+		SIM_ASSERT(f->qp->rq_count + f->qp->rcq_count + f->n_held == f->p.rq_size,
+			   "side %u: receive buffers lost", f->id);
+		SIM_ASSERT(e->acks_in_flight <= f->p.ack_reserve,
+			   "side %u: %" PRIu64 " pure acks in flight, peer reserve %u", i,
+			   e->acks_in_flight, f->p.ack_reserve);
+	}
+}
+
+/* ---- a segment: one configuration, one behaviour, n messages ---- */
+
+static void
+ep_init(struct run *r, unsigned int i, const struct rdp_credit_params p[2], bool legacy)
+{
+	struct sim_ep *e = &r->ep[i];
+	char why[256];
+	uint32_t b;
+
+	memset(e, 0, sizeof(*e));
+	e->id = i;
+	e->qp = &r->sim.qp[i];
+	e->peer = &r->ep[1 - i];
+	e->legacy = legacy;
+	e->p = p[i];
+	SIM_ASSERT(rdp_credit_init(&e->cr, &p[i], &p[1 - i], why, sizeof(why)) == 0, "%s", why);
+	legacy_window_init(&e->lw, p[1 - i].rq_size - p[1 - i].ack_reserve,
+			   p[i].signal_interval);
+	e->slot = calloc(p[i].sq_size, sizeof(*e->slot));
+	e->rbuf = calloc(p[i].rq_size, sizeof(*e->rbuf));
+	e->held = calloc(p[i].rq_size, sizeof(*e->held));
+	SIM_ASSERT(e->slot != NULL && e->rbuf != NULL && e->held != NULL, "out of memory");
+	for (b = 0; b < p[i].rq_size; b++) {
+		e->rbuf[b] = RBUF_POSTED;
+		SIM_ASSERT(qp_sim_post_recv(e->qp, b) == 0, "initial post_recv");
+	}
+}
+
+static void
+ep_fini(struct sim_ep *e)
+{
+	free(e->slot);
+	free(e->rbuf);
+	free(e->held);
+}
+
+/* One round: each side, in random order, produces, sends, executes, polls, frees. */
+static void
+round_once(struct run *r, bool produce)
+{
+	unsigned int first = qp_sim_below(&r->rng, 2), k;
+
+	r->round++;
+	for (k = 0; k < 2; k++) {
+		struct sim_ep *e = &r->ep[first ^ k];
+
+		if (produce)
+			app_produce(r, e);
+		tx(e, between(&r->rng, 1, r->b.post_max));
+		check(r);
+		qp_sim_execute(e->qp, qp_sim_below(&r->rng, r->b.exec_max + 1));
+		check(r);
+		poll(r, e);
+		tx(e, between(&r->rng, 1, r->b.post_max));
+		check(r);
+		app_free(r, e, !produce && qp_sim_below(&r->rng, 8) == 0);
+		check(r);
+	}
+}
+
+static bool
+overflowed(const struct run *r)
+{
+	return r->ep[0].overflow_at != 0 || r->ep[1].overflow_at != 0;
+}
+
+static bool
+quiet(const struct run *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		const struct sim_ep *e = &r->ep[i];
+
+		if (e->to_hand > 0 || e->backlog > 0 || e->n_held > 0 || e->data_in_flight > 0 ||
+		    e->acks_in_flight > 0 || e->qp->sq_tx < e->qp->sq_pi ||
+		    qp_sim_cq_used(e->qp) > 0 ||
+		    (e->legacy ? e->lg_owed : e->cr.owed) >= e->p.ack_threshold)
+			return false;
+	}
+	return true;
+}
+
+/* Stop producing, deliver and free everything, then reclaim every SQ slot. */
+static void
+drain(struct run *r)
+{
+	uint64_t limit = r->round + 10000000;
+	unsigned int i;
+
+	for (i = 0; i < 2; i++)
+		r->ep[i].to_hand = 0;
+	while (!quiet(r)) {
+		round_once(r, false);
+		SIM_ASSERT(r->round - r->progress_round < 1000000 && r->round < limit,
+			   "no progress for a million rounds: deadlock");
+	}
+	for (i = 0; i < 2; i++) {
+		struct sim_ep *e = &r->ep[i];
+
+		/* closing: one reclaim covers the unsignaled tail */
+		if (rdp_credit_sq_inflight(&e->cr) > 0) {
+			SIM_ASSERT(rdp_credit_sq_inflight(&e->cr) < e->p.sq_size,
+				   "side %u: no slot for the closing reclaim", i);
+			post(e, rdp_credit_reclaim_posted(&e->cr), WR_RECLAIM, true, 0);
+		}
+	}
+	while (!quiet(r))
+		round_once(r, false);
+	for (i = 0; i < 2; i++) {
+		struct sim_ep *e = &r->ep[i];
+
+		SIM_ASSERT(e->cr.sq_ci == e->cr.sq_pi && qp_sim_sq_used(e->qp) == 0,
+			   "side %u: %u WRs left in the SQ after the closing reclaim", i,
+			   qp_sim_sq_used(e->qp));
+		SIM_ASSERT(e->data_released == e->tx_msg, "side %u: %" PRIu64 " data buffers "
+			   "released for %" PRIu64 " messages", i, e->data_released, e->tx_msg);
+		SIM_ASSERT(e->peer->rx_msg == e->tx_msg, "side %u: %" PRIu64 " of %" PRIu64
+			   " messages delivered", i, e->peer->rx_msg, e->tx_msg);
+	}
+}
+
+struct segment_result {
+	uint64_t messages;
+	uint64_t overflow_at;	/* legacy: message index of the failed post, 0 if none */
+	bool overflow_by_ack;	/* legacy: the failed post was a pure ack */
+	struct rdp_credit_stats stats[2];
+};
+
+static void
+run_segment(uint64_t seed, unsigned int segment, enum qp_sim_order order, uint32_t ooo_pct,
+	    uint64_t n_msgs, bool legacy, uint32_t max_q, struct segment_result *res)
+{
+	struct rdp_credit_params p[2];
+	struct qp_sim_cfg cfg[2];
+	struct run *r = calloc(1, sizeof(*r));
+	unsigned int i;
+
+	RDP_ASSERT(r != NULL);
+	r->rng = mix(seed);
+	random_params(&r->rng, p, max_q);
+	random_behaviour(&r->rng, &r->b);
+	if (legacy)
+		r->b.traffic = qp_sim_below(&r->rng, 2) ? ONE_WAY : TWO_WAY;
+	snprintf(where, sizeof(where),
+		 "RDP_SEED=%" PRIu64 " segment %u: %s order, %s, S=%u/%u T_sig=%u/%u R=%u/%u "
+		 "A_rq=%u/%u T_ack=%u/%u", base_seed, segment, order_name[order],
+		 traffic_name[r->b.traffic], p[0].sq_size, p[1].sq_size, p[0].signal_interval,
+		 p[1].signal_interval, p[0].rq_size, p[1].rq_size, p[0].ack_reserve,
+		 p[1].ack_reserve, p[0].ack_threshold, p[1].ack_threshold);
+	for (i = 0; i < 2; i++)
+		cfg[i] = (struct qp_sim_cfg){ p[i].sq_size, p[i].rq_size,
+					      rdp_credit_cq_budget(&p[i]) };
+	SIM_ASSERT(qp_sim_create(&r->sim, cfg, order, ooo_pct, mix(seed + 1)) == 0,
+		   "qp_sim_create");
+	ep_init(r, 0, p, legacy);
+	ep_init(r, 1, p, legacy);
+	switch (r->b.traffic) {
+	case ONE_WAY:
+		r->ep[0].to_hand = n_msgs;
+		break;
+	case TWO_WAY:
+		r->ep[0].to_hand = n_msgs / 2;
+		r->ep[1].to_hand = n_msgs - n_msgs / 2;
+		break;
+	case REQ_RESP:
+		r->ep[0].to_hand = n_msgs / 2;
+		r->ep[1].responder = true;
+		break;
+	}
+	while (!overflowed(r) && r->ep[0].delivered + r->ep[1].delivered < n_msgs) {
+		round_once(r, true);
+		SIM_ASSERT(r->round - r->progress_round < 1000000,
+			   "no message delivered for a million rounds: deadlock");
+		if (r->ep[0].to_hand + r->ep[1].to_hand + r->ep[0].backlog + r->ep[1].backlog == 0)
+			break;
+	}
+	if (!legacy)
+		drain(r);
+	res->messages = r->ep[0].delivered + r->ep[1].delivered;
+	res->overflow_at = RTE_MAX(r->ep[0].overflow_at, r->ep[1].overflow_at);
+	res->overflow_by_ack = r->ep[0].overflow_by_ack || r->ep[1].overflow_by_ack;
+	res->stats[0] = r->ep[0].cr.stats;
+	res->stats[1] = r->ep[1].cr.stats;
+	for (i = 0; i < 2; i++)
+		ep_fini(&r->ep[i]);
+	qp_sim_destroy(&r->sim);
+	free(r);
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Our policy over @p total messages in segments of random configurations. */
+static int
+soak(enum qp_sim_order order, uint32_t ooo_pct, uint64_t total)
+{
+	uint64_t seed = seed_from_env(), done = 0, stalls = 0, reclaims = 0, acks = 0;
+	struct segment_result res;
+	double t0 = now_s();
+	unsigned int segment = 0;
+
+	while (done < total) {
+		uint64_t rng = mix(seed + segment);
+		/* even, so that request/response splits it exactly */
+		uint64_t n = RTE_MIN(total - done, (uint64_t)between(&rng, 10000, 100000)) * 2;
+
+		run_segment(mix(seed ^ (segment + 1)), segment, order, ooo_pct, n, false, 64, &res);
+		SIM_ASSERT(res.overflow_at == 0, "our policy overflowed");
+		SIM_ASSERT(res.messages >= n, "segment delivered %" PRIu64 " of %" PRIu64,
+			   res.messages, n);
+		done += res.messages;
+		stalls += res.stats[0].sq_stalls + res.stats[1].sq_stalls;
+		reclaims += res.stats[0].reclaims_posted + res.stats[1].reclaims_posted;
+		acks += res.stats[0].acks_posted + res.stats[1].acks_posted;
+		segment++;
+	}
+	printf("%s order%s: %" PRIu64 " messages in %u segments, %.2f s; %" PRIu64
+	       " pure acks, %" PRIu64 " reclaims, %" PRIu64 " SQ stalls\n", order_name[order],
+	       ooo_pct ? " with out-of-order send completions" : "", done, segment,
+	       now_s() - t0, acks, reclaims, stalls);
+	/* the adversary must actually have pushed the policy against the SQ */
+	RDP_ASSERT_MSG(stalls > 0 && reclaims > 0 && acks > 0, "RDP_SEED=%" PRIu64 ": the run "
+		       "never stalled on the SQ, reclaimed or acked", base_seed);
+	return 0;
+}
+
+RDP_TEST(unit, credit_sim_fifo_order_keeps_every_invariant)
+{
+	return soak(QP_SIM_FIFO, 0, 2500000);
+}
+
+RDP_TEST(unit, credit_sim_recv_first_order_keeps_every_invariant)
+{
+	return soak(QP_SIM_RECV_FIRST, 0, 2500000);
+}
+
+RDP_TEST(unit, credit_sim_random_order_keeps_every_invariant)
+{
+	return soak(QP_SIM_RANDOM, 0, 2500000);
+}
+
+RDP_TEST(unit, credit_sim_out_of_order_send_completions_keep_every_invariant)
+{
+	return soak(QP_SIM_RANDOM, 30, 2500000);
+}
+
+/* The legacy window, same harness: it must post into a full SQ. */
+static int
+legacy_overflows(enum qp_sim_order order)
+{
+	const unsigned int max_segments = 40, enough = 5;
+	uint64_t seed = seed_from_env(), msgs = 0;
+	struct segment_result res;
+	unsigned int segment, found = 0;
+
+	for (segment = 0; segment < max_segments && found < enough; segment++) {
+		run_segment(mix(seed ^ (segment + 1)), segment, order, 0, 50000, true, 64, &res);
+		msgs += res.messages;
+		if (res.overflow_at != 0) {
+			found++;
+			printf("%s\n  legacy %s post at message %" PRIu64 " found the SQ full\n",
+			       where, res.overflow_by_ack ? "ack" : "data", res.overflow_at);
+		}
+	}
+	printf("%s order: the legacy window overflowed the SQ in %u of %u segments (%" PRIu64
+	       " messages delivered)\n", order_name[order], found, segment, msgs);
+	RDP_ASSERT_MSG(found > 0, "RDP_SEED=%" PRIu64 ": the legacy policy never overflowed "
+		       "the SQ: the harness cannot see the seed bug", base_seed);
+	return 0;
+}
+
+RDP_TEST(unit, credit_sim_legacy_window_overflows_sq_in_recv_first_order)
+{
+	return legacy_overflows(QP_SIM_RECV_FIRST);
+}
+
+RDP_TEST(unit, credit_sim_legacy_window_overflows_sq_in_random_order)
+{
+	return legacy_overflows(QP_SIM_RANDOM);
+}
