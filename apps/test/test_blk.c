@@ -8,7 +8,8 @@
  * keeps serving; bad arguments exit 2 naming the option.
  *
  * Without EAL options rdp-blk pins a server's poller to the second CPU and
- * a loader's to the first, so the two never share a CPU.
+ * a loader's to the first, so the two never share a CPU. Servers run on
+ * $RDP_TEST_PEER_DRIVER when it is set (two hosts in the rxe lane).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,14 +39,40 @@ now_s(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* $RDP_BLK_BIN (set by apps/test/meson.build), else rdp-blk on the PATH (the rxe lane). */
 static const char *
 blk_bin(void)
 {
-	const char *b = getenv("RDP_BLK_BIN");
+	static char found[4096];
+	const char *b = getenv("RDP_BLK_BIN"), *path = getenv("PATH");
 
-	RDP_ASSERT_MSG(b != NULL && access(b, X_OK) == 0,
-		       "RDP_BLK_BIN must name the rdp-blk binary (set by apps/test/meson.build)");
-	return b;
+	if (b != NULL && b[0] != '\0') {
+		RDP_ASSERT_MSG(access(b, X_OK) == 0, "RDP_BLK_BIN=%s: %s", b, strerror(errno));
+		return b;
+	}
+	if (found[0] != '\0')
+		return found;
+	while (path != NULL && *path != '\0') {
+		size_t n = strcspn(path, ":");
+
+		snprintf(found, sizeof(found), "%.*s/rdp-blk", (int)n, path);
+		if (n > 0 && access(found, X_OK) == 0)
+			return found;
+		path += n + (path[n] == ':');
+	}
+	found[0] = '\0';
+	rdp_test_fail(__FILE__, __LINE__, "no rdp-blk binary: set RDP_BLK_BIN or put it on the PATH");
+}
+
+/* The driver of a process: $RDP_TEST_PEER_DRIVER for servers when set (two hosts). */
+static const char *
+driver_of(const char *cmd)
+{
+	const char *peer = getenv("RDP_TEST_PEER_DRIVER");
+
+	if (strcmp(cmd, "serve") == 0 && peer != NULL && peer[0] != '\0')
+		return peer;
+	return rdp_test_driver();
 }
 
 /* ---------------------------------------------------------------------- */
@@ -147,7 +174,7 @@ spawn_blk(const char *log, const char *cmd, const char *const *args)
 	argv[n++] = (char *)"--";
 	argv[n++] = (char *)cmd;
 	argv[n++] = (char *)"--driver";
-	argv[n++] = (char *)rdp_test_driver();
+	argv[n++] = (char *)driver_of(cmd);
 	while (*args != NULL && n < MAX_ARGS - 1)
 		argv[n++] = (char *)*args++;
 	argv[n] = NULL;
