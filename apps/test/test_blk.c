@@ -340,7 +340,7 @@ RDP_TEST(e2e, blk_verify_randrw_in_one_process_checks_every_read)
 	const char *j;
 
 	assert_exit(run_blk(log, 60, "load", "--in-process", "--rw", "randrw", "--verify",
-			    "--size", "8M", "--duration", "2", "--json", json, NULL), 0, log);
+			    "--size", "1M", "--duration", "2", "--json", json, NULL), 0, log);
 	assert_output(log, ", 0 mismatches");
 	assert_verified(json, true, true);
 	j = slurp(json);
@@ -371,12 +371,12 @@ RDP_TEST(e2e, blk_verify_across_processes_resumes_from_the_state_file)
 			    "2", "--qd", "16", "--verify", "--state", state, "--duration", "1.5",
 			    "--json", json, NULL), 0, log);
 	assert_verified(json, true, true);
-	RDP_ASSERT_MSG(json_u64(slurp(json), NULL, "verified_acknowledged") > 0, "%s",
-		       slurp(json));
 	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--check", "--state", state,
 			    "--json", json, NULL), 0, log);
 	assert_output(log, "check: 4096 blocks read back and verified");
 	assert_verified(json, true, false);
+	RDP_ASSERT_MSG(json_u64(slurp(json), NULL, "verified_acknowledged") > 0, "%s",
+		       slurp(json));
 	stop_server(srv, slog);
 	assert_output(slog, "0 refused, 0 I/O errors");
 	scratch_remove();
@@ -393,7 +393,7 @@ RDP_TEST(e2e, blk_sync_server_killed_mid_run_keeps_every_acknowledged_write)
 	const char *state = path_of("state.bin"), *disk = path_of("disk.img");
 	const char *json = path_of("check.json");
 	const char *args[] = { "--connect", NULL, "--rw", "randwrite", "--verify", "--state",
-			       state, "--duration", "60", NULL };
+			       state, "--duration", "240", NULL };
 	char addr[64];
 	double deadline;
 	pid_t srv, ld;
@@ -404,8 +404,8 @@ RDP_TEST(e2e, blk_sync_server_killed_mid_run_keeps_every_acknowledged_write)
 	args[1] = addr;
 	ld = spawn_blk(log, "load", args);
 	/* let writes be acknowledged (a progress line comes after 1 s), then crash */
-	deadline = now_s() + 20;
-	while (strstr(slurp(log), "[   1 s]") == NULL) {
+	deadline = now_s() + 90; /* generous: the CI machine may be crowded */
+	while (strstr(slurp(log), " IOPS (read ") == NULL) {
 		RDP_ASSERT_MSG(now_s() < deadline, "no progress from the loader:\n%s", slurp(log));
 		usleep(20000);
 	}
@@ -418,7 +418,7 @@ RDP_TEST(e2e, blk_sync_server_killed_mid_run_keeps_every_acknowledged_write)
 	RDP_ASSERT(kill(srv, SIGKILL) == 0);
 	RDP_ASSERT_EQ(reap(srv, 10, "serve", slog), 128 + SIGKILL);
 	/* the loader notices, saves what was acknowledged and fails */
-	rc = reap(ld, 20, "load", log);
+	rc = reap(ld, 60, "load", log);
 	assert_exit(rc, 1, log);
 	assert_output(log, "(the server is gone?)");
 	assert_output(log, "generations saved to");
@@ -457,6 +457,7 @@ RDP_TEST(e2e, blk_check_names_a_lost_or_corrupted_block)
 	static uint8_t zeros[BLK_BLOCK_SIZE], saved[BLK_BLOCK_SIZE], bad[BLK_BLOCK_SIZE];
 	const char *slog = path_of("serve.log"), *log = path_of("load.log");
 	const char *state = path_of("state.bin"), *disk = path_of("disk.img");
+	unsigned int i;
 	char addr[64];
 	pid_t srv;
 	int port;
@@ -464,9 +465,13 @@ RDP_TEST(e2e, blk_check_names_a_lost_or_corrupted_block)
 	/* 256 blocks written sequentially (many times over) and acknowledged */
 	srv = start_server(slog, &port, "--file", disk, "--size", "1M", NULL);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "write", "--verify",
-			    "--state", state, "--duration", "1", NULL), 0, log);
-	assert_output(log, "256 of 256 blocks written and acknowledged");
+	for (i = 0; i == 0 || strstr(slurp(log), "256 of 256 blocks written and acknowledged") ==
+	     NULL; i++) {
+		/* one run is enough unless the machine is crowded: each resumes the state */
+		RDP_ASSERT_MSG(i < 10, "256 blocks not written in 10 runs:\n%s", slurp(log));
+		assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "write",
+				    "--verify", "--state", state, "--duration", "1", NULL), 0, log);
+	}
 	stop_server(srv, slog);
 
 	/* a lost write: block 100 back to zeros */
