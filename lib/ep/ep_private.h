@@ -162,6 +162,7 @@ struct rdp_ep {
 	char peer[80];
 	uint32_t id;
 	atomic_uint refs;               /* engine + application + held messages */
+	atomic_bool app_closed;         /* rdp_ep_close() was called (once) */
 };
 
 /* ---- datapath (ep_data.c), poller thread ---- */

@@ -47,6 +47,7 @@ ep_new(struct ep_lcore *lc, const struct rdp_ep_params *prm, bool app_visible)
 	ep->busy.client = ep;
 	ep->app_visible = app_visible;
 	atomic_init(&ep->refs, app_visible ? 2 : 1);
+	atomic_init(&ep->app_closed, false);
 	ep_set_state(ep, RDP_EP_CONNECTING);
 	pthread_mutex_lock(&rdp_rt.lock);
 	ep->id = ++rdp_rt.next_id;
@@ -188,7 +189,9 @@ rdp_ep_wait_established(struct rdp_ep *ep, unsigned int timeout_ms)
 int
 rdp_ep_close(struct rdp_ep *ep)
 {
-	ctl_close(ep);
+	/* once: rdp_fini() may race with the application to close it */
+	if (!atomic_exchange(&ep->app_closed, true))
+		ctl_close(ep);
 	return 0;
 }
 
@@ -598,8 +601,8 @@ rdp_fini(void)
 	/* close what the application left open: accepted sends drain or fail */
 	pthread_mutex_lock(&rdp_rt.lock);
 	TAILQ_FOREACH(ep, &rdp_rt.all, all_next)
-		if (ep->app_visible && !ep->closing && ep_get_state(ep) != RDP_EP_CLOSED)
-			ctl_close(ep);
+		if (__atomic_load_n(&ep->app_visible, __ATOMIC_ACQUIRE))
+			rdp_ep_close(ep); /* the registry lock keeps it alive meanwhile */
 	pthread_mutex_unlock(&rdp_rt.lock);
 	if (wait_endpoints(5000) != 0) {
 		unsigned int n = 0;
