@@ -494,8 +494,10 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	end = t0 + opt.duration;
 	last_m = m0;
 	last_b = b0;
-	for (tick = t0 + 1; !force_quit; tick += 1) {
-		sleep_or_pump(RTE_MIN(tick, end));
+	tick = t0 + 1;
+	while (!force_quit) {
+		/* look every 10 ms: --iters ends a phase as soon as it is reached */
+		sleep_or_pump(RTE_MIN(now_s() + 0.01, end));
 		sum_counts(&m1, &b1, &f1);
 		if (opt.iters > 0 && m1 - m0 >= opt.iters)
 			break;
@@ -503,6 +505,9 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 			break;
 		if (any_failed())
 			return -1;
+		if (now_s() < tick)
+			continue;
+		tick += 1;
 		sum_stats(&sp);
 		if (!opt.quiet)
 			printf("  %-5s %7u B  %10.0f msg/s  %8.3f Gb/s  stalls sq %" PRIu64

@@ -81,10 +81,10 @@ wait_closed(struct stream_side *s)
 static void
 wait_no_endpoints(void)
 {
-	double deadline = now_s() + 5;
+	double deadline = now_s() + 15;
 
 	while (rdp_endpoint_count() != 0) {
-		RDP_ASSERT_MSG(now_s() < deadline, "%u endpoints still alive after 5 s",
+		RDP_ASSERT_MSG(now_s() < deadline, "%u endpoints still alive after 15 s",
 			       rdp_endpoint_count());
 		usleep(1000);
 	}
@@ -450,7 +450,7 @@ run_garbage(int port, const struct garbage_case *c, double timeout_s)
 		RDP_ASSERT_MSG(strstr(rej.reason, c->reject) != NULL, "%s: reason '%s'",
 			       c->what, rej.reason);
 	}
-	deadline = now_s() + 5;
+	deadline = now_s() + 15;
 	while (strstr(log_buf, c->log) == NULL) {
 		RDP_ASSERT_MSG(now_s() < deadline, "%s: log lacks \"%s\":\n%s", c->what, c->log,
 			       log_buf);
@@ -561,9 +561,11 @@ RDP_TEST(e2e, ep_connect_times_out_against_a_silent_server)
 	stream_params(&cli, &prm);
 	ep = rdp_connect(addr, &prm);
 	RDP_ASSERT(ep != NULL);
-	ret = rdp_ep_wait_established(ep, 3000);
-	RDP_ASSERT_EQ(ret, -ETIMEDOUT);
+	/* the handshake gives up after 300 ms; the wait allows for a busy machine */
+	ret = rdp_ep_wait_established(ep, 20000);
 	RDP_ASSERT_EQ(rdp_ep_state(ep), RDP_EP_FAILED);
+	RDP_ASSERT_EQ(ret, -ETIMEDOUT);
+	RDP_ASSERT_EQ(rdp_ep_error(ep), -ETIMEDOUT);
 	rdp_ep_close(ep);
 	wait_closed(&cli);
 	wait_no_endpoints();
@@ -644,8 +646,8 @@ RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
 	rdp_test_eal_init_telemetry("0-1", prefix);
 	cfg = stream_cfg("shm", MAX_MSG);
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
-	side_init(&srv, "server", 1, 2, 200000, false);
-	side_init(&cli, "client", 2, 1, 200000, false);
+	side_init(&srv, "server", 1, 2, 50000, false);
+	side_init(&cli, "client", 2, 1, 50000, false);
 	stream_params(&srv, &psrv);
 	stream_params(&cli, &pcli);
 	port = rdp_listen("127.0.0.1:0", &psrv);
@@ -667,7 +669,7 @@ RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
 	telemetry_query(prefix, "/rdp/lcores", out, sizeof(out));
 	printf("%s\n", out);
 	RDP_ASSERT_MSG(strstr(out, "\"endpoints\":2") != NULL, "%s", out);
-	RDP_ASSERT_EQ(stream_pump(sides, 2, 60), 0);
+	RDP_ASSERT_EQ(stream_pump(sides, 2, 120), 0);
 	assert_clean(&cli);
 	rdp_ep_close(cli.ep);
 	rdp_ep_close(srv.ep);

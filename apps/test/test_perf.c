@@ -67,7 +67,7 @@ RDP_TEST(perf, rdp_perf_loopback_reports_rates_and_zero_enomem_rnr)
 
 	RDP_ASSERT(mkdtemp(dir) != NULL);
 	snprintf(json, sizeof(json), "%s/out.json", dir);
-	snprintf(cmd, sizeof(cmd), "%s -- -d 0.3 -s 64,4096,65536 -m lat,bw,bidir -q "
+	snprintf(cmd, sizeof(cmd), "%s -- -n 300 -s 64,4096,65536 -m lat,bw,bidir -q "
 		 "--driver shm:cqe_order=recv_first --json %s 2>&1", perf_bin(), json);
 	rc = run(cmd, out, sizeof(out));
 	printf("%s", out);
