@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <unistd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -318,6 +319,25 @@ stream_pump(struct stream_side **sides, unsigned int n, double timeout_s)
 	}
 }
 
+void
+stream_cfg_env(struct rdp_cfg *cfg)
+{
+	const char *env = getenv("RDP_TEST_CFG");
+	char buf[512], *tok, *save, *eq;
+
+	/* a lane's overrides, "key=value,key=value" (e.g. idle_sleep_us in a VM) */
+	if (env == NULL)
+		return;
+	snprintf(buf, sizeof(buf), "%s", env);
+	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		eq = strchr(tok, '=');
+		RDP_ASSERT_MSG(eq != NULL, "RDP_TEST_CFG: '%s' is not key=value", tok);
+		*eq = '\0';
+		RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, tok, eq + 1, "RDP_TEST_CFG") == 0,
+			       "%s", rdp_err_msg());
+	}
+}
+
 struct rdp_cfg *
 stream_cfg(const char *driver, uint32_t max_msg)
 {
@@ -347,6 +367,7 @@ stream_cfg(const char *driver, uint32_t max_msg)
 		       rdp_err_msg());
 	RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "driver", driver, "test") == 0, "%s",
 		       rdp_err_msg());
+	stream_cfg_env(cfg);
 	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
 	return cfg;
 }

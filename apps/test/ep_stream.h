@@ -96,4 +96,13 @@ bool stream_finished(const struct stream_side *s);
  */
 struct rdp_cfg *stream_cfg(const char *driver, uint32_t max_msg);
 
+/**
+ * Apply the overrides of `$RDP_TEST_CFG` ("key=value,key=value") to @p cfg:
+ * how a lane tunes the tests' configuration (the test fails on a bad one).
+ *
+ * @param cfg
+ *   The configuration.
+ */
+void stream_cfg_env(struct rdp_cfg *cfg);
+
 #endif /* RDP_TEST_EP_STREAM_H */

@@ -175,6 +175,11 @@ spawn_blk(const char *log, const char *cmd, const char *const *args)
 	argv[n++] = (char *)cmd;
 	argv[n++] = (char *)"--driver";
 	argv[n++] = (char *)driver_of(cmd);
+	/* a configuration for both sides, e.g. the rxe lane's longer timeout */
+	if (getenv("RDP_TEST_CONFIG") != NULL) {
+		argv[n++] = (char *)"-c";
+		argv[n++] = getenv("RDP_TEST_CONFIG");
+	}
 	while (*args != NULL && n < MAX_ARGS - 1)
 		argv[n++] = (char *)*args++;
 	argv[n] = NULL;

@@ -109,6 +109,7 @@ static const struct key keys[] = {
 	U32(ack_threshold,        "16",      1, 32768,         F_CREDIT),
 	U32(ack_reserve,          "16",      1, 32768,         F_CREDIT),
 	U32(poll_burst,           "32",      1, 256,           0),
+	U32(idle_sleep_us,        "0",       0, 100000,        0),
 	U32(ring_size,            "1024",    64, 1048576,      F_POW2),
 	I32(numa_node,            "-1",     -1, RTE_MAX_NUMA_NODES - 1, 0),
 	U32(max_endpoints,        "64",      1, 4096,          0),

@@ -91,6 +91,7 @@ struct rdp_cfg_lcore {
 	uint32_t ack_reserve;     /**< A_rq */
 
 	uint32_t poll_burst;   /**< completions per poll */
+	uint32_t idle_sleep_us; /**< sleep after a run of idle polls; 0: always spin */
 	uint32_t ring_size;    /**< handoff ring entries (power of two) */
 	int32_t numa_node;     /**< -1: the lcore's own node */
 	uint32_t max_endpoints; /**< endpoints on this lcore */

@@ -474,6 +474,7 @@ lcore_start(const struct rdp_cfg *cfg, unsigned int id)
 	pp.cq_size = c->cq_size != 0 ? c->cq_size : RTE_MIN(need, rdp_rt.attr.max_cqe);
 	pp.max_cq_size = RTE_MAX(pp.cq_size, RTE_MIN(need, rdp_rt.attr.max_cqe));
 	pp.poll_burst = c->poll_burst;
+	pp.idle_sleep_us = c->idle_sleep_us;
 	pp.max_slots = c->max_endpoints;
 	pp.inbox_size = c->ring_size;
 	pp.socket = lc->socket;

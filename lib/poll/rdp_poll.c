@@ -28,6 +28,7 @@ struct rdp_poller {
 	struct rdp_cq *cq;
 	void **slots;
 	uint16_t burst;
+	uint32_t idle_sleep_us;
 	unsigned int lcore_id;
 	pthread_t owner;
 	bool owner_known;
@@ -93,6 +94,7 @@ rdp_poller_create(const struct rdp_poller_params *prm)
 	}
 	p->ops = prm->ops;
 	p->burst = prm->poll_burst;
+	p->idle_sleep_us = prm->idle_sleep_us;
 	p->lcore_id = prm->lcore_id;
 	p->max_slots = prm->max_slots;
 	p->max_cq_size = RTE_MAX(prm->max_cq_size, prm->cq_size);
@@ -251,9 +253,18 @@ rdp_poller_run(void *arg)
 {
 	struct rdp_poller *p = arg;
 
+	unsigned int idle = 0;
+
 	__atomic_store_n(&p->running, true, __ATOMIC_RELEASE);
-	while (!__atomic_load_n(&p->stop, __ATOMIC_RELAXED))
-		rdp_poller_poll(p);
+	while (!__atomic_load_n(&p->stop, __ATOMIC_RELAXED)) {
+		if (rdp_poller_poll(p) != 0) {
+			idle = 0;
+		} else if (unlikely(p->idle_sleep_us != 0) && ++idle >= 64) {
+			/* a shared CPU: let the kernel and other threads run */
+			usleep(p->idle_sleep_us);
+			idle = 0;
+		}
+	}
 	__atomic_store_n(&p->running, false, __ATOMIC_RELEASE);
 	return 0;
 }

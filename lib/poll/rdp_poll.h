@@ -144,6 +144,7 @@ struct rdp_poller_params {
 	uint32_t max_slots;             /**< clients (endpoints) at once */
 	uint32_t inbox_size;            /**< power of two */
 	int socket;                     /**< NUMA node */
+	uint32_t idle_sleep_us;         /**< rdp_poller_run sleeps after idle runs; 0 spins */
 	const struct rdp_poll_ops *ops; /**< the client layer */
 };
 
@@ -178,7 +179,8 @@ int rdp_poller_destroy(struct rdp_poller *p);
 int rdp_poller_poll(struct rdp_poller *p);
 
 /**
- * lcore function: poll until rdp_poller_stop().
+ * lcore function: poll until rdp_poller_stop(). With idle_sleep_us, a run
+ * of 64 idle polls is followed by a sleep of that long (for shared CPUs).
  *
  * @param arg
  *   The poller.
