@@ -14,12 +14,10 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +26,7 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 
+#include "app_launch.h"
 #include "blk.h"
 #include "rdp_build_config.h"
 #include "rdp_ep.h"
@@ -131,103 +130,38 @@ usage(FILE *f)
 "See docs/rdp-blk.md for the protocol and the durability promise.\n");
 }
 
-/* Two CPUs this process may run on (the same one twice on a 1-CPU box). */
-static void
-two_cpus(int *a, int *b)
-{
-	cpu_set_t set;
-	int i, n = 0;
-
-	*a = *b = 0;
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		return;
-	for (i = 0; i < CPU_SETSIZE && n < 2; i++) {
-		if (!CPU_ISSET(i, &set))
-			continue;
-		if (n++ == 0)
-			*a = *b = i;
-		else
-			*b = i;
-	}
-}
-
 /* Loopback: start `serve` as a second process; returns its pid and port. */
 static pid_t
 spawn_server(const struct load_opts *o, const char *config, const char *driver, int *port)
 {
-	char lc[64], prefix[64], fdstr[16], size[32];
-	char *argv[40];
-	int fds[2], a, b, n = 0;
-	pid_t pid;
+	const char *args[24] = { "serve", "--quiet", "--listen", "127.0.0.1:0" };
+	char size[32];
+	int n = 4;
 
-	two_cpus(&a, &b);
-	if (o->server_lcores != NULL)
-		snprintf(lc, sizeof(lc), "%s", o->server_lcores);
-	else
-		snprintf(lc, sizeof(lc), "0@%d,1@%d", a, b);
-	snprintf(prefix, sizeof(prefix), "rdp-blk-srv-%d", (int)getpid());
-	if (pipe(fds) != 0)
-		return -1;
-	snprintf(fdstr, sizeof(fdstr), "%d", fds[1]);
 	snprintf(size, sizeof(size), "%" PRIu64, o->size != 0 ? o->size : (uint64_t)LOCAL_DEVICE_SIZE);
-	argv[n++] = (char *)"rdp-blk";
-	argv[n++] = (char *)"--lcores";
-	argv[n++] = lc;
-	argv[n++] = (char *)"--no-huge";
-	argv[n++] = (char *)"--no-pci";
-	argv[n++] = (char *)"--no-shconf";
-	argv[n++] = (char *)"--no-telemetry";
-	argv[n++] = (char *)"-m";
-	argv[n++] = (char *)"512";
-	argv[n++] = (char *)"--file-prefix";
-	argv[n++] = prefix;
-	argv[n++] = (char *)"--log-level=lib.eal:error";
-	argv[n++] = (char *)"--";
-	argv[n++] = (char *)"serve";
-	argv[n++] = (char *)"--quiet";
-	argv[n++] = (char *)"--listen";
-	argv[n++] = (char *)"127.0.0.1:0";
-	argv[n++] = (char *)"--port-fd";
-	argv[n++] = fdstr;
 	if (o->file != NULL) {
-		argv[n++] = (char *)"--file";
-		argv[n++] = (char *)o->file;
+		args[n++] = "--file";
+		args[n++] = o->file;
 		if (o->size != 0) {
-			argv[n++] = (char *)"--size";
-			argv[n++] = size;
+			args[n++] = "--size";
+			args[n++] = size;
 		}
 	} else {
-		argv[n++] = (char *)"--memory";
-		argv[n++] = size;
+		args[n++] = "--memory";
+		args[n++] = size;
 	}
 	if (o->sync)
-		argv[n++] = (char *)"--sync";
+		args[n++] = "--sync";
 	if (driver != NULL) {
-		argv[n++] = (char *)"--driver";
-		argv[n++] = (char *)driver;
+		args[n++] = "--driver";
+		args[n++] = driver;
 	}
 	if (config != NULL) {
-		argv[n++] = (char *)"--config";
-		argv[n++] = (char *)config;
+		args[n++] = "--config";
+		args[n++] = config;
 	}
-	argv[n] = NULL;
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		close(fds[0]);
-		prctl(PR_SET_PDEATHSIG, SIGTERM); /* do not outlive the loader */
-		execv("/proc/self/exe", argv);
-		_exit(127);
-	}
-	close(fds[1]);
-	if (pid < 0 || read(fds[0], port, sizeof(*port)) != sizeof(*port)) {
-		close(fds[0]);
-		if (pid > 0)
-			waitpid(pid, NULL, 0);
-		return -1;
-	}
-	close(fds[0]);
-	return pid;
+	args[n] = NULL;
+	return app_spawn_server(o->server_lcores, "rdp-blk-srv", args, port);
 }
 
 /* The configuration with the command line applied; NULL after a message. */
@@ -264,9 +198,9 @@ int
 main(int argc, char **argv)
 {
 	static char connect[128];
-	char lc[64], prefix[64];
-	char *eal_argv[64];
-	int eal_argc = 0, app_argc, i, a, b, ret, port;
+	struct app_eal_args dflt;
+	char lc[64], **eal_argv;
+	int eal_argc, app_argc, i, a, b, ret, port;
 	unsigned int pollers[RTE_MAX_LCORE], nb_pollers;
 	const struct blk_common *common;
 	struct serve_opts so;
@@ -325,34 +259,20 @@ main(int argc, char **argv)
 	}
 	if (i == 1) {
 		/* no EAL options: no hugepages, no PCI, pollers pinned */
-		two_cpus(&a, &b);
+		app_two_cpus(&a, &b);
 		if (serve)
 			snprintf(lc, sizeof(lc), "0@%d,1@%d", a, b);
 		else if (lo.in_process)
 			snprintf(lc, sizeof(lc), "0@%d,1@%d,2@%d", b, a, b);
 		else
 			snprintf(lc, sizeof(lc), "0@%d,1@%d", b, a);
-		snprintf(prefix, sizeof(prefix), "rdp-blk-%d", (int)getpid());
-		eal_argv[eal_argc++] = argv[0];
-		eal_argv[eal_argc++] = (char *)"--lcores";
-		eal_argv[eal_argc++] = lc;
-		eal_argv[eal_argc++] = (char *)"--no-huge";
-		eal_argv[eal_argc++] = (char *)"--no-pci";
-		eal_argv[eal_argc++] = (char *)"--no-shconf";
-		eal_argv[eal_argc++] = (char *)"-m";
-		eal_argv[eal_argc++] = (char *)"512";
-		eal_argv[eal_argc++] = (char *)"--file-prefix";
-		eal_argv[eal_argc++] = prefix;
-		eal_argv[eal_argc++] = (char *)"--log-level=lib.eal:error";
-		if (serve)
-			eal_argv[eal_argc++] = (char *)"--log-level=lib.telemetry:warning";
-		else
-			eal_argv[eal_argc++] = (char *)"--no-telemetry";
+		app_eal_defaults(&dflt, argv[0], lc, "rdp-blk", serve);
+		eal_argc = dflt.argc;
+		eal_argv = dflt.argv;
 	} else {
-		for (eal_argc = 0; eal_argc < i && eal_argc < 63; eal_argc++)
-			eal_argv[eal_argc] = argv[eal_argc];
+		eal_argc = i;
+		eal_argv = argv;
 	}
-	eal_argv[eal_argc] = NULL;
 	ret = BLK_EXIT_FAIL;
 	if (rte_eal_init(eal_argc, eal_argv) < 0) {
 		fprintf(stderr, "rdp-blk: EAL: %s (EAL options go before '--')\n",

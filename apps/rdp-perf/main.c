@@ -14,12 +14,10 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +28,7 @@
 #include <rte_lcore.h>
 #include <rte_ring.h>
 
+#include "app_launch.h"
 #include "perf_hist.h"
 #include "rdp_build_config.h"
 #include "rdp_cfg.h"
@@ -861,98 +860,33 @@ parse_args(int argc, char **argv)
 /* Loopback: the server process and EAL arguments                         */
 /* ---------------------------------------------------------------------- */
 
-/* Two CPUs this process may run on (the same one twice on a 1-CPU box). */
-static void
-two_cpus(int *a, int *b)
-{
-	cpu_set_t set;
-	int i, n = 0;
-
-	*a = *b = 0;
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		return;
-	for (i = 0; i < CPU_SETSIZE && n < 2; i++) {
-		if (!CPU_ISSET(i, &set))
-			continue;
-		if (n++ == 0)
-			*a = *b = i;
-		else
-			*b = i;
-	}
-}
-
+/* Loopback: this binary again as the server, with our driver, config and run mode. */
 static pid_t
 spawn_server(char **app_argv, int app_argc, int *port)
 {
-	char lc[64], prefix[64], fdstr[16];
-	char *argv[64];
-	int fds[2], a, b, n = 0, i;
-	pid_t pid;
+	const char *args[40] = { "--server", "--quiet", "--listen", "127.0.0.1:0" };
+	int n = 4, i;
 
-	two_cpus(&a, &b);
-	if (opt.server_lcores != NULL)
-		snprintf(lc, sizeof(lc), "%s", opt.server_lcores);
-	else
-		snprintf(lc, sizeof(lc), "0@%d,1@%d", a, b);
-	snprintf(prefix, sizeof(prefix), "rdp-perf-srv-%d", (int)getpid());
-	if (pipe(fds) != 0)
-		return -1;
-	snprintf(fdstr, sizeof(fdstr), "%d", fds[1]);
-	argv[n++] = (char *)"rdp-perf";
-	argv[n++] = (char *)"--lcores";
-	argv[n++] = lc;
-	argv[n++] = (char *)"--no-huge";
-	argv[n++] = (char *)"--no-pci";
-	argv[n++] = (char *)"--no-shconf";
-	argv[n++] = (char *)"--no-telemetry";
-	argv[n++] = (char *)"-m";
-	argv[n++] = (char *)"512";
-	argv[n++] = (char *)"--file-prefix";
-	argv[n++] = prefix;
-	argv[n++] = (char *)"--log-level=lib.eal:error";
-	argv[n++] = (char *)"--";
-	argv[n++] = (char *)"--server";
-	argv[n++] = (char *)"--quiet";
-	argv[n++] = (char *)"--listen";
-	argv[n++] = (char *)"127.0.0.1:0";
-	argv[n++] = (char *)"--port-fd";
-	argv[n++] = fdstr;
-	/* the server needs the same driver, configuration and run mode */
-	for (i = 1; i < app_argc && n < 60; i++) {
+	for (i = 1; i < app_argc && n < 36; i++) {
 		if (strcmp(app_argv[i], "--driver") == 0 || strcmp(app_argv[i], "-c") == 0 ||
 		    strcmp(app_argv[i], "--config") == 0) {
-			argv[n++] = app_argv[i];
+			args[n++] = app_argv[i];
 			if (i + 1 < app_argc)
-				argv[n++] = app_argv[++i];
+				args[n++] = app_argv[++i];
 		} else if (strcmp(app_argv[i], "--pipeline") == 0) {
-			argv[n++] = app_argv[i];
+			args[n++] = app_argv[i];
 		}
 	}
-	argv[n] = NULL;
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		close(fds[0]);
-		prctl(PR_SET_PDEATHSIG, SIGTERM); /* do not outlive the client */
-		execv("/proc/self/exe", argv);
-		_exit(127);
-	}
-	close(fds[1]);
-	if (pid < 0 || read(fds[0], port, sizeof(*port)) != sizeof(*port)) {
-		close(fds[0]);
-		return -1;
-	}
-	close(fds[0]);
-	return pid;
+	args[n] = NULL;
+	return app_spawn_server(opt.server_lcores, "rdp-perf-srv", args, port);
 }
 
 int
 main(int argc, char **argv)
 {
-	char lc[64], prefix[64];
-	char *eal_argv[64];
-	int eal_argc = 0, app_argc, ret, i, a, b, port;
-	char **app_argv;
+	struct app_eal_args dflt;
+	char **eal_argv, **app_argv;
+	int eal_argc, app_argc, ret, i, port;
 	struct rdp_cfg *cfg;
 	pid_t srv = -1;
 
@@ -969,26 +903,12 @@ main(int argc, char **argv)
 		return 2;
 	if (i == 1) {
 		/* no EAL options: no hugepages, no PCI, one poller on the other CPU */
-		two_cpus(&a, &b);
-		snprintf(lc, sizeof(lc), opt.loopback ? "0@%d,1@%d" : "0@%d,1@%d", b, a);
-		snprintf(prefix, sizeof(prefix), "rdp-perf-%d", (int)getpid());
-		eal_argv[eal_argc++] = argv[0];
-		eal_argv[eal_argc++] = (char *)"--lcores";
-		eal_argv[eal_argc++] = lc;
-		eal_argv[eal_argc++] = (char *)"--no-huge";
-		eal_argv[eal_argc++] = (char *)"--no-pci";
-		eal_argv[eal_argc++] = (char *)"--no-shconf";
-		eal_argv[eal_argc++] = (char *)"-m";
-		eal_argv[eal_argc++] = (char *)"1024";
-		eal_argv[eal_argc++] = (char *)"--file-prefix";
-		eal_argv[eal_argc++] = prefix;
-		eal_argv[eal_argc++] = (char *)"--log-level=lib.eal:error";
-		eal_argv[eal_argc++] = (char *)"--log-level=lib.telemetry:warning";
-		eal_argv[eal_argc] = NULL;
+		app_eal_defaults(&dflt, argv[0], NULL, "rdp-perf", true);
+		eal_argc = dflt.argc;
+		eal_argv = dflt.argv;
 	} else {
-		for (eal_argc = 0; eal_argc < i && eal_argc < 63; eal_argc++)
-			eal_argv[eal_argc] = argv[eal_argc];
-		eal_argv[eal_argc] = NULL;
+		eal_argc = i;
+		eal_argv = argv;
 	}
 	if (opt.loopback) {
 		srv = spawn_server(app_argv, app_argc, &port);
