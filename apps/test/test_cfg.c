@@ -549,8 +549,9 @@ RDP_TEST(unit, cfg_relations_blame_the_value_set_in_the_failing_section)
 	/* a whole message must fit in the receive window, or reassembly stalls */
 	EXPECT_REJECTED("[global]\nbuf_size = 1024\nmax_msg_size = 1048576\n",
 			"bad.ini:3: [global] max_msg_size = 1048576: a message of max_msg_size "
-			"needs 1024 chunks of buf_size, more than the 240 receive credits "
-			"(rq_size-ack_reserve) (buf_size=1024, rq_size=256, ack_reserve=16)");
+			"needs 1024 chunks of buf_size, more than the 225 a receiver can hold and "
+			"still ack (rq_size-ack_reserve-ack_threshold+1) (buf_size=1024, "
+			"rq_size=256, ack_reserve=16, ack_threshold=16)");
 	EXPECT_REJECTED("[global]\nmode = pipeline\napp_lcore = 3\n[lcore.3]\n",
 			"bad.ini:3: [global] app_lcore = 3 (as inherited by [lcore.3]): must name "
 			"another lcore than the poller itself (mode=pipeline)");

@@ -792,7 +792,8 @@ scope_check(const struct rdp_cfg *cfg, const struct scope *s)
 					key_find("rq_size") };
 	const struct key *mode_keys[] = { key_find("app_lcore"), key_find("mode") };
 	const struct key *msg_keys[] = { key_find("max_msg_size"), key_find("buf_size"),
-					 key_find("rq_size"), key_find("ack_reserve") };
+					 key_find("rq_size"), key_find("ack_reserve"),
+					 key_find("ack_threshold") };
 	const struct rdp_cfg_lcore *v = &s->v;
 	uint64_t chunks;
 	struct rdp_credit_params p;
@@ -812,13 +813,17 @@ scope_check(const struct rdp_cfg *cfg, const struct scope *s)
 		return relation_error(cfg, s, why, cq_keys, RTE_DIM(cq_keys));
 	}
 	chunks = ((uint64_t)v->max_msg_size + v->buf_size - 1) / v->buf_size;
-	if (chunks > p.rq_size - p.ack_reserve) {
-		/* the receiver holds every chunk until the last: they must all fit */
+	if (chunks > (uint64_t)p.rq_size - p.ack_reserve - p.ack_threshold + 1) {
+		/*
+		 * The receiver holds every chunk until the last; holding k of
+		 * them it can still return C - k credits, and acks from T_ack on.
+		 */
 		snprintf(why, sizeof(why), "max_msg_size=%u, buf_size=%u, rq_size=%u, "
-			 "ack_reserve=%u: a message of max_msg_size needs %" PRIu64 " chunks of "
-			 "buf_size, more than the %u receive credits (rq_size-ack_reserve)",
-			 v->max_msg_size, v->buf_size, v->rq_size, v->ack_reserve, chunks,
-			 p.rq_size - p.ack_reserve);
+			 "ack_reserve=%u, ack_threshold=%u: a message of max_msg_size needs %"
+			 PRIu64 " chunks of buf_size, more than the %u a receiver can hold and "
+			 "still ack (rq_size-ack_reserve-ack_threshold+1)", v->max_msg_size,
+			 v->buf_size, v->rq_size, v->ack_reserve, v->ack_threshold, chunks,
+			 p.rq_size - p.ack_reserve - p.ack_threshold + 1);
 		return relation_error(cfg, s, why, msg_keys, RTE_DIM(msg_keys));
 	}
 	if (v->mode == RDP_CFG_MODE_PIPELINE && v->lcore_id >= 0 && v->app_lcore == v->lcore_id) {

@@ -635,13 +635,14 @@ post_sends(struct rdp_ep *ep)
 	if (!draining) {
 		/* credits no data WR could carry: a pure ack, after a reclaim if due */
 		for (;;) {
-			v = rdp_credit_ack_check(c);
-			if (v == RDP_CREDIT_RECLAIM_FIRST) {
+			enum rdp_credit_verdict a = rdp_credit_ack_check(c);
+
+			if (a == RDP_CREDIT_RECLAIM_FIRST) {
 				seq = rdp_credit_reclaim_posted(c);
 				wr_control(ep, &wr[n++], RDP_WRK_RECLAIM, seq, 0);
 				continue;
 			}
-			if (v == RDP_CREDIT_GO_UNSIGNALED) {
+			if (a == RDP_CREDIT_GO_UNSIGNALED) {
 				uint32_t credits;
 
 				seq = rdp_credit_ack_posted(c, &credits);
@@ -669,8 +670,9 @@ post_sends(struct rdp_ep *ep)
 			c->sq_size);
 		return k;
 	}
+	/* v is the last data verdict: GO means the burst filled up, more to send */
 	if (ep->tx_head != NULL && (v == RDP_CREDIT_GO_SIGNALED || v == RDP_CREDIT_GO_UNSIGNALED))
-		ep_busy(ep); /* the burst was full: more to send */
+		ep_busy(ep);
 	return n;
 }
 

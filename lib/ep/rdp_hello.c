@@ -290,13 +290,16 @@ rdp_hello_negotiate(const struct rdp_hello *local, const struct rdp_hello *peer,
 		return ret;
 	agreed->chunk_size = RTE_MIN(local->buf_size, peer->buf_size);
 	/*
-	 * The peer holds every chunk of a message until its last one arrives,
-	 * so a message may not need more chunks than the peer grants credits.
+	 * The peer holds every chunk of a message until its last one arrives.
+	 * While it holds k chunks it can return at most C - k credits, and it
+	 * acks only from T_ack on: so k may reach C - T_ack at most, and a
+	 * message may have C - T_ack + 1 chunks (C = R - A_rq of the peer).
 	 */
 	agreed->max_msg_size = RTE_MIN(local->max_msg_size, peer->max_msg_size);
 	agreed->max_msg_size = RTE_MIN((uint64_t)agreed->max_msg_size,
 				       (uint64_t)agreed->chunk_size *
-				       (peer->credit.rq_size - peer->credit.ack_reserve));
+				       (peer->credit.rq_size - peer->credit.ack_reserve -
+					peer->credit.ack_threshold + 1));
 	agreed->path_mtu = RTE_MIN(local->qp.mtu, peer->qp.mtu);
 	return 0;
 }

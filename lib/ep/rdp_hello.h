@@ -79,7 +79,8 @@ struct rdp_hello {
 struct rdp_hello_agreed {
 	uint32_t chunk_size;   /**< bytes per SEND: min of both buf_size */
 	uint32_t max_msg_size; /**< largest message we may send: min of both limits and
-				    of chunk_size * the peer's credits (R - A_rq) */
+				    of chunk_size * (R - A_rq - T_ack + 1) of the peer,
+				    so that a partial message never stops its acks */
 	uint32_t path_mtu;     /**< min of both active MTUs */
 };
 
