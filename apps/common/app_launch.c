@@ -77,6 +77,8 @@ app_spawn_server(const char *server_lcores, const char *prefix, const char *cons
 	snprintf(fdstr, sizeof(fdstr), "%d", fds[1]);
 	for (n = 0; n < e.argc; n++)
 		argv[n] = e.argv[n];
+	/* the client reports; the server keeps quiet about clients leaving */
+	argv[n++] = (char *)"--log-level=rdp.ep:warning";
 	argv[n++] = (char *)"--";
 	for (i = 0; app_args[i] != NULL && n < (int)(sizeof(argv) / sizeof(argv[0])) - 3; i++)
 		argv[n++] = (char *)app_args[i];
