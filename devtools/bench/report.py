@@ -182,14 +182,16 @@ def main():
     # ---- machine state per round ----
     rounds = []
     for rnd in range(1, nrounds + 1):
-        probes = [get(rnd, 'state-' + w, 'cacheline', 'oneway_ns_p50') for w in ('start', 'end')]
+        probes = [get(rnd, 'state-' + w, 'cacheline', 'oneway_ns_p10') for w in ('start', 'end')]
         probes = [p for p in probes if p is not None]
         kinds = {'fast' if p < args.fast_below else 'slow' for p in probes}
         state = kinds.pop() if len(kinds) == 1 else ('mixed' if kinds else 'unknown')
         la = [read_text(os.path.join(out, 'raw', 'r%d-loadavg-%s.txt' % (rnd, w))).split()[:1]
               for w in ('start', 'end')]
+        others = read_text(os.path.join(out, 'raw', 'r%d-others-running.txt' % rnd)).strip()
         rounds.append({'round': rnd, 'state': state, 'cacheline_ns': probes,
-                       'loadavg_1min': [float(x[0]) for x in la if x]})
+                       'loadavg_1min': [float(x[0]) for x in la if x],
+                       'others_running': int(others) if others else None})
     state_of = {r['round']: r['state'] for r in rounds}
 
     # ---- what is compared: (row, unit, better, [(label, test, tool, path)]) ----
@@ -309,15 +311,17 @@ def main():
         info.get('cpu_model', '?'), info['nproc'], info['cpus_used'], info['kernel'],
         info['ucx'], info['libfabric']))
     lines.append('')
-    lines.append('| round | state | cache line one-way (start, end) | load average (start, end) |')
-    lines.append('|---|---|---|---|')
+    lines.append('| round | state | cache line one-way p10 (start, end) | load average '
+                 '(start, end) | other runnable tasks at start |')
+    lines.append('|---|---|---|---|---|')
     for r in rounds:
-        lines.append('| %d | %s | %s | %s |' % (
+        lines.append('| %d | %s | %s | %s | %s |' % (
             r['round'], r['state'], ', '.join('%.0f ns' % x for x in r['cacheline_ns']) or '-',
-            ', '.join('%.1f' % x for x in r['loadavg_1min'])))
+            ', '.join('%.1f' % x for x in r['loadavg_1min']),
+            '-' if r['others_running'] is None else r['others_running']))
     lines.append('')
-    lines.append('A round is fast when its cache-line probe reads below %.0f ns one-way, '
-                 'slow above; ratios are taken inside each round, then the median per state '
+    lines.append('A round is fast when its cache-line probe (10th percentile of its batches) '
+                 'reads below %.0f ns one-way, slow above, mixed when start and end disagree; ratios are taken inside each round, then the median per state '
                  '(min-max in brackets).' % args.fast_below)
     for st in states:
         rs = [r for r in range(1, nrounds + 1) if in_state(r, st)]

@@ -23,9 +23,11 @@
 #   --only SET        ours (rdp-perf and probes), peers (UCX, libfabric) or
 #                     all (default)
 #   --cpus A,B        the two CPUs (default: the first two this process may use)
+#   --wait-quiet SEC  before each round, wait up to SEC seconds for a moment
+#                     when no other process is runnable (full: 60, smoke: 0)
 #   --no-deps         do not install missing packages
-# Exit status: 0, 1 when a tool failed, 77 (skipped) when --only peers finds
-# neither ucx_perftest nor fi_pingpong.
+# Exit status: 0; 1 when a tool failed; 77 (skipped, as meson counts it) when
+# the peers were asked for and ucx_perftest or fi_pingpong is not installed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -39,6 +41,7 @@ nocredit_dir=$top/build-bench-nocredit
 only=all
 cpus=
 deps=1
+wait_quiet=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--smoke) smoke=1 ;;
@@ -49,6 +52,7 @@ while [ $# -gt 0 ]; do
 	--nocredit-dir) nocredit_dir=$2; shift ;;
 	--only) only=$2; shift ;;
 	--cpus) cpus=$2; shift ;;
+	--wait-quiet) wait_quiet=$2; shift ;;
 	--no-deps) deps=0 ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -63,6 +67,7 @@ if [ $smoke = 1 ]; then
 	scale=50            # divides the peers' iteration counts
 	probe_s=0.2
 	peer_tmo=30
+	wait_quiet=${wait_quiet:-0}
 	eps_list="1 16"
 else
 	rounds=${rounds:-5}
@@ -70,6 +75,7 @@ else
 	scale=1
 	probe_s=1
 	peer_tmo=120
+	wait_quiet=${wait_quiet:-60}
 	eps_list="1 16 240 256 1024"
 fi
 
@@ -207,6 +213,31 @@ fi_run() {
 	wait "$srv" 2>/dev/null || true
 }
 
+# others_running: the most runnable tasks other than this script seen in
+# 0.5 s (from /proc/stat; the reading itself is one)
+others_running() {
+	local i n max=0
+	for i in 1 2 3 4 5; do
+		n=$(awk '/^procs_running/ {print $2}' /proc/stat)
+		[ "$n" -gt "$max" ] && max=$n
+		sleep 0.1
+	done
+	echo $((max > 1 ? max - 1 : 0))
+}
+
+# wait_for_quiet ROUND: up to $wait_quiet seconds for no other runnable task
+wait_for_quiet() {
+	local deadline=$((SECONDS + ${wait_quiet%.*})) n
+	n=$(others_running)
+	while [ "$n" -gt 0 ] && [ $SECONDS -lt $deadline ]; do
+		sleep 1
+		n=$(others_running)
+	done
+	echo "$n" >"$out/raw/r$1-others-running.txt"
+	[ "$n" -gt 0 ] && echo "run.sh: round $1 starts with $n other runnable task(s)"
+	return 0
+}
+
 state_probe() {	# state_probe ROUND WHEN
 	run_tool "$1" "state-$2" cacheline 60 "$probe-cacheline" --cpu-a "$cpu_a" --cpu-b "$cpu_b" \
 		--duration "$probe_s" || failures=$((failures + 1))
@@ -217,6 +248,7 @@ cfg=$here
 echo "run.sh: $rounds round(s), $duration s per rdp-perf test, CPUs $cpu_a,$cpu_b, results in $out"
 for r in $(seq 1 "$rounds"); do
 	echo "run.sh: round $r of $rounds"
+	wait_for_quiet "$r"
 	cat /proc/loadavg >"$out/raw/r$r-loadavg-start.txt"
 	want_ours && state_probe "$r" start
 
@@ -267,8 +299,9 @@ python3 "$here/report.py" --out "$out" --mode "$mode" --only "$only" \
 rc=$?
 [ $rc != 0 ] && exit $rc
 [ $failures -gt 0 ] && { echo "run.sh: $failures tool run(s) failed (see $index)" >&2; exit 1; }
-if [ "$only" = peers ] && [ $have_ucx = 0 ] && [ $have_fi = 0 ]; then
-	echo "run.sh: SKIP: neither ucx_perftest (ucx-utils) nor fi_pingpong (libfabric-bin) is installed"
+if want_peers && { [ $have_ucx = 0 ] || [ $have_fi = 0 ]; }; then
+	[ $have_ucx = 0 ] && echo "run.sh: SKIP: ucx_perftest (Debian package ucx-utils) is not installed"
+	[ $have_fi = 0 ] && echo "run.sh: SKIP: fi_pingpong (Debian package libfabric-bin) is not installed"
 	exit 77
 fi
 exit 0
