@@ -81,6 +81,8 @@ def parse_rdp(path):
         d = {k: r[k] for k in ('msg_rate', 'gbps', 'lat_p50_ns', 'lat_p99_ns', 'lat_p999_ns',
                                'cpu_ns_per_msg', 'messages')}
         d['credit'] = r['credit']
+        if r['mode'] != 'bw' and r['lat_p50_ns'] == 0:
+            d['lat_p50_ns'] = None  # no latency sample was recorded
         if r['mode'] == 'lat' and r['msg_rate'] > 0:
             # mean one-way latency as fi_pingpong defines it: time / (2 x round trips)
             d['lat_mean_ns'] = 0.5e9 / r['msg_rate']
@@ -360,12 +362,14 @@ def main():
             lines.append('- libfabric: fi_pingpong is not installed (libfabric-bin): skipped')
         seen_fail = set()
         for r in failed:
-            key = (r['test'], r['tool'], r['note'])
+            key = (r['test'], r['tool'])
             if key in seen_fail:
                 continue
             seen_fail.add(key)
-            n = sum(1 for x in failed if (x['test'], x['tool'], x['note']) == key)
-            lines.append('- %s %s failed in %d round(s): %s' % (r['test'], r['tool'], n, r['note']))
+            rs = [x['round'] for x in failed if (x['test'], x['tool']) == key]
+            lines.append('- %s %s failed in round%s %s; first: %s' % (
+                r['test'], r['tool'], 's' if len(rs) > 1 else '', ', '.join(map(str, rs)),
+                r['note']))
         for r in runs:
             if r['status'] == 'skipped' and r['round'] == 1:
                 lines.append('- %s %s skipped: %s' % (r['test'], r['tool'], r['note']))
