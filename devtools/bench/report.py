@@ -303,6 +303,7 @@ def main():
     for t in sorted(expected_tools - seen):
         problems.append('no result at all from %s' % t)
     failed = [r for r in runs if r['status'] == 'failed']
+    retried = [r for r in runs if r['status'] == 'retried']
 
     # ---- print ----
     lines = []
@@ -352,7 +353,7 @@ def main():
             lines.append('| %s | %s | %s - %s | %s | %s |' % (
                 name, fmt(v['median'], 'x'), fmt(v['min'], 'x'), fmt(v['max'], 'x'),
                 v['target'] or '', v['verdict'] or ''))
-    if failed or problems or args.only != 'ours' and not (args.have_ucx and args.have_fi):
+    if failed or retried or problems or args.only != 'ours' and not (args.have_ucx and args.have_fi):
         lines.append('')
         lines.append('## Not measured')
         lines.append('')
@@ -370,6 +371,9 @@ def main():
             lines.append('- %s %s failed in round%s %s; first: %s' % (
                 r['test'], r['tool'], 's' if len(rs) > 1 else '', ', '.join(map(str, rs)),
                 r['note']))
+        for r in retried:
+            lines.append('- round %d %s %s failed once and was run again: %s' % (
+                r['round'], r['test'], r['tool'], r['note']))
         for r in runs:
             if r['status'] == 'skipped' and r['round'] == 1:
                 lines.append('- %s %s skipped: %s' % (r['test'], r['tool'], r['note']))

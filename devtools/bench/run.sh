@@ -137,20 +137,30 @@ record() {
 base() { echo "$out/raw/r$1-$(printf %03d "$seq")-$2-$3"; }
 
 # run_tool ROUND TEST TOOL TIMEOUT CMD...: stdout and stderr to raw files;
-# a failure is recorded with the first line of stderr that says why
+# a failure is recorded with the first line of stderr that says why, and the
+# run is tried once more (a loaded machine can starve a handshake)
 run_tool() {
 	local r=$1 test=$2 tool=$3 tmo=$4; shift 4
-	local f rc=0 why
+	local f rc try why
 	f=$(base "$r" "$test" "$tool")
-	timeout -k 5 "$tmo" "$@" >"$f.out" 2>"$f.err" || rc=$?
-	if [ $rc = 0 ]; then
-		record "$r" "$test" "$tool" ok "$(basename "$f")" ""
-		return 0
-	fi
-	why=$(grep -m1 -iE 'fail|error|refused|cannot' "$f.err" | tr '\t' ' ' | cut -c1-240 || true)
-	[ $rc = 124 ] && why="timed out after ${tmo}s; $why"
-	record "$r" "$test" "$tool" failed "$(basename "$f")" "exit $rc: $why"
-	echo "run.sh: round $r $test $tool failed (exit $rc): $why" >&2
+	for try in 1 2; do
+		rc=0
+		timeout -k 5 "$tmo" "$@" >"$f.out" 2>"$f.err" || rc=$?
+		if [ $rc = 0 ]; then
+			record "$r" "$test" "$tool" ok "$(basename "$f")" ""
+			return 0
+		fi
+		why=$(grep -m1 -iE 'fail|error|refused|cannot' "$f.err" | tr '\t' ' ' | cut -c1-240 || true)
+		[ $rc = 124 ] && why="timed out after ${tmo}s; $why"
+		if [ $try = 1 ] && [ -z "${NO_RETRY:-}" ]; then
+			record "$r" "$test" "$tool" retried "$(basename "$f")" "exit $rc: $why"
+			echo "run.sh: round $r $test $tool failed (exit $rc), once more: $why" >&2
+			continue
+		fi
+		record "$r" "$test" "$tool" failed "$(basename "$f")" "exit $rc: $why"
+		echo "run.sh: round $r $test $tool failed (exit $rc): $why" >&2
+		return 1
+	done
 	return 1
 }
 
@@ -191,7 +201,8 @@ ucx_run() {
 	srv=$!
 	servers+=("$srv")
 	wait_listen "$port" "$srv" || echo "run.sh: ucx_perftest server on port $port is not listening" >&2
-	UCX_TLS=sm,self run_tool "$r" "$test" ucx "$peer_tmo" taskset -c "$cpu_a" ucx_perftest 127.0.0.1 \
+	# the server serves one run: no second try without a new server
+	UCX_TLS=sm,self NO_RETRY=1 run_tool "$r" "$test" ucx "$peer_tmo" taskset -c "$cpu_a" ucx_perftest 127.0.0.1 \
 		-p "$port" -c "$cpu_a" -t "tag_$kind" -s "$size" -n "$iters" \
 		-w $((iters / 20 + 10)) -v || failures=$((failures + 1))
 	kill "$srv" 2>/dev/null || true
@@ -207,7 +218,7 @@ fi_run() {
 	srv=$!
 	servers+=("$srv")
 	wait_listen "$port" "$srv" || echo "run.sh: fi_pingpong server on port $port is not listening" >&2
-	run_tool "$r" "$test" fi "$peer_tmo" taskset -c "$cpu_a" fi_pingpong -p shm -e rdm -I "$iters" \
+	NO_RETRY=1 run_tool "$r" "$test" fi "$peer_tmo" taskset -c "$cpu_a" fi_pingpong -p shm -e rdm -I "$iters" \
 		-S "$size" -P "$port" 127.0.0.1 || failures=$((failures + 1))
 	kill "$srv" 2>/dev/null || true
 	wait "$srv" 2>/dev/null || true
@@ -275,7 +286,7 @@ for r in $(seq 1 "$rounds"); do
 
 		# connection scaling: endpoints on one poller lcore
 		for e in $eps_list; do
-			TOLERATE=1 rdp_run "$r" "eps$e" rdp "$rdp" -c "$cfg/scale.ini" -e "$e" -w 16 \
+			TOLERATE=1 NO_RETRY=1 rdp_run "$r" "eps$e" rdp "$rdp" -c "$cfg/scale.ini" -e "$e" -w 16 \
 				-m bw -s 64
 		done
 
