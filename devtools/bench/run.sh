@@ -150,9 +150,12 @@ run_tool() {
 			record "$r" "$test" "$tool" ok "$(basename "$f")" ""
 			return 0
 		fi
-		why=$(grep -m1 -iE 'fail|error|refused|cannot' "$f.err" | tr '\t' ' ' | cut -c1-240 || true)
+		# rdp-perf's own verdict first: its peer's departure is logged on every exit
+		why=$({ grep -m1 '^rdp-perf:' "$f.err" ||
+			grep -m1 -iE 'fail|error|refused|cannot' "$f.err"; } | tr '\t' ' ' | cut -c1-240 || true)
 		[ $rc = 124 ] && why="timed out after ${tmo}s; $why"
 		if [ $try = 1 ] && [ -z "${NO_RETRY:-}" ]; then
+			cp "$f.err" "$f.err.try1"
 			record "$r" "$test" "$tool" retried "$(basename "$f")" "exit $rc: $why"
 			echo "run.sh: round $r $test $tool failed (exit $rc), once more: $why" >&2
 			continue
