@@ -70,8 +70,8 @@ eal() {	# eal CPU PREFIX: EAL arguments with both lcores on one CPU
 }
 
 wait_listen() {
-	local i
-	for i in $(seq 300); do
+	local _
+	for _ in $(seq 300); do
 		ss -ltnH "sport = :$1" 2>/dev/null | grep -q . && return 0
 		sleep 0.1
 	done

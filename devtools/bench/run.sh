@@ -173,8 +173,8 @@ next_port() { port=$((port + 1)); }
 # wait_listen PORT PID: until a server listens (it may be slow to start on a
 # loaded machine), at most 10 s
 wait_listen() {
-	local i
-	for i in $(seq 100); do
+	local _
+	for _ in $(seq 100); do
 		ss -ltnH "sport = :$1" 2>/dev/null | grep -q . && return 0
 		kill -0 "$2" 2>/dev/null || return 1
 		sleep 0.1
@@ -182,6 +182,7 @@ wait_listen() {
 	return 1
 }
 servers=()
+# shellcheck disable=SC2154  # p is the trap's own loop variable
 trap 'for p in ${servers[@]+"${servers[@]}"}; do kill "$p" 2>/dev/null || true; done' EXIT
 
 # ---- one test per tool ---------------------------------------------------
@@ -221,7 +222,7 @@ fi_run() {
 	srv=$!
 	servers+=("$srv")
 	wait_listen "$port" "$srv" || echo "run.sh: fi_pingpong server on port $port is not listening" >&2
-	NO_RETRY=1 run_tool "$r" "$test" fi "$peer_tmo" taskset -c "$cpu_a" fi_pingpong -p shm -e rdm -I "$iters" \
+	NO_RETRY=1 run_tool "$r" "$test" "fi" "$peer_tmo" taskset -c "$cpu_a" fi_pingpong -p shm -e rdm -I "$iters" \
 		-S "$size" -P "$port" 127.0.0.1 || failures=$((failures + 1))
 	kill "$srv" 2>/dev/null || true
 	wait "$srv" 2>/dev/null || true
@@ -230,8 +231,8 @@ fi_run() {
 # others_running: the most runnable tasks other than this script seen in
 # 0.5 s (from /proc/stat; the reading itself is one)
 others_running() {
-	local i n max=0
-	for i in 1 2 3 4 5; do
+	local n max=0 _
+	for _ in 1 2 3 4 5; do
 		n=$(awk '/^procs_running/ {print $2}' /proc/stat)
 		[ "$n" -gt "$max" ] && max=$n
 		sleep 0.1
