@@ -88,7 +88,7 @@ probe_opt(int argc, char **argv, const char *name, double def)
 	return def;
 }
 
-/* Start @fn on a thread pinned to @cpu. */
+/* Start @fn on a new thread (it pins itself). */
 static inline void
 probe_spawn(pthread_t *t, void *(*fn)(void *), void *arg)
 {
