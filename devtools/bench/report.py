@@ -1,0 +1,400 @@
+#!/usr/bin/env python3
+"""Summarise a devtools/bench/run.sh run: medians, ratios, targets.
+
+Reads OUT/index.tsv and the raw outputs under OUT/raw/, classifies every
+round as fast or slow by the cache-line probe, computes each comparison as
+a ratio *within its round* and takes medians of those ratios per state.
+Writes OUT/bench.json and OUT/summary.md and prints the summary. Exit
+status 1 when a run that should have produced numbers did not.
+"""
+import argparse
+import csv
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+FAST_BELOW_NS = 100.0  # cache-line one-way: ~40 ns fast, ~230 ns slow here
+
+
+def parse_args():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--out', required=True)
+    ap.add_argument('--mode', default='full')
+    ap.add_argument('--only', default='all')
+    ap.add_argument('--cpus', default='0,1')
+    ap.add_argument('--have-ucx', type=int, default=0)
+    ap.add_argument('--have-fi', type=int, default=0)
+    ap.add_argument('--eps', default='1 16 256 1024')
+    ap.add_argument('--fast-below', type=float, default=FAST_BELOW_NS)
+    return ap.parse_args()
+
+
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ''
+
+
+def last_json(text):
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith('{'):
+            return json.loads(line)
+    raise ValueError('no JSON line')
+
+
+def parse_ucx(text, kind, size):
+    """ucx_perftest -v: CSV, the last line is the whole run."""
+    rows = [l for l in text.splitlines() if l[:1].isdigit() and l.count(',') >= 7]
+    if not rows:
+        raise ValueError('no result line')
+    f = [float(x) for x in rows[-1].split(',')]
+    iters, p50_us, avg_us, overall_us, _, _, _, overall_mr = f[:8]
+    if kind == 'lat':
+        # tag_lat reports half the round trip, like rdp-perf
+        return {'lat_p50_ns': p50_us * 1000, 'lat_mean_ns': overall_us * 1000,
+                'iterations': iters}
+    return {'msg_rate': overall_mr, 'gbps': overall_mr * size * 8 / 1e9, 'iterations': iters}
+
+
+def parse_fi(text):
+    """fi_pingpong: 'bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec'."""
+    rows = [l.split() for l in text.splitlines() if l[:1].isdigit()]
+    if not rows:
+        raise ValueError('no result line')
+    r = rows[-1]
+    # usec/xfer = run time / (2 x iterations): the mean one-way latency
+    return {'lat_mean_ns': float(r[6]) * 1000, 'size': int(r[0])}
+
+
+def parse_rdp(path):
+    with open(path) as f:
+        j = json.load(f)
+    res = {}
+    for r in j['results']:
+        key = '%s%d' % (r['mode'], r['size'])
+        d = {k: r[k] for k in ('msg_rate', 'gbps', 'lat_p50_ns', 'lat_p99_ns', 'lat_p999_ns',
+                               'cpu_ns_per_msg', 'messages')}
+        d['credit'] = r['credit']
+        if r['mode'] != 'bw' and r['lat_p50_ns'] == 0:
+            d['lat_p50_ns'] = None  # no latency sample was recorded
+        if r['mode'] == 'lat' and r['msg_rate'] > 0:
+            # mean one-way latency as fi_pingpong defines it: time / (2 x round trips)
+            d['lat_mean_ns'] = 0.5e9 / r['msg_rate']
+        res[key] = d
+    return res
+
+
+def load_runs(out):
+    runs = []
+    with open(os.path.join(out, 'index.tsv')) as f:
+        for row in csv.DictReader(f, delimiter='\t'):
+            row['round'] = int(row['round'])
+            runs.append(row)
+    return runs
+
+
+def parse_run(out, run):
+    base = os.path.join(out, 'raw', run['file'])
+    text = read_text(base + '.out')
+    tool, test = run['tool'], run['test']
+    if tool in ('cacheline', 'spsc', 'ring'):
+        return last_json(text)
+    if tool.startswith('rdp'):
+        return parse_rdp(base + '.json')
+    if tool == 'ucx':
+        kind = 'lat' if test.startswith('lat') else 'bw'
+        return parse_ucx(text, kind, int(''.join(c for c in test if c.isdigit())))
+    if tool == 'fi':
+        return parse_fi(text)
+    raise ValueError('unknown tool ' + tool)
+
+
+def med(v):
+    return statistics.median(v) if v else None
+
+
+def fmt(v, unit=''):
+    if v is None:
+        return '-'
+    if unit == 'ns':
+        return '%.0f ns' % v
+    if unit == 'msg/s':
+        return '%.2f M/s' % (v / 1e6)
+    if unit == 'Gb/s':
+        return '%.2f Gb/s' % v
+    if unit == 'x':
+        return '%.2fx' % v
+    if unit == '%':
+        return '%.1f %%' % (v * 100)
+    return '%.3g' % v
+
+
+def machine_info(args, rounds):
+    info = {'cpus_used': args.cpus, 'nproc': os.cpu_count(), 'kernel': platform.release()}
+    for line in read_text('/proc/cpuinfo').splitlines():
+        if line.startswith('model name'):
+            info['cpu_model'] = line.split(':', 1)[1].strip()
+            break
+    for cmd, key in ((['ucx_info', '-v'], 'ucx'), (['fi_info', '--version'], 'libfabric')):
+        try:
+            o = subprocess.run(cmd, capture_output=True, text=True, timeout=10).stdout
+            info[key] = ' '.join(o.split('\n')[0].replace('#', '').split())
+        except (OSError, subprocess.SubprocessError):
+            info[key] = 'not installed'
+    return info
+
+
+def main():
+    args = parse_args()
+    out = args.out
+    runs = load_runs(out)
+    problems = []
+
+    # ---- parse every run ----
+    for run in runs:
+        run['metrics'] = None
+        if run['status'] != 'ok':
+            continue
+        try:
+            run['metrics'] = parse_run(out, run)
+        except (ValueError, KeyError, IndexError, OSError, json.JSONDecodeError) as e:
+            problems.append('round %d %s %s: ran but gave no numbers (%s)' %
+                            (run['round'], run['test'], run['tool'], e))
+
+    nrounds = max([r['round'] for r in runs], default=0)
+    by = {}  # (round, test, tool) -> metrics
+    for run in runs:
+        if run['metrics'] is not None:
+            by[(run['round'], run['test'], run['tool'])] = run['metrics']
+
+    def get(rnd, test, tool, *path):
+        v = by.get((rnd, test, tool))
+        for p in path:
+            if v is None:
+                return None
+            v = v.get(p) if isinstance(v, dict) else None
+        return v
+
+    # ---- machine state per round ----
+    rounds = []
+    for rnd in range(1, nrounds + 1):
+        probes = [get(rnd, 'state-' + w, 'cacheline', 'oneway_ns_p10') for w in ('start', 'end')]
+        probes = [p for p in probes if p is not None]
+        kinds = {'fast' if p < args.fast_below else 'slow' for p in probes}
+        state = kinds.pop() if len(kinds) == 1 else ('mixed' if kinds else 'unknown')
+        la = [read_text(os.path.join(out, 'raw', 'r%d-loadavg-%s.txt' % (rnd, w))).split()[:1]
+              for w in ('start', 'end')]
+        others = read_text(os.path.join(out, 'raw', 'r%d-others-running.txt' % rnd)).strip()
+        rounds.append({'round': rnd, 'state': state, 'cacheline_ns': probes,
+                       'loadavg_1min': [float(x[0]) for x in la if x],
+                       'others_running': int(others) if others else None})
+    state_of = {r['round']: r['state'] for r in rounds}
+
+    # ---- what is compared: (row, unit, better, [(label, test, tool, path)]) ----
+    eps = [int(e) for e in args.eps.split()]
+    rows = [
+        ('64 B latency p50, one-way', 'ns', 'low', [
+            ('rdmaplane', 'lat64', 'rdp', ('lat64', 'lat_p50_ns')),
+            ('UCX tag_lat', 'lat64', 'ucx', ('lat_p50_ns',)),
+            ('limit: cache line', 'state-start', 'cacheline', ('oneway_ns_p50',))]),
+        ('64 B latency mean, one-way', 'ns', 'low', [
+            ('rdmaplane', 'lat64', 'rdp', ('lat64', 'lat_mean_ns')),
+            ('UCX tag_lat', 'lat64', 'ucx', ('lat_mean_ns',)),
+            ('libfabric fi_pingpong', 'lat64', 'fi', ('lat_mean_ns',))]),
+        ('64 B message rate', 'msg/s', 'high', [
+            ('rdmaplane', 'bw64', 'rdp', ('bw64', 'msg_rate')),
+            ('UCX tag_bw', 'bw64', 'ucx', ('msg_rate',)),
+            ('limit: SPSC ring', 'bw64', 'spsc', ('msg_rate',))]),
+        ('4 KiB message rate', 'msg/s', 'high', [
+            ('rdmaplane', 'bw4096', 'rdp', ('bw4096', 'msg_rate')),
+            ('UCX tag_bw', 'bw4096', 'ucx', ('msg_rate',)),
+            ('limit: SPSC ring', 'bw4096', 'spsc', ('msg_rate',))]),
+        ('64 KiB bandwidth', 'Gb/s', 'high', [
+            ('rdmaplane', 'bw65536', 'rdp', ('bw65536', 'gbps')),
+            ('UCX tag_bw', 'bw65536', 'ucx', ('gbps',)),
+            ('limit: SPSC ring', 'bw65536', 'spsc', ('gbps',))]),
+        ('64 B rate, credits on (RQ = 4 SQ)', 'msg/s', 'high', [
+            ('credits', 'credit', 'rdp', ('bw64', 'msg_rate')),
+            ('bypassed', 'credit', 'rdp-nocredit', ('bw64', 'msg_rate'))]),
+        ('4 KiB rate, credits on (RQ = 4 SQ)', 'msg/s', 'high', [
+            ('credits', 'credit', 'rdp', ('bw4096', 'msg_rate')),
+            ('bypassed', 'credit', 'rdp-nocredit', ('bw4096', 'msg_rate'))]),
+        ('64 B rate by endpoints on one poller', 'msg/s', 'high', [
+            ('%d ep' % e, 'eps%d' % e, 'rdp', ('bw64', 'msg_rate')) for e in eps]),
+        ('pipeline ring handoff (probe-ring)', 'ns', 'low', [
+            ('one-way handoff p50', 'ring', 'ring', ('handoff_ns_p50',))]),
+        ('pipeline ring stream (probe-ring)', 'msg/s', 'high', [
+            ('handoffs/s', 'ring', 'ring', ('stream_rate',))]),
+    ]
+    # ratios computed inside each round: (name, row index, num label, den label, target)
+    ratios = [
+        ('latency p50: rdmaplane / UCX', 0, 'rdmaplane', 'UCX tag_lat', ('<=', 1.0)),
+        ('latency p50: rdmaplane / cache-line limit', 0, 'rdmaplane', 'limit: cache line', None),
+        ('latency mean: rdmaplane / libfabric', 1, 'rdmaplane', 'libfabric fi_pingpong', None),
+        ('latency mean: rdmaplane / UCX', 1, 'rdmaplane', 'UCX tag_lat', None),
+        ('64 B rate: rdmaplane / UCX', 2, 'rdmaplane', 'UCX tag_bw', ('>=', 1.0)),
+        ('64 B rate: rdmaplane / SPSC limit', 2, 'rdmaplane', 'limit: SPSC ring', None),
+        ('4 KiB rate: rdmaplane / UCX', 3, 'rdmaplane', 'UCX tag_bw', None),
+        ('4 KiB rate: rdmaplane / SPSC limit', 3, 'rdmaplane', 'limit: SPSC ring', None),
+        ('64 KiB bandwidth: rdmaplane / UCX', 4, 'rdmaplane', 'UCX tag_bw', ('>=', 0.9)),
+        ('64 KiB bandwidth: rdmaplane / SPSC limit', 4, 'rdmaplane', 'limit: SPSC ring', None),
+        ('64 B rate: credits / bypassed', 5, 'credits', 'bypassed', ('>=', 0.97)),
+        ('4 KiB rate: credits / bypassed', 6, 'credits', 'bypassed', None),
+    ] + [('endpoints: %d / 1' % e, 7, '%d ep' % e, '1 ep', ('>=', 0.8) if e == 1024 else None)
+         for e in eps if e != 1]
+
+    def value(rnd, row, label):
+        for (lab, test, tool, path) in rows[row][3]:
+            if lab == label:
+                return get(rnd, test, tool, *path)
+        return None
+
+    states = sorted({r['state'] for r in rounds})
+    if len(states) != 1:
+        states.append('all')
+
+    def in_state(rnd, st):
+        return st == 'all' or state_of[rnd] == st
+
+    summary = {'values': {}, 'ratios': {}}
+    for st in states:
+        rs = [r for r in range(1, nrounds + 1) if in_state(r, st)]
+        vals = {}
+        for i, (title, unit, better, cols) in enumerate(rows):
+            vals[title] = {}
+            for (lab, _, _, _) in cols:
+                v = [x for x in (value(r, i, lab) for r in rs) if x is not None]
+                vals[title][lab] = {'median': med(v), 'min': min(v) if v else None,
+                                    'max': max(v) if v else None, 'n': len(v), 'unit': unit}
+        summary['values'][st] = vals
+        rat = {}
+        for (name, row, num, den, target) in ratios:
+            v = []
+            for r in rs:
+                a, b = value(r, row, num), value(r, row, den)
+                if a is not None and b:
+                    v.append(a / b)
+            m = med(v)
+            verdict = None
+            if target is not None and m is not None:
+                verdict = 'met' if (m <= target[1] if target[0] == '<=' else m >= target[1]) \
+                    else 'missed'
+            rat[name] = {'median': m, 'min': min(v) if v else None, 'max': max(v) if v else None,
+                         'n': len(v), 'target': None if target is None else
+                         '%s %.2f' % target, 'verdict': verdict}
+        summary['ratios'][st] = rat
+
+    # ---- every expected run happened ----
+    expected_tools = set()
+    if args.only != 'peers':
+        expected_tools |= {'rdp', 'rdp-nocredit', 'cacheline', 'spsc', 'ring'}
+    if args.only != 'ours':
+        if args.have_ucx:
+            expected_tools.add('ucx')
+        if args.have_fi:
+            expected_tools.add('fi')
+    seen = {r['tool'] for r in runs if r['metrics'] is not None}
+    for t in sorted(expected_tools - seen):
+        problems.append('no result at all from %s' % t)
+    failed = [r for r in runs if r['status'] == 'failed']
+    retried = [r for r in runs if r['status'] == 'retried']
+
+    # ---- print ----
+    lines = []
+    info = machine_info(args, rounds)
+    lines.append('# devtools/bench: %s run, %d round(s)' % (args.mode, nrounds))
+    lines.append('')
+    lines.append('Machine: %s, %s CPUs (used: %s), kernel %s; UCX %s; %s.' % (
+        info.get('cpu_model', '?'), info['nproc'], info['cpus_used'], info['kernel'],
+        info['ucx'], info['libfabric']))
+    lines.append('')
+    lines.append('| round | state | cache line one-way p10 (start, end) | load average '
+                 '(start, end) | other runnable tasks at start |')
+    lines.append('|---|---|---|---|---|')
+    for r in rounds:
+        lines.append('| %d | %s | %s | %s | %s |' % (
+            r['round'], r['state'], ', '.join('%.0f ns' % x for x in r['cacheline_ns']) or '-',
+            ', '.join('%.1f' % x for x in r['loadavg_1min']),
+            '-' if r['others_running'] is None else r['others_running']))
+    lines.append('')
+    lines.append('A round is fast when its cache-line probe (10th percentile of its batches) '
+                 'reads below %.0f ns one-way, slow above, mixed when start and end disagree; ratios are taken inside each round, then the median per state '
+                 '(min-max in brackets).' % args.fast_below)
+    for st in states:
+        rs = [r for r in range(1, nrounds + 1) if in_state(r, st)]
+        if not rs:
+            continue
+        lines.append('')
+        lines.append('## %s (%d round%s)' % ('all rounds' if st == 'all' else st + ' state',
+                                              len(rs), '' if len(rs) == 1 else 's'))
+        lines.append('')
+        lines.append('| test | tool | median | min-max |')
+        lines.append('|---|---|---|---|')
+        for (title, unit, _, cols) in rows:
+            for (lab, _, _, _) in cols:
+                v = summary['values'][st][title][lab]
+                if v['n'] == 0:
+                    continue
+                lines.append('| %s | %s | %s | %s - %s |' % (
+                    title, lab, fmt(v['median'], unit), fmt(v['min'], unit), fmt(v['max'], unit)))
+        lines.append('')
+        lines.append('| ratio | median | min-max | target | verdict |')
+        lines.append('|---|---|---|---|---|')
+        for (name, _, _, _, _) in ratios:
+            v = summary['ratios'][st][name]
+            if v['n'] == 0:
+                continue
+            lines.append('| %s | %s | %s - %s | %s | %s |' % (
+                name, fmt(v['median'], 'x'), fmt(v['min'], 'x'), fmt(v['max'], 'x'),
+                v['target'] or '', v['verdict'] or ''))
+    if failed or retried or problems or args.only != 'ours' and not (args.have_ucx and args.have_fi):
+        lines.append('')
+        lines.append('## Not measured')
+        lines.append('')
+        if args.only != 'ours' and not args.have_ucx:
+            lines.append('- UCX: ucx_perftest is not installed (Debian package ucx-utils): skipped')
+        if args.only != 'ours' and not args.have_fi:
+            lines.append('- libfabric: fi_pingpong is not installed (libfabric-bin): skipped')
+        seen_fail = set()
+        for r in failed:
+            key = (r['test'], r['tool'])
+            if key in seen_fail:
+                continue
+            seen_fail.add(key)
+            rs = [x['round'] for x in failed if (x['test'], x['tool']) == key]
+            lines.append('- %s %s failed in round%s %s; first: %s' % (
+                r['test'], r['tool'], 's' if len(rs) > 1 else '', ', '.join(map(str, rs)),
+                r['note']))
+        for r in retried:
+            lines.append('- round %d %s %s failed once and was run again: %s' % (
+                r['round'], r['test'], r['tool'], r['note']))
+        for r in runs:
+            if r['status'] == 'skipped' and r['round'] == 1:
+                lines.append('- %s %s skipped: %s' % (r['test'], r['tool'], r['note']))
+        for p in problems:
+            lines.append('- ' + p)
+    text = '\n'.join(lines) + '\n'
+    print(text)
+    with open(os.path.join(out, 'summary.md'), 'w') as f:
+        f.write(text)
+    doc = {'mode': args.mode, 'machine': info, 'rounds': rounds, 'fast_below_ns': args.fast_below,
+           'summary': summary,
+           'runs': [{k: r[k] for k in ('round', 'seq', 'test', 'tool', 'status', 'note',
+                                       'metrics')} for r in runs]}
+    with open(os.path.join(out, 'bench.json'), 'w') as f:
+        json.dump(doc, f, indent=1)
+    if problems:
+        for p in problems:
+            print('report.py: ' + p, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
