@@ -1271,3 +1271,49 @@ RDP_TEST(e2e, ep_accepted_endpoint_hears_established_before_messages_sent_at_onc
 	rdp_cfg_free(cfg);
 	return 0;
 }
+
+RDP_TEST(e2e, ep_handshakes_beyond_the_limit_wait_their_turn)
+{
+	struct stream_side srv, cli;
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	char addr[64];
+	int port, fd[2], i;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_handshakes", "2", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "handshake_timeout_ms", "20000", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "connect_timeout_ms", "20000", "test"), 0);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&srv, "server", 1, 2, 0, false);
+	side_init(&cli, "client", 2, 1, 0, false);
+	stream_params(&srv, &psrv);
+	stream_params(&cli, &pcli);
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	/* two silent peers take both handshake slots */
+	for (i = 0; i < 2; i++)
+		fd[i] = raw_connect(port);
+	usleep(200000);
+	ep = rdp_connect(addr, &pcli);
+	RDP_ASSERT(ep != NULL);
+	/* the third waits in the backlog: not refused, not established */
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 500), -ETIMEDOUT);
+	RDP_ASSERT_EQ(rdp_ep_state(ep), RDP_EP_CONNECTING);
+	/* a slot frees: its turn comes */
+	close(fd[0]);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 10000), 0);
+	close(fd[1]);
+	rdp_ep_close(ep);
+	wait_closed(&cli);
+	while (__atomic_load_n(&srv.ep, __ATOMIC_ACQUIRE) == NULL)
+		usleep(1000);
+	rdp_ep_close(srv.ep);
+	wait_closed(&srv);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}

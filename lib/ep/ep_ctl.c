@@ -74,6 +74,7 @@ static struct {
 	TAILQ_HEAD(, rdp_ep) established;
 	TAILQ_HEAD(, listener) listeners;
 	unsigned int nb_server_handshakes;
+	bool accept_paused;   /* at max_handshakes: listeners not watched */
 } ctl;
 
 static uint64_t
@@ -317,12 +318,16 @@ close_fd(struct rdp_ep *ep)
 	}
 }
 
+static void listeners_watch(bool on);
+
 static void
 hs_remove(struct rdp_ep *ep)
 {
 	TAILQ_REMOVE(&ctl.handshakes, ep, ctl_next);
-	if (ep->is_server)
+	if (ep->is_server) {
 		ctl.nb_server_handshakes--;
+		listeners_watch(true); /* a slot is free: waiting peers go on */
+	}
 }
 
 /* The handshake failed: tell the peer if we can, then tear down. */
@@ -631,6 +636,30 @@ start_connect(struct rdp_ep *ep)
 	watch(ep, EPOLLOUT);
 }
 
+/*
+ * Stop or resume watching the listeners. At max_handshakes, new
+ * connections wait in the kernel's backlog instead of being accepted: a
+ * burst of clients is served in turn, and a flood holds no more than the
+ * limit of our resources.
+ */
+static void
+listeners_watch(bool on)
+{
+	struct listener *l;
+
+	if (ctl.accept_paused == !on)
+		return;
+	ctl.accept_paused = !on;
+	TAILQ_FOREACH(l, &ctl.listeners, next) {
+		struct epoll_event ev = {
+			.events = on ? EPOLLIN : 0,
+			.data.ptr = (void *)((uintptr_t)l | OBJ_LISTENER),
+		};
+
+		epoll_ctl(ctl.epfd, EPOLL_CTL_MOD, l->fd, &ev);
+	}
+}
+
 static void
 accept_one(struct listener *l)
 {
@@ -638,19 +667,14 @@ accept_one(struct listener *l)
 	struct rdp_ep *ep;
 	int fd, one = 1;
 
+	lc = rt_pick_lcore(l->prm.lcore);
+	if (ctl.nb_server_handshakes >= lc->conf.max_handshakes) {
+		listeners_watch(false);
+		return;
+	}
 	fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	lc = rt_pick_lcore(l->prm.lcore);
-	if (ctl.nb_server_handshakes >= lc->conf.max_handshakes) {
-		char peer[80];
-
-		peer_name(fd, peer, sizeof(peer));
-		EP_LOG(WARNING, "listener %s: refusing %s: %u handshakes already in progress "
-		       "(max_handshakes)", l->addr, peer, ctl.nb_server_handshakes);
-		close(fd);
-		return;
-	}
 	ep = ep_new(lc, &l->prm, false);
 	if (ep == NULL) {
 		EP_LOG(ERR, "listener %s: cannot accept: %s", l->addr, rdp_err_msg());
