@@ -1317,3 +1317,66 @@ RDP_TEST(e2e, ep_handshakes_beyond_the_limit_wait_their_turn)
 	rdp_cfg_free(cfg);
 	return 0;
 }
+
+static uint64_t many_received;
+
+static uint16_t
+count_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	uint16_t i;
+
+	RTE_SET_USED(ep);
+	RTE_SET_USED(arg);
+	for (i = 0; i < n; i++)
+		rdp_msg_free(msgs[i]);
+	__atomic_fetch_add(&many_received, n, __ATOMIC_RELEASE);
+	return n;
+}
+
+RDP_TEST(e2e, ep_three_hundred_endpoints_share_one_poller)
+{
+	static const struct rdp_ep_ops ops = { .on_recv = count_recv };
+	struct rdp_ep_params prm = { .ops = &ops, .lcore = -1 };
+	static struct rdp_ep *eps[150];
+	struct rdp_cfg *cfg;
+	char addr[64];
+	double deadline;
+	unsigned int i;
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_endpoints", "512", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "handshake_timeout_ms", "30000", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "connect_timeout_ms", "30000", "test"), 0);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	port = rdp_listen("127.0.0.1:0", &prm);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	/* 150 connections, 300 endpoints, one poller lcore and its one CQ */
+	for (i = 0; i < RTE_DIM(eps); i++) {
+		eps[i] = rdp_connect(addr, &prm);
+		RDP_ASSERT_MSG(eps[i] != NULL, "connect %u: %s", i, rdp_err_msg());
+	}
+	for (i = 0; i < RTE_DIM(eps); i++)
+		RDP_ASSERT_MSG(rdp_ep_wait_established(eps[i], 60000) == 0, "endpoint %u: %s", i,
+			       strerror(-rdp_ep_error(eps[i])));
+	for (i = 0; i < RTE_DIM(eps); i++) {
+		struct rdp_msg *m = rdp_msg_alloc(eps[i], 100);
+
+		RDP_ASSERT(m != NULL);
+		RDP_ASSERT_EQ(rdp_ep_send_burst(eps[i], &m, 1), 1);
+	}
+	deadline = now_s() + 30;
+	while (__atomic_load_n(&many_received, __ATOMIC_ACQUIRE) < RTE_DIM(eps)) {
+		RDP_ASSERT_MSG(now_s() < deadline, "%" PRIu64 " of %zu messages arrived",
+			       many_received, RTE_DIM(eps));
+		usleep(1000);
+	}
+	for (i = 0; i < RTE_DIM(eps); i++)
+		rdp_ep_close(eps[i]);
+	/* rdp_fini closes the accepted side and waits for every endpoint */
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}

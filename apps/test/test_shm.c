@@ -936,3 +936,50 @@ RDP_TEST(shm, shm_one_cq_serving_1024_qps_keeps_most_of_the_single_qp_rate)
 	RDP_ASSERT_MSG(many >= 0.35 * one, "1024 QPs run at %.2fx the rate of one", many / one);
 	return 0;
 }
+
+RDP_TEST(shm, shm_qp_shares_only_its_peer_mrs_and_receives_only_into_them)
+{
+	struct rdp_dev *dev = rdp_dev_open("shm");
+	struct rdp_pd *pd = rdp_pd_alloc(dev);
+	struct rdp_mr *mine = rdp_mr_alloc(pd, 4096, -1, RDP_ACCESS_LOCAL_WRITE);
+	struct rdp_mr *other = rdp_mr_alloc(pd, 4096, -1, RDP_ACCESS_LOCAL_WRITE);
+	struct rdp_cq *cq = rdp_cq_create(dev, 64, -1);
+	struct rdp_mr *peer_mrs[] = { mine };
+	struct rdp_qp_init_attr ia = {
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
+		.peer_mrs = peer_mrs, .nb_peer_mrs = 1,
+	};
+	struct rdp_sge sge = { .length = 64 };
+	struct rdp_recv_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 };
+	struct rdp_qp_attr init = { .state = RDP_QPS_INIT };
+	struct rdp_qp *qp;
+	int err;
+
+	RDP_ASSERT(dev != NULL && pd != NULL && mine != NULL && other != NULL && cq != NULL);
+	ia.send_cq = ia.recv_cq = cq;
+	qp = rdp_qp_create(pd, &ia);
+	RDP_ASSERT_MSG(qp != NULL, "%s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_qp_modify(qp, &init, RDP_QP_ATTR_STATE), 0);
+	/* another MR of the same PD is not the peer's to write into */
+	sge.addr = (uintptr_t)other->addr;
+	sge.lkey = other->lkey;
+	RDP_ASSERT_EQ(rdp_post_recv(qp, &wr, 1, &err), 0);
+	RDP_ASSERT_EQ(err, -EINVAL);
+	sge.addr = (uintptr_t)mine->addr;
+	sge.lkey = mine->lkey;
+	RDP_ASSERT_EQ(rdp_post_recv(qp, &wr, 1, &err), 1);
+	/* memory the peer cannot map is refused up front */
+	peer_mrs[0] = rdp_mr_reg(pd, &err, sizeof(err), 0);
+	RDP_ASSERT(peer_mrs[0] != NULL);
+	RDP_ASSERT(rdp_qp_create(pd, &ia) == NULL);
+	RDP_ASSERT_MSG(strstr(rdp_err_msg(), "peer_mrs[0] is not shareable memory") != NULL, "%s",
+		       rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_mr_free(peer_mrs[0]), 0);
+	RDP_ASSERT_EQ(rdp_qp_destroy(qp), 0);
+	RDP_ASSERT_EQ(rdp_cq_destroy(cq), 0);
+	RDP_ASSERT_EQ(rdp_mr_free(mine), 0);
+	RDP_ASSERT_EQ(rdp_mr_free(other), 0);
+	RDP_ASSERT_EQ(rdp_pd_free(pd), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
+	return 0;
+}

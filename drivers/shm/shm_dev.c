@@ -511,8 +511,8 @@ shm_links_close(struct shm_dev *sd, struct shm_qp *qp)
 
 /*
  * Send our receive side to the peer's device and wait for its monitor to
- * attach it. Every receive MR of the QP's PD that exists now is shared: MRs
- * allocated later cannot receive on this QP.
+ * attach it. The QP's peer_mrs are shared, or else every receive MR of the
+ * QP's PD that exists now: other MRs cannot receive on this QP.
  */
 int
 shm_connect(struct shm_qp *qp, const struct rdp_qp_addr *remote)
@@ -549,8 +549,9 @@ shm_connect(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 	fds[nfd++] = qp->rcq->memfd;
 	pthread_mutex_lock(&sd->lock);
 	limit = sd->next_mr_id;
-	for (i = 0; i < limit; i++) {
-		struct shm_mr *mr = sd->mrs[i];
+	for (i = 0; i < (qp->nb_peer_mr > 0 ? qp->nb_peer_mr : limit); i++) {
+		/* the QP's own list when it has one, else the PD's shareable MRs */
+		struct shm_mr *mr = sd->mrs[qp->nb_peer_mr > 0 ? qp->peer_mr[i] : i];
 
 		if (mr == NULL || mr->memfd < 0 || mr->head.pd != qp->head.pd)
 			continue;

@@ -294,6 +294,8 @@ struct shm_qp {
 	uint32_t rq_stride;
 	uint32_t max_recv_sge;
 	uint32_t mr_limit;          /**< MR ids below this were shared with the peer */
+	uint32_t nb_peer_mr;        /**< 0: every receive MR of the PD is shared */
+	uint32_t peer_mr[RDP_QP_MAX_PEER_MRS]; /**< else: the ids shared, only these */
 	uint64_t rq_posted;
 	uint64_t rq_reaped;
 	uint64_t rq_counted;        /**< entries counted in the CQ's pending (flushes) */

@@ -205,7 +205,7 @@ shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 	struct shm_dev *sd = to_sdev(pd->dev);
 	const struct rdp_qp_cap *cap = &attr->cap;
 	struct shm_qp *qp;
-	uint32_t sq_size, rq_size;
+	uint32_t sq_size, rq_size, i;
 	size_t ent_off;
 	int ret;
 
@@ -220,6 +220,21 @@ shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 	if (attr->send_cq->dev != pd->dev || attr->recv_cq->dev != pd->dev) {
 		rdp_err_set(EINVAL, "driver shm: the QP's CQs belong to another device");
 		return NULL;
+	}
+	if (attr->nb_peer_mrs > RDP_QP_MAX_PEER_MRS ||
+	    (attr->nb_peer_mrs > 0 && attr->peer_mrs == NULL)) {
+		rdp_err_set(EINVAL, "driver shm: peer_mrs names %u MRs, at most %d",
+			    attr->nb_peer_mrs, RDP_QP_MAX_PEER_MRS);
+		return NULL;
+	}
+	for (i = 0; i < attr->nb_peer_mrs; i++) {
+		const struct shm_mr *mr = to_smr(attr->peer_mrs[i]);
+
+		if (mr->memfd < 0 || mr->head.pd != pd) {
+			rdp_err_set(EINVAL, "driver shm: peer_mrs[%u] is not shareable memory of "
+				    "this PD (use rdp_mr_alloc)", i);
+			return NULL;
+		}
 	}
 	qp = calloc(1, sizeof(*qp));
 	if (qp == NULL)
@@ -257,6 +272,9 @@ shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 	qp->seg->max_sge = qp->max_recv_sge;
 	qp->seg->ent_off = ent_off;
 	qp->mr_limit = SHM_MAX_MR;
+	qp->nb_peer_mr = attr->nb_peer_mrs;
+	for (i = 0; i < attr->nb_peer_mrs; i++)
+		qp->peer_mr[i] = to_smr(attr->peer_mrs[i])->id;
 	qp->drop_left = sd->drop_peer;
 	qp->state = RDP_QPS_RESET;
 	qp->head.post_send = shm_post_send;

@@ -423,6 +423,20 @@ shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *e
 	return i;
 }
 
+/* Is MR @p id one the peer of @p qp may write into? */
+static inline bool
+peer_mr_ok(const struct shm_qp *qp, uint32_t id)
+{
+	uint32_t i;
+
+	if (qp->nb_peer_mr == 0)
+		return true;
+	for (i = 0; i < qp->nb_peer_mr; i++)
+		if (qp->peer_mr[i] == id)
+			return true;
+	return false;
+}
+
 uint16_t
 shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *err)
 {
@@ -452,7 +466,7 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 
 			/* only memory the peer has mapped can receive */
 			if (unlikely(mr == NULL || mr->memfd < 0 || mr->head.pd != q->pd ||
-				     mr->id >= qp->mr_limit ||
+				     mr->id >= qp->mr_limit || !peer_mr_ok(qp, mr->id) ||
 				     !(mr->head.access & RDP_ACCESS_LOCAL_WRITE) ||
 				     !range_in(s->addr, s->length, (uintptr_t)mr->head.addr,
 					       mr->head.length)))

@@ -198,12 +198,25 @@ struct rdp_qp_cap {
 	uint32_t max_inline_data; /**< bytes postable with RDP_SEND_INLINE */
 };
 
+/** Most MRs rdp_qp_init_attr.peer_mrs may name. */
+#define RDP_QP_MAX_PEER_MRS 8
+
 /** Arguments of rdp_qp_create(). */
 struct rdp_qp_init_attr {
 	struct rdp_cq *send_cq; /**< may equal recv_cq (the usual case) */
 	struct rdp_cq *recv_cq;
 	struct rdp_qp_cap cap;
 	void *user_ctx;         /**< stored in rdp_qp.user_ctx */
+	/**
+	 * The MRs the peer may place data into through this QP (receive
+	 * buffers, RDMA WRITE targets), at most RDP_QP_MAX_PEER_MRS; receives
+	 * from other MRs are refused. NULL: every such MR of the PD that exists
+	 * when the QP connects. Drivers whose peer needs the memory mapped
+	 * (shm) share exactly these, so one endpoint's peer sees one endpoint's
+	 * buffers; the verbs driver ignores it.
+	 */
+	struct rdp_mr *const *peer_mrs;
+	uint32_t nb_peer_mrs;   /**< entries in peer_mrs */
 };
 
 /** What a peer needs to connect to a QP; exchanged in the handshake. */

@@ -233,6 +233,9 @@ setup_qp(struct rdp_ep *ep)
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = ep->lc->max_inline;
 	ia.user_ctx = ep;
+	/* the peer writes into this endpoint's receive buffers and nothing else */
+	ia.peer_mrs = &ep->recv_pool->mr;
+	ia.nb_peer_mrs = 1;
 	ep->qp = rdp_qp_create(rdp_rt.pd, &ia);
 	if (ep->qp == NULL)
 		return -rte_errno;

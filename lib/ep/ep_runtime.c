@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -512,6 +513,24 @@ teardown(void)
 	rdp_rt.dev = NULL;
 }
 
+/*
+ * Each endpoint holds a few descriptors (its control socket, and for the
+ * shm driver its rendezvous sockets and shared segments): use the hard
+ * limit, as servers do, so that max_endpoints is what limits endpoints.
+ */
+static void
+raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			EP_LOG(WARNING, "cannot raise the file descriptor limit: %s",
+			       strerror(errno));
+	}
+}
+
 int
 rdp_init(const struct rdp_cfg *cfg)
 {
@@ -525,6 +544,7 @@ rdp_init(const struct rdp_cfg *cfg)
 		ret = rdp_err_set(EIO, "libsodium cannot initialise");
 		goto fail;
 	}
+	raise_fd_limit();
 	rdp_rt.auth = rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL)->secret[0] != '\0';
 	if (rdp_rt.auth)
 		rdp_hello_key(rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL)->secret, rdp_rt.auth_key);
