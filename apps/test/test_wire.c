@@ -409,3 +409,55 @@ RDP_TEST(e2e, ep_hostile_frames_fail_the_endpoint_naming_the_rule_and_leak_nothi
 	rdp_cfg_free(cfg);
 	return 0;
 }
+
+/*
+ * A client may send as soon as it sent READY, before the server's poller
+ * has taken the endpoint over: every credit the server granted in its
+ * HELLO_ACK must be backed by a posted receive by then.
+ */
+RDP_TEST(e2e, ep_peer_may_spend_every_credit_right_after_ready)
+{
+	struct rdp_ep_params prm = { .ops = &srv_ops, .lcore = -1 };
+	struct frame burst[RAW_RQ - 8];
+	struct raw_peer r = { 0 };
+	struct rdp_cfg *cfg;
+	double deadline;
+	unsigned int k, round;
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", SRV_MAX_MSG);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	port = rdp_listen("127.0.0.1:0", &prm);
+	RDP_ASSERT(port > 0);
+	r.dev = rdp_dev_open("shm");
+	RDP_ASSERT(r.dev != NULL);
+	r.pd = rdp_pd_alloc(r.dev);
+	r.mr = rdp_mr_alloc(r.pd, (size_t)(RAW_SQ + RAW_RQ) * RAW_BUF + 8 * RAW_BUF, -1,
+			    RDP_ACCESS_LOCAL_WRITE);
+	RDP_ASSERT(r.pd != NULL && r.mr != NULL);
+	for (k = 0; k < RTE_DIM(burst); k++)
+		burst[k] = (struct frame){ .imm = IMM_FIRST | IMM_LAST, .len = 8 };
+	for (round = 0; round < 20; round++) {
+		memset(&srv, 0, sizeof(srv));
+		raw_establish(&r, port);
+		/* no wait: the server may not have admitted the endpoint yet */
+		RDP_ASSERT_MSG(raw_send(&r, burst, RTE_DIM(burst)) == RTE_DIM(burst),
+			       "round %u: a send within the granted credits failed (RNR?)", round);
+		deadline = now_s() + 5;
+		while (__atomic_load_n(&srv.received, __ATOMIC_ACQUIRE) < RTE_DIM(burst))
+			RDP_ASSERT_MSG(now_s() < deadline, "round %u: %" PRIu64 " of %zu delivered",
+				       round, srv.received, RTE_DIM(burst));
+		RDP_ASSERT_EQ(__atomic_load_n(&srv.state, __ATOMIC_ACQUIRE), RDP_EP_ESTABLISHED);
+		raw_close(&r);
+		wait_released("credits right after READY");
+	}
+	printf("20 rounds: %zu messages sent right after READY, all delivered\n",
+	       RTE_DIM(burst));
+	RDP_ASSERT_EQ(rdp_mr_free(r.mr), 0);
+	RDP_ASSERT_EQ(rdp_pd_free(r.pd), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(r.dev), 0);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
