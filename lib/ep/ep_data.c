@@ -860,9 +860,9 @@ ep_post_initial_recvs(struct rdp_ep *ep)
 		}
 		k = rdp_post_recv(ep->qp, wr, n, &err);
 		ep->recv_posted += k;
-		for (; k > 0; k--)
+		for (i = 0; i < k; i++)
 			q_pop(&ep->rp_head, &ep->rp_tail);
-		if (ep->rp_head != NULL && k < n)
+		if (k < n)
 			return rdp_err_set(-err, "endpoint %u: post_recv of the initial %u "
 					   "receives failed: %s", ep->id, ep->recv_pool->nb_bufs,
 					   rdp_err_msg());
