@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Pipeline applications whose event ring is full: events wait in order
+ * until the application makes room, state changes included; nothing is
+ * dropped and nothing is read after the application may have freed it.
+ */
+#include <errno.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+
+#include "ep_stream.h"
+#include "rdp_test.h"
+
+#define RING_SIZE 8 /* holds 7 events */
+#define MSGS 20
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint16_t
+sink_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	uint16_t i;
+
+	RTE_SET_USED(ep);
+	RTE_SET_USED(arg);
+	for (i = 0; i < n; i++)
+		rdp_msg_free(msgs[i]);
+	return n;
+}
+
+static const struct rdp_ep_ops sink_ops = { .on_recv = sink_recv };
+
+/* Wait until the ring holds @p n events (the poller refills what we took). */
+static void
+wait_ring_count(struct rte_ring *r, unsigned int n, const char *what)
+{
+	double deadline = now_s() + 5;
+
+	while (rte_ring_count(r) != n)
+		RDP_ASSERT_MSG(now_s() < deadline, "%s: %u events in the ring, expected %u", what,
+			       rte_ring_count(r), n);
+}
+
+RDP_TEST(e2e, ep_pipeline_state_event_waits_for_room_in_a_full_ring)
+{
+	struct rdp_ep_params psrv = { .lcore = -1 }, pcli = { .ops = &sink_ops, .lcore = -1 };
+	struct rdp_msg *ev, *m;
+	struct rte_ring *ring;
+	struct rdp_ep *cli, *srv = NULL;
+	struct rdp_cfg *cfg;
+	unsigned int recvs = 0, states = 0, i;
+	enum rdp_ep_state last = RDP_EP_CONNECTING;
+	char addr[64];
+	double deadline;
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", 65536);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	ring = rte_ring_create("ev_small", RING_SIZE, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	RDP_ASSERT(ring != NULL);
+	psrv.events = ring;
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	RDP_ASSERT(port > 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	cli = rdp_connect(addr, &pcli);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(cli, 5000), 0);
+
+	/* the server's ESTABLISHED event */
+	deadline = now_s() + 5;
+	while (rdp_event_dequeue_burst(ring, &ev, 1) == 0)
+		RDP_ASSERT_MSG(now_s() < deadline, "no ESTABLISHED event");
+	RDP_ASSERT_EQ(ev->event, RDP_EV_STATE);
+	RDP_ASSERT_EQ(ev->user_data, RDP_EP_ESTABLISHED);
+	srv = ev->ep;
+	rdp_msg_free(ev);
+
+	/* more messages than the ring holds, then the peer goes away */
+	for (i = 0; i < MSGS; i++) {
+		m = rdp_msg_alloc(cli, 100);
+		RDP_ASSERT(m != NULL);
+		RDP_ASSERT_EQ(rdp_ep_send_burst(cli, &m, 1), 1);
+	}
+	wait_ring_count(ring, RING_SIZE - 1, "filled");
+	rdp_ep_close(cli);
+	deadline = now_s() + 5;
+	while (rdp_ep_state(srv) != RDP_EP_FAILED)
+		RDP_ASSERT_MSG(now_s() < deadline, "server endpoint still %s",
+			       rdp_ep_state_str(rdp_ep_state(srv)));
+
+	/* one event at a time, letting the poller fill the ring again each time:
+	 * the FAILED event is offered while the ring is full */
+	deadline = now_s() + 10;
+	while (last != RDP_EP_CLOSED) {
+		RDP_ASSERT_MSG(now_s() < deadline, "%u of %u messages and %u state events seen; "
+			       "last state %s", recvs, MSGS, states, rdp_ep_state_str(last));
+		if (rdp_event_dequeue_burst(ring, &ev, 1) == 0) {
+			usleep(1000);
+			continue;
+		}
+		if (ev->event == RDP_EV_RECV) {
+			RDP_ASSERT_EQ(states, 0);
+			recvs++;
+		} else {
+			RDP_ASSERT_EQ(ev->event, RDP_EV_STATE);
+			last = (enum rdp_ep_state)ev->user_data;
+			states++;
+			if (last == RDP_EP_FAILED) {
+				RDP_ASSERT_EQ(recvs, MSGS);
+				rdp_ep_close(srv);
+			}
+		}
+		rdp_msg_free(ev);
+		if (recvs + RING_SIZE - 1 <= MSGS && last == RDP_EP_CONNECTING)
+			usleep(20000); /* time for the poller to refill the ring */
+	}
+	RDP_ASSERT_EQ(recvs, MSGS);
+	RDP_ASSERT_EQ(states, 2); /* FAILED, then CLOSED */
+	printf("%u messages, then FAILED and CLOSED, through a ring of %u\n", recvs,
+	       RING_SIZE - 1);
+	deadline = now_s() + 5;
+	while (rdp_endpoint_count() != 0)
+		RDP_ASSERT_MSG(now_s() < deadline, "%u endpoints left", rdp_endpoint_count());
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rte_ring_free(ring);
+	rdp_cfg_free(cfg);
+	return 0;
+}
