@@ -154,6 +154,7 @@ deliver(struct rdp_ep *ep)
 	while (ep->ev_head != NULL) {
 		uint8_t kind = ep->ev_head->event;
 		uint16_t n = 0, acc, i;
+		bool closed;
 
 		while (ep->ev_head != NULL && ep->ev_head->event == kind && n < EV_BURST) {
 			batch[n++] = q_pop(&ep->ev_head, &ep->ev_tail);
@@ -162,6 +163,8 @@ deliver(struct rdp_ep *ep)
 		}
 		if (kind == RDP_EV_RECV)
 			held_inc(ep, n);
+		/* read now: once in the ring, the application may free it at once */
+		closed = kind == RDP_EV_STATE && batch[0]->user_data == RDP_EP_CLOSED;
 		if (ep->prm.ops == NULL) {
 			acc = rte_ring_enqueue_burst(ep->prm.events, (void **)batch, n, NULL);
 		} else if (kind == RDP_EV_RECV) {
@@ -180,9 +183,7 @@ deliver(struct rdp_ep *ep)
 			acc = n;
 		}
 		work += acc;
-		if (kind == RDP_EV_STATE) {
-			bool closed = batch[0]->user_data == RDP_EP_CLOSED;
-
+		if (kind == RDP_EV_STATE && acc == 1) {
 			if (ep->prm.ops != NULL)
 				free(batch[0]);
 			if (closed) {
