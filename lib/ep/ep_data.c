@@ -98,15 +98,15 @@ send_done(struct rdp_ep *ep, struct rdp_msg *m, int status)
 {
 	m->status = status;
 	if (status == 0) {
-		ep->stats.msgs_sent++;
-		ep->stats.bytes_sent += m->pkt_len;
+		EP_STAT_ADD(ep, msgs_sent, 1);
+		EP_STAT_ADD(ep, bytes_sent, m->pkt_len);
 		if (!ep->prm.notify_send_ok) {
 			rdp_pool_put_chain(m);
 			return;
 		}
 		m->event = RDP_EV_SEND_DONE;
 	} else {
-		ep->stats.msgs_failed++;
+		EP_STAT_ADD(ep, msgs_failed, 1);
 		m->event = RDP_EV_SEND_FAILED;
 	}
 	ev_push(ep, m);
@@ -199,7 +199,7 @@ deliver(struct rdp_ep *ep)
 				held_sub(ep, n - acc);
 				if (!ep->backpressured) {
 					ep->backpressured = true;
-					ep->stats.backpressure++;
+					EP_STAT_ADD(ep, backpressure, 1);
 				}
 			}
 			ev_unpop(ep, batch + acc, n - acc);
@@ -481,8 +481,8 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 		head->flags = MSG_F_RECV;
 		head->status = 0;
 		head->ep = ep;
-		ep->stats.msgs_received++;
-		ep->stats.bytes_received += head->pkt_len;
+		EP_STAT_ADD(ep, msgs_received, 1);
+		EP_STAT_ADD(ep, bytes_received, head->pkt_len);
 		if (ep->closing) {
 			/* closed by the application: nobody to give it to */
 			held_inc(ep, 1);
@@ -511,7 +511,7 @@ send_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 	}
 	if (unlikely(wc->status != RDP_WC_SUCCESS)) {
 		if (wc->status == RDP_WC_RNR_RETRY_EXC_ERR)
-			ep->stats.rnr++;
+			EP_STAT_ADD(ep, rnr, 1);
 		if (seq < ep->err_seq)
 			ep->err_seq = seq;
 		ep_fail(ep, wc_errno(wc->status), "send completed with %s",
@@ -664,7 +664,7 @@ post_sends(struct rdp_ep *ep)
 	k = rdp_post_send(ep->qp, wr, n, &err);
 	if (unlikely(k < n)) {
 		if (err == -ENOMEM)
-			ep->stats.enomem++;
+			EP_STAT_ADD(ep, enomem, 1);
 		seq = rdp_credit_seq_expand(c, rdp_wrid_low(wr[k].wr_id));
 		if (seq < ep->err_seq)
 			ep->err_seq = seq;

@@ -29,6 +29,16 @@ extern int rdp_ep_logtype;
 
 _Static_assert(IMM_CREDITS == RDP_CREDIT_IMM_MAX, "credit field width");
 
+/*
+ * Endpoint counters have one writer, the owning poller, and readers on any
+ * thread (rdp_ep_stats_get(), telemetry): relaxed atomic loads and stores,
+ * plain moves on x86, keep every value whole.
+ */
+#define EP_STAT_ADD(ep, field, n) \
+	__atomic_store_n(&(ep)->stats.field, \
+			 __atomic_load_n(&(ep)->stats.field, __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
+#define EP_STAT_READ(ep, field) __atomic_load_n(&(ep)->stats.field, __ATOMIC_RELAXED)
+
 /* ---- inbox items: pointers (64-byte aligned) tagged in their low bits ---- */
 enum inbox_tag {
 	TAG_SEND = 0,  /* struct rdp_msg *: send it */
