@@ -672,12 +672,13 @@ accept_one(struct listener *l)
 static void
 close_request(struct rdp_ep *ep)
 {
-	ep->closing = true;
 	if (ep->hs == HS_DONE || ep->hs == HS_NONE) {
-		/* the poller owns it (or it failed): it drains and says CLOSED */
+		/* the poller owns it (or it failed): it marks it closing, drains
+		 * and says CLOSED; its fields are not ours to write any more */
 		poller_push(ep, TAG_CLOSE);
 		return;
 	}
+	ep->closing = true;
 	hs_fail(ep, -ECANCELED, "closed by the application");
 }
 
