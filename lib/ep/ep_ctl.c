@@ -91,6 +91,7 @@ ctl_push(void *obj, enum ctl_req req, bool wake)
 	void *item = (void *)((uintptr_t)obj | req);
 	uint64_t one = 1;
 
+	RDP_HANDOFF_RELEASE(ctl.inbox);
 	while (rte_ring_mp_enqueue(ctl.inbox, item) != 0)
 		usleep(100);
 	if (wake && write(ctl.wake_fd, &one, sizeof(one)) < 0)
@@ -706,6 +707,7 @@ serve_inbox(void)
 	unsigned int n, i;
 
 	while ((n = rte_ring_sc_dequeue_burst(ctl.inbox, items, RTE_DIM(items), NULL)) > 0) {
+		RDP_HANDOFF_ACQUIRE(ctl.inbox);
 		for (i = 0; i < n; i++) {
 			void *obj = (void *)((uintptr_t)items[i] & ~(uintptr_t)7);
 

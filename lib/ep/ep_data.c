@@ -166,6 +166,7 @@ deliver(struct rdp_ep *ep)
 		/* read now: once in the ring, the application may free it at once */
 		closed = kind == RDP_EV_STATE && batch[0]->user_data == RDP_EP_CLOSED;
 		if (ep->prm.ops == NULL) {
+			RDP_HANDOFF_RELEASE(ep->prm.events);
 			acc = rte_ring_enqueue_burst(ep->prm.events, (void **)batch, n, NULL);
 		} else if (kind == RDP_EV_RECV) {
 			acc = ep->prm.ops->on_recv(ep, batch, n, ep->prm.arg);

@@ -279,7 +279,11 @@ int rdp_ep_call(struct rdp_ep *ep, rdp_ep_call_fn fn, void *arg);
 static inline uint16_t
 rdp_event_dequeue_burst(struct rte_ring *r, struct rdp_msg **ev, uint16_t n)
 {
-	return (uint16_t)rte_ring_dequeue_burst(r, (void **)ev, n, NULL);
+	uint16_t k = (uint16_t)rte_ring_dequeue_burst(r, (void **)ev, n, NULL);
+
+	if (k > 0)
+		RDP_HANDOFF_ACQUIRE(r);
+	return k;
 }
 
 /** Current state (any thread). */

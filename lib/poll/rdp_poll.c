@@ -246,6 +246,7 @@ rdp_poller_poll(struct rdp_poller *p)
 	work = poll_cq(p);
 	n = rte_ring_sc_dequeue_burst(p->inbox, items, INBOX_BURST, NULL);
 	if (n > 0) {
+		RDP_HANDOFF_ACQUIRE(p->inbox);
 		p->ops->inbox(p, items, n);
 		STAT_ADD(p, inbox_items, n);
 		work += n;
@@ -280,6 +281,7 @@ rdp_poller_stop(struct rdp_poller *p)
 unsigned int
 rdp_poller_inbox_put(struct rdp_poller *p, void *const *items, unsigned int n)
 {
+	RDP_HANDOFF_RELEASE(p->inbox);
 	return rte_ring_mp_enqueue_burst(p->inbox, items, n, NULL);
 }
 
