@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Pipeline applications whose event ring is full: events wait in order
- * until the application makes room, state changes included; nothing is
- * dropped and nothing is read after the application may have freed it.
+ * Events reach the application in order and whole: a pipeline application
+ * whose event ring is full gets every event once it makes room, state
+ * changes included; send events keep send order also when sends meet a
+ * failure. (White-box where a fault has to land at an exact point.)
  */
 #include <errno.h>
 #include <time.h>
@@ -10,6 +11,7 @@
 
 #include <rte_eal.h>
 
+#include "ep_private.h"
 #include "ep_stream.h"
 #include "rdp_test.h"
 
@@ -130,6 +132,145 @@ RDP_TEST(e2e, ep_pipeline_state_event_waits_for_room_in_a_full_ring)
 	deadline = now_s() + 5;
 	while (rdp_endpoint_count() != 0)
 		RDP_ASSERT_MSG(now_s() < deadline, "%u endpoints left", rdp_endpoint_count());
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rte_ring_free(ring);
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Send events in send order, also when sends meet a failure              */
+/* ---------------------------------------------------------------------- */
+
+static bool refusing; /* (atomic) */
+
+static uint16_t
+refuse_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	/* takes nothing while refusing: the sender runs out of credits */
+	if (__atomic_load_n(&refusing, __ATOMIC_ACQUIRE))
+		return 0;
+	return sink_recv(ep, msgs, n, arg);
+}
+
+static const struct rdp_ep_ops refuse_ops = { .on_recv = refuse_recv };
+
+static bool poller_held;
+
+static void
+hold_poller(struct rdp_ep *ep, void *arg)
+{
+	RTE_SET_USED(ep);
+	RTE_SET_USED(arg);
+	while (__atomic_load_n(&poller_held, __ATOMIC_ACQUIRE))
+		rte_pause();
+}
+
+static struct rdp_msg *
+send_one(struct rdp_ep *ep, uint64_t seq)
+{
+	struct rdp_msg *m = rdp_msg_alloc(ep, 100);
+
+	RDP_ASSERT(m != NULL);
+	m->user_data = seq;
+	RDP_ASSERT_EQ(rdp_ep_send_burst(ep, &m, 1), 1);
+	return m;
+}
+
+/* Take events, checking send order, until @p stop says enough. */
+struct order_check {
+	uint64_t next, done, failed;
+	bool closed;
+	struct rdp_ep *ep;
+};
+
+static void
+take_events(struct rte_ring *ring, struct order_check *oc, bool (*stop)(const struct order_check *))
+{
+	double deadline = now_s() + 10;
+	struct rdp_msg *ev;
+
+	while (!stop(oc)) {
+		RDP_ASSERT_MSG(now_s() < deadline, "%" PRIu64 " send events seen", oc->next);
+		if (rdp_event_dequeue_burst(ring, &ev, 1) == 0)
+			continue;
+		if (ev->event == RDP_EV_STATE) {
+			if (ev->user_data == RDP_EP_FAILED)
+				rdp_ep_close(oc->ep);
+			oc->closed = ev->user_data == RDP_EP_CLOSED;
+		} else {
+			RDP_ASSERT_MSG(ev->user_data == oc->next, "send event for message %" PRIu64
+				       " arrived as number %" PRIu64 " (%s)", ev->user_data,
+				       oc->next, ev->event == RDP_EV_SEND_DONE ? "done" : "failed");
+			oc->next++;
+			if (ev->event == RDP_EV_SEND_DONE) {
+				RDP_ASSERT_EQ(oc->failed, 0);
+				oc->done++;
+			} else {
+				oc->failed++;
+			}
+		}
+		rdp_msg_free(ev);
+	}
+}
+
+static bool
+some_done(const struct order_check *oc)
+{
+	return oc->done >= 40;
+}
+
+static bool
+all_closed(const struct order_check *oc)
+{
+	return oc->closed;
+}
+
+RDP_TEST(e2e, ep_send_events_keep_send_order_when_sends_meet_a_failure)
+{
+	struct rdp_ep_params pcli = { .lcore = -1, .notify_send_ok = true };
+	struct rdp_ep_params psrv = { .ops = &refuse_ops, .lcore = -1 };
+	struct rdp_qp_attr err = { .state = RDP_QPS_ERR };
+	struct order_check oc = { 0 };
+	struct rte_ring *ring;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *cli;
+	uint64_t sent = 0;
+	char addr[64];
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", 65536);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	ring = rte_ring_create("ev_order", 1024, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	RDP_ASSERT(ring != NULL);
+	pcli.events = ring;
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	RDP_ASSERT(port > 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	cli = rdp_connect(addr, &pcli);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(cli, 5000), 0);
+	oc.ep = cli;
+
+	/* more than the peer's credits: the rest wait in the send queue */
+	__atomic_store_n(&refusing, true, __ATOMIC_RELEASE);
+	for (; sent < 100; sent++)
+		send_one(cli, sent);
+	take_events(ring, &oc, some_done);
+	/* hold the poller, hand it more sends and an error on the QP at once:
+	 * it sees the error first, then the sends */
+	__atomic_store_n(&poller_held, true, __ATOMIC_RELEASE);
+	RDP_ASSERT_EQ(rdp_ep_call(cli, hold_poller, NULL), 0);
+	for (; sent < 110; sent++)
+		send_one(cli, sent);
+	RDP_ASSERT_EQ(rdp_qp_modify(cli->qp, &err, RDP_QP_ATTR_STATE), 0);
+	__atomic_store_n(&poller_held, false, __ATOMIC_RELEASE);
+	take_events(ring, &oc, all_closed);
+	RDP_ASSERT_EQ(oc.next, sent);
+	RDP_ASSERT(oc.failed >= 10);
+	printf("%" PRIu64 " sends: %" PRIu64 " done then %" PRIu64 " failed, in send order\n",
+	       sent, oc.done, oc.failed);
+	__atomic_store_n(&refusing, false, __ATOMIC_RELEASE); /* let the peer finish */
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rte_ring_free(ring);
 	rdp_cfg_free(cfg);
