@@ -758,10 +758,16 @@ ep_close_local(struct rdp_ep *ep)
 	ep_busy(ep);
 }
 
+/*
+ * A send handed over from another thread. rdp_ep_send_burst() accepted it
+ * while the endpoint was established, so it goes behind the others: sent
+ * by a drain, or reported failed by the teardown after every earlier one.
+ * Only once the teardown has reported everything is it failed at once.
+ */
 static void
 ep_accept_send(struct rdp_ep *ep, struct rdp_msg *m)
 {
-	if (ep_get_state(ep) != RDP_EP_ESTABLISHED || ep->closing) {
+	if (ep->retired) {
 		send_done(ep, m, ep->err != 0 ? ep->err : -ENOTCONN);
 		return;
 	}
