@@ -537,6 +537,10 @@ rdp_init(const struct rdp_cfg *cfg)
 
 	if (rdp_rt.up)
 		return rdp_err_set(EALREADY, "rdp_init called twice");
+	if (rdp_rt.nb_lcores > 0)
+		/* pollers, pools and endpoints the application still holds remain */
+		return rdp_err_set(EBUSY, "the last rdp_fini() could not release every endpoint "
+				   "(-EBUSY): rdmaplane cannot start again in this process");
 	TAILQ_INIT(&rdp_rt.all);
 	if (sodium_init() < 0) {
 		ret = rdp_err_set(EIO, "libsodium cannot initialise");

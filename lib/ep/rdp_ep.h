@@ -128,8 +128,8 @@ struct rdp_ep_stats {
  *   with the `[global]` values.
  * @return
  *   0, or a negative errno with a detail in rdp_err_msg(): -EALREADY,
- *   -EINVAL (no worker lcore, bad lcore), -ENODEV (no driver), or the
- *   device's errno.
+ *   -EBUSY (an earlier rdp_fini() returned -EBUSY), -EINVAL (no worker
+ *   lcore, bad lcore), -ENODEV (no driver), or the device's errno.
  */
 int rdp_init(const struct rdp_cfg *cfg);
 
