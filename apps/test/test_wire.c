@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -130,9 +131,28 @@ raw_connect_tcp(int port)
 	return fd;
 }
 
+static void raw_handshake(struct raw_peer *r, int port, bool send_ready);
+
 /* A handshake as a client would do it, with our own QP; then RTS. */
 static void
 raw_establish(struct raw_peer *r, int port)
+{
+	raw_handshake(r, port, true);
+}
+
+static void
+raw_send_ready(struct raw_peer *r)
+{
+	struct rdp_hello ready = { .type = RDP_HELLO_READY };
+	uint8_t out[RDP_HELLO_LEN];
+
+	rdp_hello_encode(&ready, out);
+	RDP_ASSERT(send(r->fd, out, sizeof(out), 0) == sizeof(out));
+}
+
+/* HELLO, HELLO_ACK, our QP to RTS, and READY when @p send_ready. */
+static void
+raw_handshake(struct raw_peer *r, int port, bool send_ready)
 {
 	struct rdp_qp_init_attr qia = {
 		.cap = { .max_send_wr = RAW_SQ + 1, .max_recv_wr = RAW_RQ, .max_send_sge = 1,
@@ -146,7 +166,7 @@ raw_establish(struct raw_peer *r, int port)
 		.link_layer = RDP_LINK_SHM, .driver = "shm",
 	};
 	struct rdp_qp_attr attr = { .state = RDP_QPS_INIT };
-	struct rdp_hello ack, ready = { .type = RDP_HELLO_READY };
+	struct rdp_hello ack;
 	uint8_t out[RDP_HELLO_LEN], back[RDP_HELLO_LEN];
 	struct rdp_recv_wr rwr;
 	struct rdp_sge sge;
@@ -181,8 +201,8 @@ raw_establish(struct raw_peer *r, int port)
 				    RDP_QP_ATTR_CONN), 0);
 	attr.state = RDP_QPS_RTS;
 	RDP_ASSERT_EQ(rdp_qp_modify(r->qp, &attr, RDP_QP_ATTR_STATE | RDP_QP_ATTR_CONN), 0);
-	rdp_hello_encode(&ready, out);
-	RDP_ASSERT(send(r->fd, out, sizeof(out), 0) == sizeof(out));
+	if (send_ready)
+		raw_send_ready(r);
 }
 
 /* One raw frame: SEND_WITH_IMM (or a plain SEND) of @p len bytes. */
@@ -458,6 +478,54 @@ RDP_TEST(e2e, ep_peer_may_spend_every_credit_right_after_ready)
 	RDP_ASSERT_EQ(rdp_pd_free(r.pd), 0);
 	RDP_ASSERT_EQ(rdp_dev_close(r.dev), 0);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/* READY a little later, from another thread: rdp_fini() is waiting by then. */
+static void *
+ready_later(void *arg)
+{
+	usleep(200000);
+	raw_send_ready(arg);
+	return NULL;
+}
+
+RDP_TEST(e2e, ep_fini_closes_what_a_handshake_admits_while_it_waits)
+{
+	struct rdp_ep_params prm = { .ops = &srv_ops, .lcore = -1 };
+	struct raw_peer r = { 0 };
+	struct rdp_cfg *cfg;
+	pthread_t t;
+	double t0;
+	int port, ret;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", SRV_MAX_MSG);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	port = rdp_listen("127.0.0.1:0", &prm);
+	RDP_ASSERT(port > 0);
+	r.dev = rdp_dev_open("shm");
+	RDP_ASSERT(r.dev != NULL);
+	r.pd = rdp_pd_alloc(r.dev);
+	r.mr = rdp_mr_alloc(r.pd, (size_t)(RAW_SQ + RAW_RQ) * RAW_BUF + 8 * RAW_BUF, -1,
+			    RDP_ACCESS_LOCAL_WRITE);
+	RDP_ASSERT(r.pd != NULL && r.mr != NULL);
+	memset(&srv, 0, sizeof(srv));
+	/* the server's endpoint exists, but only READY makes it the application's */
+	raw_handshake(&r, port, false);
+	RDP_ASSERT_EQ(pthread_create(&t, NULL, ready_later, &r), 0);
+	t0 = now_s();
+	ret = rdp_fini();
+	RDP_ASSERT_EQ(pthread_join(t, NULL), 0);
+	RDP_ASSERT_MSG(ret == 0, "rdp_fini: %s", rdp_err_msg());
+	RDP_ASSERT(__atomic_load_n(&srv.closed, __ATOMIC_ACQUIRE));
+	printf("rdp_fini closed an endpoint admitted while it waited, in %.2f s\n",
+	       now_s() - t0);
+	raw_close(&r);
+	RDP_ASSERT_EQ(rdp_mr_free(r.mr), 0);
+	RDP_ASSERT_EQ(rdp_pd_free(r.pd), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(r.dev), 0);
 	rdp_cfg_free(cfg);
 	return 0;
 }
