@@ -734,8 +734,8 @@ ep_admit(struct rdp_ep *ep)
 	}
 	if (!ep->app_visible) {
 		/* an accepted endpoint: the application holds it from now on */
-		ep->app_visible = true;
 		atomic_fetch_add(&ep->refs, 1);
+		__atomic_store_n(&ep->app_visible, true, __ATOMIC_RELEASE);
 	}
 	ep_set_state(ep, RDP_EP_ESTABLISHED);
 	ev_state(ep, RDP_EP_ESTABLISHED, 0);

@@ -132,7 +132,7 @@ struct rdp_ep {
 	bool drain_done;
 	bool closing;                   /* application closed it */
 	bool retired;                   /* handed back to the control thread */
-	bool app_visible;               /* the application knows it: events flow */
+	bool app_visible;               /* (atomic) the application knows it: events flow */
 	bool release_pending;           /* free it when it leaves the busy list */
 	struct rdp_pool *recv_pool;     /* this endpoint's receive buffers */
 	uint32_t recv_posted;           /* entries in the RQ */
@@ -173,6 +173,8 @@ struct rdp_ep {
 	char peer[80];
 	uint32_t id;
 	atomic_uint refs;               /* engine + application + held messages */
+	bool app_closed;                /* (atomic) rdp_ep_close() was called */
+	bool fini_closed;               /* rdp_fini() closed it (under rdp_rt.lock) */
 };
 
 /* ---- datapath (ep_data.c), poller thread ---- */

@@ -188,6 +188,7 @@ rdp_ep_wait_established(struct rdp_ep *ep, unsigned int timeout_ms)
 int
 rdp_ep_close(struct rdp_ep *ep)
 {
+	__atomic_store_n(&ep->app_closed, true, __ATOMIC_RELEASE);
 	ctl_close(ep);
 	return 0;
 }
@@ -594,14 +595,27 @@ fail:
 	return ret;
 }
 
-/* Wait until every endpoint is gone, or the deadline passes. */
+/*
+ * Close what the application left open (accepted sends drain or fail),
+ * also what a handshake admits meanwhile, until every endpoint is gone or
+ * the deadline passes.
+ */
 static unsigned int
-wait_endpoints(unsigned int ms)
+close_and_wait_endpoints(unsigned int ms)
 {
 	unsigned int left = 0, waited;
+	struct rdp_ep *ep;
 
 	for (waited = 0; waited <= ms; waited += 10) {
 		pthread_mutex_lock(&rdp_rt.lock);
+		TAILQ_FOREACH(ep, &rdp_rt.all, all_next) {
+			if (__atomic_load_n(&ep->app_visible, __ATOMIC_ACQUIRE) && !ep->fini_closed &&
+			    !__atomic_load_n(&ep->app_closed, __ATOMIC_ACQUIRE) &&
+			    ep_get_state(ep) != RDP_EP_CLOSED) {
+				ep->fini_closed = true;
+				ctl_close(ep);
+			}
+		}
 		left = TAILQ_EMPTY(&rdp_rt.all) ? 0 : 1;
 		pthread_mutex_unlock(&rdp_rt.lock);
 		if (left == 0)
@@ -620,13 +634,7 @@ rdp_fini(void)
 
 	if (!rdp_rt.up)
 		return 0;
-	/* close what the application left open: accepted sends drain or fail */
-	pthread_mutex_lock(&rdp_rt.lock);
-	TAILQ_FOREACH(ep, &rdp_rt.all, all_next)
-		if (ep->app_visible && !ep->closing && ep_get_state(ep) != RDP_EP_CLOSED)
-			ctl_close(ep);
-	pthread_mutex_unlock(&rdp_rt.lock);
-	if (wait_endpoints(5000) != 0) {
+	if (close_and_wait_endpoints(5000) != 0) {
 		unsigned int n = 0;
 
 		pthread_mutex_lock(&rdp_rt.lock);
