@@ -324,6 +324,8 @@ finalize(struct rdp_ep *ep)
 		rdp_pool_put_chain(ep->rx_head);
 		ep->rx_head = ep->rx_tail = NULL;
 	}
+	while (ep->early_head != NULL)
+		rdp_pool_put_chain(q_pop(&ep->early_head, &ep->early_tail));
 	ep->retired = true;
 	rdp_poller_slot_free(ep->lc->poller, ep->slot);
 	if (ep->closing) {
@@ -488,6 +490,10 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 			/* closed by the application: nobody to give it to */
 			held_inc(ep, 1);
 			recv_freed(ep, head);
+		} else if (!ep->admitted) {
+			/* a fast peer: its messages wait for ESTABLISHED, and are
+			 * dropped if the endpoint never gets there */
+			q_push(&ep->early_head, &ep->early_tail, head);
 		} else {
 			ev_push(ep, head);
 		}
@@ -737,8 +743,11 @@ ep_admit(struct rdp_ep *ep)
 		atomic_fetch_add(&ep->refs, 1);
 		__atomic_store_n(&ep->app_visible, true, __ATOMIC_RELEASE);
 	}
+	ep->admitted = true;
 	ep_set_state(ep, RDP_EP_ESTABLISHED);
 	ev_state(ep, RDP_EP_ESTABLISHED, 0);
+	while (ep->early_head != NULL)
+		ev_push(ep, q_pop(&ep->early_head, &ep->early_tail));
 	ep_busy(ep);
 }
 

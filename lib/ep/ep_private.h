@@ -136,6 +136,9 @@ struct rdp_ep {
 	bool release_pending;           /* free it when it leaves the busy list */
 	struct rdp_pool *recv_pool;     /* this endpoint's receive buffers */
 	uint32_t recv_posted;           /* entries in the RQ */
+	bool admitted;                  /* the poller took it over: its events may flow */
+	struct rdp_msg *early_head;     /* messages completed before that, in order */
+	struct rdp_msg *early_tail;
 	struct ep_frame frame;          /* receive framing state */
 	struct rdp_msg *rx_head;        /* message being reassembled */
 	struct rdp_msg *rx_tail;
