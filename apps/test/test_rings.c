@@ -276,3 +276,55 @@ RDP_TEST(e2e, ep_send_events_keep_send_order_when_sends_meet_a_failure)
 	rdp_cfg_free(cfg);
 	return 0;
 }
+
+/* ---------------------------------------------------------------------- */
+/* A CLOSED event in a ring still names a live endpoint                    */
+/* ---------------------------------------------------------------------- */
+
+RDP_TEST(e2e, ep_pipeline_closed_event_keeps_its_endpoint_until_freed)
+{
+	struct rdp_ep_params psrv = { .ops = &sink_ops, .lcore = -1 };
+	struct rdp_ep_params pcli = { .lcore = -1 };
+	struct rte_ring *ring;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *cli;
+	struct rdp_msg *ev;
+	double deadline;
+	char addr[64];
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", 65536);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	ring = rte_ring_create("ev_closed", 64, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	RDP_ASSERT(ring != NULL);
+	pcli.events = ring;
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	RDP_ASSERT(port > 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	cli = rdp_connect(addr, &pcli);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(cli, 5000), 0);
+	rdp_ep_set_ctx(cli, ring);
+	rdp_ep_close(cli);
+	/* CLOSED is in the ring; the application is busy elsewhere for a while */
+	deadline = now_s() + 5;
+	while (rte_ring_count(ring) < 2) /* ESTABLISHED, CLOSED */
+		RDP_ASSERT_MSG(now_s() < deadline, "no CLOSED event");
+	usleep(300000);
+	RDP_ASSERT_MSG(rdp_endpoint_count() == 2, "%u endpoints alive: the one whose CLOSED "
+		       "event waits in the ring was released", rdp_endpoint_count());
+	while (rdp_event_dequeue_burst(ring, &ev, 1) == 1) {
+		RDP_ASSERT(ev->event == RDP_EV_STATE && ev->ep == cli);
+		RDP_ASSERT(rdp_ep_get_ctx(ev->ep) == ring);
+		rdp_msg_free(ev);
+	}
+	/* freeing CLOSED lets it go */
+	deadline = now_s() + 5;
+	while (rdp_endpoint_count() != 1)
+		RDP_ASSERT_MSG(now_s() < deadline, "%u endpoints alive after CLOSED was freed",
+			       rdp_endpoint_count());
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rte_ring_free(ring);
+	rdp_cfg_free(cfg);
+	return 0;
+}
