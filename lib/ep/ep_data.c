@@ -165,6 +165,8 @@ deliver(struct rdp_ep *ep)
 			held_inc(ep, n);
 		/* read now: once in the ring, the application may free it at once */
 		closed = kind == RDP_EV_STATE && batch[0]->user_data == RDP_EP_CLOSED;
+		if (closed && ep->prm.ops == NULL)
+			batch[0]->flags |= MSG_F_APP_REF; /* the endpoint lives until it is freed */
 		if (ep->prm.ops == NULL) {
 			RDP_HANDOFF_RELEASE(ep->prm.events);
 			acc = rte_ring_enqueue_burst(ep->prm.events, (void **)batch, n, NULL);
@@ -188,8 +190,10 @@ deliver(struct rdp_ep *ep)
 			if (ep->prm.ops != NULL)
 				free(batch[0]);
 			if (closed) {
-				/* nothing follows CLOSED: drop the application's reference */
-				ep_unref(ep);
+				/* nothing follows CLOSED: the application's reference goes
+				 * now, or in pipeline mode when it frees the event */
+				if (ep->prm.ops != NULL)
+					ep_unref(ep);
 				return work;
 			}
 			continue;
@@ -974,7 +978,12 @@ rdp_msg_free(struct rdp_msg *m)
 	if (m == NULL)
 		return;
 	if (m->flags & MSG_F_EVENT) {
+		struct rdp_ep *ep = m->ep;
+		bool ref = m->flags & MSG_F_APP_REF;
+
 		free(m);
+		if (ref)
+			ep_unref(ep);
 		return;
 	}
 	if (!(m->flags & MSG_F_RECV)) {

@@ -79,6 +79,8 @@ untag_ptr(const void *v)
 /* ---- rdp_msg.flags ---- */
 #define MSG_F_RECV (1u << 0)   /* a received message (its free reposts) */
 #define MSG_F_EVENT (1u << 1)  /* a state event (heap, not pool) */
+#define MSG_F_APP_REF (1u << 2) /* a pipeline CLOSED event: freeing it drops the
+				 * application's reference to its endpoint */
 
 /* Runtime of one poller lcore. */
 struct ep_lcore {

@@ -70,7 +70,8 @@ enum rdp_msg_event {
 	RDP_EV_SEND_FAILED, /**< a sent message was not delivered; `status` < 0 says why */
 	RDP_EV_STATE,       /**< the endpoint changed state: `user_data` is the new
 			     * enum rdp_ep_state, `status` its errno (0 or < 0);
-			     * do not free it */
+			     * free it with rdp_msg_free(): `ep` stays valid until
+			     * the CLOSED event is freed */
 };
 
 /** Run-to-completion callbacks (all on the endpoint's poller lcore). */
@@ -235,8 +236,9 @@ struct rdp_msg *rdp_msg_alloc(struct rdp_ep *ep, uint32_t len);
 uint16_t rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n);
 
 /**
- * Free a message: a received one returns its receive credit to the peer;
- * any other goes back to its pool.
+ * Free a message: a received one returns its receive credit to the peer; a
+ * state event is released (a CLOSED one releases its endpoint too); any
+ * other goes back to its pool.
  *
  * @param m
  *   The message (first segment), or NULL.
