@@ -328,3 +328,32 @@ RDP_TEST(e2e, ep_pipeline_closed_event_keeps_its_endpoint_until_freed)
 	rdp_cfg_free(cfg);
 	return 0;
 }
+
+RDP_TEST(e2e, ep_fini_releases_pipeline_endpoints_the_application_left_open)
+{
+	struct rdp_ep_params psrv = { .ops = &sink_ops, .lcore = -1 };
+	struct rdp_ep_params pcli = { .lcore = -1 };
+	struct rte_ring *ring;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *cli;
+	char addr[64];
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", 65536);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	ring = rte_ring_create("ev_left_open", 64, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	RDP_ASSERT(ring != NULL);
+	pcli.events = ring;
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	RDP_ASSERT(port > 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	cli = rdp_connect(addr, &pcli);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(cli, 5000), 0);
+	/* nobody dequeues: rdp_fini() closes it and does not wait for the ring */
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_endpoint_count(), 0);
+	rte_ring_free(ring);
+	rdp_cfg_free(cfg);
+	return 0;
+}
