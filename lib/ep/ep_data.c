@@ -154,7 +154,7 @@ deliver(struct rdp_ep *ep)
 	while (ep->ev_head != NULL) {
 		uint8_t kind = ep->ev_head->event;
 		uint16_t n = 0, acc, i;
-		bool closed;
+		bool closed, app_ref;
 
 		while (ep->ev_head != NULL && ep->ev_head->event == kind && n < EV_BURST) {
 			batch[n++] = q_pop(&ep->ev_head, &ep->ev_tail);
@@ -165,8 +165,11 @@ deliver(struct rdp_ep *ep)
 			held_inc(ep, n);
 		/* read now: once in the ring, the application may free it at once */
 		closed = kind == RDP_EV_STATE && batch[0]->user_data == RDP_EP_CLOSED;
-		if (closed && ep->prm.ops == NULL)
-			batch[0]->flags |= MSG_F_APP_REF; /* the endpoint lives until it is freed */
+		/* pipeline: the endpoint lives until the event is freed, unless
+		 * rdp_fini() closed it (nobody dequeues any more) */
+		app_ref = closed && ep->prm.ops == NULL && !ep->fini_closed;
+		if (app_ref)
+			batch[0]->flags |= MSG_F_APP_REF;
 		if (ep->prm.ops == NULL) {
 			RDP_HANDOFF_RELEASE(ep->prm.events);
 			acc = rte_ring_enqueue_burst(ep->prm.events, (void **)batch, n, NULL);
@@ -192,7 +195,7 @@ deliver(struct rdp_ep *ep)
 			if (closed) {
 				/* nothing follows CLOSED: the application's reference goes
 				 * now, or in pipeline mode when it frees the event */
-				if (ep->prm.ops != NULL)
+				if (!app_ref)
 					ep_unref(ep);
 				return work;
 			}

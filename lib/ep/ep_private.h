@@ -179,7 +179,8 @@ struct rdp_ep {
 	uint32_t id;
 	atomic_uint refs;               /* engine + application + held messages */
 	bool app_closed;                /* (atomic) rdp_ep_close() was called */
-	bool fini_closed;               /* rdp_fini() closed it (under rdp_rt.lock) */
+	bool fini_closed;               /* rdp_fini() closed it (under rdp_rt.lock; the
+					 * poller reads it after the close request) */
 };
 
 /* ---- datapath (ep_data.c), poller thread ---- */

@@ -140,7 +140,9 @@ int rdp_init(const struct rdp_cfg *cfg);
  *
  * @return
  *   0, or -EBUSY when messages are still held by the application (they are
- *   leaked, and counted in the log).
+ *   leaked, and counted in the log); a pipeline CLOSED event not yet freed
+ *   is one. Events left in a ring of an endpoint rdp_fini() closed name a
+ *   released endpoint: only free them.
  */
 int rdp_fini(void);
 
