@@ -760,8 +760,12 @@ device_events(void)
 	while (rdp_dev_event_get(rdp_rt.dev, &ev) == 0) {
 		switch (ev.type) {
 		case RDP_EVENT_QP_FATAL:
-			ep = ev.qp != NULL ? ev.qp->user_ctx : NULL;
-			if (ep != NULL && ep->hs == HS_DONE) {
+			/* the event may name a QP destroyed since it was queued: never
+			 * dereference it, look for the established endpoint that has it */
+			TAILQ_FOREACH(ep, &ctl.established, ctl_next)
+				if (ev.qp != NULL && ep->qp == ev.qp)
+					break;
+			if (ep != NULL) {
 				EP_LOG(NOTICE, "endpoint %u: its QP went to error (device event)",
 				       ep->id);
 				close_fd(ep);
