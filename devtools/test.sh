@@ -34,21 +34,22 @@ devtools/deps.sh test
 logs=()
 times=()
 run_lane() {	# run_lane DIR LOGBASE SETUP-ARGS -- TEST-ARGS
-	local dir=$1 base=$2 t0=$SECONDS
+	local dir=$1 base=$2 t0=$SECONDS name=$1
 	shift 2
+	[ "$base" = lane ] || name=$dir:$base
 	local setup=()
 	while [ "$1" != -- ]; do setup+=("$1"); shift; done
 	shift
-	echo "=== lane $dir ($base)"
+	echo "=== lane $name"
 	if [ ! -f "$dir/build.ninja" ]; then
 		meson setup "$dir" "${setup[@]}" >"$dir.setup.log" 2>&1 ||
-			{ cat "$dir.setup.log"; times+=("$base: setup failed"); return 1; }
+			{ cat "$dir.setup.log"; times+=("$name: setup failed"); return 1; }
 	fi
 	ninja -C "$dir" >"$dir.build.log" 2>&1 ||
-		{ tail -50 "$dir.build.log"; times+=("$base: build failed"); return 1; }
+		{ tail -50 "$dir.build.log"; times+=("$name: build failed"); return 1; }
 	meson test -C "$dir" --no-rebuild --print-errorlogs --logbase "$base" "$@" || true
 	logs+=("$dir/meson-logs/$base.json")
-	times+=("$base: $((SECONDS - t0)) s")
+	times+=("$name $((SECONDS - t0)) s")
 }
 
 skip_lane() {	# skip_lane NAME REASON
@@ -104,5 +105,5 @@ if [ $quick = 0 ]; then
 	fi
 fi
 
-echo "lane wall times: $(IFS=';'; echo "${times[*]}")"
+echo "lane wall times: $(IFS=,; echo "${times[*]}" | sed 's/,/, /g')"
 python3 devtools/test_summary.py "${logs[@]}"

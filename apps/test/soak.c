@@ -1343,7 +1343,7 @@ check_direction(const struct inc *i, const char *dir, const struct soak_rec *snd
 		m.l.failed += failed;
 		if (rcv_dead && done > got)
 			m.l.lost_with_peer += done - got;
-		if (declined && done > got)
+		else if (declined && done > got)
 			m.l.declined += done - got;
 		m.l.delivered += got;
 	} else {
