@@ -981,7 +981,7 @@ struct stream {
 struct ledger {
 	uint64_t incs[2];       /* in process, across */
 	uint64_t handshake_failures;
-	uint64_t handshake_errno[4]; /* ECONNREFUSED, ETIMEDOUT, ECANCELED, other */
+	uint64_t handshake_errno[5]; /* ECONNREFUSED, ETIMEDOUT, ECANCELED, other, closed */
 	int handshake_other;         /* the last other errno */
 	uint64_t accepted, done, failed, delivered, bytes;
 	uint64_t lost_with_peer, declined;
@@ -1402,8 +1402,9 @@ check_inc(struct inc *i)
 		int e = (int)-LD(c->err);
 
 		m.l.handshake_failures++;
-		m.l.handshake_errno[e == ECONNREFUSED ? 0 : e == ETIMEDOUT ? 1 : e == ECANCELED ? 2 : 3]++;
-		if (e != ECONNREFUSED && e != ETIMEDOUT && e != ECANCELED)
+		m.l.handshake_errno[e == 0 ? 4 : e == ECONNREFUSED ? 0 : e == ETIMEDOUT ? 1 :
+				    e == ECANCELED ? 2 : 3]++;
+		if (e != 0 && e != ECONNREFUSED && e != ETIMEDOUT && e != ECANCELED)
 			m.l.handshake_other = e;
 	}
 	if (((cf | af) & SF_FAILED) && !i->doomed && !((cf | af) & (SF_DOOMED | SF_LINK)) &&
@@ -1450,9 +1451,10 @@ print_ledger(double secs, uint64_t seed)
 	printf("soak: %.0f s, seed %" PRIu64 " (RDP_SOAK_SEED=%" PRIu64 " replays the choices)\n",
 	       secs, seed, seed);
 	printf("soak: incarnations %" PRIu64 " in process + %" PRIu64 " across processes, "
-	       "%" PRIu64 " ended in their handshake (refused %" PRIu64 ", timed out %" PRIu64
-	       ", cancelled %" PRIu64 ", other %" PRIu64 "%s%s)\n", m.l.incs[0], m.l.incs[1],
-	       m.l.handshake_failures, m.l.handshake_errno[0], m.l.handshake_errno[1],
+	       "%" PRIu64 " ended in their handshake (closed by a stack restart %" PRIu64
+	       ", refused %" PRIu64 ", timed out %" PRIu64 ", cancelled %" PRIu64 ", other %"
+	       PRIu64 "%s%s)\n", m.l.incs[0], m.l.incs[1], m.l.handshake_failures,
+	       m.l.handshake_errno[4], m.l.handshake_errno[0], m.l.handshake_errno[1],
 	       m.l.handshake_errno[2], m.l.handshake_errno[3],
 	       m.l.handshake_other ? ": " : "",
 	       m.l.handshake_other ? strerror(m.l.handshake_other) : "");
