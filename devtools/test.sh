@@ -5,7 +5,8 @@
 # Lanes (each a meson build directory; a lane that cannot run here says why
 # and counts as skipped):
 #   build-test   gcc, every suite but valgrind (the soak runs $RDP_SOAK_SECONDS, 60)
-#   build-asan   clang with ASan+UBSan: unit, shm and e2e, fewer messages per stream
+#   build-asan   clang with ASan+UBSan (and LeakSanitizer): unit, shm, e2e with fewer
+#                messages per stream, and a 20 s soak
 #   build-tsan   clang with ThreadSanitizer: suite race (lcore handoffs, pollers,
 #                pipeline endpoints end to end)
 #   build-fuzz   clang with libFuzzer: each target for $RDP_FUZZ_SECONDS (30)
@@ -77,11 +78,11 @@ if [ $quick = 0 ]; then
 	if ! command -v clang >/dev/null; then
 		for l in build-asan build-tsan build-fuzz; do skip_lane "$l" "clang not found"; done
 	else
-		if want unit || want shm || want e2e; then
-			asan_suites=(--suite unit --suite shm --suite e2e)
+		if want unit || want shm || want e2e || want soak; then
+			asan_suites=(--suite unit --suite shm --suite e2e --suite soak)
 			[ ${#only[@]} -gt 0 ] && asan_suites=("${only[@]}")
-			RDP_E2E_COUNT=${RDP_E2E_COUNT:-30000} \
-			ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+			RDP_E2E_COUNT=${RDP_E2E_COUNT:-30000} RDP_SOAK_SECONDS=20 \
+			ASAN_OPTIONS=abort_on_error=1 \
 			CC=clang run_lane build-asan lane -Dsanitize=true -Db_lundef=false -- \
 				"${asan_suites[@]}" || true
 		fi

@@ -333,6 +333,7 @@ RDP_TEST(e2e, ep_fini_releases_pipeline_endpoints_the_application_left_open)
 {
 	struct rdp_ep_params psrv = { .ops = &sink_ops, .lcore = -1 };
 	struct rdp_ep_params pcli = { .lcore = -1 };
+	struct rdp_msg *ev;
 	struct rte_ring *ring;
 	struct rdp_cfg *cfg;
 	struct rdp_ep *cli;
@@ -353,6 +354,9 @@ RDP_TEST(e2e, ep_fini_releases_pipeline_endpoints_the_application_left_open)
 	/* nobody dequeues: rdp_fini() closes it and does not wait for the ring */
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	RDP_ASSERT_EQ(rdp_endpoint_count(), 0);
+	/* what is left in the ring names a released endpoint: only free it */
+	while (rdp_event_dequeue_burst(ring, &ev, 1) == 1)
+		rdp_msg_free(ev);
 	rte_ring_free(ring);
 	rdp_cfg_free(cfg);
 	return 0;
