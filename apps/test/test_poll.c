@@ -3,8 +3,9 @@
  * The handoffs between lcores, on their own: the poller's inbox fed by
  * several lcores at once, CQ growth asked for by another thread while the
  * poller runs, and pool buffers allocated on one lcore and freed on
- * another. The poller has CPU 1 to itself; the other lcores share CPU 0. These are the paths the ThreadSanitizer lane checks (suite
- * race), without endpoints on top.
+ * another. The poller has CPU 1 to itself; the other lcores share CPU 0.
+ * These are the paths the ThreadSanitizer lane checks (suite race),
+ * without endpoints on top.
  */
 #include <errno.h>
 #include <sched.h>
