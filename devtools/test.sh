@@ -2,12 +2,20 @@
 # Build rdmaplane and run the whole test suite: the README's second command
 # and the only thing CI runs. The last line is "N passed, N failed[, N skipped]".
 #
-# Lanes (each a meson build directory):
-#   build-test   gcc, every suite
-#   build-asan   clang with ASan+UBSan, the suites that exercise memory
+# Lanes (each a meson build directory; a lane that cannot run here says why
+# and counts as skipped):
+#   build-test   gcc, every suite but valgrind (the soak runs $RDP_SOAK_SECONDS, 60)
+#   build-asan   clang with ASan+UBSan (and LeakSanitizer): unit, shm, e2e with fewer
+#                messages per stream, and a 20 s soak
+#   build-tsan   clang with ThreadSanitizer: suite race (lcore handoffs, pollers,
+#                pipeline endpoints end to end)
+#   build-fuzz   clang with libFuzzer: each target for $RDP_FUZZ_SECONDS (30)
+#   valgrind     memcheck over build-test: a two-process stream, no error, no
+#                definite leak
 #   build-rxe    build-test's binaries on real Soft-RoCE in a qemu guest
 #                (devtools/rxe-vm.sh; counted as skipped where qemu cannot run)
-# Options: --quick (skip the sanitizer lane), --suite S (restrict lanes to S)
+# Each lane's wall time is printed. Options: --quick (build-test only),
+# --suite S (restrict lanes to S), --soak SECONDS (a longer soak).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -18,7 +26,8 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) quick=1 ;;
 	--suite) only+=(--suite "$2"); shift ;;
-	*) echo "usage: $0 [--quick] [--suite S]..." >&2; exit 2 ;;
+	--soak) export RDP_SOAK_SECONDS=$2; shift ;;
+	*) echo "usage: $0 [--quick] [--suite S]... [--soak SECONDS]" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -26,32 +35,86 @@ done
 devtools/deps.sh test
 
 logs=()
-run_lane() {	# run_lane DIR SETUP-ARGS -- TEST-ARGS
-	local dir=$1; shift
+times=()
+run_lane() {	# run_lane DIR LOGBASE SETUP-ARGS -- TEST-ARGS
+	local dir=$1 base=$2 t0=$SECONDS name=$1
+	shift 2
+	[ "$base" = lane ] || name=$dir:$base
 	local setup=()
 	while [ "$1" != -- ]; do setup+=("$1"); shift; done
 	shift
-	echo "=== lane $dir"
+	echo "=== lane $name"
 	if [ ! -f "$dir/build.ninja" ]; then
 		meson setup "$dir" "${setup[@]}" >"$dir.setup.log" 2>&1 ||
-			{ cat "$dir.setup.log"; return 1; }
+			{ cat "$dir.setup.log"; times+=("$name: setup failed"); return 1; }
 	fi
-	ninja -C "$dir" >"$dir.build.log" 2>&1 || { tail -50 "$dir.build.log"; return 1; }
-	meson test -C "$dir" --no-rebuild --print-errorlogs --logbase lane "$@" || true
-	logs+=("$dir/meson-logs/lane.json")
+	ninja -C "$dir" >"$dir.build.log" 2>&1 ||
+		{ tail -50 "$dir.build.log"; times+=("$name: build failed"); return 1; }
+	meson test -C "$dir" --no-rebuild --print-errorlogs --logbase "$base" "$@" || true
+	logs+=("$dir/meson-logs/$base.json")
+	times+=("$name $((SECONDS - t0)) s")
 }
 
-run_lane build-test -- ${only[@]+"${only[@]}"}
+skip_lane() {	# skip_lane NAME REASON
+	echo "=== lane $1: skipped ($2)"
+	logs+=("skip:$1:$2")
+	times+=("$1: skipped")
+}
+
+# The valgrind suite has a lane of its own below; a longer soak a longer timeout.
+main_args=(--no-suite valgrind)
+if [ -n "${RDP_SOAK_SECONDS:-}" ]; then
+	main_args+=(--timeout-multiplier $(( (RDP_SOAK_SECONDS + 240) / 240 )))
+fi
+[ ${#only[@]} -gt 0 ] && main_args=("${only[@]}" "${main_args[@]:2}")
+run_lane build-test lane -- "${main_args[@]}" || true
+
+want() {	# want SUITE: is SUITE among --suite, or was none given?
+	[ ${#only[@]} -eq 0 ] && return 0
+	local s
+	for s in "${only[@]}"; do [ "$s" = "$1" ] && return 0; done
+	return 1
+}
+
 if [ $quick = 0 ]; then
-	asan_suites=(--suite unit --suite shm --suite e2e)
-	[ ${#only[@]} -gt 0 ] && asan_suites=("${only[@]}")
-	CC=clang run_lane build-asan -Dsanitize=true -Db_lundef=false -- "${asan_suites[@]}"
+	if ! command -v clang >/dev/null; then
+		for l in build-asan build-tsan build-fuzz; do skip_lane "$l" "clang not found"; done
+	else
+		if want unit || want shm || want e2e || want soak; then
+			asan_suites=(--suite unit --suite shm --suite e2e --suite soak)
+			[ ${#only[@]} -gt 0 ] && asan_suites=("${only[@]}")
+			RDP_E2E_COUNT=${RDP_E2E_COUNT:-30000} RDP_SOAK_SECONDS=20 \
+			ASAN_OPTIONS=abort_on_error=1 \
+			CC=clang run_lane build-asan lane -Dsanitize=true -Db_lundef=false -- \
+				"${asan_suites[@]}" || true
+		fi
+		if want race; then
+			RDP_E2E_COUNT=${RDP_E2E_COUNT:-5000} \
+			TSAN_OPTIONS="suppressions=$top/devtools/tsan.supp halt_on_error=1 exitcode=66" \
+			CC=clang run_lane build-tsan lane -Dtsan=true -Db_lundef=false -- \
+				--suite race || true
+		fi
+		if want fuzz; then
+			CC=clang run_lane build-fuzz lane -Dfuzz=true -Dtests=false -Db_lundef=false -- \
+				--suite fuzz || true
+		fi
+	fi
+	if want valgrind; then
+		if command -v valgrind >/dev/null; then
+			run_lane build-test valgrind -- --suite valgrind || true
+		else
+			skip_lane valgrind "valgrind not found"
+		fi
+	fi
 fi
 
-if [ ${#only[@]} -eq 0 ] || [[ " ${only[*]} " == *" rxe "* ]]; then
+if [ $quick = 0 ] && want rxe; then
+	t0=$SECONDS
 	echo "=== lane build-rxe"
 	devtools/rxe-vm.sh -B build-test -w build-rxe || true
 	logs+=(build-rxe/rxe-vm.json)
+	times+=("build-rxe $((SECONDS - t0)) s")
 fi
 
+echo "lane wall times: $(IFS=,; echo "${times[*]}" | sed 's/,/, /g')"
 python3 devtools/test_summary.py "${logs[@]}"

@@ -365,6 +365,13 @@ stream_cfg(const char *driver, uint32_t max_msg)
 	snprintf(v, sizeof(v), "%u", max_msg);
 	RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_msg_size", v, "test") == 0, "%s",
 		       rdp_err_msg());
+	/* slow runs (valgrind) need longer handshake deadlines */
+	if (getenv("RDP_TEST_HANDSHAKE_MS") != NULL) {
+		RDP_ASSERT(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "connect_timeout_ms",
+				       getenv("RDP_TEST_HANDSHAKE_MS"), "test") == 0);
+		RDP_ASSERT(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "handshake_timeout_ms",
+				       getenv("RDP_TEST_HANDSHAKE_MS"), "test") == 0);
+	}
 	RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "driver", driver, "test") == 0, "%s",
 		       rdp_err_msg());
 	stream_cfg_env(cfg);

@@ -88,6 +88,32 @@ void rdp_err_clear(void);
 #define RDP_LOG(level, type, lib, fmt, ...) \
 	rte_log(RTE_LOG_ ## level, type, "rdp." lib ": " fmt "\n", ##__VA_ARGS__)
 
+/*
+ * Ownership handed over through a multi-producer rte_ring, made visible to
+ * ThreadSanitizer. DPDK's ring orders a producer after earlier producers
+ * with a relaxed wait, so in the C11 model a consumer synchronises with the
+ * last producer only (x86 is TSO: the ring is correct there). Producers
+ * release the ring before they enqueue, consumers acquire it after they
+ * dequeue. Compiled out unless built with ThreadSanitizer.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define RDP_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RDP_TSAN 1
+#endif
+#endif
+#ifdef RDP_TSAN
+#include <sanitizer/tsan_interface.h>
+/** The calling thread hands what it wrote over through ring @p r. */
+#define RDP_HANDOFF_RELEASE(r) __tsan_release((void *)(r))
+/** The calling thread takes over what went through ring @p r. */
+#define RDP_HANDOFF_ACQUIRE(r) __tsan_acquire((void *)(r))
+#else
+#define RDP_HANDOFF_RELEASE(r) do { } while (0)
+#define RDP_HANDOFF_ACQUIRE(r) do { } while (0)
+#endif
+
 #ifdef __cplusplus
 }
 #endif

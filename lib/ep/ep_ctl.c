@@ -92,6 +92,7 @@ ctl_push(void *obj, enum ctl_req req, bool wake)
 	void *item = (void *)((uintptr_t)obj | req);
 	uint64_t one = 1;
 
+	RDP_HANDOFF_RELEASE(ctl.inbox);
 	while (rte_ring_mp_enqueue(ctl.inbox, item) != 0)
 		usleep(100);
 	if (wake && write(ctl.wake_fd, &one, sizeof(one)) < 0)
@@ -699,12 +700,13 @@ accept_one(struct listener *l)
 static void
 close_request(struct rdp_ep *ep)
 {
-	ep->closing = true;
 	if (ep->hs == HS_DONE || ep->hs == HS_NONE) {
-		/* the poller owns it (or it failed): it drains and says CLOSED */
+		/* the poller owns it (or it failed): it marks it closing, drains
+		 * and says CLOSED; its fields are not ours to write any more */
 		poller_push(ep, TAG_CLOSE);
 		return;
 	}
+	ep->closing = true;
 	hs_fail(ep, -ECANCELED, "closed by the application");
 }
 
@@ -732,6 +734,7 @@ serve_inbox(void)
 	unsigned int n, i;
 
 	while ((n = rte_ring_sc_dequeue_burst(ctl.inbox, items, RTE_DIM(items), NULL)) > 0) {
+		RDP_HANDOFF_ACQUIRE(ctl.inbox);
 		for (i = 0; i < n; i++) {
 			void *obj = (void *)((uintptr_t)items[i] & ~(uintptr_t)7);
 
@@ -784,8 +787,12 @@ device_events(void)
 	while (rdp_dev_event_get(rdp_rt.dev, &ev) == 0) {
 		switch (ev.type) {
 		case RDP_EVENT_QP_FATAL:
-			ep = ev.qp != NULL ? ev.qp->user_ctx : NULL;
-			if (ep != NULL && ep->hs == HS_DONE) {
+			/* the event may name a QP destroyed since it was queued: never
+			 * dereference it, look for the established endpoint that has it */
+			TAILQ_FOREACH(ep, &ctl.established, ctl_next)
+				if (ev.qp != NULL && ep->qp == ev.qp)
+					break;
+			if (ep != NULL) {
 				EP_LOG(NOTICE, "endpoint %u: its QP went to error (device event)",
 				       ep->id);
 				close_fd(ep);

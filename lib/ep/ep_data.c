@@ -98,15 +98,15 @@ send_done(struct rdp_ep *ep, struct rdp_msg *m, int status)
 {
 	m->status = status;
 	if (status == 0) {
-		ep->stats.msgs_sent++;
-		ep->stats.bytes_sent += m->pkt_len;
+		EP_STAT_ADD(ep, msgs_sent, 1);
+		EP_STAT_ADD(ep, bytes_sent, m->pkt_len);
 		if (!ep->prm.notify_send_ok) {
 			rdp_pool_put_chain(m);
 			return;
 		}
 		m->event = RDP_EV_SEND_DONE;
 	} else {
-		ep->stats.msgs_failed++;
+		EP_STAT_ADD(ep, msgs_failed, 1);
 		m->event = RDP_EV_SEND_FAILED;
 	}
 	ev_push(ep, m);
@@ -154,6 +154,7 @@ deliver(struct rdp_ep *ep)
 	while (ep->ev_head != NULL) {
 		uint8_t kind = ep->ev_head->event;
 		uint16_t n = 0, acc, i;
+		bool closed, app_ref;
 
 		while (ep->ev_head != NULL && ep->ev_head->event == kind && n < EV_BURST) {
 			batch[n++] = q_pop(&ep->ev_head, &ep->ev_tail);
@@ -162,7 +163,15 @@ deliver(struct rdp_ep *ep)
 		}
 		if (kind == RDP_EV_RECV)
 			held_inc(ep, n);
+		/* read now: once in the ring, the application may free it at once */
+		closed = kind == RDP_EV_STATE && batch[0]->user_data == RDP_EP_CLOSED;
+		/* pipeline: the endpoint lives until the event is freed, unless
+		 * rdp_fini() closed it (nobody dequeues any more) */
+		app_ref = closed && ep->prm.ops == NULL && !ep->fini_closed;
+		if (app_ref)
+			batch[0]->flags |= MSG_F_APP_REF;
 		if (ep->prm.ops == NULL) {
+			RDP_HANDOFF_RELEASE(ep->prm.events);
 			acc = rte_ring_enqueue_burst(ep->prm.events, (void **)batch, n, NULL);
 		} else if (kind == RDP_EV_RECV) {
 			acc = ep->prm.ops->on_recv(ep, batch, n, ep->prm.arg);
@@ -180,14 +189,14 @@ deliver(struct rdp_ep *ep)
 			acc = n;
 		}
 		work += acc;
-		if (kind == RDP_EV_STATE) {
-			bool closed = batch[0]->user_data == RDP_EP_CLOSED;
-
+		if (kind == RDP_EV_STATE && acc == 1) {
 			if (ep->prm.ops != NULL)
 				free(batch[0]);
 			if (closed) {
-				/* nothing follows CLOSED: drop the application's reference */
-				ep_unref(ep);
+				/* nothing follows CLOSED: the application's reference goes
+				 * now, or in pipeline mode when it frees the event */
+				if (!app_ref)
+					ep_unref(ep);
 				return work;
 			}
 			continue;
@@ -198,7 +207,7 @@ deliver(struct rdp_ep *ep)
 				held_sub(ep, n - acc);
 				if (!ep->backpressured) {
 					ep->backpressured = true;
-					ep->stats.backpressure++;
+					EP_STAT_ADD(ep, backpressure, 1);
 				}
 			}
 			ev_unpop(ep, batch + acc, n - acc);
@@ -321,6 +330,8 @@ finalize(struct rdp_ep *ep)
 		rdp_pool_put_chain(ep->rx_head);
 		ep->rx_head = ep->rx_tail = NULL;
 	}
+	while (ep->early_head != NULL)
+		rdp_pool_put_chain(q_pop(&ep->early_head, &ep->early_tail));
 	ep->retired = true;
 	rdp_poller_slot_free(ep->lc->poller, ep->slot);
 	if (ep->closing) {
@@ -477,12 +488,16 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 		head->flags = MSG_F_RECV;
 		head->status = 0;
 		head->ep = ep;
-		ep->stats.msgs_received++;
-		ep->stats.bytes_received += head->pkt_len;
+		EP_STAT_ADD(ep, msgs_received, 1);
+		EP_STAT_ADD(ep, bytes_received, head->pkt_len);
 		if (ep->closing) {
 			/* closed by the application: nobody to give it to */
 			held_inc(ep, 1);
 			recv_freed(ep, head);
+		} else if (!ep->admitted) {
+			/* a fast peer: its messages wait for ESTABLISHED, and are
+			 * dropped if the endpoint never gets there */
+			q_push(&ep->early_head, &ep->early_tail, head);
 		} else {
 			ev_push(ep, head);
 		}
@@ -507,7 +522,7 @@ send_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 	}
 	if (unlikely(wc->status != RDP_WC_SUCCESS)) {
 		if (wc->status == RDP_WC_RNR_RETRY_EXC_ERR)
-			ep->stats.rnr++;
+			EP_STAT_ADD(ep, rnr, 1);
 		if (seq < ep->err_seq)
 			ep->err_seq = seq;
 		ep_fail(ep, wc_errno(wc->status), "send completed with %s",
@@ -661,7 +676,7 @@ post_sends(struct rdp_ep *ep)
 	k = rdp_post_send(ep->qp, wr, n, &err);
 	if (unlikely(k < n)) {
 		if (err == -ENOMEM)
-			ep->stats.enomem++;
+			EP_STAT_ADD(ep, enomem, 1);
 		seq = rdp_credit_seq_expand(c, rdp_wrid_low(wr[k].wr_id));
 		if (seq < ep->err_seq)
 			ep->err_seq = seq;
@@ -713,8 +728,6 @@ ep_progress(void *client)
 static void
 ep_admit(struct rdp_ep *ep)
 {
-	struct rdp_msg *early, *early_tail;
-
 	if (ep->qp == NULL) {
 		/* the handshake failed before a QP existed: nothing to drain */
 		ep->retired = true;
@@ -730,9 +743,6 @@ ep_admit(struct rdp_ep *ep)
 		/* receives were posted: drain them before handing the QP back */
 		ep_set_state(ep, ep->closing ? RDP_EP_DRAINING : RDP_EP_FAILED);
 		start_teardown(ep);
-		/* an application that never heard of it gets none of its messages */
-		while (!ep->app_visible && ep->ev_head != NULL)
-			rdp_pool_put_chain(q_pop(&ep->ev_head, &ep->ev_tail));
 		return;
 	}
 	if (!ep->app_visible) {
@@ -740,22 +750,12 @@ ep_admit(struct rdp_ep *ep)
 		atomic_fetch_add(&ep->refs, 1);
 		__atomic_store_n(&ep->app_visible, true, __ATOMIC_RELEASE);
 	}
+	ep->admitted = true;
 	ep_set_state(ep, RDP_EP_ESTABLISHED);
-	/*
-	 * The peer may send as soon as it is admitted itself, so its first
-	 * messages can be polled before this admission: ESTABLISHED goes first.
-	 */
-	early = ep->ev_head;
-	early_tail = ep->ev_tail;
-	ep->ev_head = ep->ev_tail = NULL;
+	/* ESTABLISHED first, then what a fast peer sent before the admission */
 	ev_state(ep, RDP_EP_ESTABLISHED, 0);
-	if (early != NULL) {
-		if (ep->ev_tail != NULL)
-			ep->ev_tail->link = early;
-		else
-			ep->ev_head = early;
-		ep->ev_tail = early_tail;
-	}
+	while (ep->early_head != NULL)
+		ev_push(ep, q_pop(&ep->early_head, &ep->early_tail));
 	ep_busy(ep);
 }
 
@@ -775,10 +775,16 @@ ep_close_local(struct rdp_ep *ep)
 	ep_busy(ep);
 }
 
+/*
+ * A send handed over from another thread. rdp_ep_send_burst() accepted it
+ * while the endpoint was established, so it goes behind the others: sent
+ * by a drain, or reported failed by the teardown after every earlier one.
+ * Only once the teardown has reported everything is it failed at once.
+ */
 static void
 ep_accept_send(struct rdp_ep *ep, struct rdp_msg *m)
 {
-	if (ep_get_state(ep) != RDP_EP_ESTABLISHED || ep->closing) {
+	if (ep->retired) {
 		send_done(ep, m, ep->err != 0 ? ep->err : -ENOTCONN);
 		return;
 	}
@@ -963,7 +969,12 @@ rdp_msg_free(struct rdp_msg *m)
 	if (m == NULL)
 		return;
 	if (m->flags & MSG_F_EVENT) {
+		struct rdp_ep *ep = m->ep;
+		bool ref = m->flags & MSG_F_APP_REF;
+
 		free(m);
+		if (ref)
+			ep_unref(ep);
 		return;
 	}
 	if (!(m->flags & MSG_F_RECV)) {

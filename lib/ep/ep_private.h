@@ -29,6 +29,16 @@ extern int rdp_ep_logtype;
 
 _Static_assert(IMM_CREDITS == RDP_CREDIT_IMM_MAX, "credit field width");
 
+/*
+ * Endpoint counters have one writer, the owning poller, and readers on any
+ * thread (rdp_ep_stats_get(), telemetry): relaxed atomic loads and stores,
+ * plain moves on x86, keep every value whole.
+ */
+#define EP_STAT_ADD(ep, field, n) \
+	__atomic_store_n(&(ep)->stats.field, \
+			 __atomic_load_n(&(ep)->stats.field, __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
+#define EP_STAT_READ(ep, field) __atomic_load_n(&(ep)->stats.field, __ATOMIC_RELAXED)
+
 /* ---- inbox items: pointers (64-byte aligned) tagged in their low bits ---- */
 enum inbox_tag {
 	TAG_SEND = 0,  /* struct rdp_msg *: send it */
@@ -69,6 +79,8 @@ untag_ptr(const void *v)
 /* ---- rdp_msg.flags ---- */
 #define MSG_F_RECV (1u << 0)   /* a received message (its free reposts) */
 #define MSG_F_EVENT (1u << 1)  /* a state event (heap, not pool) */
+#define MSG_F_APP_REF (1u << 2) /* a pipeline CLOSED event: freeing it drops the
+				 * application's reference to its endpoint */
 
 /* Runtime of one poller lcore. */
 struct ep_lcore {
@@ -122,10 +134,13 @@ struct rdp_ep {
 	bool drain_done;
 	bool closing;                   /* application closed it */
 	bool retired;                   /* handed back to the control thread */
-	bool app_visible;               /* the application knows it: events flow */
+	bool app_visible;               /* (atomic) the application knows it: events flow */
 	bool release_pending;           /* free it when it leaves the busy list */
 	struct rdp_pool *recv_pool;     /* this endpoint's receive buffers */
 	uint32_t recv_posted;           /* entries in the RQ */
+	bool admitted;                  /* the poller took it over: its events may flow */
+	struct rdp_msg *early_head;     /* messages completed before that, in order */
+	struct rdp_msg *early_tail;
 	struct ep_frame frame;          /* receive framing state */
 	struct rdp_msg *rx_head;        /* message being reassembled */
 	struct rdp_msg *rx_tail;
@@ -162,7 +177,10 @@ struct rdp_ep {
 	char peer[80];
 	uint32_t id;
 	atomic_uint refs;               /* engine + application + held messages */
-	atomic_bool app_closed;         /* rdp_ep_close() was called (once) */
+	bool app_closed;                /* (atomic) closed once, by the application or
+					 * by rdp_fini() */
+	bool fini_closed;               /* rdp_fini() closed it (under rdp_rt.lock; the
+					 * poller reads it after the close request) */
 };
 
 /* ---- datapath (ep_data.c), poller thread ---- */

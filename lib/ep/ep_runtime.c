@@ -48,7 +48,6 @@ ep_new(struct ep_lcore *lc, const struct rdp_ep_params *prm, bool app_visible)
 	ep->busy.client = ep;
 	ep->app_visible = app_visible;
 	atomic_init(&ep->refs, app_visible ? 2 : 1);
-	atomic_init(&ep->app_closed, false);
 	ep_set_state(ep, RDP_EP_CONNECTING);
 	pthread_mutex_lock(&rdp_rt.lock);
 	ep->id = ++rdp_rt.next_id;
@@ -191,7 +190,7 @@ int
 rdp_ep_close(struct rdp_ep *ep)
 {
 	/* once: rdp_fini() may race with the application to close it */
-	if (!atomic_exchange(&ep->app_closed, true))
+	if (!__atomic_exchange_n(&ep->app_closed, true, __ATOMIC_ACQ_REL))
 		ctl_close(ep);
 	return 0;
 }
@@ -244,13 +243,21 @@ rdp_ep_get_ctx(const struct rdp_ep *ep)
 	return ep->ctx;
 }
 
-void
-rdp_ep_stats_get(const struct rdp_ep *ep, struct rdp_ep_stats *s)
+/*
+ * The credit state is plain data of lib/credit (pure code, shared with the
+ * model), written by the owning poller only. Read from another thread it
+ * is the racy snapshot rdp_ep_stats_get() promises: aligned words, each
+ * whole, not consistent with one another. Not instrumented by
+ * ThreadSanitizer for that reason; the counters above are atomics.
+ */
+__attribute__((no_sanitize("thread")))
+static void
+credit_snapshot(const struct rdp_ep *ep, struct rdp_ep_stats *s)
 {
 	const struct rdp_credit *c = &ep->credit;
 
-	*s = ep->stats;
-	s->sq_inflight = rdp_credit_sq_inflight(c);
+	/* rdp_credit_sq_inflight(), spelt out: an inline callee would be instrumented */
+	s->sq_inflight = (uint32_t)(c->sq_pi - c->sq_ci);
 	s->remote_credits = c->rc;
 	s->owed = c->owed;
 	s->recv_posted = ep->recv_posted;
@@ -258,6 +265,21 @@ rdp_ep_stats_get(const struct rdp_ep *ep, struct rdp_ep_stats *s)
 	s->reclaims = c->stats.reclaims_posted;
 	s->sq_stalls = c->stats.sq_stalls;
 	s->remote_stalls = c->stats.remote_stalls;
+}
+
+void
+rdp_ep_stats_get(const struct rdp_ep *ep, struct rdp_ep_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->msgs_sent = EP_STAT_READ(ep, msgs_sent);
+	s->msgs_failed = EP_STAT_READ(ep, msgs_failed);
+	s->msgs_received = EP_STAT_READ(ep, msgs_received);
+	s->bytes_sent = EP_STAT_READ(ep, bytes_sent);
+	s->bytes_received = EP_STAT_READ(ep, bytes_received);
+	s->backpressure = EP_STAT_READ(ep, backpressure);
+	s->enomem = EP_STAT_READ(ep, enomem);
+	s->rnr = EP_STAT_READ(ep, rnr);
+	credit_snapshot(ep, s);
 }
 
 unsigned int
@@ -539,6 +561,10 @@ rdp_init(const struct rdp_cfg *cfg)
 
 	if (rdp_rt.up)
 		return rdp_err_set(EALREADY, "rdp_init called twice");
+	if (rdp_rt.nb_lcores > 0)
+		/* pollers, pools and endpoints the application still holds remain */
+		return rdp_err_set(EBUSY, "the last rdp_fini() could not release every endpoint "
+				   "(-EBUSY): rdmaplane cannot start again in this process");
 	TAILQ_INIT(&rdp_rt.all);
 	if (sodium_init() < 0) {
 		ret = rdp_err_set(EIO, "libsodium cannot initialise");
@@ -593,14 +619,28 @@ fail:
 	return ret;
 }
 
-/* Wait until every endpoint is gone, or the deadline passes. */
+/*
+ * Close what the application left open (accepted sends drain or fail),
+ * also what a handshake admits meanwhile, until every endpoint is gone or
+ * the deadline passes.
+ */
 static unsigned int
-wait_endpoints(unsigned int ms)
+close_and_wait_endpoints(unsigned int ms)
 {
 	unsigned int left = 0, waited;
+	struct rdp_ep *ep;
 
 	for (waited = 0; waited <= ms; waited += 10) {
 		pthread_mutex_lock(&rdp_rt.lock);
+		TAILQ_FOREACH(ep, &rdp_rt.all, all_next) {
+			/* the registry lock keeps it alive while we look */
+			if (__atomic_load_n(&ep->app_visible, __ATOMIC_ACQUIRE) &&
+			    ep_get_state(ep) != RDP_EP_CLOSED &&
+			    !__atomic_exchange_n(&ep->app_closed, true, __ATOMIC_ACQ_REL)) {
+				ep->fini_closed = true;
+				ctl_close(ep);
+			}
+		}
 		left = TAILQ_EMPTY(&rdp_rt.all) ? 0 : 1;
 		pthread_mutex_unlock(&rdp_rt.lock);
 		if (left == 0)
@@ -619,13 +659,7 @@ rdp_fini(void)
 
 	if (!rdp_rt.up)
 		return 0;
-	/* close what the application left open: accepted sends drain or fail */
-	pthread_mutex_lock(&rdp_rt.lock);
-	TAILQ_FOREACH(ep, &rdp_rt.all, all_next)
-		if (__atomic_load_n(&ep->app_visible, __ATOMIC_ACQUIRE))
-			rdp_ep_close(ep); /* the registry lock keeps it alive meanwhile */
-	pthread_mutex_unlock(&rdp_rt.lock);
-	if (wait_endpoints(5000) != 0) {
+	if (close_and_wait_endpoints(5000) != 0) {
 		unsigned int n = 0;
 
 		pthread_mutex_lock(&rdp_rt.lock);

@@ -70,7 +70,8 @@ enum rdp_msg_event {
 	RDP_EV_SEND_FAILED, /**< a sent message was not delivered; `status` < 0 says why */
 	RDP_EV_STATE,       /**< the endpoint changed state: `user_data` is the new
 			     * enum rdp_ep_state, `status` its errno (0 or < 0);
-			     * do not free it */
+			     * free it with rdp_msg_free(): `ep` stays valid until
+			     * the CLOSED event is freed */
 };
 
 /** Run-to-completion callbacks (all on the endpoint's poller lcore). */
@@ -128,8 +129,8 @@ struct rdp_ep_stats {
  *   with the `[global]` values.
  * @return
  *   0, or a negative errno with a detail in rdp_err_msg(): -EALREADY,
- *   -EINVAL (no worker lcore, bad lcore), -ENODEV (no driver), or the
- *   device's errno.
+ *   -EBUSY (an earlier rdp_fini() returned -EBUSY), -EINVAL (no worker
+ *   lcore, bad lcore), -ENODEV (no driver), or the device's errno.
  */
 int rdp_init(const struct rdp_cfg *cfg);
 
@@ -139,7 +140,9 @@ int rdp_init(const struct rdp_cfg *cfg);
  *
  * @return
  *   0, or -EBUSY when messages are still held by the application (they are
- *   leaked, and counted in the log).
+ *   leaked, and counted in the log); a pipeline CLOSED event not yet freed
+ *   is one. Events left in a ring of an endpoint rdp_fini() closed name a
+ *   released endpoint: only free them.
  */
 int rdp_fini(void);
 
@@ -235,8 +238,9 @@ struct rdp_msg *rdp_msg_alloc(struct rdp_ep *ep, uint32_t len);
 uint16_t rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n);
 
 /**
- * Free a message: a received one returns its receive credit to the peer;
- * any other goes back to its pool.
+ * Free a message: a received one returns its receive credit to the peer; a
+ * state event is released (a CLOSED one releases its endpoint too); any
+ * other goes back to its pool.
  *
  * @param m
  *   The message (first segment), or NULL.
@@ -279,7 +283,11 @@ int rdp_ep_call(struct rdp_ep *ep, rdp_ep_call_fn fn, void *arg);
 static inline uint16_t
 rdp_event_dequeue_burst(struct rte_ring *r, struct rdp_msg **ev, uint16_t n)
 {
-	return (uint16_t)rte_ring_dequeue_burst(r, (void **)ev, n, NULL);
+	uint16_t k = (uint16_t)rte_ring_dequeue_burst(r, (void **)ev, n, NULL);
+
+	if (k > 0)
+		RDP_HANDOFF_ACQUIRE(r);
+	return k;
 }
 
 /** Current state (any thread). */

@@ -144,6 +144,7 @@ rdp_pool_get_bulk(struct rdp_pool *pool, struct rdp_msg **msgs, unsigned int n)
 
 	if (unlikely(rte_ring_dequeue_bulk(pool->free, (void **)msgs, n, NULL) != n))
 		return -ENOBUFS;
+	RDP_HANDOFF_ACQUIRE(pool->free);
 	for (i = 0; i < n; i++) {
 		struct rdp_msg *m = msgs[i];
 
@@ -176,6 +177,7 @@ rdp_pool_get_bulk(struct rdp_pool *pool, struct rdp_msg **msgs, unsigned int n)
 static inline void
 rdp_pool_put_bulk(struct rdp_pool *pool, struct rdp_msg **msgs, unsigned int n)
 {
+	RDP_HANDOFF_RELEASE(pool->free);
 	rte_ring_enqueue_bulk(pool->free, (void **)msgs, n, NULL);
 }
 

@@ -22,6 +22,16 @@ RTE_LOG_REGISTER(rdp_poll_logtype, rdp.poll, INFO);
 #define MAX_BURST 256
 #define INBOX_BURST 64
 
+/*
+ * Counters have one writer, the poller; telemetry reads them from other
+ * threads. Relaxed atomic loads and stores (plain moves on x86) keep every
+ * value whole for those readers.
+ */
+#define STAT_ADD(p, field, n) \
+	__atomic_store_n(&(p)->stats.field, \
+			 __atomic_load_n(&(p)->stats.field, __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
+#define STAT_READ(p, field) __atomic_load_n(&(p)->stats.field, __ATOMIC_RELAXED)
+
 struct rdp_poller {
 	struct rdp_poller_head head; /* first: the inline busy-list helpers use it */
 	const struct rdp_poll_ops *ops;
@@ -135,6 +145,9 @@ rdp_poller_destroy(struct rdp_poller *p)
 
 	if (p == NULL)
 		return 0;
+	/* acquire: everything the loop did happens before what is freed here */
+	if (__atomic_load_n(&p->running, __ATOMIC_ACQUIRE))
+		return rdp_err_set(EBUSY, "poller on lcore %u is still running", p->lcore_id);
 	used = p->max_slots - rte_ring_count(p->free_slots);
 	if (used > 0)
 		return rdp_err_set(EBUSY, "poller on lcore %u still has %u endpoints",
@@ -162,7 +175,7 @@ serve_resize(struct rdp_poller *p)
 	ret = rdp_cq_resize(p->cq, want);
 	if (ret == 0) {
 		__atomic_store_n(&p->cq_cap, want, __ATOMIC_RELEASE);
-		p->stats.cq_resizes++;
+		STAT_ADD(p, cq_resizes, 1);
 		POLL_LOG(INFO, "lcore %u: CQ grown to %u entries", p->lcore_id, want);
 	}
 	__atomic_store_n(&p->resize_ret, ret, __ATOMIC_RELAXED);
@@ -177,7 +190,7 @@ poll_cq(struct rdp_poller *p)
 
 	n = rdp_poll_cq(p->cq, wc, p->burst);
 	if (unlikely(n < 0)) {
-		p->stats.cq_errors++;
+		STAT_ADD(p, cq_errors, 1);
 		if (!p->cq_error_logged) {
 			p->cq_error_logged = true;
 			POLL_LOG(ERR, "lcore %u: CQ in error (%d): completions were lost",
@@ -192,12 +205,12 @@ poll_cq(struct rdp_poller *p)
 		for (j = i + 1; j < n && rdp_wrid_slot(wc[j].wr_id) == slot; j++)
 			;
 		if (unlikely(client == NULL)) {
-			p->stats.stray_wc += j - i;
+			STAT_ADD(p, stray_wc, j - i);
 			continue;
 		}
 		p->ops->complete(client, &wc[i], j - i);
 	}
-	p->stats.completions += n;
+	STAT_ADD(p, completions, n);
 	return n;
 }
 
@@ -216,7 +229,7 @@ progress_busy(struct rdp_poller *p)
 		b->queued = false;
 		b->next = NULL;
 		work += p->ops->progress(b->client);
-		p->stats.progress_calls++;
+		STAT_ADD(p, progress_calls, 1);
 		b = next;
 	}
 	return work;
@@ -235,16 +248,17 @@ rdp_poller_poll(struct rdp_poller *p)
 	work = poll_cq(p);
 	n = rte_ring_sc_dequeue_burst(p->inbox, items, INBOX_BURST, NULL);
 	if (n > 0) {
+		RDP_HANDOFF_ACQUIRE(p->inbox);
 		p->ops->inbox(p, items, n);
-		p->stats.inbox_items += n;
+		STAT_ADD(p, inbox_items, n);
 		work += n;
 	}
 	if (p->head.busy_head != NULL)
 		work += progress_busy(p);
 	serve_resize(p);
-	p->stats.polls++;
+	STAT_ADD(p, polls, 1);
 	if (work == 0)
-		p->stats.idle_polls++;
+		STAT_ADD(p, idle_polls, 1);
 	return (int)work;
 }
 
@@ -278,6 +292,7 @@ rdp_poller_stop(struct rdp_poller *p)
 unsigned int
 rdp_poller_inbox_put(struct rdp_poller *p, void *const *items, unsigned int n)
 {
+	RDP_HANDOFF_RELEASE(p->inbox);
 	return rte_ring_mp_enqueue_burst(p->inbox, items, n, NULL);
 }
 
@@ -324,7 +339,7 @@ grow_cq(struct rdp_poller *p, uint32_t want)
 
 		if (ret == 0) {
 			__atomic_store_n(&p->cq_cap, want, __ATOMIC_RELEASE);
-			p->stats.cq_resizes++;
+			STAT_ADD(p, cq_resizes, 1);
 		}
 		return ret;
 	}
@@ -400,7 +415,14 @@ void
 rdp_poller_stats(const struct rdp_poller *p, struct rdp_poll_stats *stats,
 		 uint32_t *cq_used, uint32_t *cq_size, uint32_t *slots_used)
 {
-	*stats = p->stats;
+	stats->polls = STAT_READ(p, polls);
+	stats->idle_polls = STAT_READ(p, idle_polls);
+	stats->completions = STAT_READ(p, completions);
+	stats->inbox_items = STAT_READ(p, inbox_items);
+	stats->progress_calls = STAT_READ(p, progress_calls);
+	stats->stray_wc = STAT_READ(p, stray_wc);
+	stats->cq_errors = STAT_READ(p, cq_errors);
+	stats->cq_resizes = STAT_READ(p, cq_resizes);
 	if (cq_used != NULL)
 		*cq_used = __atomic_load_n(&p->cq_used, __ATOMIC_RELAXED);
 	if (cq_size != NULL)

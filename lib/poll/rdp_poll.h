@@ -164,7 +164,7 @@ struct rdp_poller *rdp_poller_create(const struct rdp_poller_params *prm);
  * @param p
  *   The poller, or NULL.
  * @return
- *   0, or -EBUSY while slots are in use.
+ *   0, or -EBUSY while slots are in use or its loop still runs.
  */
 int rdp_poller_destroy(struct rdp_poller *p);
 
