@@ -138,9 +138,9 @@ rdp_dev_close(struct rdp_dev *dev)
 {
 	if (dev == NULL)
 		return 0;
-	if (dev->nb_objects > 0)
+	if (__atomic_load_n(&dev->nb_objects, __ATOMIC_ACQUIRE) > 0)
 		return rdp_err_set(EBUSY, "device %s still has %u objects",
-				   dev->spec, dev->nb_objects);
+				   dev->spec, __atomic_load_n(&dev->nb_objects, __ATOMIC_RELAXED));
 	if (dev->drv->ops->dev_close != NULL)
 		dev->drv->ops->dev_close(dev);
 	free(dev);
@@ -191,11 +191,12 @@ rdp_dev_event_get(struct rdp_dev *dev, struct rdp_event *ev)
 }
 
 /* Constructors: NULL op -> NULL with rte_errno ENOTSUP; count what lives. */
+/* Objects of one device are made and destroyed on several threads. */
 static void *
 created(struct rdp_dev *dev, void *obj)
 {
 	if (obj != NULL)
-		dev->nb_objects++;
+		__atomic_fetch_add(&dev->nb_objects, 1, __ATOMIC_RELAXED);
 	return obj;
 }
 
@@ -203,7 +204,7 @@ static int
 destroyed(struct rdp_dev *dev, int ret)
 {
 	if (ret == 0)
-		dev->nb_objects--;
+		__atomic_fetch_sub(&dev->nb_objects, 1, __ATOMIC_RELAXED);
 	return ret;
 }
 

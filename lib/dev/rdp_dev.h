@@ -39,7 +39,9 @@
  * CONCURRENCY: a CQ and the QPs attached to it are used by one thread at a
  * time on the fast path (the poller lcore that owns them). Slow-path calls
  * on different objects may run on any thread; rdp_qp_modify() to
- * RDP_QPS_ERR and the event calls are safe while the owner polls.
+ * RDP_QPS_ERR and the event calls are safe while the owner polls. Creating
+ * a QP on a CQ that is being polled is safe; destroying one may touch its
+ * CQs, so it runs on the thread that polls them (or while nobody does).
  */
 
 #include <stdbool.h>

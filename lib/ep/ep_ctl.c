@@ -718,9 +718,7 @@ retire(struct rdp_ep *ep)
 		ep->hs = HS_NONE;
 	}
 	close_fd(ep);
-	if (ep->qp != NULL && rdp_qp_destroy(ep->qp) < 0)
-		EP_LOG(ERR, "endpoint %u: QP destroy failed: %s", ep->id, rdp_err_msg());
-	ep->qp = NULL;
+	/* its poller destroyed the QP: it owns the QP's CQ */
 	if (ep->cq_reserved > 0)
 		rdp_poller_unreserve(ep->lc->poller, ep->cq_reserved);
 	ep->cq_reserved = 0;
@@ -790,7 +788,8 @@ device_events(void)
 			/* the event may name a QP destroyed since it was queued: never
 			 * dereference it, look for the established endpoint that has it */
 			TAILQ_FOREACH(ep, &ctl.established, ctl_next)
-				if (ev.qp != NULL && ep->qp == ev.qp)
+				if (ev.qp != NULL &&
+				    __atomic_load_n(&ep->qp, __ATOMIC_ACQUIRE) == ev.qp)
 					break;
 			if (ep != NULL) {
 				EP_LOG(NOTICE, "endpoint %u: its QP went to error (device event)",

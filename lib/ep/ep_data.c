@@ -333,6 +333,13 @@ finalize(struct rdp_ep *ep)
 	while (ep->early_head != NULL)
 		rdp_pool_put_chain(q_pop(&ep->early_head, &ep->early_tail));
 	ep->retired = true;
+	/*
+	 * Nothing is in flight any more. Destroy the QP here, on the thread
+	 * that polls its CQ: a driver may touch the CQ when a QP goes away.
+	 */
+	if (rdp_qp_destroy(ep->qp) < 0)
+		EP_LOG(ERR, "endpoint %u: QP destroy failed: %s", ep->id, rdp_err_msg());
+	__atomic_store_n(&ep->qp, NULL, __ATOMIC_RELEASE);
 	rdp_poller_slot_free(ep->lc->poller, ep->slot);
 	if (ep->closing) {
 		ep_set_state(ep, RDP_EP_CLOSED);

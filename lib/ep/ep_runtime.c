@@ -81,8 +81,6 @@ ep_free(struct rdp_ep *ep)
 	pthread_mutex_lock(&rdp_rt.lock);
 	TAILQ_REMOVE(&rdp_rt.all, ep, all_next);
 	pthread_mutex_unlock(&rdp_rt.lock);
-	if (ep->qp != NULL)
-		rdp_qp_destroy(ep->qp);
 	if (ep->cq_reserved > 0)
 		rdp_poller_unreserve(ep->lc->poller, ep->cq_reserved);
 	missing = rdp_pool_destroy(ep->recv_pool);
