@@ -586,6 +586,8 @@ shm_connect(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 	iov.iov_len = sizeof(*h) + h->nb_mr * sizeof(h->mr[0]);
 	msg.msg_iov = &iov;
 	msg.msg_iovlen = 1;
+	/* CMSG_SPACE pads to 8 bytes: an odd fd count leaves padding to clear */
+	memset(&cbuf, 0, sizeof(cbuf));
 	msg.msg_control = cbuf.buf;
 	msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfd);
 	cm = CMSG_FIRSTHDR(&msg);
