@@ -609,6 +609,87 @@ RDP_TEST(e2e, ep_oversized_message_is_refused_with_emsgsize)
 	return 0;
 }
 
+/* Allocate from the send pool in bursts of @p burst until it is empty. */
+static unsigned int
+drain_send_pool(struct rdp_ep *ep, struct rdp_msg **held, unsigned int cap, uint16_t burst,
+		uint32_t len)
+{
+	unsigned int n = 0;
+
+	while (n + burst <= cap && rdp_msg_alloc_bulk(ep, &held[n], burst, len) == 0)
+		n += burst;
+	while (n < cap && rdp_msg_alloc_bulk(ep, &held[n], 1, len) == 0)
+		n++;
+	return n;
+}
+
+RDP_TEST(e2e, ep_msg_alloc_bulk_is_all_or_none_and_free_bulk_loses_nothing)
+{
+	enum { CAP = 16384, SEND_BUFS = 8192, OWNER_CACHE_MAX = 128 };
+	static struct rdp_msg *held[CAP];
+	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
+	struct rdp_ep_params psrv, pcli;
+	unsigned int total, again, i;
+	struct rdp_msg *extra[64];
+	struct rdp_cfg *cfg;
+	char addr[64];
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", MAX_MSG);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&srv, "server", 1, 2, 10, false);
+	side_init(&cli, "client", 2, 1, 10, false);
+	stream_params(&srv, &psrv);
+	stream_params(&cli, &pcli);
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	cli.ep = rdp_connect(addr, &pcli);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(cli.ep, 5000), 0);
+	RDP_ASSERT_EQ(stream_pump(sides, 2, 30), 0);
+
+	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(cli.ep, extra, 4, MAX_MSG + 1), -1);
+	RDP_ASSERT_EQ(rte_errno, EMSGSIZE);
+	/* what this thread can take (the poller's cache may keep a few) */
+	total = drain_send_pool(cli.ep, held, CAP, 64, 100);
+	RDP_ASSERT_MSG(total <= SEND_BUFS && total >= SEND_BUFS - OWNER_CACHE_MAX,
+		       "%u of %u send buffers", total, SEND_BUFS);
+	for (i = 0; i < total; i++)
+		RDP_ASSERT_EQ(held[i]->pkt_len, 100);
+	/* all or none: a burst larger than what is left takes nothing */
+	rdp_msg_free_bulk(&held[total - 10], 10);
+	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(cli.ep, extra, 64, 100), -1);
+	RDP_ASSERT_EQ(rte_errno, ENOBUFS);
+	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(cli.ep, &held[total - 10], 10, 100), 0);
+	/* free in bursts with holes; then every buffer must be there again */
+	for (i = 0; i < total; i += 50) {
+		uint16_t n = (uint16_t)RTE_MIN(50u, total - i);
+
+		rdp_msg_free(held[i + n / 2]);
+		held[i + n / 2] = NULL;
+		rdp_msg_free_bulk(&held[i], n);
+	}
+	again = drain_send_pool(cli.ep, held, CAP, 33, 100);
+	RDP_ASSERT_EQ(again, total);
+	rdp_msg_free_bulk(held, (uint16_t)again);
+	/* messages of several segments take the slow path, still all or none */
+	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(cli.ep, extra, 3, MAX_MSG), 0);
+	RDP_ASSERT(extra[0]->nb_segs > 1);
+	rdp_msg_free_bulk(extra, 3);
+	again = drain_send_pool(cli.ep, held, CAP, 64, 100);
+	RDP_ASSERT_EQ(again, total);
+	for (i = 0; i < again; i += 64)
+		rdp_msg_free_bulk(&held[i], (uint16_t)RTE_MIN(64u, again - i));
+
+	rdp_ep_close(cli.ep);
+	rdp_ep_close(srv.ep);
+	wait_closed(&cli);
+	wait_closed(&srv);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Telemetry                                                              */
 /* ---------------------------------------------------------------------- */

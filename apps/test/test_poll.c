@@ -286,7 +286,10 @@ pool_free_side(void *arg)
 	return 0;
 }
 
-RDP_TEST(eal, mem_pool_buffers_allocated_on_one_lcore_and_freed_on_another_all_come_back)
+/* Main lcore allocates, lcore 1 frees; with @p owned the main lcore owns the
+ * pool, so its cache meets frees that go straight to the ring. */
+static int
+pool_cross_lcore(bool owned)
 {
 	struct rdp_dev *dev;
 	struct rdp_pd *pd;
@@ -302,6 +305,8 @@ RDP_TEST(eal, mem_pool_buffers_allocated_on_one_lcore_and_freed_on_another_all_c
 	RDP_ASSERT_MSG(px.pool != NULL, "%s", rdp_err_msg());
 	px.pass = rte_ring_create("xlcore_pass", 64, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	RDP_ASSERT(px.pass != NULL);
+	if (owned)
+		RDP_ASSERT_EQ(rdp_pool_claim(px.pool), 0);
 	RDP_ASSERT_EQ(rte_eal_remote_launch(pool_free_side, NULL, 1), 0);
 	pool_alloc_side(NULL);
 	rte_eal_mp_wait_lcore();
@@ -315,6 +320,68 @@ RDP_TEST(eal, mem_pool_buffers_allocated_on_one_lcore_and_freed_on_another_all_c
 	RDP_ASSERT_EQ(rdp_pool_avail(px.pool), POOL_BUFS);
 	RDP_ASSERT_EQ(rdp_pool_destroy(px.pool), 0);
 	rte_ring_free(px.pass);
+	RDP_ASSERT_EQ(rdp_pd_free(pd), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
+	return 0;
+}
+
+RDP_TEST(eal, mem_pool_buffers_allocated_on_one_lcore_and_freed_on_another_all_come_back)
+{
+	return pool_cross_lcore(false);
+}
+
+RDP_TEST(eal, mem_pool_owner_cache_refilled_from_frees_of_another_lcore_loses_nothing)
+{
+	return pool_cross_lcore(true);
+}
+
+/* The owner's cache on its own: drain the pool one buffer at a time (refills),
+ * return them all (spills), and count at every step. */
+RDP_TEST(eal, mem_pool_owner_cache_spills_and_refills_without_losing_a_buffer)
+{
+	static struct rdp_msg *held[POOL_BUFS];
+	static uint8_t taken[POOL_BUFS];
+	struct rdp_msg *m, *chain;
+	struct rdp_pool *pool;
+	struct rdp_dev *dev;
+	struct rdp_pd *pd;
+	unsigned int i;
+
+	rdp_test_eal_init("0@0");
+	dev = rdp_dev_open("shm");
+	RDP_ASSERT(dev != NULL);
+	pd = rdp_pd_alloc(dev);
+	RDP_ASSERT(pd != NULL);
+	pool = rdp_pool_create("owned", pd, POOL_BUFS, 256, SOCKET_ID_ANY, 0);
+	RDP_ASSERT_MSG(pool != NULL, "%s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_pool_claim(pool), 0);
+	RDP_ASSERT_EQ(rdp_pool_claim(pool), -EBUSY);
+	for (i = 0; i < POOL_BUFS; i++) {
+		held[i] = rdp_pool_alloc_msg(pool, 100, 256);
+		RDP_ASSERT_MSG(held[i] != NULL, "buffer %u of %u", i, POOL_BUFS);
+		RDP_ASSERT_EQ(held[i]->pkt_len, 100);
+		RDP_ASSERT_EQ(taken[held[i]->idx], 0);
+		taken[held[i]->idx] = 1;
+		RDP_ASSERT_EQ(rdp_pool_avail(pool), POOL_BUFS - i - 1);
+	}
+	RDP_ASSERT(rdp_pool_alloc_msg(pool, 1, 256) == NULL);
+	RDP_ASSERT_EQ(rte_errno, ENOBUFS);
+	for (i = 0; i < POOL_BUFS; i++) {
+		rdp_pool_put_chain(held[i]);
+		RDP_ASSERT_EQ(rdp_pool_avail(pool), i + 1);
+	}
+	/* a 64-segment chain is more than the cache keeps after a spill */
+	chain = rdp_pool_alloc_msg(pool, 64 * 256, 256);
+	RDP_ASSERT(chain != NULL);
+	RDP_ASSERT_EQ(chain->nb_segs, 64);
+	RDP_ASSERT_EQ(rdp_pool_avail(pool), POOL_BUFS - 64);
+	m = rdp_pool_alloc_msg(pool, (POOL_BUFS - 64) * 256, 256);
+	RDP_ASSERT(m != NULL);
+	RDP_ASSERT_EQ(rdp_pool_avail(pool), 0);
+	rdp_pool_put_chain(m);
+	rdp_pool_put_chain(chain);
+	RDP_ASSERT_EQ(rdp_pool_avail(pool), POOL_BUFS);
+	RDP_ASSERT_EQ(rdp_pool_destroy(pool), 0);
 	RDP_ASSERT_EQ(rdp_pd_free(pd), 0);
 	RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
 	return 0;

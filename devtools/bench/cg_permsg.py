@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Instructions per message on the poller thread, from a callgrind profile.
 
-    cg_permsg.py CALLGRIND_OUT --per FUNCTION [--json FILE]
+    cg_permsg.py CALLGRIND_OUT --per FUNCTION|json:RDP_PERF_JSON [--json FILE]
 
 Takes the thread file that runs rdp_poller_run (callgrind
 --separate-threads=yes writes one per thread), divides the inclusive and
 self instruction counts of the hot-path functions by the number of calls to
-FUNCTION (one per message, e.g. rdp_ep_send_burst in rdp-perf's client),
+FUNCTION (one per message, e.g. rdp_msg_free on rdp-perf's server), or
+by the "messages_completed" of the run's rdp-perf --json file (the client
+sends in bursts, so no function of its runs once per message),
 and counts calls that the hot path must not make (allocation, locks,
 system calls).
 """
@@ -20,7 +22,8 @@ import sys
 HOT = ['rdp_poller_poll', 'poll_cq', 'shm_poll_cq', 'take_qps', 'take_local', 'rq_reap',
        'ep_complete', 'recv_complete', 'send_complete', 'ep_progress', 'post_recvs',
        'shm_post_recv', 'post_sends', 'shm_post_send', 'sq_run', 'deliver', 'ep_inbox',
-       'rdp_msg_alloc', 'rdp_pool_alloc_msg', 'rdp_msg_free', 'rdp_pool_put_chain',
+       'rdp_msg_alloc', 'rdp_msg_alloc_bulk', 'rdp_pool_alloc_msg', 'rdp_msg_free',
+       'rdp_msg_free_bulk', 'rdp_pool_put_chain',
        'rdp_ep_send_burst', 'rdp_poller_is_self', 'rte_ring_sc_dequeue_burst',
        'fill', 'c_on_send', 'c_on_recv', 's_on_recv', 's_on_send', 'client_received',
        '__memcpy_avx_unaligned_erms', '__memmove_avx_unaligned_erms',
@@ -86,9 +89,13 @@ def main():
     calls = calls_by_callee(f)
     incl, self_ = annotate(f, True), annotate(f, False)
     # messages: calls to --per in any thread (pipeline mode sends from the main lcore)
-    msgs = sum(calls_by_callee(x).get(a.per, 0) for x in files)
+    if a.per.startswith('json:'):
+        with open(a.per[5:]) as fh:
+            msgs = json.load(fh).get('messages_completed', 0)
+    else:
+        msgs = sum(calls_by_callee(x).get(a.per, 0) for x in files)
     if msgs == 0:
-        sys.exit('cg_permsg: %s is never called' % a.per)
+        sys.exit('cg_permsg: no message counted by %s' % a.per)
     total = incl.get('rdp_poller_run', 0)
     # the application lcore of pipeline mode: rdp-perf's event pump
     app = sum(annotate(x, True).get('pump_events', 0) for x in files if x != f)

@@ -136,21 +136,22 @@ done
 rdp=$rdp_main
 
 {
-	python3 "$here/cg_permsg.py" "$out/cg.bw64-sender" --per rdp_ep_send_burst \
+	python3 "$here/cg_permsg.py" "$out/cg.bw64-sender" --per "json:$out/bw64-sender.rdp-perf.json" \
 		--label "64 B stream, sender (per message sent)" --json "$out/bw64-sender.json"
 	echo
 	python3 "$here/cg_permsg.py" "$out/cg.bw64-receiver" --per rdp_msg_free \
 		--label "64 B stream, receiver (per message received)" --json "$out/bw64-receiver.json"
 	echo
-	python3 "$here/cg_permsg.py" "$out/cg.lat64-client" --per rdp_ep_send_burst \
+	python3 "$here/cg_permsg.py" "$out/cg.lat64-client" --per "json:$out/lat64-client.rdp-perf.json" \
 		--label "64 B ping-pong, client (per round trip)" --json "$out/lat64-client.json"
 	echo
-	python3 "$here/cg_permsg.py" "$out/cg.bw64-pipeline" --per rdp_ep_send_burst \
+	python3 "$here/cg_permsg.py" "$out/cg.bw64-pipeline" --per "json:$out/bw64-pipeline.rdp-perf.json" \
 		--label "64 B stream, sender in pipeline mode (per message sent)" \
 		--json "$out/bw64-pipeline.json"
 	for build in credit nocredit; do
 		echo
-		python3 "$here/cg_permsg.py" "$out/cg.$build-sender" --per rdp_ep_send_burst \
+		python3 "$here/cg_permsg.py" "$out/cg.$build-sender" \
+			--per "json:$out/$build-sender.rdp-perf.json" \
 			--label "64 B stream, sender, nocredit.ini, $build build" \
 			--json "$out/$build-sender.json"
 	done

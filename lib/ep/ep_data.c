@@ -906,6 +906,43 @@ rdp_msg_alloc(struct rdp_ep *ep, uint32_t len)
 	return m;
 }
 
+int
+rdp_msg_alloc_bulk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t len)
+{
+	uint32_t limit = ep->max_send_msg != 0 ? ep->max_send_msg : ep->lc->conf.max_msg_size;
+	uint32_t seg = ep->chunk_size != 0 ? ep->chunk_size : ep->lc->conf.buf_size;
+	uint16_t i;
+
+	if (unlikely(len > limit)) {
+		rte_errno = EMSGSIZE;
+		return -1;
+	}
+	if (likely(len <= seg && n <= RDP_POOL_CACHE_BATCH)) {
+		if (unlikely(rdp_pool_get_bulk(ep->lc->send_pool, msgs, n) < 0)) {
+			rte_errno = ENOBUFS;
+			return -1;
+		}
+		for (i = 0; i < n; i++) {
+			msgs[i]->data_len = len;
+			msgs[i]->pkt_len = len;
+			msgs[i]->ep = ep;
+		}
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		msgs[i] = rdp_msg_alloc(ep, len);
+		if (msgs[i] == NULL) {
+			int err = rte_errno;
+
+			while (i-- > 0)
+				rdp_pool_put_chain(msgs[i]);
+			rte_errno = err;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 uint16_t
 rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n)
 {
@@ -997,4 +1034,30 @@ rdp_msg_free(struct rdp_msg *m)
 	item = tag_ptr(m, TAG_FREE);
 	while (rdp_poller_inbox_put(m->ep->lc->poller, &item, 1) != 1)
 		rte_pause();
+}
+
+/* A sent (pool) message of one segment: may join a bulk return to its pool. */
+static inline bool
+msg_is_plain_segment(const struct rdp_msg *m)
+{
+	return (m->flags & (MSG_F_EVENT | MSG_F_RECV)) == 0 && m->next == NULL;
+}
+
+void
+rdp_msg_free_bulk(struct rdp_msg **msgs, uint16_t n)
+{
+	uint16_t i = 0, run;
+
+	while (i < n) {
+		if (msgs[i] == NULL || !msg_is_plain_segment(msgs[i])) {
+			rdp_msg_free(msgs[i++]);
+			continue;
+		}
+		for (run = 1; i + run < n && run < RDP_POOL_CACHE_BATCH && msgs[i + run] != NULL &&
+		     msg_is_plain_segment(msgs[i + run]) && msgs[i + run]->pool == msgs[i]->pool;
+		     run++)
+			;
+		rdp_pool_put_bulk(msgs[i]->pool, &msgs[i], run);
+		i += run;
+	}
 }

@@ -460,6 +460,17 @@ open_device(const struct rdp_cfg_lcore *g)
 	return rdp_rt.pd == NULL ? -rte_errno : 0;
 }
 
+/* An lcore's main loop: its poller, which owns the lcore's send pool. */
+static int
+lcore_main(void *arg)
+{
+	struct ep_lcore *lc = arg;
+
+	if (rdp_pool_claim(lc->send_pool) < 0)
+		EP_LOG(WARNING, "lcore %u: %s", lc->lcore_id, rdp_err_msg());
+	return rdp_poller_run(lc->poller);
+}
+
 static int
 lcore_start(const struct rdp_cfg *cfg, unsigned int id)
 {
@@ -595,7 +606,7 @@ rdp_init(const struct rdp_cfg *cfg)
 	for (i = 0; i < rdp_rt.nb_lcores; i++) {
 		struct ep_lcore *lc = rdp_rt.lcores[rdp_rt.order[i]];
 
-		ret = rte_eal_remote_launch(rdp_poller_run, lc->poller, lc->lcore_id);
+		ret = rte_eal_remote_launch(lcore_main, lc, lc->lcore_id);
 		if (ret != 0) {
 			ret = rdp_err_set(EBUSY, "lcore %u is busy: cannot start its poller",
 					  lc->lcore_id);

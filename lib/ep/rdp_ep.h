@@ -221,6 +221,25 @@ int rdp_ep_close(struct rdp_ep *ep);
 struct rdp_msg *rdp_msg_alloc(struct rdp_ep *ep, uint32_t len);
 
 /**
+ * Allocate @p n messages of @p len bytes each, all or none: the burst form
+ * of rdp_msg_alloc(), as rte_pktmbuf_alloc_bulk() is of rte_pktmbuf_alloc().
+ * On the endpoint's poller lcore, messages of one segment come from the
+ * poller's private cache of the send pool without any atomic operation.
+ *
+ * @param ep
+ *   The endpoint.
+ * @param msgs
+ *   Receives @p n messages.
+ * @param n
+ *   How many.
+ * @param len
+ *   Payload bytes of each.
+ * @return
+ *   0, or -1 with nothing allocated and rte_errno as rdp_msg_alloc() sets it.
+ */
+int rdp_msg_alloc_bulk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t len);
+
+/**
  * Hand messages over for sending, in order.
  *
  * @param ep
@@ -246,6 +265,17 @@ uint16_t rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n)
  *   The message (first segment), or NULL.
  */
 void rdp_msg_free(struct rdp_msg *m);
+
+/**
+ * Free @p n messages, as rdp_msg_free() does each; runs of sent messages
+ * of one segment go back to their pool in one operation.
+ *
+ * @param msgs
+ *   The messages (NULL entries are skipped).
+ * @param n
+ *   How many.
+ */
+void rdp_msg_free_bulk(struct rdp_msg **msgs, uint16_t n);
 
 /** A function run on an endpoint's poller lcore by rdp_ep_call(). */
 typedef void (*rdp_ep_call_fn)(struct rdp_ep *ep, void *arg);

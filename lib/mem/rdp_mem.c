@@ -105,12 +105,22 @@ rdp_pool_destroy(struct rdp_pool *pool)
 
 	if (pool == NULL)
 		return 0;
-	missing = pool->nb_bufs - rte_ring_count(pool->free);
+	missing = pool->nb_bufs - rdp_pool_avail(pool);
 	ret = rdp_mr_free(pool->mr);
 	rdp_mem_free(pool->free, rte_ring_get_memsize(rte_ring_get_size(pool->free)));
 	rdp_mem_free(pool->hdrs, hdrs_size(pool->nb_bufs));
 	free(pool);
 	return ret < 0 ? ret : missing;
+}
+
+int
+rdp_pool_claim(struct rdp_pool *pool)
+{
+	if (__atomic_load_n(&pool->owned, __ATOMIC_ACQUIRE))
+		return rdp_err_set(EBUSY, "pool %s already has an owner thread", pool->name);
+	pool->owner = pthread_self();
+	__atomic_store_n(&pool->owned, true, __ATOMIC_RELEASE);
+	return 0;
 }
 
 struct rdp_msg *
@@ -124,7 +134,15 @@ rdp_pool_alloc_msg(struct rdp_pool *pool, uint32_t len, uint32_t seg_size)
 		return NULL;
 	}
 	nb = len == 0 ? 1 : (len + seg_size - 1) / seg_size;
-
+	if (likely(nb == 1)) {
+		if (unlikely(rdp_pool_get_bulk(pool, &head, 1) < 0)) {
+			rte_errno = ENOBUFS;
+			return NULL;
+		}
+		head->data_len = len;
+		head->pkt_len = len;
+		return head;
+	}
 	while (nb > 0) {
 		uint32_t n = RTE_MIN(nb, (uint32_t)RTE_DIM(segs)), i;
 

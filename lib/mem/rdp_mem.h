@@ -17,9 +17,16 @@
  *   message it allocated, and reads received messages in place.
  * - The free list is a multi-producer/multi-consumer rte_ring, so messages
  *   can be allocated and freed from any lcore; bulk calls amortise it.
+ * - One thread may own the pool (rdp_pool_claim()): it takes and returns
+ *   buffers through a private stack in front of the ring, with no atomic
+ *   operation, and moves them to or from the ring in batches
+ *   (RDP_POOL_CACHE_BATCH). Other threads use the ring as before. This is
+ *   rte_mempool's per-lcore cache for the one lcore that uses a pool most:
+ *   an lcore's send pool is owned by its poller.
  *   Nothing is allocated after rdp_pool_create().
  */
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -57,9 +64,18 @@ struct rdp_msg {
 	struct rdp_msg *link;    /**< library-private queue link */
 } __rte_cache_aligned;
 
+/** Buffers the owner's cache keeps after it spills to, or fills from, the ring. */
+#define RDP_POOL_CACHE_BATCH 64u
+/** Capacity of the owner's cache. */
+#define RDP_POOL_CACHE_MAX (2u * RDP_POOL_CACHE_BATCH)
+
 /** A registered buffer pool. */
 struct rdp_pool {
 	struct rte_ring *free;   /**< free headers (MP/MC) */
+	bool owned;              /**< an owner thread was claimed (atomic) */
+	pthread_t owner;         /**< the owner; valid once @c owned is seen */
+	uint32_t cache_len;      /**< buffers in @c cache (written by the owner only) */
+	struct rdp_msg *cache[RDP_POOL_CACHE_MAX]; /**< the owner's free stack */
 	struct rdp_msg *hdrs;    /**< one header per buffer */
 	uint8_t *base;           /**< first buffer */
 	struct rdp_mr *mr;       /**< registration of all buffers */
@@ -126,6 +142,22 @@ struct rdp_pool *rdp_pool_create(const char *name, struct rdp_pd *pd, uint32_t n
 int rdp_pool_destroy(struct rdp_pool *pool);
 
 /**
+ * Make the calling thread the pool's owner: from now on its gets and puts
+ * go through a private cache in front of the shared ring (see the file
+ * comment). Call it once, from the thread that will use the pool most (an
+ * lcore's poller for its send pool), before that thread uses the pool.
+ * Buffers in the cache stay counted by rdp_pool_avail(); another thread
+ * can find the ring empty while the owner's cache holds up to
+ * RDP_POOL_CACHE_MAX buffers.
+ *
+ * @param pool
+ *   The pool, not yet owned.
+ * @return
+ *   0, or -EBUSY when the pool already has an owner.
+ */
+int rdp_pool_claim(struct rdp_pool *pool);
+
+/**
  * Take @p n buffers, all or none.
  *
  * @param pool
@@ -137,14 +169,49 @@ int rdp_pool_destroy(struct rdp_pool *pool);
  * @return
  *   0, or -ENOBUFS when fewer than @p n are free.
  */
+/* True on the pool's owner thread (see rdp_pool_claim()). */
+static inline bool
+rdp_pool_is_owner(const struct rdp_pool *pool)
+{
+	return __atomic_load_n(&pool->owned, __ATOMIC_ACQUIRE) &&
+	       pthread_equal(pool->owner, pthread_self());
+}
+
+/* Owner only: refill the cache so that it holds at least @p n. */
+static inline bool
+rdp_pool_cache_fill(struct rdp_pool *pool, unsigned int n)
+{
+	uint32_t len = pool->cache_len;
+
+	len += rte_ring_dequeue_burst(pool->free, (void **)&pool->cache[len],
+				      RDP_POOL_CACHE_BATCH + n - len, NULL);
+	RDP_HANDOFF_ACQUIRE(pool->free);
+	__atomic_store_n(&pool->cache_len, len, __ATOMIC_RELAXED);
+	return len >= n;
+}
+
 static inline int
 rdp_pool_get_bulk(struct rdp_pool *pool, struct rdp_msg **msgs, unsigned int n)
 {
 	unsigned int i;
 
-	if (unlikely(rte_ring_dequeue_bulk(pool->free, (void **)msgs, n, NULL) != n))
-		return -ENOBUFS;
-	RDP_HANDOFF_ACQUIRE(pool->free);
+	if (likely(n <= RDP_POOL_CACHE_BATCH && rdp_pool_is_owner(pool))) {
+		uint32_t len = pool->cache_len;
+
+		if (unlikely(len < n)) {
+			if (!rdp_pool_cache_fill(pool, n))
+				return -ENOBUFS;
+			len = pool->cache_len;
+		}
+		len -= n;
+		for (i = 0; i < n; i++)
+			msgs[i] = pool->cache[len + i];
+		__atomic_store_n(&pool->cache_len, len, __ATOMIC_RELAXED);
+	} else {
+		if (unlikely(rte_ring_dequeue_bulk(pool->free, (void **)msgs, n, NULL) != n))
+			return -ENOBUFS;
+		RDP_HANDOFF_ACQUIRE(pool->free);
+	}
 	for (i = 0; i < n; i++) {
 		struct rdp_msg *m = msgs[i];
 
@@ -177,6 +244,25 @@ rdp_pool_get_bulk(struct rdp_pool *pool, struct rdp_msg **msgs, unsigned int n)
 static inline void
 rdp_pool_put_bulk(struct rdp_pool *pool, struct rdp_msg **msgs, unsigned int n)
 {
+	unsigned int i;
+
+	if (likely(n <= RDP_POOL_CACHE_BATCH && rdp_pool_is_owner(pool))) {
+		uint32_t len = pool->cache_len;
+
+		if (unlikely(len + n > RDP_POOL_CACHE_MAX)) {
+			/* spill the bottom of the stack down to one batch after this put */
+			uint32_t spill = len + n - RDP_POOL_CACHE_BATCH;
+
+			RDP_HANDOFF_RELEASE(pool->free);
+			rte_ring_enqueue_bulk(pool->free, (void **)pool->cache, spill, NULL);
+			memmove(pool->cache, &pool->cache[spill], (len - spill) * sizeof(pool->cache[0]));
+			len -= spill;
+		}
+		for (i = 0; i < n; i++)
+			pool->cache[len + i] = msgs[i];
+		__atomic_store_n(&pool->cache_len, len + n, __ATOMIC_RELAXED);
+		return;
+	}
 	RDP_HANDOFF_RELEASE(pool->free);
 	rte_ring_enqueue_bulk(pool->free, (void **)msgs, n, NULL);
 }
@@ -230,7 +316,7 @@ rdp_pool_msg(const struct rdp_pool *pool, uint32_t idx)
 static inline unsigned int
 rdp_pool_avail(const struct rdp_pool *pool)
 {
-	return rte_ring_count(pool->free);
+	return rte_ring_count(pool->free) + __atomic_load_n(&pool->cache_len, __ATOMIC_RELAXED);
 }
 
 /**
