@@ -605,16 +605,24 @@ service(struct shm_cq *cq, struct shm_qp *qp, struct rdp_wc *wc, int n, bool *id
 static int
 take_qps(struct shm_cq *cq, struct rdp_wc *wc, int n, uint32_t words)
 {
-	uint32_t start = cq->cursor, step, nb_slots = words * 64;
+	uint32_t start = cq->cursor, step, w, nb_slots = words * 64;
+	uint64_t any = 0;
 	int got = 0;
 
-	if (words == 0)
+	/* the common idle case: nothing flagged, one load per word */
+	for (w = 0; w < words; w++)
+		any |= cq->pend[w];
+	if (any == 0)
 		return 0;
 	if (start >= nb_slots)
 		start = 0;
 	for (step = 0; step <= words && got < n; step++) {
-		uint32_t w = (start / 64 + step) % words;
-		uint64_t bits = cq->pend[w];
+		uint64_t bits;
+
+		w = start / 64 + step;
+		if (w >= words)
+			w -= words;
+		bits = cq->pend[w];
 
 		/* the first word from the cursor on, its low bits last */
 		if (step == 0)
