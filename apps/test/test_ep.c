@@ -575,38 +575,54 @@ RDP_TEST(e2e, ep_connect_times_out_against_a_silent_server)
 	return 0;
 }
 
-RDP_TEST(e2e, ep_oversized_message_is_refused_with_emsgsize)
+/* EAL, rdp_init and one established shm pair of 10-message streams. */
+static struct rdp_cfg *
+small_pair_up(struct stream_side *srv, struct stream_side *cli)
 {
-	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
 	struct rdp_ep_params psrv, pcli;
 	struct rdp_cfg *cfg;
-	struct rdp_ep *ep;
 	char addr[64];
 	int port;
 
 	rdp_test_eal_init("0-1");
 	cfg = stream_cfg("shm", MAX_MSG);
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
-	side_init(&srv, "server", 1, 2, 10, false);
-	side_init(&cli, "client", 2, 1, 10, false);
-	stream_params(&srv, &psrv);
-	stream_params(&cli, &pcli);
+	if (rdp_init(cfg) != 0)
+		rdp_test_fail(__FILE__, __LINE__, "rdp_init: %s", rdp_err_msg());
+	side_init(srv, "server", 1, 2, 10, false);
+	side_init(cli, "client", 2, 1, 10, false);
+	stream_params(srv, &psrv);
+	stream_params(cli, &pcli);
 	port = rdp_listen("127.0.0.1:0", &psrv);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	ep = rdp_connect(addr, &pcli);
-	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), 0);
-	RDP_ASSERT_EQ(rdp_ep_max_msg_size(ep), MAX_MSG);
-	RDP_ASSERT(rdp_msg_alloc(ep, MAX_MSG + 1) == NULL);
-	RDP_ASSERT_EQ(rte_errno, EMSGSIZE);
-	RDP_ASSERT_EQ(stream_pump(sides, 2, 30), 0);
-	assert_clean(&cli);
-	rdp_ep_close(cli.ep);
-	rdp_ep_close(srv.ep);
-	wait_closed(&cli);
-	wait_closed(&srv);
+	cli->ep = rdp_connect(addr, &pcli);
+	return cfg;
+}
+
+/* Close both sides of small_pair_up() and shut the library down. */
+static int
+small_pair_down(struct stream_side *srv, struct stream_side *cli, struct rdp_cfg *cfg)
+{
+	rdp_ep_close(cli->ep);
+	rdp_ep_close(srv->ep);
+	wait_closed(cli);
+	wait_closed(srv);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
 	return 0;
+}
+
+RDP_TEST(e2e, ep_oversized_message_is_refused_with_emsgsize)
+{
+	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
+	struct rdp_cfg *cfg = small_pair_up(&srv, &cli);
+
+	RDP_ASSERT_EQ(rdp_ep_wait_established(cli.ep, 5000), 0);
+	RDP_ASSERT_EQ(rdp_ep_max_msg_size(cli.ep), MAX_MSG);
+	RDP_ASSERT(rdp_msg_alloc(cli.ep, MAX_MSG + 1) == NULL);
+	RDP_ASSERT_EQ(rte_errno, EMSGSIZE);
+	RDP_ASSERT_EQ(stream_pump(sides, 2, 30), 0);
+	assert_clean(&cli);
+	return small_pair_down(&srv, &cli, cfg);
 }
 
 /* Allocate from the send pool in bursts of @p burst until it is empty. */
@@ -628,23 +644,10 @@ RDP_TEST(e2e, ep_msg_alloc_bulk_is_all_or_none_and_free_bulk_loses_nothing)
 	enum { CAP = 16384, SEND_BUFS = 8192, OWNER_CACHE_MAX = 128 };
 	static struct rdp_msg *held[CAP];
 	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
-	struct rdp_ep_params psrv, pcli;
+	struct rdp_cfg *cfg = small_pair_up(&srv, &cli);
 	unsigned int total, again, i;
 	struct rdp_msg *extra[64];
-	struct rdp_cfg *cfg;
-	char addr[64];
-	int port;
 
-	rdp_test_eal_init("0-1");
-	cfg = stream_cfg("shm", MAX_MSG);
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
-	side_init(&srv, "server", 1, 2, 10, false);
-	side_init(&cli, "client", 2, 1, 10, false);
-	stream_params(&srv, &psrv);
-	stream_params(&cli, &pcli);
-	port = rdp_listen("127.0.0.1:0", &psrv);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	cli.ep = rdp_connect(addr, &pcli);
 	RDP_ASSERT_EQ(rdp_ep_wait_established(cli.ep, 5000), 0);
 	RDP_ASSERT_EQ(stream_pump(sides, 2, 30), 0);
 
@@ -680,14 +683,7 @@ RDP_TEST(e2e, ep_msg_alloc_bulk_is_all_or_none_and_free_bulk_loses_nothing)
 	RDP_ASSERT_EQ(again, total);
 	for (i = 0; i < again; i += 64)
 		rdp_msg_free_bulk(&held[i], (uint16_t)RTE_MIN(64u, again - i));
-
-	rdp_ep_close(cli.ep);
-	rdp_ep_close(srv.ep);
-	wait_closed(&cli);
-	wait_closed(&srv);
-	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
-	rdp_cfg_free(cfg);
-	return 0;
+	return small_pair_down(&srv, &cli, cfg);
 }
 
 /* ---------------------------------------------------------------------- */
