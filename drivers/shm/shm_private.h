@@ -60,7 +60,7 @@ extern int shm_logtype;
 #define SHM_QP_MAGIC 0x52445151u  /* "RDQQ" */
 #define SHM_CQ_MAGIC 0x52444351u  /* "RDCQ" */
 #define SHM_HELLO_MAGIC 0x52444848u
-#define SHM_VERSION 1u
+#define SHM_VERSION 2u
 
 /** rq_claim bit set by the owner when its QP goes to error: no more claims. */
 #define SHM_RQ_CLOSED (UINT64_C(1) << 63)
@@ -116,6 +116,7 @@ struct shm_cq_seg {
 	int64_t pending __rte_cache_aligned; /**< completions not yet polled (all producers) */
 	uint32_t cqe;        /**< capacity; the owner changes it on resize */
 	uint32_t overrun;    /**< set by the producer that overran it */
+	uint64_t bell_sum;   /**< bit = doorbell word with a bit set (set after the word's bit) */
 	uint64_t bell[];     /**< bit = QP slot with something new */
 } __rte_cache_aligned;
 
@@ -423,12 +424,24 @@ shm_seal(int fd)
 	return fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
 }
 
+/**
+ * Ring a doorbell: set @p bit in word @p word of a CQ segment, then the
+ * word's bit in the summary, so that a poll reads only the words rung.
+ * (A poll that takes the summary before the word's bit is set finds that
+ * bit at a later poll: the summary bit is set after it.)
+ */
+static inline void
+shm_bell_ring(struct shm_cq_seg *seg, uint32_t word, uint64_t bit)
+{
+	__atomic_fetch_or(&seg->bell[word], bit, __ATOMIC_RELEASE);
+	__atomic_fetch_or(&seg->bell_sum, UINT64_C(1) << word, __ATOMIC_RELEASE);
+}
+
 /** Set a QP's doorbell bit in a CQ's shared bitmap (any thread). */
 static inline void
 shm_bell_self(struct shm_cq *cq, uint32_t slot)
 {
-	__atomic_fetch_or(&cq->seg->bell[slot / 64], UINT64_C(1) << (slot % 64),
-			  __ATOMIC_RELEASE);
+	shm_bell_ring(cq->seg, slot / 64, UINT64_C(1) << (slot % 64));
 }
 
 #pragma GCC visibility pop

@@ -332,8 +332,7 @@ sq_run(struct shm_qp *qp)
 		/* count before publishing, so the poller never subtracts first */
 		cq_seg_add(peer->cseg, nremote);
 		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
-		__atomic_fetch_or(&peer->cseg->bell[peer->bell_word], peer->bell_bit,
-				  __ATOMIC_RELEASE);
+		shm_bell_ring(peer->cseg, peer->bell_word, peer->bell_bit);
 	}
 	if (nlocal > 0)
 		cq_seg_add(cq->seg, nlocal);
@@ -719,9 +718,16 @@ shm_poll_cq(struct rdp_cq *c, struct rdp_wc *wc, uint16_t n)
 		return cq_fail(cq);
 	cq->polls++;
 	words = __atomic_load_n(&cq->words_used, __ATOMIC_ACQUIRE);
-	for (w = 0; w < words; w++)
-		if (__atomic_load_n(&seg->bell[w], __ATOMIC_RELAXED) != 0)
+	/* only the doorbell words the summary names: one shared load when idle */
+	if (__atomic_load_n(&seg->bell_sum, __ATOMIC_RELAXED) != 0) {
+		uint64_t sum = __atomic_exchange_n(&seg->bell_sum, 0, __ATOMIC_ACQUIRE);
+
+		while (sum != 0) {
+			w = (uint32_t)__builtin_ctzll(sum);
+			sum &= sum - 1;
 			cq->pend[w] |= __atomic_exchange_n(&seg->bell[w], 0, __ATOMIC_ACQUIRE);
+		}
+	}
 	switch (cq->order) {
 	case SHM_ORDER_FIFO:
 		got = take_local(cq, wc, n);
