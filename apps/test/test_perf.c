@@ -59,12 +59,14 @@ static int zero(unsigned long long v) { return v == 0; }
 
 RDP_TEST(perf, rdp_perf_loopback_reports_rates_and_zero_enomem_rnr)
 {
-	char dir[] = "/tmp/rdp-perf-XXXXXX", json[256], cmd[1024], bad[128] = "";
+	char dir[256], json[512], cmd[1024], bad[128] = "";
 	static char out[1 << 16], text[1 << 16];
+	const char *tmp = getenv("TMPDIR");
 	FILE *f;
 	size_t n;
 	int rc;
 
+	snprintf(dir, sizeof(dir), "%s/rdp-perf-XXXXXX", tmp != NULL && *tmp != '\0' ? tmp : P_tmpdir);
 	RDP_ASSERT(mkdtemp(dir) != NULL);
 	snprintf(json, sizeof(json), "%s/out.json", dir);
 	snprintf(cmd, sizeof(cmd), "%s -- -n 300 -s 64,4096,65536 -m lat,bw,bidir -q "
