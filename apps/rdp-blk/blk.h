@@ -68,8 +68,6 @@ extern volatile sig_atomic_t blk_force_quit;
 int blk_bad_option(const char *cmd, const char *name, const char *value, const char *rule);
 /* Parse N[KMGT] (powers of 1024) into bytes; -1 when malformed. */
 int blk_parse_size(const char *s, uint64_t *bytes);
-/* Monotonic seconds. */
-double blk_now(void);
 /* The poller lcores rdp_init() creates for @p cfg, in increasing order. */
 unsigned int blk_poller_lcores(const struct rdp_cfg *cfg, unsigned int *ids, unsigned int max);
 

@@ -28,6 +28,7 @@
 #include <rte_cycles.h>
 #include <rte_lcore.h>
 
+#include "rdp_clock.h"
 #include "blk.h"
 #include "blk_proto.h"
 #include "blk_verify.h"
@@ -530,7 +531,7 @@ wait_connected(void)
 static bool
 wait_info(void)
 {
-	double deadline = blk_now() + 10;
+	double deadline = rdp_clock_s() + 10;
 	unsigned int i;
 
 	for (i = 0; i < ld.n; i++) {
@@ -540,7 +541,7 @@ wait_info(void)
 	for (i = 0; i < ld.n; i++) {
 		while (!__atomic_load_n(&ld.eps[i].info, __ATOMIC_ACQUIRE)) {
 			if (check_failed() || __atomic_load_n(&ld.eps[i].err, __ATOMIC_ACQUIRE) ||
-			    blk_now() > deadline) {
+			    rdp_clock_s() > deadline) {
 				fprintf(stderr, "rdp-blk load: endpoint %u: no geometry from the "
 					"server%s%s\n", i, check_failed() ? ": " : "",
 					check_failed() ? ld.why : "");
@@ -795,7 +796,7 @@ nomem:
 static void
 teardown(void)
 {
-	double deadline = blk_now() + 5;
+	double deadline = rdp_clock_s() + 5;
 	unsigned int i;
 
 	for (i = 0; i < ld.n; i++)
@@ -803,7 +804,7 @@ teardown(void)
 			rdp_ep_close(ld.eps[i].ep);
 	for (i = 0; i < ld.n; i++)
 		while (ld.eps[i].ep != NULL && !__atomic_load_n(&ld.eps[i].closed, __ATOMIC_ACQUIRE)
-		       && blk_now() < deadline)
+		       && rdp_clock_s() < deadline)
 			usleep(1000);
 	for (i = 0; i < ld.n; i++) {
 		free(ld.eps[i].slots);
@@ -830,7 +831,7 @@ kick_starved(void)
 static bool
 drain(void)
 {
-	double deadline = blk_now() + 10;
+	double deadline = rdp_clock_s() + 10;
 	uint64_t ios[2], bytes[2];
 	uint32_t inflight;
 
@@ -838,7 +839,7 @@ drain(void)
 		sums(ios, bytes, &inflight);
 		if (inflight == 0)
 			return true;
-		if (blk_now() > deadline) {
+		if (rdp_clock_s() > deadline) {
 			fprintf(stderr, "rdp-blk load: %u requests still in flight after 10 s\n",
 				inflight);
 			return false;
@@ -883,7 +884,7 @@ load_run(const struct load_opts *o, const struct rdp_cfg *cfg, const unsigned in
 		fflush(stdout);
 	}
 	__atomic_store_n(&ld.running, true, __ATOMIC_RELEASE);
-	t0 = blk_now();
+	t0 = rdp_clock_s();
 	last = t0;
 	for (i = 0; i < ld.n; i++)
 		while (rdp_ep_call(ld.eps[i].ep, kick, &ld.eps[i]) < 0)
@@ -892,7 +893,7 @@ load_run(const struct load_opts *o, const struct rdp_cfg *cfg, const unsigned in
 		double now;
 
 		usleep(1000);
-		now = blk_now();
+		now = rdp_clock_s();
 		if (!o->check && now - t0 >= o->duration)
 			break;
 		if (o->check) {
@@ -912,7 +913,7 @@ load_run(const struct load_opts *o, const struct rdp_cfg *cfg, const unsigned in
 	}
 	__atomic_store_n(&ld.running, false, __ATOMIC_RELEASE);
 	ok = drain();
-	secs = blk_now() - t0;
+	secs = rdp_clock_s() - t0;
 	if (check_failed()) {
 		fprintf(stderr, "rdp-blk load: %s\n", ld.why);
 		ok = false;

@@ -80,15 +80,6 @@ blk_parse_size(const char *s, uint64_t *bytes)
 	return 0;
 }
 
-double
-blk_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 unsigned int
 blk_poller_lcores(const struct rdp_cfg *cfg, unsigned int *ids, unsigned int max)
 {

@@ -36,6 +36,7 @@
 
 #include <rte_lcore.h>
 
+#include "rdp_clock.h"
 #include "blk.h"
 #include "blk_proto.h"
 #include "rdp_ep.h"
@@ -444,12 +445,12 @@ serve_run(const struct serve_opts *o)
 		}
 		close(o->port_fd);
 	}
-	last = blk_now();
+	last = rdp_clock_s();
 	while (!blk_force_quit) {
 		double now;
 
 		usleep(10000);
-		now = blk_now();
+		now = rdp_clock_s();
 		if (now - last >= 1.0) {
 			blk_server_progress(now - last);
 			last = now;

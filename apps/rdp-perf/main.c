@@ -28,6 +28,7 @@
 #include <rte_lcore.h>
 #include <rte_ring.h>
 
+#include "rdp_clock.h"
 #include "app_launch.h"
 #include "perf_hist.h"
 #include "rdp_build_config.h"
@@ -364,15 +365,6 @@ struct perf_result {
 };
 
 static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double
 cpu_s(void)
 {
 	struct timespec ts;
@@ -433,7 +425,7 @@ any_failed(void)
 static bool
 drain(double timeout_s)
 {
-	double deadline = now_s() + timeout_s;
+	double deadline = rdp_clock_s() + timeout_s;
 	unsigned int i;
 
 	for (;;) {
@@ -445,7 +437,7 @@ drain(double timeout_s)
 			left += __atomic_load_n(&peps[i].inflight, __ATOMIC_RELAXED);
 		if (left == 0)
 			return true;
-		if (now_s() > deadline || any_failed())
+		if (rdp_clock_s() > deadline || any_failed())
 			return false;
 		if (!opt.pipeline)
 			usleep(100);
@@ -455,7 +447,7 @@ drain(double timeout_s)
 static void
 sleep_or_pump(double until)
 {
-	while (now_s() < until && !force_quit) {
+	while (rdp_clock_s() < until && !force_quit) {
 		if (opt.pipeline) {
 			if (pump_events() == 0)
 				rte_pause();
@@ -491,12 +483,12 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 			while (rdp_ep_call(peps[i].ep, kick, &peps[i]) < 0)
 				usleep(100);
 	}
-	warm = now_s() + RTE_MIN(0.5, opt.duration / 4);
+	warm = rdp_clock_s() + RTE_MIN(0.5, opt.duration / 4);
 	sleep_or_pump(warm);
 	sum_counts(&m0, &b0, &f0);
 	sum_stats(&s0);
 	__atomic_store_n(&phase.measuring, true, __ATOMIC_RELEASE);
-	t0 = now_s();
+	t0 = rdp_clock_s();
 	c0 = cpu_s();
 	end = t0 + opt.duration;
 	last_m = m0;
@@ -504,15 +496,15 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	tick = t0 + 1;
 	while (!force_quit) {
 		/* look every 10 ms: --iters ends a phase as soon as it is reached */
-		sleep_or_pump(RTE_MIN(now_s() + 0.01, end));
+		sleep_or_pump(RTE_MIN(rdp_clock_s() + 0.01, end));
 		sum_counts(&m1, &b1, &f1);
 		if (opt.iters > 0 && m1 - m0 >= opt.iters)
 			break;
-		if (opt.iters == 0 && now_s() >= end)
+		if (opt.iters == 0 && rdp_clock_s() >= end)
 			break;
 		if (any_failed())
 			return -1;
-		if (now_s() < tick)
+		if (rdp_clock_s() < tick)
 			continue;
 		tick += 1;
 		sum_stats(&sp);
@@ -526,7 +518,7 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 		last_b = b1;
 	}
 	sum_counts(&m1, &b1, &f1);
-	t1 = now_s();
+	t1 = rdp_clock_s();
 	c1 = cpu_s();
 	__atomic_store_n(&phase.measuring, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&phase.running, false, __ATOMIC_RELEASE);
@@ -651,12 +643,12 @@ run_client(void)
 		}
 		rdp_ep_set_ctx(pe->ep, pe);
 	}
-	deadline = now_s() + 10;
+	deadline = rdp_clock_s() + 10;
 	for (i = 0; i < opt.endpoints; i++) {
 		while (!__atomic_load_n(&peps[i].established, __ATOMIC_ACQUIRE)) {
 			if (opt.pipeline)
 				pump_events();
-			if (any_failed() || now_s() > deadline) {
+			if (any_failed() || rdp_clock_s() > deadline) {
 				fprintf(stderr, "rdp-perf: endpoint %u to %s not established: %s\n",
 					i, opt.connect, strerror(-rdp_ep_error(peps[i].ep)));
 				return 1;
@@ -683,8 +675,8 @@ run_client(void)
 	for (i = 0; i < opt.endpoints; i++)
 		rdp_ep_close(peps[i].ep);
 	if (opt.pipeline) {
-		deadline = now_s() + 2;
-		while (now_s() < deadline && rdp_endpoint_count() > 0)
+		deadline = rdp_clock_s() + 2;
+		while (rdp_clock_s() < deadline && rdp_endpoint_count() > 0)
 			pump_events();
 	}
 	return ret;

@@ -44,15 +44,6 @@ struct agent_hello {
 	uint32_t qp_num;
 };
 
-double
-conf_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 void
 conf_opts_default(struct conf_opts *o)
 {
@@ -140,7 +131,7 @@ l_post_send(struct conf_side *s, const struct agent_req *q)
 static int
 l_poll(struct conf_side *s, struct rdp_wc *wc, int want, int ms)
 {
-	double deadline = conf_now() + ms / 1000.0;
+	double deadline = rdp_clock_s() + ms / 1000.0;
 	int got = 0;
 
 	while (got < want) {
@@ -148,7 +139,7 @@ l_poll(struct conf_side *s, struct rdp_wc *wc, int want, int ms)
 
 		RDP_ASSERT_MSG(r >= 0, "rdp_poll_cq failed: %d", r);
 		got += r;
-		if (r == 0 && conf_now() > deadline)
+		if (r == 0 && rdp_clock_s() > deadline)
 			break;
 	}
 	return got;

@@ -104,7 +104,4 @@ void conf_read(struct conf_side *s, bool tx, uint32_t off, void *buf, uint32_t l
 /** Destroy the side's QP now (conf_pair_close() then skips it). */
 void conf_qp_destroy(struct conf_side *s);
 
-/** Seconds on the monotonic clock. */
-double conf_now(void);
-
 #endif /* RDP_TEST_CONF_PAIR_H */

@@ -241,15 +241,6 @@ stream_finished(const struct stream_side *s)
 	       __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE) == s->count;
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 void
 stream_dump(const struct stream_side *s)
 {
@@ -270,7 +261,7 @@ stream_dump(const struct stream_side *s)
 int
 stream_pump(struct stream_side **sides, unsigned int n, double timeout_s)
 {
-	double deadline = now_s() + timeout_s;
+	double deadline = rdp_clock_s() + timeout_s;
 
 	for (;;) {
 		unsigned int i, finished = 0, work = 0;
@@ -309,7 +300,7 @@ stream_pump(struct stream_side **sides, unsigned int n, double timeout_s)
 		}
 		if (finished == n)
 			return 0;
-		if (now_s() > deadline) {
+		if (rdp_clock_s() > deadline) {
 			for (i = 0; i < n; i++)
 				stream_dump(sides[i]);
 			return -ETIMEDOUT;

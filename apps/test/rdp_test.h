@@ -25,6 +25,8 @@
 #include <rte_branch_prediction.h>
 #include <rte_common.h>
 
+#include "rdp_clock.h"
+
 /** Exit status meaning "skipped" (the automake and meson convention). */
 #define RDP_TEST_SKIPPED 77
 

@@ -337,15 +337,6 @@ struct side {
 
 static bool port_down(void);
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /* Errors that cannot go to a record (before the accepting side knows inc). */
 static uint64_t orphan_errors;
 static char orphan_error[256];
@@ -596,7 +587,7 @@ rtc_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 	bool learned = LD(s->rec) != NULL;
 	uint16_t i;
 
-	if (now_ns() < LD(s->refuse_until))
+	if (rdp_clock_ns() < LD(s->refuse_until))
 		return 0; /* the application's ring is full */
 	for (i = 0; i < n; i++)
 		on_delivered(s, msgs[i]);
@@ -640,7 +631,7 @@ pump_ring(struct ring_info *ri)
 	struct rdp_msg *ev[64];
 	uint16_t k, i;
 
-	if (now_ns() < ri->pause_until)
+	if (rdp_clock_ns() < ri->pause_until)
 		return 0;
 	k = rdp_event_dequeue_burst(ri->r, ev, RTE_DIM(ev));
 	for (i = 0; i < k; i++) {
@@ -799,7 +790,7 @@ static void
 close_all(struct ring_info *const *rings, unsigned int nb_rings, uint64_t flags,
 	  void (*on_dead)(struct side *s))
 {
-	uint64_t deadline = now_ns() + 10000000000ull;
+	uint64_t deadline = rdp_clock_ns() + 10000000000ull;
 	unsigned int i;
 
 	for (;;) {
@@ -831,7 +822,7 @@ close_all(struct ring_info *const *rings, unsigned int nb_rings, uint64_t flags,
 		/* handshakes in progress end too: what they admit is closed above */
 		if (sides_reap(on_dead) == 0 && rdp_endpoint_count() == 0)
 			return;
-		if (now_ns() > deadline) {
+		if (rdp_clock_ns() > deadline) {
 			log_dump();
 			rdp_test_fail(__FILE__, __LINE__, "%u endpoints not released 10 s after "
 				      "close", rdp_endpoint_count());
@@ -903,8 +894,8 @@ RDP_TEST(helper, soak_peer)
 			sides_reap(NULL);
 			if (LD(sh->stop))
 				break;
-			if (now_ns() > next_check) {
-				next_check = now_ns() + 5000000;
+			if (rdp_clock_ns() > next_check) {
+				next_check = rdp_clock_ns() + 5000000;
 				if (port_down())
 					break;
 			}
@@ -1068,9 +1059,9 @@ on_side_dead(struct side *s)
 	i = find_inc(s->inc);
 	RDP_ASSERT(i != NULL);
 	i->closed = true;
-	i->closed_at = now_ns();
+	i->closed_at = rdp_clock_ns();
 	m.st[i->stream].cur = NULL;
-	m.st[i->stream].retry_at = now_ns() + 1000000;
+	m.st[i->stream].retry_at = rdp_clock_ns() + 1000000;
 }
 
 static void
@@ -1272,9 +1263,9 @@ inject(void)
 		if (s == NULL)
 			return;
 		if (s->pipeline) {
-			s->ring->pause_until = now_ns() + rng_range(&m.rng, 20, 300) * 1000000;
+			s->ring->pause_until = rdp_clock_ns() + rng_range(&m.rng, 20, 300) * 1000000;
 		} else {
-			ST(s->refuse_until, now_ns() + rng_range(&m.rng, 20, 300) * 1000000);
+			ST(s->refuse_until, rdp_clock_ns() + rng_range(&m.rng, 20, 300) * 1000000);
 		}
 		break;
 	case F_CQ_RESIZE:
@@ -1376,13 +1367,13 @@ check_inc(struct inc *i)
 	uint64_t cf, af;
 
 	/* a little time for the peer to publish what it saw */
-	if (!i->closed || now_ns() - i->closed_at < 200000000ull)
+	if (!i->closed || rdp_clock_ns() - i->closed_at < 200000000ull)
 		return false;
 	if (!a_valid && LD(c->done) > 0 && !a_dead && !a_stopped &&
-	    now_ns() - i->closed_at < (uint64_t)(CHECK_TIMEOUT_S * 1e9))
+	    rdp_clock_ns() - i->closed_at < (uint64_t)(CHECK_TIMEOUT_S * 1e9))
 		return false; /* the accepting side has not delivered its first message yet */
 	if (a_valid && !(LD(a->flags) & SF_CLOSED) && !a_dead) {
-		if (now_ns() - i->closed_at < (uint64_t)(CHECK_TIMEOUT_S * 1e9))
+		if (rdp_clock_ns() - i->closed_at < (uint64_t)(CHECK_TIMEOUT_S * 1e9))
 			return false;
 		violation("inc %" PRIu64 ": the accepting side did not close within %.0f s",
 			  i->id, CHECK_TIMEOUT_S);
@@ -1484,7 +1475,7 @@ print_ledger(double secs, uint64_t seed)
 RDP_TEST(soak, soak_under_faults_every_message_delivered_once_or_reported_failed)
 {
 	uint64_t secs = env_u64("RDP_SOAK_SECONDS", 60);
-	uint64_t seed = env_u64("RDP_SOAK_SEED", now_ns() % 1000000007);
+	uint64_t seed = env_u64("RDP_SOAK_SEED", rdp_clock_ns() % 1000000007);
 	uint64_t t0, end, t_end, next_fault, next_link = 0;
 	struct ring_info *rings[SOAK_STREAMS + 1];
 	unsigned int i, nr = 0;
@@ -1519,10 +1510,10 @@ RDP_TEST(soak, soak_under_faults_every_message_delivered_once_or_reported_failed
 	random_spec(&m.rng, spec, sizeof(spec), m.l.orders, 1);
 	stack_start(&m.k, spec);
 
-	t0 = now_ns();
+	t0 = rdp_clock_ns();
 	end = t0 + secs * 1000000000ull;
 	next_fault = t0 + 500000000ull;
-	while (now_ns() < end) {
+	while (rdp_clock_ns() < end) {
 		unsigned int work = 0;
 		uint64_t now;
 
@@ -1530,7 +1521,7 @@ RDP_TEST(soak, soak_under_faults_every_message_delivered_once_or_reported_failed
 			work += pump_ring(rings[i]);
 		pump_sends();
 		sides_reap(on_side_dead);
-		now = now_ns();
+		now = rdp_clock_ns();
 		for (i = 0; i < SOAK_STREAMS; i++)
 			if (m.st[i].cur == NULL && now >= m.st[i].retry_at)
 				connect_stream(i);
@@ -1561,9 +1552,9 @@ RDP_TEST(soak, soak_under_faults_every_message_delivered_once_or_reported_failed
 		usleep(1000);
 	}
 	ST(sh->stop, 1);
-	t_end = now_ns() + 30000000000ull;
+	t_end = rdp_clock_ns() + 30000000000ull;
 	while (waitpid(m.peer, &status, WNOHANG) != m.peer) {
-		if (now_ns() > t_end) {
+		if (rdp_clock_ns() > t_end) {
 			kill(m.peer, SIGKILL);
 			RDP_ASSERT(waitpid(m.peer, &status, 0) == m.peer);
 			violation("the peer process did not finish within 30 s");
@@ -1576,7 +1567,7 @@ RDP_TEST(soak, soak_under_faults_every_message_delivered_once_or_reported_failed
 	else if (LD(sh->helper_done) != 1)
 		violation("the peer process found a problem: %s", sh->helper_error);
 	stack_stop(&m.k);
-	print_ledger((now_ns() - t0) / 1e9, seed);
+	print_ledger((rdp_clock_ns() - t0) / 1e9, seed);
 	RDP_ASSERT_MSG(m.k.anomalies == 0, "%s", m.k.anomaly);
 	RDP_ASSERT_MSG(logw.anomalies == 0, "logged: %s", logw.first_anomaly);
 	RDP_ASSERT_MSG(orphan_errors == 0, "%s", orphan_error);

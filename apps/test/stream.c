@@ -456,10 +456,10 @@ stalled(int work, struct idle *i)
 	if (++i->polls % 4096 != 0)
 		return false;
 	if (i->since == 0) {
-		i->since = conf_now();
+		i->since = rdp_clock_s();
 		return false;
 	}
-	return conf_now() - i->since > 30.0;
+	return rdp_clock_s() - i->since > 30.0;
 }
 
 int
@@ -481,7 +481,7 @@ stream_run_pair(const char *spec, const struct stream_cfg *ca, const struct stre
 	RDP_ASSERT_EQ(rdp_qp_local_addr(b->qp, &ba), 0);
 	stream_ep_connect(a, &ba, &cb->cp);
 	stream_ep_connect(b, &aa, &ca->cp);
-	t0 = conf_now();
+	t0 = rdp_clock_s();
 	while (!(stream_ep_done(a) && stream_ep_done(b))) {
 		int w = stream_ep_progress(a) + stream_ep_progress(b);
 
@@ -494,7 +494,7 @@ stream_run_pair(const char *spec, const struct stream_cfg *ca, const struct stre
 			break;
 		}
 	}
-	res->secs = conf_now() - t0;
+	res->secs = rdp_clock_s() - t0;
 	res->a = a->st;
 	res->b = b->st;
 	stream_ep_close(a);
@@ -546,7 +546,7 @@ xside(int fd, const char *spec, const struct stream_cfg *cfg, struct stream_stat
 	/* both connected before anyone sends */
 	xsend(fd, &done, 1);
 	xrecv(fd, &done, 1);
-	t0 = conf_now();
+	t0 = rdp_clock_s();
 	while (!stream_ep_done(ep)) {
 		int w = stream_ep_progress(ep);
 
@@ -565,7 +565,7 @@ xside(int fd, const char *spec, const struct stream_cfg *cfg, struct stream_stat
 			break;
 		}
 	}
-	*secs = conf_now() - t0;
+	*secs = rdp_clock_s() - t0;
 	*st = ep->st;
 	/* tear down only when the peer is done too: a closed QP fails its sends */
 	done = ret == 0 ? 'D' : 'F';

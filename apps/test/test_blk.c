@@ -30,15 +30,6 @@
 
 #define MAX_ARGS 48
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* $RDP_BLK_BIN (set by apps/test/meson.build), else rdp-blk on the PATH (the rxe lane). */
 static const char *
 blk_bin(void)
@@ -204,7 +195,7 @@ spawn_blk(const char *log, const char *cmd, const char *const *args)
 static int
 reap(pid_t pid, double timeout_s, const char *what, const char *log)
 {
-	double deadline = now_s() + timeout_s;
+	double deadline = rdp_clock_s() + timeout_s;
 	int status;
 
 	for (;;) {
@@ -213,7 +204,7 @@ reap(pid_t pid, double timeout_s, const char *what, const char *log)
 		if (r == pid)
 			break;
 		RDP_ASSERT(r == 0);
-		if (now_s() > deadline) {
+		if (rdp_clock_s() > deadline) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
 			rdp_test_fail(__FILE__, __LINE__, "%s still running after %.0f s; its "
@@ -231,7 +222,7 @@ run_blk(const char *log, double timeout_s, const char *cmd, ...)
 	const char *args[MAX_ARGS];
 	unsigned int n = 0;
 	va_list ap;
-	double t0 = now_s();
+	double t0 = rdp_clock_s();
 	int rc;
 
 	va_start(ap, cmd);
@@ -240,7 +231,7 @@ run_blk(const char *log, double timeout_s, const char *cmd, ...)
 	va_end(ap);
 	args[n] = NULL;
 	rc = reap(spawn_blk(log, cmd, args), timeout_s, cmd, log);
-	printf("rdp-blk %s: exit %d after %.1f s\n", cmd, rc, now_s() - t0);
+	printf("rdp-blk %s: exit %d after %.1f s\n", cmd, rc, rdp_clock_s() - t0);
 	return rc;
 }
 
@@ -409,14 +400,14 @@ RDP_TEST(e2e, blk_sync_server_killed_mid_run_keeps_every_acknowledged_write)
 	args[1] = addr;
 	ld = spawn_blk(log, "load", args);
 	/* let writes be acknowledged (a progress line comes after 1 s), then crash */
-	deadline = now_s() + 90; /* generous: the CI machine may be crowded */
+	deadline = rdp_clock_s() + 90; /* generous: the CI machine may be crowded */
 	while (strstr(slurp(log), " IOPS (read ") == NULL) {
-		RDP_ASSERT_MSG(now_s() < deadline, "no progress from the loader:\n%s", slurp(log));
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no progress from the loader:\n%s", slurp(log));
 		usleep(20000);
 	}
 	/* and the server has been syncing them (its progress line counts syncs) */
 	while (syncs_per_s(slurp(slog)) <= 0) {
-		RDP_ASSERT_MSG(now_s() < deadline, "no fdatasync in the server's progress:\n%s",
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no fdatasync in the server's progress:\n%s",
 			       slurp(slog));
 		usleep(20000);
 	}
@@ -528,7 +519,7 @@ static struct rte_ring *events;
 static struct rdp_msg *
 next_reply(void)
 {
-	double deadline = now_s() + 5;
+	double deadline = rdp_clock_s() + 5;
 	struct rdp_msg *m;
 
 	for (;;) {
@@ -542,7 +533,7 @@ next_reply(void)
 			rdp_msg_free(m);
 			continue;
 		}
-		RDP_ASSERT_MSG(now_s() < deadline, "no reply within 5 s");
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no reply within 5 s");
 		usleep(50);
 	}
 }
@@ -551,11 +542,11 @@ next_reply(void)
 static void
 wait_closed(void)
 {
-	double deadline = now_s() + 5;
+	double deadline = rdp_clock_s() + 5;
 	struct rdp_msg *m;
 
 	for (;;) {
-		RDP_ASSERT_MSG(now_s() < deadline, "no CLOSED event within 5 s");
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no CLOSED event within 5 s");
 		if (rdp_event_dequeue_burst(events, &m, 1) == 0) {
 			usleep(100);
 			continue;

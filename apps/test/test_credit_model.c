@@ -53,15 +53,6 @@ in_path(const char *prog)
 	return false;
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Run spin on the model with @p defines and pan with @p pan_args. */
 static void
 spin_run(const char *defines, const char *pan_args, struct spin_result *res)
@@ -69,7 +60,7 @@ spin_run(const char *defines, const char *pan_args, struct spin_result *res)
 	const char *root = getenv("RDP_SOURCE_ROOT");
 	char cmd[8192], line[1024];
 	bool in_trail = false;
-	double t0 = now_s();
+	double t0 = rdp_clock_s();
 	FILE *out;
 
 	RDP_ASSERT_MSG(root != NULL && root[0] != '\0',
@@ -118,7 +109,7 @@ spin_run(const char *defines, const char *pan_args, struct spin_result *res)
 	}
 	RDP_ASSERT_EQ(pclose(out), 0);
 	printf("spin %s | pan %s: %ld states stored, %d errors, %.1f s%s%s", defines, pan_args,
-	       res->states, res->errors, now_s() - t0,
+	       res->states, res->errors, rdp_clock_s() - t0,
 	       res->violation[0] != '\0' ? "\n  " : "\n", res->violation);
 	fflush(stdout);
 }

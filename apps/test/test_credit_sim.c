@@ -671,22 +671,13 @@ run_segment(uint64_t seed, unsigned int segment, enum qp_sim_order order, uint32
 	free(r);
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Our policy over @p total messages in segments of random configurations. */
 static int
 soak(enum qp_sim_order order, uint32_t ooo_pct, uint64_t total)
 {
 	uint64_t seed = seed_from_env(), done = 0, stalls = 0, reclaims = 0, acks = 0;
 	struct segment_result res;
-	double t0 = now_s();
+	double t0 = rdp_clock_s();
 	unsigned int segment = 0;
 
 	while (done < total) {
@@ -707,7 +698,7 @@ soak(enum qp_sim_order order, uint32_t ooo_pct, uint64_t total)
 	printf("%s order%s: %" PRIu64 " messages in %u segments, %.2f s; %" PRIu64
 	       " pure acks, %" PRIu64 " reclaims, %" PRIu64 " SQ stalls\n", order_name[order],
 	       ooo_pct ? " with out-of-order send completions" : "", done, segment,
-	       now_s() - t0, acks, reclaims, stalls);
+	       rdp_clock_s() - t0, acks, reclaims, stalls);
 	/* the adversary must actually have pushed the policy against the SQ */
 	RDP_ASSERT_MSG(stalls > 0 && reclaims > 0 && acks > 0, "RDP_SEED=%" PRIu64 ": the run "
 		       "never stalled on the SQ, reclaimed or acked", base_seed);

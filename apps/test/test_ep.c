@@ -29,15 +29,6 @@
 
 #define MAX_MSG 65536
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static uint64_t
 env_count(const char *name, uint64_t dflt)
 {
@@ -65,11 +56,11 @@ side_init(struct stream_side *s, const char *name, uint64_t salt, uint64_t peer_
 static void
 wait_closed(struct stream_side *s)
 {
-	double deadline = now_s() + 10;
+	double deadline = rdp_clock_s() + 10;
 
 	s->count = s->done + s->failed; /* nothing more to send */
 	while (!__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE)) {
-		RDP_ASSERT_MSG(now_s() < deadline, "%s: no CLOSED event within 10 s", s->name);
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: no CLOSED event within 10 s", s->name);
 		if (s->pipeline)
 			stream_pump(&s, 1, 0.001);
 		else
@@ -81,10 +72,10 @@ wait_closed(struct stream_side *s)
 static void
 wait_no_endpoints(void)
 {
-	double deadline = now_s() + 15;
+	double deadline = rdp_clock_s() + 15;
 
 	while (rdp_endpoint_count() != 0) {
-		RDP_ASSERT_MSG(now_s() < deadline, "%u endpoints still alive after 15 s",
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%u endpoints still alive after 15 s",
 			       rdp_endpoint_count());
 		usleep(1000);
 	}
@@ -135,9 +126,9 @@ stream_in_process(const char *driver, bool pipeline, uint64_t count)
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	ep = rdp_connect(addr, &pcli);
 	RDP_ASSERT_MSG(ep != NULL, "rdp_connect: %s", rdp_err_msg());
-	t0 = now_s();
+	t0 = rdp_clock_s();
 	RDP_ASSERT_EQ(stream_pump(sides, 2, 120), 0);
-	printf("%" PRIu64 " messages each way in %.2f s\n", count, now_s() - t0);
+	printf("%" PRIu64 " messages each way in %.2f s\n", count, rdp_clock_s() - t0);
 	assert_clean(&srv);
 	assert_clean(&cli);
 	rdp_ep_close(cli.ep);
@@ -320,14 +311,14 @@ RDP_TEST(e2e, ep_peer_killed_mid_stream_every_send_reported_once_then_reconnects
 		usleep(1000);
 	RDP_ASSERT(kill(pid, SIGKILL) == 0);
 	reap(pid, -1);
-	deadline = now_s() + 5;
+	deadline = rdp_clock_s() + 5;
 	while (rdp_ep_state(ep) != RDP_EP_FAILED) {
-		RDP_ASSERT_MSG(now_s() < deadline, "endpoint still %s 5 s after the peer died",
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "endpoint still %s 5 s after the peer died",
 			       rdp_ep_state_str(rdp_ep_state(ep)));
 		usleep(1000);
 	}
 	/* exactly once: every accepted send came back, in order (checked per event) */
-	while (cli.done + cli.failed < cli.next_send && now_s() < deadline)
+	while (cli.done + cli.failed < cli.next_send && rdp_clock_s() < deadline)
 		usleep(1000);
 	RDP_ASSERT_MSG(cli.error[0] == '\0', "%s", cli.error);
 	RDP_ASSERT_EQ(cli.done + cli.failed, cli.next_send);
@@ -387,14 +378,14 @@ raw_connect(int port)
 static ssize_t
 read_until_closed(int fd, uint8_t *buf, size_t len, double timeout_s)
 {
-	double deadline = now_s() + timeout_s;
+	double deadline = rdp_clock_s() + timeout_s;
 	size_t got = 0;
 
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 
-		RDP_ASSERT_MSG(now_s() < deadline, "the server kept the connection open");
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server kept the connection open");
 		if (poll(&p, 1, 50) <= 0)
 			continue;
 		n = recv(fd, buf + got, len - got, 0);
@@ -450,14 +441,14 @@ run_garbage(int port, const struct garbage_case *c, double timeout_s)
 		RDP_ASSERT_MSG(strstr(rej.reason, c->reject) != NULL, "%s: reason '%s'",
 			       c->what, rej.reason);
 	}
-	deadline = now_s() + 15;
+	deadline = rdp_clock_s() + 15;
 	while (strstr(log_buf, c->log) == NULL) {
-		RDP_ASSERT_MSG(now_s() < deadline, "%s: log lacks \"%s\":\n%s", c->what, c->log,
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: log lacks \"%s\":\n%s", c->what, c->log,
 			       log_buf);
 		usleep(1000);
 	}
 	while (rdp_endpoint_count() != 0) {
-		RDP_ASSERT_MSG(now_s() < deadline, "%s: %u endpoints left", c->what,
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: %u endpoints left", c->what,
 			       rdp_endpoint_count());
 		usleep(1000);
 	}
@@ -910,10 +901,10 @@ RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
 	read_until_closed(fd, back, sizeof(back), 3);
 	close(fd);
-	deadline = now_s() + 3;
+	deadline = rdp_clock_s() + 3;
 	while (strstr(log_buf, "the client failed authentication") == NULL ||
 	       rdp_endpoint_count() != 0) {
-		RDP_ASSERT_MSG(now_s() < deadline, "no refusal (%u endpoints):\n%s",
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no refusal (%u endpoints):\n%s",
 			       rdp_endpoint_count(), log_buf);
 		usleep(1000);
 	}
@@ -1045,9 +1036,9 @@ RDP_TEST(e2e, ep_backpressure_keeps_refused_messages_and_stalls_the_sender)
 	RDP_ASSERT_EQ(st.rnr, 0);
 	/* accept again: every message arrives, in order, exactly once */
 	__atomic_store_n(&refuse_all, false, __ATOMIC_RELEASE);
-	deadline = now_s() + 10;
+	deadline = rdp_clock_s() + 10;
 	while (__atomic_load_n(&srv.received, __ATOMIC_ACQUIRE) < sent) {
-		RDP_ASSERT_MSG(now_s() < deadline, "%" PRIu64 " of %u received", srv.received, sent);
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%" PRIu64 " of %u received", srv.received, sent);
 		usleep(1000);
 	}
 	usleep(20000);
@@ -1057,10 +1048,10 @@ RDP_TEST(e2e, ep_backpressure_keeps_refused_messages_and_stalls_the_sender)
 	RDP_ASSERT_EQ(st.msgs_failed, 0);
 	rdp_ep_close(ep);
 	rdp_ep_close(srv.ep);
-	deadline = now_s() + 5;
+	deadline = rdp_clock_s() + 5;
 	while (!__atomic_load_n(&cli.closed, __ATOMIC_ACQUIRE) ||
 	       !__atomic_load_n(&srv.closed, __ATOMIC_ACQUIRE)) {
-		RDP_ASSERT(now_s() < deadline);
+		RDP_ASSERT(rdp_clock_s() < deadline);
 		usleep(1000);
 	}
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
@@ -1167,11 +1158,11 @@ RDP_TEST(e2e, ep_server_posts_every_receive_before_its_hello_ack)
 					      .opcode = RDP_WR_SEND_WITH_IMM,
 					      .flags = RDP_SEND_SIGNALED, .imm = IMM_FIRST | IMM_LAST };
 	RDP_ASSERT_EQ(rdp_post_send(tqp, wr, 88, &err), 88);
-	deadline = now_s() + 5;
+	deadline = rdp_clock_s() + 5;
 	while (done < 88) {
 		int n = rdp_poll_cq(tcq, wc, RTE_DIM(wc));
 
-		RDP_ASSERT(n >= 0 && now_s() < deadline);
+		RDP_ASSERT(n >= 0 && rdp_clock_s() < deadline);
 		for (i = 0; i < (unsigned int)n; i++, done++)
 			ok += wc[i].status == RDP_WC_SUCCESS;
 	}
@@ -1330,13 +1321,13 @@ RDP_TEST(e2e, ep_accepted_endpoint_hears_established_before_messages_sent_at_onc
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	for (round = 0; round < EARLY_ROUNDS; round++) {
 		struct rdp_ep *ep = rdp_connect(addr, &pcli);
-		double deadline = now_s() + 20;
+		double deadline = rdp_clock_s() + 20;
 		unsigned int echoes;
 
 		RDP_ASSERT(ep != NULL);
 		while ((echoes = __atomic_load_n(&early_echoes, __ATOMIC_RELAXED)) <
 		       (round + 1) * EARLY_MSGS)
-			RDP_ASSERT_MSG(now_s() < deadline, "round %u: %u of %u echoes (the server "
+			RDP_ASSERT_MSG(rdp_clock_s() < deadline, "round %u: %u of %u echoes (the server "
 				       "dropped replies to messages it got before ESTABLISHED)",
 				       round, echoes, (round + 1) * EARLY_MSGS);
 		rdp_ep_close(ep);
@@ -1444,9 +1435,9 @@ RDP_TEST(e2e, ep_three_hundred_endpoints_share_one_poller)
 		RDP_ASSERT(m != NULL);
 		RDP_ASSERT_EQ(rdp_ep_send_burst(eps[i], &m, 1), 1);
 	}
-	deadline = now_s() + 30;
+	deadline = rdp_clock_s() + 30;
 	while (__atomic_load_n(&many_received, __ATOMIC_ACQUIRE) < RTE_DIM(eps)) {
-		RDP_ASSERT_MSG(now_s() < deadline, "%" PRIu64 " of %zu messages arrived",
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%" PRIu64 " of %zu messages arrived",
 			       many_received, RTE_DIM(eps));
 		usleep(1000);
 	}

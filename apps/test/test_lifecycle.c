@@ -13,15 +13,6 @@
 #include "ep_stream.h"
 #include "rdp_test.h"
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static uint64_t held; /* (atomic) received messages the application keeps */
 
 static uint16_t
@@ -71,9 +62,9 @@ RDP_TEST(e2e, ep_init_after_a_fini_that_could_not_finish_is_refused)
 	m = rdp_msg_alloc(cli, 100);
 	RDP_ASSERT(m != NULL);
 	RDP_ASSERT_EQ(rdp_ep_send_burst(cli, &m, 1), 1);
-	deadline = now_s() + 5;
+	deadline = rdp_clock_s() + 5;
 	while (__atomic_load_n(&held, __ATOMIC_ACQUIRE) == 0)
-		RDP_ASSERT_MSG(now_s() < deadline, "the message did not arrive");
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the message did not arrive");
 	/* the application still holds a received message */
 	RDP_ASSERT_EQ(rdp_fini(), -EBUSY);
 	RDP_ASSERT(rdp_init(cfg) < 0);

@@ -146,20 +146,11 @@ find_test(const char *name)
 	return NULL;
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Run one test in a child; returns its exit status, or 1 on a signal or timeout. */
 static int
 run_forked(const struct test_case *t, int timeout_s)
 {
-	double deadline = now_s() + timeout_s;
+	double deadline = rdp_clock_s() + timeout_s;
 	pid_t pid;
 	int status;
 
@@ -176,7 +167,7 @@ run_forked(const struct test_case *t, int timeout_s)
 
 		if (r == pid)
 			break;
-		if (now_s() > deadline) {
+		if (rdp_clock_s() > deadline) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
 			printf("TIMEOUT after %d s\n", timeout_s);
@@ -204,7 +195,7 @@ run_suite(const char *suite, int timeout_s)
 		if (strcmp(t->suite, suite) != 0)
 			continue;
 		n++;
-		t0 = now_s();
+		t0 = rdp_clock_s();
 		printf("# %s/%s\n", suite, t->name);
 		rc = run_forked(t, timeout_s);
 		if (rc == 0)
@@ -214,7 +205,7 @@ run_suite(const char *suite, int timeout_s)
 		else
 			failed++;
 		printf("%s %u - %s (%.1f s)\n", rc == 0 ? "ok" :
-		       rc == RDP_TEST_SKIPPED ? "skip" : "not ok", n, t->name, now_s() - t0);
+		       rc == RDP_TEST_SKIPPED ? "skip" : "not ok", n, t->name, rdp_clock_s() - t0);
 		fflush(stdout);
 	}
 	if (n == 0) {

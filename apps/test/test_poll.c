@@ -104,15 +104,6 @@ produce(void *arg)
 	return 0;
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static struct rdp_poller *
 make_poller(struct rdp_dev *dev, const struct rdp_poll_ops *ops, uint32_t cq_size,
 	    uint32_t max_cq_size)
@@ -148,10 +139,10 @@ RDP_TEST(eal, poll_inbox_fed_by_two_lcores_delivers_every_item_once_in_producer_
 							    lcore), 0);
 	RDP_ASSERT_EQ(prod, PRODUCERS - 1);
 	produce((void *)(uintptr_t)prod);
-	deadline = now_s() + 60;
+	deadline = rdp_clock_s() + 60;
 	while (__atomic_load_n(&ho.received, __ATOMIC_ACQUIRE) <
 	       (uint64_t)PRODUCERS * ITEMS_PER_PRODUCER) {
-		RDP_ASSERT_MSG(now_s() < deadline, "%" PRIu64 " items arrived of %u",
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%" PRIu64 " items arrived of %u",
 			       __atomic_load_n(&ho.received, __ATOMIC_ACQUIRE),
 			       PRODUCERS * ITEMS_PER_PRODUCER);
 		/* statistics are read while the poller writes them */

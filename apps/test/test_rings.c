@@ -18,15 +18,6 @@
 #define RING_SIZE 8 /* holds 7 events */
 #define MSGS 20
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static uint16_t
 sink_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 {
@@ -45,10 +36,10 @@ static const struct rdp_ep_ops sink_ops = { .on_recv = sink_recv };
 static void
 wait_ring_count(struct rte_ring *r, unsigned int n, const char *what)
 {
-	double deadline = now_s() + 5;
+	double deadline = rdp_clock_s() + 5;
 
 	while (rte_ring_count(r) != n)
-		RDP_ASSERT_MSG(now_s() < deadline, "%s: %u events in the ring, expected %u", what,
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: %u events in the ring, expected %u", what,
 			       rte_ring_count(r), n);
 }
 
@@ -78,9 +69,9 @@ RDP_TEST(e2e, ep_pipeline_state_event_waits_for_room_in_a_full_ring)
 	RDP_ASSERT_EQ(rdp_ep_wait_established(cli, 5000), 0);
 
 	/* the server's ESTABLISHED event */
-	deadline = now_s() + 5;
+	deadline = rdp_clock_s() + 5;
 	while (rdp_event_dequeue_burst(ring, &ev, 1) == 0)
-		RDP_ASSERT_MSG(now_s() < deadline, "no ESTABLISHED event");
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no ESTABLISHED event");
 	RDP_ASSERT_EQ(ev->event, RDP_EV_STATE);
 	RDP_ASSERT_EQ(ev->user_data, RDP_EP_ESTABLISHED);
 	srv = ev->ep;
@@ -94,16 +85,16 @@ RDP_TEST(e2e, ep_pipeline_state_event_waits_for_room_in_a_full_ring)
 	}
 	wait_ring_count(ring, RING_SIZE - 1, "filled");
 	rdp_ep_close(cli);
-	deadline = now_s() + 5;
+	deadline = rdp_clock_s() + 5;
 	while (rdp_ep_state(srv) != RDP_EP_FAILED)
-		RDP_ASSERT_MSG(now_s() < deadline, "server endpoint still %s",
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "server endpoint still %s",
 			       rdp_ep_state_str(rdp_ep_state(srv)));
 
 	/* one event at a time, letting the poller fill the ring again each time:
 	 * the FAILED event is offered while the ring is full */
-	deadline = now_s() + 10;
+	deadline = rdp_clock_s() + 10;
 	while (last != RDP_EP_CLOSED) {
-		RDP_ASSERT_MSG(now_s() < deadline, "%u of %u messages and %u state events seen; "
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%u of %u messages and %u state events seen; "
 			       "last state %s", recvs, MSGS, states, rdp_ep_state_str(last));
 		if (rdp_event_dequeue_burst(ring, &ev, 1) == 0) {
 			usleep(1000);
@@ -129,9 +120,9 @@ RDP_TEST(e2e, ep_pipeline_state_event_waits_for_room_in_a_full_ring)
 	RDP_ASSERT_EQ(states, 2); /* FAILED, then CLOSED */
 	printf("%u messages, then FAILED and CLOSED, through a ring of %u\n", recvs,
 	       RING_SIZE - 1);
-	deadline = now_s() + 5;
+	deadline = rdp_clock_s() + 5;
 	while (rdp_endpoint_count() != 0)
-		RDP_ASSERT_MSG(now_s() < deadline, "%u endpoints left", rdp_endpoint_count());
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%u endpoints left", rdp_endpoint_count());
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rte_ring_free(ring);
 	rdp_cfg_free(cfg);
@@ -187,11 +178,11 @@ struct order_check {
 static void
 take_events(struct rte_ring *ring, struct order_check *oc, bool (*stop)(const struct order_check *))
 {
-	double deadline = now_s() + 10;
+	double deadline = rdp_clock_s() + 10;
 	struct rdp_msg *ev;
 
 	while (!stop(oc)) {
-		RDP_ASSERT_MSG(now_s() < deadline, "%" PRIu64 " send events seen", oc->next);
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%" PRIu64 " send events seen", oc->next);
 		if (rdp_event_dequeue_burst(ring, &ev, 1) == 0)
 			continue;
 		if (ev->event == RDP_EV_STATE) {
@@ -307,9 +298,9 @@ RDP_TEST(e2e, ep_pipeline_closed_event_keeps_its_endpoint_until_freed)
 	rdp_ep_set_ctx(cli, ring);
 	rdp_ep_close(cli);
 	/* CLOSED is in the ring; the application is busy elsewhere for a while */
-	deadline = now_s() + 5;
+	deadline = rdp_clock_s() + 5;
 	while (rte_ring_count(ring) < 2) /* ESTABLISHED, CLOSED */
-		RDP_ASSERT_MSG(now_s() < deadline, "no CLOSED event");
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no CLOSED event");
 	usleep(300000);
 	RDP_ASSERT_MSG(rdp_endpoint_count() == 2, "%u endpoints alive: the one whose CLOSED "
 		       "event waits in the ring was released", rdp_endpoint_count());
@@ -319,9 +310,9 @@ RDP_TEST(e2e, ep_pipeline_closed_event_keeps_its_endpoint_until_freed)
 		rdp_msg_free(ev);
 	}
 	/* freeing CLOSED lets it go */
-	deadline = now_s() + 5;
+	deadline = rdp_clock_s() + 5;
 	while (rdp_endpoint_count() != 1)
-		RDP_ASSERT_MSG(now_s() < deadline, "%u endpoints alive after CLOSED was freed",
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%u endpoints alive after CLOSED was freed",
 			       rdp_endpoint_count());
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rte_ring_free(ring);

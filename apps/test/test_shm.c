@@ -32,10 +32,10 @@ post_write0(struct conf_side *s, uint64_t wr_id, uint8_t flags)
 static bool
 wait_event(struct rdp_dev *dev, enum rdp_event_type type, struct rdp_event *out, int ms)
 {
-	double deadline = conf_now() + ms / 1000.0;
+	double deadline = rdp_clock_s() + ms / 1000.0;
 	struct rdp_event ev;
 
-	while (conf_now() < deadline) {
+	while (rdp_clock_s() < deadline) {
 		if (rdp_dev_event_get(dev, &ev) == 0 && ev.type == type) {
 			if (out != NULL)
 				*out = ev;
@@ -409,11 +409,11 @@ RDP_TEST(shm, shm_peer_qp_destroy_moves_the_survivor_to_err_within_100ms)
 	conf_opts_default(&o);
 	conf_pair_open(&p, NULL, &o);
 	RDP_ASSERT_EQ(conf_post_recv(&p.a, 7, 0, 64), 0);
-	t0 = conf_now();
+	t0 = rdp_clock_s();
 	conf_qp_destroy(&p.b);
-	while (conf_qp_state(&p.a) != RDP_QPS_ERR && conf_now() - t0 < 1.0)
+	while (conf_qp_state(&p.a) != RDP_QPS_ERR && rdp_clock_s() - t0 < 1.0)
 		;
-	dt = conf_now() - t0;
+	dt = rdp_clock_s() - t0;
 	printf("survivor in ERR after %.2f ms\n", dt * 1e3);
 	RDP_ASSERT_EQ(conf_qp_state(&p.a), RDP_QPS_ERR);
 	RDP_ASSERT_MSG(dt < 0.1, "took %.1f ms", dt * 1e3);
@@ -633,7 +633,7 @@ static void *
 racer_main(void *arg)
 {
 	struct racer *r = arg;
-	double deadline = conf_now() + 20.0;
+	double deadline = rdp_clock_s() + 20.0;
 	uint32_t i = 0;
 
 	for (;;) {
@@ -646,7 +646,7 @@ racer_main(void *arg)
 			__atomic_store_n(&r->result, 1, __ATOMIC_RELEASE);
 			break;
 		}
-		if (++i % 65536 == 0 && conf_now() > deadline)
+		if (++i % 65536 == 0 && rdp_clock_s() > deadline)
 			break;
 	}
 	return NULL;
@@ -655,9 +655,9 @@ racer_main(void *arg)
 static void
 wait_result(struct racer *r)
 {
-	double deadline = conf_now() + 10.0;
+	double deadline = rdp_clock_s() + 10.0;
 
-	while (__atomic_load_n(&r->result, __ATOMIC_ACQUIRE) == -1 && conf_now() < deadline)
+	while (__atomic_load_n(&r->result, __ATOMIC_ACQUIRE) == -1 && rdp_clock_s() < deadline)
 		usleep(1000);
 }
 
@@ -788,17 +788,17 @@ RDP_TEST(shm, shm_peer_process_killed_mid_stream_fails_survivor_fast_and_exactly
 	RDP_ASSERT_EQ(write(sv[0], &mine, sizeof(mine)), (ssize_t)sizeof(mine));
 	stream_ep_connect(ep, &peer, &cfg.cp);
 	RDP_ASSERT_EQ(read(sv[0], &go, 1), 1);
-	deadline = conf_now() + 30.0;
-	while (ep->st.received < 50000 && conf_now() < deadline)
+	deadline = rdp_clock_s() + 30.0;
+	while (ep->st.received < 50000 && rdp_clock_s() < deadline)
 		stream_ep_progress(ep);
 	RDP_ASSERT_MSG(ep->st.received >= 50000, "the stream did not run");
-	t_kill = conf_now();
+	t_kill = rdp_clock_s();
 	RDP_ASSERT_EQ(kill(pid, SIGKILL), 0);
 	deadline = t_kill + 5.0;
-	while (!(ep->failed && stream_ep_audit_drained(ep)) && conf_now() < deadline) {
+	while (!(ep->failed && stream_ep_audit_drained(ep)) && rdp_clock_s() < deadline) {
 		stream_ep_progress(ep);
 		if (t_err == 0 && qp_state(ep->qp) == RDP_QPS_ERR)
-			t_err = conf_now();
+			t_err = rdp_clock_s();
 	}
 	RDP_ASSERT_EQ(waitpid(pid, &status, 0), pid);
 	RDP_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
@@ -874,7 +874,7 @@ fan_in_rate(uint32_t nqp, uint64_t msgs)
 			RDP_ASSERT_EQ(rdp_post_recv(b[i], &rw, 1, &err), 1);
 		}
 	}
-	t0 = conf_now();
+	t0 = rdp_clock_s();
 	while (got < msgs) {
 		for (i = 0; i < nqp; i++) {
 			struct rdp_sge sge = { (uintptr_t)tx->addr, MSG, tx->lkey };
@@ -906,7 +906,7 @@ fan_in_rate(uint32_t nqp, uint64_t msgs)
 			;
 		RDP_ASSERT(n == 0);
 	}
-	dt = conf_now() - t0;
+	dt = rdp_clock_s() - t0;
 	RDP_ASSERT_EQ(got, sent);
 	for (i = 0; i < nqp; i++) {
 		RDP_ASSERT_EQ(rdp_qp_destroy(a[i]), 0);

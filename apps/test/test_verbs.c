@@ -66,15 +66,6 @@ open_dev(const char *spec)
 	rdp_test_skip("no RDMA device for '%s' here; the rxe suite runs inside " \
 		      "the VM lane (devtools/rxe-vm.sh)", (spec))
 
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* ---------------------------------------------------------------------- */
 /* One side: PD, CQ, QP and a buffer                                      */
 /* ---------------------------------------------------------------------- */
@@ -157,10 +148,10 @@ post_recv1(struct side *s, uint64_t wr_id, uint32_t off, uint32_t len)
 static int
 poll_for(struct rdp_cq *cq, struct rdp_wc *wc, int want, double ms)
 {
-	double end = now_ms() + ms;
+	double end = (rdp_clock_s() * 1e3) + ms;
 	int got = 0;
 
-	while (got < want && now_ms() < end) {
+	while (got < want && (rdp_clock_s() * 1e3) < end) {
 		int n = rdp_poll_cq(cq, wc + got, want - got);
 
 		RDP_ASSERT_MSG(n >= 0, "rdp_poll_cq: %d", n);
@@ -1027,19 +1018,19 @@ stream_side(int sock, const char *spec, bool first)
 		       rdp_err_msg());
 	barrier(sock);	/* both RTS with receives posted */
 
-	t0 = now_ms();
+	t0 = (rdp_clock_s() * 1e3);
 	end = t0 + 120e3;
 	while ((st->sent < st->to_send || st->received < st->to_recv) && st->bad == 0) {
 		if (stream_poll(st) + stream_send(st) == 0)
 			idle_backoff(&idle);
 		else
 			idle = 0;
-		RDP_ASSERT_MSG(now_ms() < end, "%s stalled: sent %" PRIu64 "/%" PRIu64
+		RDP_ASSERT_MSG((rdp_clock_s() * 1e3) < end, "%s stalled: sent %" PRIu64 "/%" PRIu64
 			       " received %" PRIu64 "/%" PRIu64 " rc=%u owed=%u inflight=%u",
 			       me, st->sent, st->to_send, st->received, st->to_recv, st->cr.rc,
 			       st->cr.owed, rdp_credit_sq_inflight(&st->cr));
 	}
-	t1 = now_ms();
+	t1 = (rdp_clock_s() * 1e3);
 	/* drain: a last reclaim covers the unsignaled tail */
 	while (st->bad == 0 && rdp_credit_sq_inflight(&st->cr) > 0) {
 		if (st->cr.unsig_run > 0 && rdp_credit_sq_inflight(&st->cr) < lp.sq_size) {
@@ -1051,7 +1042,7 @@ stream_side(int sock, const char *spec, bool first)
 			stream_post(st, &wr, 1);
 		}
 		stream_poll(st);
-		RDP_ASSERT_MSG(now_ms() < end + 5e3, "%s: SQ does not drain", me);
+		RDP_ASSERT_MSG((rdp_clock_s() * 1e3) < end + 5e3, "%s: SQ does not drain", me);
 	}
 	barrier(sock);	/* the peer's last WRs need our QP alive */
 
@@ -1122,7 +1113,7 @@ legacy_side(int sock, const char *spec, bool first)
 	/* no spare SQ slot: the window alone decides, as in brpc before #3145 */
 	legacy_window_init(&lw, LEGACY_WINDOW, LEGACY_SIGNAL);
 
-	t0 = now_ms();
+	t0 = (rdp_clock_s() * 1e3);
 	end = t0 + 120e3;
 	while ((first ? sent < msgs : received < msgs) && bad == 0) {
 		n = rdp_poll_cq(s.cq, wc, 32);
@@ -1199,7 +1190,7 @@ legacy_side(int sock, const char *spec, bool first)
 			idle_backoff(&idle);
 		else
 			idle = 0;
-		RDP_ASSERT_MSG(now_ms() < end, "%s stalled: sent %" PRIu64 " received %" PRIu64,
+		RDP_ASSERT_MSG((rdp_clock_s() * 1e3) < end, "%s stalled: sent %" PRIu64 " received %" PRIu64,
 			       first ? "A" : "B", sent, received);
 	}
 	barrier(sock);
@@ -1208,7 +1199,7 @@ legacy_side(int sock, const char *spec, bool first)
 		printf("legacy window=%u, SQ=%u (no spare slot), signal every %u: %" PRIu64
 		       " messages in %.0f ms; ENOMEM hit %" PRIu64 " messages (%" PRIu64
 		       " refused posts; driver counted %" PRIu64 ")\n", LEGACY_WINDOW,
-		       LEGACY_WINDOW, LEGACY_SIGNAL, sent, now_ms() - t0, refused_msgs, refused,
+		       LEGACY_WINDOW, LEGACY_SIGNAL, sent, (rdp_clock_s() * 1e3) - t0, refused_msgs, refused,
 		       ds.enomem);
 	else
 		printf("B on %s: received %" PRIu64 " in order\n", spec, received);
@@ -1231,10 +1222,10 @@ static bool
 wait_event(struct rdp_dev *dev, enum rdp_event_type type, double ms)
 {
 	struct pollfd pfd = { .fd = rdp_dev_event_fd(dev), .events = POLLIN };
-	double end = now_ms() + ms;
+	double end = (rdp_clock_s() * 1e3) + ms;
 	struct rdp_event ev;
 
-	while (now_ms() < end) {
+	while ((rdp_clock_s() * 1e3) < end) {
 		if (rdp_dev_event_get(dev, &ev) == 0) {
 			printf("event type %u\n", ev.type);
 			if (ev.type == type)
@@ -1276,8 +1267,8 @@ RDP_TEST(rxe, rxe_link_down_and_up_raise_port_events)
 	RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
 
 	/* the RoCE GIDs left with the link; wait until the device is usable again */
-	for (end = now_ms() + 10000; (dev = rdp_dev_open(spec_b())) == NULL; usleep(100000))
-		RDP_ASSERT_MSG(now_ms() < end, "%s unusable after the link came back: %s",
+	for (end = (rdp_clock_s() * 1e3) + 10000; (dev = rdp_dev_open(spec_b())) == NULL; usleep(100000))
+		RDP_ASSERT_MSG((rdp_clock_s() * 1e3) < end, "%s unusable after the link came back: %s",
 			       spec_b(), rdp_err_msg());
 	RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
 	return 0;

@@ -29,15 +29,6 @@
 #define RAW_SQ 64
 #define RAW_RQ 64
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* ---- the server: one endpoint at a time, everything recorded ---- */
 
 static struct {
@@ -103,10 +94,10 @@ log_reset(void)
 static void
 wait_log(const char *what, const char *text)
 {
-	double deadline = now_s() + 5;
+	double deadline = rdp_clock_s() + 5;
 
 	while (strstr(log_buf, text) == NULL) {
-		RDP_ASSERT_MSG(now_s() < deadline, "%s: the server's log lacks \"%s\":\n%s", what,
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: the server's log lacks \"%s\":\n%s", what,
 			       text, log_buf);
 		usleep(1000);
 	}
@@ -221,7 +212,7 @@ static unsigned int
 raw_send(struct raw_peer *r, const struct frame *f, unsigned int n)
 {
 	unsigned int i, ok = 0, done = 0;
-	double deadline = now_s() + 5;
+	double deadline = rdp_clock_s() + 5;
 
 	for (i = 0; i < n; i++) {
 		struct rdp_sge sge = { .addr = (uintptr_t)r->mr->addr + (i % RAW_SQ) * RAW_BUF,
@@ -248,7 +239,7 @@ raw_send(struct raw_peer *r, const struct frame *f, unsigned int n)
 					done++;
 				ok += wc[j].status == RDP_WC_SUCCESS;
 			}
-			RDP_ASSERT_MSG(now_s() < deadline, "no completion for frame %u", i);
+			RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no completion for frame %u", i);
 		}
 	}
 	return ok;
@@ -268,10 +259,10 @@ raw_close(struct raw_peer *r)
 static void
 wait_released(const char *what)
 {
-	double deadline = now_s() + 5;
+	double deadline = rdp_clock_s() + 5;
 
 	while (!__atomic_load_n(&srv.closed, __ATOMIC_ACQUIRE) || rdp_endpoint_count() != 0) {
-		RDP_ASSERT_MSG(now_s() < deadline, "%s: endpoint not released (%u alive, state %s)",
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: endpoint not released (%u alive, state %s)",
 			       what, rdp_endpoint_count(),
 			       rdp_ep_state_str(__atomic_load_n(&srv.state, __ATOMIC_ACQUIRE)));
 		usleep(1000);
@@ -352,17 +343,17 @@ RDP_TEST(e2e, ep_hostile_frames_fail_the_endpoint_naming_the_rule_and_leak_nothi
 
 	for (i = 0; i < RTE_DIM(cases); i++) {
 		const struct wire_case *c = &cases[i];
-		double deadline = now_s() + 5;
+		double deadline = rdp_clock_s() + 5;
 
 		log_reset();
 		memset(&srv, 0, sizeof(srv));
 		raw_establish(&r, port);
 		while (__atomic_load_n(&srv.ep, __ATOMIC_ACQUIRE) == NULL)
-			RDP_ASSERT_MSG(now_s() < deadline, "%s: not established", c->what);
+			RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: not established", c->what);
 		raw_send(&r, c->frames, c->n);
 		wait_log(c->what, c->log);
 		while (__atomic_load_n(&srv.state, __ATOMIC_ACQUIRE) < RDP_EP_FAILED)
-			RDP_ASSERT_MSG(now_s() < deadline, "%s: endpoint still %s", c->what,
+			RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: endpoint still %s", c->what,
 				       rdp_ep_state_str(srv.state));
 		RDP_ASSERT_EQ(__atomic_load_n(&srv.received, __ATOMIC_ACQUIRE), c->delivered);
 		raw_close(&r);
@@ -415,11 +406,11 @@ RDP_TEST(e2e, ep_hostile_frames_fail_the_endpoint_naming_the_rule_and_leak_nothi
 	{
 		struct frame good[3] = { { .imm = F1, .len = 10 }, { .imm = IMM_FIRST, .len = RAW_BUF },
 					 { .imm = IMM_LAST, .len = 5 } };
-		double deadline = now_s() + 5;
+		double deadline = rdp_clock_s() + 5;
 
 		RDP_ASSERT_EQ(raw_send(&r, good, 3), 3);
 		while (__atomic_load_n(&srv.received, __ATOMIC_ACQUIRE) < 2)
-			RDP_ASSERT_MSG(now_s() < deadline, "good messages not delivered");
+			RDP_ASSERT_MSG(rdp_clock_s() < deadline, "good messages not delivered");
 		RDP_ASSERT_EQ(srv.last_len, RAW_BUF + 5);
 		RDP_ASSERT_EQ(srv.before_established, 0);
 	}
@@ -470,12 +461,12 @@ RDP_TEST(e2e, ep_peer_may_spend_every_credit_right_after_ready)
 		/* no wait: the server may not have admitted the endpoint yet */
 		RDP_ASSERT_MSG(raw_send(&r, burst, RTE_DIM(burst)) == RTE_DIM(burst),
 			       "round %u: a send within the granted credits failed (RNR?)", round);
-		deadline = now_s() + 5;
+		deadline = rdp_clock_s() + 5;
 		while (__atomic_load_n(&srv.received, __ATOMIC_ACQUIRE) < RTE_DIM(burst))
-			RDP_ASSERT_MSG(now_s() < deadline, "round %u: %" PRIu64 " of %zu delivered",
+			RDP_ASSERT_MSG(rdp_clock_s() < deadline, "round %u: %" PRIu64 " of %zu delivered",
 				       round, srv.received, RTE_DIM(burst));
 		while (__atomic_load_n(&srv.state, __ATOMIC_ACQUIRE) != RDP_EP_ESTABLISHED)
-			RDP_ASSERT_MSG(now_s() < deadline, "round %u: no ESTABLISHED", round);
+			RDP_ASSERT_MSG(rdp_clock_s() < deadline, "round %u: no ESTABLISHED", round);
 		RDP_ASSERT_MSG(srv.before_established == 0, "round %u: %" PRIu64 " messages "
 			       "delivered before ESTABLISHED", round, srv.before_established);
 		raw_close(&r);
@@ -524,13 +515,13 @@ RDP_TEST(e2e, ep_fini_closes_what_a_handshake_admits_while_it_waits)
 	/* the server's endpoint exists, but only READY makes it the application's */
 	raw_handshake(&r, port, false);
 	RDP_ASSERT_EQ(pthread_create(&t, NULL, ready_later, &r), 0);
-	t0 = now_s();
+	t0 = rdp_clock_s();
 	ret = rdp_fini();
 	RDP_ASSERT_EQ(pthread_join(t, NULL), 0);
 	RDP_ASSERT_MSG(ret == 0, "rdp_fini: %s", rdp_err_msg());
 	RDP_ASSERT(__atomic_load_n(&srv.closed, __ATOMIC_ACQUIRE));
 	printf("rdp_fini closed an endpoint admitted while it waited, in %.2f s\n",
-	       now_s() - t0);
+	       rdp_clock_s() - t0);
 	raw_close(&r);
 	RDP_ASSERT_EQ(rdp_mr_free(r.mr), 0);
 	RDP_ASSERT_EQ(rdp_pd_free(r.pd), 0);

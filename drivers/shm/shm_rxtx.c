@@ -13,19 +13,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "rdp_clock.h"
 #include "shm_private.h"
 
 /* exec result meaning "not now": the WR stays queued */
 #define SHM_AGAIN 0xffu
-
-static inline uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The InfiniBand RNR NAK timer table, in microseconds (index = min_rnr_timer). */
 static const uint32_t rnr_timer_us[32] = {
@@ -199,7 +191,7 @@ rnr(struct shm_qp *qp)
 		qp->rnr_waiting = 0;
 		return RDP_WC_RNR_RETRY_EXC_ERR;
 	}
-	qp->rnr_next_ns = now_ns() + (uint64_t)rnr_timer_us[qp->min_rnr_timer & 31] * 1000;
+	qp->rnr_next_ns = rdp_clock_ns() + (uint64_t)rnr_timer_us[qp->min_rnr_timer & 31] * 1000;
 	return SHM_AGAIN;
 }
 
@@ -301,7 +293,7 @@ sq_run(struct shm_qp *qp)
 	}
 	peer = __atomic_load_n(&qp->peer, __ATOMIC_ACQUIRE);
 	if (unlikely(peer == NULL || state != RDP_QPS_RTS ||
-		     (qp->rnr_waiting && now_ns() < qp->rnr_next_ns))) {
+		     (qp->rnr_waiting && rdp_clock_ns() < qp->rnr_next_ns))) {
 		pend_set(cq, qp->sslot);
 		return;
 	}

@@ -32,6 +32,7 @@
 
 #include <sodium.h>
 
+#include "rdp_clock.h"
 #include "ep_private.h"
 
 /* epoll data: pointers tagged in their low bits */
@@ -76,15 +77,6 @@ static struct {
 	unsigned int nb_server_handshakes;
 	bool accept_paused;   /* at max_handshakes: listeners not watched */
 } ctl;
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static void
 ctl_push(void *obj, enum ctl_req req, bool wake)
@@ -560,7 +552,7 @@ hs_writable(struct rdp_ep *ep)
 			hs_fail(ep, -soerr, "connect: %s", strerror(soerr));
 			return;
 		}
-		ep->deadline_ns = now_ns() + ep->lc->conf.handshake_timeout_ms * 1000000ull;
+		ep->deadline_ns = rdp_clock_ns() + ep->lc->conf.handshake_timeout_ms * 1000000ull;
 		hello = ep->local_hello;
 		hello.type = RDP_HELLO_HELLO;
 		hs_send(ep, &hello, HS_RECV_ACK, ep->hello_c);
@@ -610,7 +602,7 @@ start_connect(struct rdp_ep *ep)
 	int ret, one = 1;
 
 	TAILQ_INSERT_TAIL(&ctl.handshakes, ep, ctl_next);
-	ep->deadline_ns = now_ns() + ep->lc->conf.connect_timeout_ms * 1000000ull;
+	ep->deadline_ns = rdp_clock_ns() + ep->lc->conf.connect_timeout_ms * 1000000ull;
 	if (ep->closing) {
 		hs_fail(ep, -ECANCELED, "closed before connecting");
 		return;
@@ -691,7 +683,7 @@ accept_one(struct listener *l)
 	peer_name(fd, ep->peer, sizeof(ep->peer));
 	ep->hs = HS_RECV_HELLO;
 	ep->in_len = 0;
-	ep->deadline_ns = now_ns() + lc->conf.handshake_timeout_ms * 1000000ull;
+	ep->deadline_ns = rdp_clock_ns() + lc->conf.handshake_timeout_ms * 1000000ull;
 	TAILQ_INSERT_TAIL(&ctl.handshakes, ep, ctl_next);
 	ctl.nb_server_handshakes++;
 	watch(ep, EPOLLIN | EPOLLRDHUP);
@@ -760,7 +752,7 @@ serve_inbox(void)
 static void
 expire_handshakes(void)
 {
-	uint64_t now = now_ns();
+	uint64_t now = rdp_clock_ns();
 	struct rdp_ep *ep, *next;
 
 	for (ep = TAILQ_FIRST(&ctl.handshakes); ep != NULL; ep = next) {

@@ -18,6 +18,7 @@
 
 #include <sodium.h>
 
+#include "rdp_clock.h"
 #include "ep_private.h"
 
 RTE_LOG_REGISTER(rdp_ep_logtype, rdp.ep, NOTICE);
@@ -168,14 +169,11 @@ rdp_connect(const char *hostport, const struct rdp_ep_params *prm)
 int
 rdp_ep_wait_established(struct rdp_ep *ep, unsigned int timeout_ms)
 {
-	struct timespec t0, t;
+	uint64_t deadline = rdp_clock_ns() + (uint64_t)timeout_ms * 1000000u;
 	enum rdp_ep_state s;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while ((s = ep_get_state(ep)) == RDP_EP_CONNECTING) {
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >
-		    (long)timeout_ms)
+		if (rdp_clock_ns() > deadline)
 			return -ETIMEDOUT;
 		usleep(200);
 	}

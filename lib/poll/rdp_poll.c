@@ -13,6 +13,7 @@
 #include <rte_lcore.h>
 #include <rte_pause.h>
 
+#include "rdp_clock.h"
 #include "rdp_mem.h"
 #include "rdp_poll.h"
 
@@ -318,15 +319,6 @@ rdp_poller_slot_free(struct rdp_poller *p, uint32_t slot)
 	rte_ring_enqueue(p->free_slots, (void *)(uintptr_t)(slot + 1));
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Grow the CQ to at least @want: through the poller when it runs, else here. */
 static int
 grow_cq(struct rdp_poller *p, uint32_t want)
@@ -346,9 +338,9 @@ grow_cq(struct rdp_poller *p, uint32_t want)
 	if (!__atomic_compare_exchange_n(&p->resize_req, &zero, want, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return -EAGAIN; /* another resize is being served: retry */
-	deadline = now_s() + 1.0;
+	deadline = rdp_clock_s() + 1.0;
 	while (__atomic_load_n(&p->resize_req, __ATOMIC_ACQUIRE) != 0) {
-		if (now_s() > deadline)
+		if (rdp_clock_s() > deadline)
 			return rdp_err_set(ETIMEDOUT, "lcore %u did not resize its CQ within 1 s",
 					   p->lcore_id);
 		usleep(100);
