@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "app_hash.h"
 #include "blk_proto.h"
 #include "blk_verify.h"
 
@@ -15,17 +16,6 @@ _Static_assert(BLK_VERIFY_WORDS * 8 == BLK_BLOCK_SIZE, "a verify block is one bl
 /* State file: a 32-byte header, then (acked, issued) as two u32 per block. */
 #define STATE_MAGIC 0x31536b6c62706472ull /* "rdpblkS1" */
 #define STATE_HDR 32u
-
-static inline uint64_t
-mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
 
 static inline uint64_t
 sum_step(uint64_t h, uint64_t w)
@@ -37,7 +27,7 @@ sum_step(uint64_t h, uint64_t w)
 static inline uint64_t
 payload_seed(uint64_t run, uint64_t block, uint32_t gen)
 {
-	return mix64(run ^ mix64(block * 0xd6e8feb86659fd93ull + gen));
+	return app_mix64(run ^ app_mix64(block * 0xd6e8feb86659fd93ull + gen));
 }
 
 void
@@ -58,12 +48,12 @@ blk_vblock_fill(struct blk_cur *c, uint64_t run, uint64_t block, uint32_t gen)
 	sum_at = *c;
 	blk_cur_put64(c, 0);
 	for (i = 5; i < BLK_VERIFY_WORDS; i++) {
-		uint64_t w = mix64(seed + i);
+		uint64_t w = app_mix64(seed + i);
 
 		h = sum_step(h, w);
 		blk_cur_put64(c, w);
 	}
-	blk_cur_put64(&sum_at, mix64(h));
+	blk_cur_put64(&sum_at, app_mix64(h));
 }
 
 int
@@ -86,7 +76,7 @@ blk_vblock_check(struct blk_cur *c, uint64_t run, uint64_t block, uint32_t acked
 		any |= x;
 		h = sum_step(h, x);
 	}
-	valid = w[0] == BLK_VERIFY_MAGIC && w[4] == mix64(h);
+	valid = w[0] == BLK_VERIFY_MAGIC && w[4] == app_mix64(h);
 	res->ours = valid && w[1] == run;
 	res->gen = res->ours ? (uint32_t)w[3] : 0;
 	if (acked == 0 && !res->ours)

@@ -1,30 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The checked message stream of the end-to-end tests (see ep_stream.h). */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "app_hash.h"
 #include "ep_stream.h"
 #include "rdp_test.h"
-
-static inline uint64_t
-mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
 
 uint32_t
 stream_size(uint64_t salt, uint64_t seq, uint32_t max)
 {
-	uint64_t r = mix(salt * 0x9e3779b97f4a7c15ull + seq);
+	uint64_t r = app_mix64(salt * 0x9e3779b97f4a7c15ull + seq);
 	unsigned int bits = 1 + (r % 63) % (32 - __builtin_clz(max));
 
 	if (r % 100 == 7)
@@ -33,19 +26,19 @@ stream_size(uint64_t salt, uint64_t seq, uint32_t max)
 }
 
 /*
- * Byte i of message seq is byte (i % 8) of word mix(key + i / 8). Segments
+ * Byte i of message seq is byte (i % 8) of word app_mix64(key + i / 8). Segments
  * hold whole words except the last, so the hot loops move 8 bytes at a time.
  */
 static inline uint64_t
 word_at(uint64_t key, uint32_t off)
 {
-	return mix(key + off / 8);
+	return app_mix64(key + off / 8);
 }
 
 static void
 fill(struct rdp_msg *m, uint64_t salt, uint64_t seq)
 {
-	uint64_t key = mix(salt ^ (seq << 20));
+	uint64_t key = app_mix64(salt ^ (seq << 20));
 	uint32_t off = 0;
 
 	for (; m != NULL; m = m->next) {
@@ -65,7 +58,7 @@ fill(struct rdp_msg *m, uint64_t salt, uint64_t seq)
 static bool
 check(const struct rdp_msg *m, uint64_t salt, uint64_t seq, uint32_t *bad_off)
 {
-	uint64_t key = mix(salt ^ (seq << 20));
+	uint64_t key = app_mix64(salt ^ (seq << 20));
 	uint32_t off = 0;
 
 	for (; m != NULL; m = m->next) {
@@ -368,4 +361,16 @@ stream_cfg(const char *driver, uint32_t max_msg)
 	stream_cfg_env(cfg);
 	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
 	return cfg;
+}
+
+int
+stream_raw_connect(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	RDP_ASSERT(fd >= 0);
+	RDP_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	return fd;
 }

@@ -105,4 +105,15 @@ struct rdp_cfg *stream_cfg(const char *driver, uint32_t max_msg);
  */
 void stream_cfg_env(struct rdp_cfg *cfg);
 
+/**
+ * A plain TCP connection to 127.0.0.1:@p port, for tests that play a peer
+ * by hand (garbage handshakes, hand-built wire frames).
+ *
+ * @param port
+ *   The listener's port.
+ * @return
+ *   The connected socket (the test fails if it cannot connect).
+ */
+int stream_raw_connect(int port);
+
 #endif /* RDP_TEST_EP_STREAM_H */

@@ -38,6 +38,7 @@
 
 #include <rte_eal.h>
 
+#include "app_hash.h"
 #include "ep_private.h"
 #include "ep_stream.h"
 #include "rdp_test.h"
@@ -136,27 +137,16 @@ rec_valid(const struct soak_rec *r, uint64_t inc)
 /* ---------------------------------------------------------------------- */
 
 static inline uint64_t
-mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
-static inline uint64_t
 msg_key(uint64_t inc, unsigned int role, uint64_t seq)
 {
-	return mix(inc * 0x9e3779b97f4a7c15ull ^ (uint64_t)role << 62 ^ seq);
+	return app_mix64(inc * 0x9e3779b97f4a7c15ull ^ (uint64_t)role << 62 ^ seq);
 }
 
 /* 16 bytes to SOAK_MAX_MSG, mostly small, 1% exactly the largest. */
 static uint32_t
 msg_len(uint64_t inc, unsigned int role, uint64_t seq)
 {
-	uint64_t r = mix(msg_key(inc, role, seq) + 1);
+	uint64_t r = app_mix64(msg_key(inc, role, seq) + 1);
 	unsigned int bits = 4 + (unsigned int)((r >> 8) % 11);
 
 	if (r % 100 == 7)
@@ -174,7 +164,7 @@ _Static_assert(sizeof(struct msg_hdr) == 16, "header of the smallest message");
 static inline uint8_t
 body_byte(uint64_t key, uint32_t off)
 {
-	return (uint8_t)(mix(key + off / 8) >> ((off & 7) * 8));
+	return (uint8_t)(app_mix64(key + off / 8) >> ((off & 7) * 8));
 }
 
 static void
@@ -197,7 +187,7 @@ msg_fill(struct rdp_msg *m, uint64_t inc, unsigned int role, uint64_t seq)
 				p[i] = body_byte(key, off);
 		}
 		for (; i + 8 <= m->data_len; i += 8, off += 8) {
-			uint64_t w = mix(key + off / 8);
+			uint64_t w = app_mix64(key + off / 8);
 
 			memcpy(p + i, &w, 8);
 		}
@@ -232,7 +222,7 @@ msg_check(const struct rdp_msg *m, uint64_t inc, unsigned int role, uint64_t seq
 			uint64_t w;
 
 			memcpy(&w, p + i, 8);
-			if (w != mix(key + off / 8))
+			if (w != app_mix64(key + off / 8))
 				return off;
 		}
 		for (; i < m->data_len; i++, off++)

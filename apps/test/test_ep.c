@@ -362,18 +362,6 @@ capture_logs(void)
 	rte_openlog_stream(log_stream);
 }
 
-static int
-raw_connect(int port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	RDP_ASSERT(fd >= 0);
-	RDP_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
-	return fd;
-}
-
 /* Read until the server closes; return bytes read (a REJECT is 200). */
 static ssize_t
 read_until_closed(int fd, uint8_t *buf, size_t len, double timeout_s)
@@ -428,7 +416,7 @@ run_garbage(int port, const struct garbage_case *c, double timeout_s)
 	double deadline;
 	char why[256];
 	ssize_t n;
-	int fd = raw_connect(port);
+	int fd = stream_raw_connect(port);
 
 	if (c->len > 0)
 		RDP_ASSERT(send(fd, c->bytes, c->len, 0) == (ssize_t)c->len);
@@ -864,7 +852,7 @@ RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 	capture_logs();
 
 	/* 1. a peer without the secret is told why and dropped */
-	fd = raw_connect(port);
+	fd = stream_raw_connect(port);
 	rdp_hello_encode(&h, out);
 	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
 	RDP_ASSERT_EQ(read_until_closed(fd, back, sizeof(back), 3), RDP_HELLO_LEN);
@@ -884,7 +872,7 @@ RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 	tqp = rdp_qp_create(tpd, &qia);
 	RDP_ASSERT(tpd != NULL && tcq != NULL && tqp != NULL);
 	RDP_ASSERT_EQ(rdp_qp_local_addr(tqp, &h.qp), 0);
-	fd = raw_connect(port);
+	fd = stream_raw_connect(port);
 	h.flags = RDP_HELLO_F_AUTH;
 	memset(h.nonce, 0x5a, sizeof(h.nonce));
 	rdp_hello_encode(&h, out);
@@ -1144,7 +1132,7 @@ RDP_TEST(e2e, ep_server_posts_every_receive_before_its_hello_ack)
 	RDP_ASSERT_EQ(rdp_qp_local_addr(tqp, &h.qp), 0);
 	h.credit.rq_size = 100;
 	h.credit.ack_reserve = 12;
-	fd = raw_connect(port);
+	fd = stream_raw_connect(port);
 	rdp_hello_encode(&h, out);
 	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
 	RDP_ASSERT(recv(fd, back, sizeof(back), MSG_WAITALL) == sizeof(back));
@@ -1364,7 +1352,7 @@ RDP_TEST(e2e, ep_handshakes_beyond_the_limit_wait_their_turn)
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	/* two silent peers take both handshake slots */
 	for (i = 0; i < 2; i++)
-		fd[i] = raw_connect(port);
+		fd[i] = stream_raw_connect(port);
 	usleep(200000);
 	ep = rdp_connect(addr, &pcli);
 	RDP_ASSERT(ep != NULL);

@@ -114,18 +114,6 @@ struct raw_peer {
 	int fd;
 };
 
-static int
-raw_connect_tcp(int port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	RDP_ASSERT(fd >= 0);
-	RDP_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
-	return fd;
-}
-
 static void raw_handshake(struct raw_peer *r, int port, bool send_ready);
 
 /* A handshake as a client would do it, with our own QP; then RTS. */
@@ -184,7 +172,7 @@ raw_handshake(struct raw_peer *r, int port, bool send_ready)
 		RDP_ASSERT_EQ(rdp_post_recv(r->qp, &rwr, 1, &err), 1);
 	}
 	RDP_ASSERT_EQ(rdp_qp_local_addr(r->qp, &h.qp), 0);
-	r->fd = raw_connect_tcp(port);
+	r->fd = stream_raw_connect(port);
 	rdp_hello_encode(&h, out);
 	RDP_ASSERT(send(r->fd, out, sizeof(out), 0) == sizeof(out));
 	RDP_ASSERT(recv(r->fd, back, sizeof(back), MSG_WAITALL) == sizeof(back));
