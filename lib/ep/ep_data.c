@@ -892,18 +892,9 @@ ep_post_initial_recvs(struct rdp_ep *ep)
 struct rdp_msg *
 rdp_msg_alloc(struct rdp_ep *ep, uint32_t len)
 {
-	uint32_t limit = ep->max_send_msg != 0 ? ep->max_send_msg : ep->lc->conf.max_msg_size;
-	uint32_t seg = ep->chunk_size != 0 ? ep->chunk_size : ep->lc->conf.buf_size;
 	struct rdp_msg *m;
 
-	if (unlikely(len > limit)) {
-		rte_errno = EMSGSIZE;
-		return NULL;
-	}
-	m = rdp_pool_alloc_msg(ep->lc->send_pool, len, seg);
-	if (m != NULL)
-		m->ep = ep;
-	return m;
+	return rdp_msg_alloc_bulk(ep, &m, 1, len) == 0 ? m : NULL;
 }
 
 int
@@ -929,8 +920,9 @@ rdp_msg_alloc_bulk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_
 		}
 		return 0;
 	}
+	/* chains of segments, one message at a time */
 	for (i = 0; i < n; i++) {
-		msgs[i] = rdp_msg_alloc(ep, len);
+		msgs[i] = rdp_pool_alloc_msg(ep->lc->send_pool, len, seg);
 		if (msgs[i] == NULL) {
 			int err = rte_errno;
 
@@ -939,6 +931,7 @@ rdp_msg_alloc_bulk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_
 			rte_errno = err;
 			return -1;
 		}
+		msgs[i]->ep = ep;
 	}
 	return 0;
 }
