@@ -657,3 +657,30 @@ RDP_TEST(unit, credit_sq_cannot_wedge_in_any_reachable_state)
 		explore_sq(cfg[i][0], cfg[i][1]);
 	return 0;
 }
+
+RDP_TEST(unit, credit_closing_flush_is_due_only_for_uncovered_unsignaled_wrs)
+{
+	struct rdp_credit c;
+	uint64_t seq;
+
+	endpoint(&c, 64, 4, 1);
+	RDP_ASSERT(rdp_credit_sq_idle(&c));
+	RDP_ASSERT(!rdp_credit_flush_due(&c));
+	/* three unsignaled WRs: nothing would ever make their success visible */
+	RDP_ASSERT(!post_data(&c));
+	RDP_ASSERT(!post_data(&c));
+	RDP_ASSERT(!post_data(&c));
+	RDP_ASSERT(!rdp_credit_sq_idle(&c));
+	RDP_ASSERT(rdp_credit_flush_due(&c));
+	/* the reclaim covers them: once posted, nothing more is due */
+	seq = rdp_credit_reclaim_posted(&c);
+	RDP_ASSERT(!rdp_credit_flush_due(&c));
+	RDP_ASSERT(!rdp_credit_sq_idle(&c));
+	RDP_ASSERT_EQ(rdp_credit_send_completed(&c, seq), 4);
+	RDP_ASSERT(rdp_credit_sq_idle(&c));
+	/* an ack is due from T_ack on */
+	RDP_ASSERT(!rdp_credit_ack_due(&c));
+	rdp_credit_recv_reposted(&c, 1);
+	RDP_ASSERT(rdp_credit_ack_due(&c));
+	return 0;
+}

@@ -168,6 +168,52 @@ rdp_credit_sq_inflight(const struct rdp_credit *c)
 	return (uint32_t)(c->sq_pi - c->sq_ci);
 }
 
+/**
+ * Is every posted WR known complete (no signaled completion outstanding)?
+ *
+ * @param c
+ *   State.
+ * @return
+ *   True when `sq_ci == sq_pi`.
+ */
+static inline bool
+rdp_credit_sq_idle(const struct rdp_credit *c)
+{
+	return c->sq_ci == c->sq_pi;
+}
+
+/**
+ * Do we owe the peer enough credits for a pure ack (`owed >= T_ack`)?
+ *
+ * @param c
+ *   State.
+ * @return
+ *   True when an ack is due; rdp_credit_ack_check() says whether and how
+ *   it may be posted.
+ */
+static inline bool
+rdp_credit_ack_due(const struct rdp_credit *c)
+{
+	return c->owed >= c->ack_threshold;
+}
+
+/**
+ * Closing: must a reclaim be posted so that the last unsignaled WRs' success
+ * becomes visible, and is there a slot for it? Nothing else will be posted
+ * after them, so no later signaled WR would cover them.
+ *
+ * @param c
+ *   State.
+ * @return
+ *   True when unsignaled WRs are uncovered and the SQ has a free slot.
+ */
+static inline bool
+rdp_credit_flush_due(const struct rdp_credit *c)
+{
+	return !rdp_credit_sq_idle(c) && c->unsig_run > 0 &&
+	       rdp_credit_sq_inflight(c) < c->sq_size;
+}
+
 static inline enum rdp_credit_verdict
 rdp_credit_stall_(struct rdp_credit *c, enum rdp_credit_verdict v)
 {
@@ -221,7 +267,7 @@ rdp_credit_ack_check(struct rdp_credit *c)
 {
 	uint32_t inflight = rdp_credit_sq_inflight(c);
 
-	if (c->owed < c->ack_threshold)
+	if (!rdp_credit_ack_due(c))
 		return RDP_CREDIT_NONE;
 	if (c->unsig_run + 1 >= c->signal_interval)
 		return inflight < c->sq_size ? RDP_CREDIT_RECLAIM_FIRST :

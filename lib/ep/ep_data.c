@@ -547,7 +547,7 @@ send_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 			t->msg = NULL;
 		}
 	}
-	if (ep->tx_head != NULL || ep->credit.owed >= ep->credit.ack_threshold ||
+	if (ep->tx_head != NULL || rdp_credit_ack_due(&ep->credit) ||
 	    ep_get_state(ep) == RDP_EP_DRAINING)
 		ep_busy(ep);
 }
@@ -672,8 +672,7 @@ post_sends(struct rdp_ep *ep)
 			}
 			break;
 		}
-	} else if (ep->tx_head == NULL && c->sq_ci < c->sq_pi && c->unsig_run > 0 &&
-		   rdp_credit_sq_inflight(c) < c->sq_size) {
+	} else if (ep->tx_head == NULL && rdp_credit_flush_due(c)) {
 		/* closing: make the last WRs' success visible */
 		seq = rdp_credit_reclaim_posted(c);
 		wr_control(ep, &wr[n++], RDP_WRK_RECLAIM, seq, 0);
@@ -718,7 +717,7 @@ ep_progress(void *client)
 			if (!tearing_down(ep))
 				work += post_sends(ep);
 			if (ep_get_state(ep) == RDP_EP_DRAINING && !tearing_down(ep) &&
-			    ep->tx_head == NULL && ep->credit.sq_ci == ep->credit.sq_pi)
+			    ep->tx_head == NULL && rdp_credit_sq_idle(&ep->credit))
 				start_teardown(ep);
 		}
 	}
