@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -102,6 +103,30 @@ assert_clean(struct stream_side *s)
 }
 
 /* Both sides in this process, on one poller lcore: a two-way checked stream. */
+/*
+ * stream_cfg(@p driver) with the [global] KEY, VALUE pairs that follow
+ * (NULL-terminated), validated, then rdp_init(): the start of most tests.
+ */
+static struct rdp_cfg *
+init_with(const char *driver, ...)
+{
+	struct rdp_cfg *cfg = stream_cfg(driver, MAX_MSG);
+	const char *key;
+	va_list ap;
+
+	va_start(ap, driver);
+	while ((key = va_arg(ap, const char *)) != NULL) {
+		const char *value = va_arg(ap, const char *);
+
+		RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, key, value, "test") == 0,
+			       "%s=%s: %s", key, value, rdp_err_msg());
+	}
+	va_end(ap);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	return cfg;
+}
+
 static int
 stream_in_process(const char *driver, bool pipeline, uint64_t count)
 {
@@ -114,8 +139,7 @@ stream_in_process(const char *driver, bool pipeline, uint64_t count)
 	int port;
 
 	rdp_test_eal_init("0-1");
-	cfg = stream_cfg(driver, MAX_MSG);
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = init_with(driver, NULL);
 	printf("driver: %s\n", rdp_driver_info());
 	side_init(&srv, "server", 1, 2, count, pipeline);
 	side_init(&cli, "client", 2, 1, count, pipeline);
@@ -258,8 +282,7 @@ stream_two_processes(const char *driver, bool pipeline, uint64_t count)
 
 	pid = spawn_server(driver, pipeline, count, &port);
 	rdp_test_eal_init("0@1,1@0");
-	cfg = stream_cfg(driver, MAX_MSG);
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = init_with(driver, NULL);
 	side_init(&cli, "client", 2, 1, count, pipeline);
 	stream_params(&cli, &prm);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
@@ -299,8 +322,7 @@ RDP_TEST(e2e, ep_peer_killed_mid_stream_every_send_reported_once_then_reconnects
 
 	pid = spawn_server("shm", false, UINT64_MAX / 2, &port);
 	rdp_test_eal_init("0@1,1@0");
-	cfg = stream_cfg("shm", MAX_MSG);
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = init_with("shm", NULL);
 	side_init(&cli, "client", 2, 1, UINT64_MAX / 2, false);
 	stream_params(&cli, &prm);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
@@ -453,9 +475,7 @@ RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
 	int port;
 
 	rdp_test_eal_init("0-1");
-	cfg = stream_cfg("shm", MAX_MSG);
-	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "handshake_timeout_ms", "300", "test"), 0);
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = init_with("shm", "handshake_timeout_ms", "300", NULL);
 	side_init(&srv, "server", 1, 2, 0, false);
 	stream_params(&srv, &prm);
 	port = rdp_listen("127.0.0.1:0", &prm);
@@ -527,9 +547,7 @@ RDP_TEST(e2e, ep_connect_times_out_against_a_silent_server)
 	int lfd, ret;
 
 	rdp_test_eal_init("0-1");
-	cfg = stream_cfg("shm", MAX_MSG);
-	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "handshake_timeout_ms", "300", "test"), 0);
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = init_with("shm", "handshake_timeout_ms", "300", NULL);
 	/* a listener that accepts (in the kernel) but never answers */
 	lfd = socket(AF_INET, SOCK_STREAM, 0);
 	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
@@ -564,9 +582,7 @@ small_pair_up(struct stream_side *srv, struct stream_side *cli)
 	int port;
 
 	rdp_test_eal_init("0-1");
-	cfg = stream_cfg("shm", MAX_MSG);
-	if (rdp_init(cfg) != 0)
-		rdp_test_fail(__FILE__, __LINE__, "rdp_init: %s", rdp_err_msg());
+	cfg = init_with("shm", NULL);
 	side_init(srv, "server", 1, 2, 10, false);
 	side_init(cli, "client", 2, 1, 10, false);
 	stream_params(srv, &psrv);
@@ -700,8 +716,7 @@ RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
 
 	snprintf(prefix, sizeof(prefix), "rdp-tel-%d", (int)getpid());
 	rdp_test_eal_init_telemetry("0-1", prefix);
-	cfg = stream_cfg("shm", MAX_MSG);
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = init_with("shm", NULL);
 	side_init(&srv, "server", 1, 2, 50000, false);
 	side_init(&cli, "client", 2, 1, 50000, false);
 	stream_params(&srv, &psrv);
@@ -800,9 +815,7 @@ RDP_TEST(e2e, ep_shared_secret_admits_a_peer_that_knows_it)
 	int port;
 
 	rdp_test_eal_init("0-1");
-	cfg = stream_cfg("shm", MAX_MSG);
-	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "secret", "correct horse", "test"), 0);
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = init_with("shm", "secret", "correct horse", NULL);
 	side_init(&srv, "server", 1, 2, 2000, false);
 	side_init(&cli, "client", 2, 1, 2000, false);
 	stream_params(&srv, &psrv);
@@ -843,9 +856,7 @@ RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 	int port, fd;
 
 	rdp_test_eal_init("0-1");
-	cfg = stream_cfg("shm", MAX_MSG);
-	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "secret", "correct horse", "test"), 0);
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = init_with("shm", "secret", "correct horse", NULL);
 	side_init(&srv, "server", 1, 2, 0, false);
 	stream_params(&srv, &prm);
 	port = rdp_listen("127.0.0.1:0", &prm);
@@ -920,9 +931,7 @@ RDP_TEST(e2e, ep_shared_secret_mismatch_fails_the_client_with_eacces)
 	pid = spawn_server("shm", false, 0, &port);
 	unsetenv("RDP_SRV_SECRET");
 	rdp_test_eal_init("0@1,1@0");
-	cfg = stream_cfg("shm", MAX_MSG);
-	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "secret", "another secret", "test"), 0);
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = init_with("shm", "secret", "another secret", NULL);
 	side_init(&cli, "client", 2, 1, 0, false);
 	stream_params(&cli, &prm);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
@@ -991,8 +1000,7 @@ RDP_TEST(e2e, ep_backpressure_keeps_refused_messages_and_stalls_the_sender)
 	int port;
 
 	rdp_test_eal_init("0-1");
-	cfg = stream_cfg("shm", MAX_MSG);
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = init_with("shm", NULL);
 	psrv.arg = &srv;
 	pcli.arg = &cli;
 	port = rdp_listen("127.0.0.1:0", &psrv);
@@ -1113,11 +1121,7 @@ RDP_TEST(e2e, ep_server_posts_every_receive_before_its_hello_ack)
 	rdp_test_eal_init("0-1");
 	/* more receives than one post burst: every one must be posted before the
 	 * server answers, since the client may send as soon as it has the answer */
-	cfg = stream_cfg("shm", MAX_MSG);
-	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "rq_size", "100", "test"), 0);
-	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "ack_reserve", "12", "test"), 0);
-	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = init_with("shm", "rq_size", "100", "ack_reserve", "12", NULL);
 	side_init(&srv, "server", 1, 2, 0, false);
 	stream_params(&srv, &prm);
 	port = rdp_listen("127.0.0.1:0", &prm);
@@ -1304,8 +1308,7 @@ RDP_TEST(e2e, ep_accepted_endpoint_hears_established_before_messages_sent_at_onc
 		       "the server process did not start");
 	close(fds[0]);
 	rdp_test_eal_init("0@1,1@0");
-	cfg = stream_cfg("shm", MAX_MSG);
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = init_with("shm", NULL);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	for (round = 0; round < EARLY_ROUNDS; round++) {
 		struct rdp_ep *ep = rdp_connect(addr, &pcli);
@@ -1338,12 +1341,8 @@ RDP_TEST(e2e, ep_handshakes_beyond_the_limit_wait_their_turn)
 	int port, fd[2], i;
 
 	rdp_test_eal_init("0-1");
-	cfg = stream_cfg("shm", MAX_MSG);
-	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_handshakes", "2", "test"), 0);
-	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "handshake_timeout_ms", "20000", "test"), 0);
-	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "connect_timeout_ms", "20000", "test"), 0);
-	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = init_with("shm", "max_handshakes", "2", "handshake_timeout_ms", "20000",
+			 "connect_timeout_ms", "20000", NULL);
 	side_init(&srv, "server", 1, 2, 0, false);
 	side_init(&cli, "client", 2, 1, 0, false);
 	stream_params(&srv, &psrv);
@@ -1401,12 +1400,8 @@ RDP_TEST(e2e, ep_three_hundred_endpoints_share_one_poller)
 	int port;
 
 	rdp_test_eal_init("0-1");
-	cfg = stream_cfg("shm", MAX_MSG);
-	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_endpoints", "512", "test"), 0);
-	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "handshake_timeout_ms", "30000", "test"), 0);
-	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "connect_timeout_ms", "30000", "test"), 0);
-	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = init_with("shm", "max_endpoints", "512", "handshake_timeout_ms", "30000",
+			 "connect_timeout_ms", "30000", NULL);
 	port = rdp_listen("127.0.0.1:0", &prm);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	/* 150 connections, 300 endpoints, one poller lcore and its one CQ */
