@@ -55,11 +55,11 @@ main(int argc, char **argv)
 	if (probe_pin(cpu_a) != 0)
 		fprintf(stderr, "probe-cacheline: cannot pin to CPU %d\n", cpu_a);
 	probe_spawn(&t, responder, &pp);
-	end = probe_now_ns() + (uint64_t)(duration * 1e9);
+	end = rdp_clock_ns() + (uint64_t)(duration * 1e9);
 	/* the first batch warms both cores up and is not counted; at least five
 	 * are, unless a loaded machine makes them take 10 s longer than asked */
 	for (;;) {
-		uint64_t t0 = probe_now_ns(), i, t1;
+		uint64_t t0 = rdp_clock_ns(), i, t1;
 
 		for (i = 0; i < batch; i++) {
 			__atomic_store_n(&pp.line, v + 1, __ATOMIC_RELEASE);
@@ -67,7 +67,7 @@ main(int argc, char **argv)
 				;
 			v += 2;
 		}
-		t1 = probe_now_ns();
+		t1 = rdp_clock_ns();
 		if (v > 2 * batch && nb < max_batches)
 			oneway[nb++] = (double)(t1 - t0) / (2.0 * batch);
 		if (t1 >= end && (nb >= 5 || t1 >= end + 10 * 1000000000ull))

@@ -3,8 +3,8 @@
 #define BENCH_PROBE_COMMON_H
 
 /*
- * Shared helpers of the physical-limit probes: pinning, a monotonic clock,
- * argument parsing and a median. Each probe runs two threads, each pinned
+ * Shared helpers of the physical-limit probes: pinning, argument parsing
+ * and a median (the clock is the project's, rdp_clock.h). Each probe runs two threads, each pinned
  * to one CPU, and prints one JSON object on stdout.
  */
 
@@ -21,16 +21,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "rdp_clock.h"
+
 #define PROBE_LINE 64
-
-static inline uint64_t
-probe_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static inline int
 probe_pin(int cpu)

@@ -88,16 +88,16 @@ main(int argc, char **argv)
 		fprintf(stderr, "probe-ring: cannot pin to CPU %d\n", cpu_a);
 	probe_spawn(&th, app, &rs);
 	/* round trips, in batches of 1000 */
-	end = probe_now_ns() + (uint64_t)(duration * 1e9 / 2);
+	end = rdp_clock_ns() + (uint64_t)(duration * 1e9 / 2);
 	for (;;) {
-		t0 = probe_now_ns();
+		t0 = rdp_clock_ns();
 		for (i = 0; i < 1000; i++) {
 			while (rte_ring_mp_enqueue(rs.events, item) != 0)
 				;
 			while (rte_ring_sc_dequeue(rs.inbox, &back) != 0)
 				;
 		}
-		t1 = probe_now_ns();
+		t1 = rdp_clock_ns();
 		if (nb < max_batches)
 			oneway[nb++] = (t1 - t0) / 2000.0;
 		if (t1 >= end)
@@ -107,12 +107,12 @@ main(int argc, char **argv)
 	__atomic_store_n(&rs.mode, 1, __ATOMIC_RELEASE);
 	for (i = 0; i < TX_BURST; i++)
 		burst[i] = item;
-	t0 = probe_now_ns();
+	t0 = rdp_clock_ns();
 	end = t0 + (uint64_t)(duration * 1e9 / 2);
 	do {
 		for (i = 0; i < 64; i++)
 			sent += rte_ring_mp_enqueue_burst(rs.events, burst, TX_BURST, NULL);
-		t1 = probe_now_ns();
+		t1 = rdp_clock_ns();
 	} while (t1 < end);
 	__atomic_store_n(&rs.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);

@@ -106,7 +106,7 @@ main(int argc, char **argv)
 	if (probe_pin(cpu_b) != 0)
 		fprintf(stderr, "probe-spsc: cannot pin to CPU %d\n", cpu_b);
 	probe_spawn(&th, producer, &r);
-	now = probe_now_ns();
+	now = rdp_clock_ns();
 	warm = now + (uint64_t)(duration * 1e9 / 10);
 	t_end = warm + (uint64_t)(duration * 1e9);
 	for (;;) {
@@ -138,7 +138,7 @@ main(int argc, char **argv)
 				pending = 0;
 			}
 		}
-		now = probe_now_ns();
+		now = rdp_clock_ns();
 		if (t_start == 0 && now >= warm) {
 			t_start = now;
 			start_count = count;
