@@ -10,10 +10,14 @@
  * Shared memory, per object, each a memfd mapped by the owner and by the
  * peer that sends into it:
  * - a QP segment holds the QP's receive queue: entries the owner fills at
- *   post_recv and the peer completes in place (byte_len, imm, status), with
- *   three indices on cache lines of their own: `rq_posted` (owner),
- *   `rq_claim` (peer claims entries with a CAS; the owner closes it with a
- *   bit when the QP goes to error) and `rq_done` (peer publishes results);
+ *   post_recv and the peer completes in place (byte_len, imm, status, then
+ *   `seq`, which tells the owner the entry is complete without another
+ *   shared index), with three indices on cache lines of their own:
+ *   `rq_posted` (owner; the peer rereads it only when it has used up what
+ *   it last read), `rq_claim` (peer claims entries with a CAS; the owner
+ *   closes it with a bit when the QP goes to error; only the peer touches it
+ *   on the fast path) and `rq_done` (peer publishes how far it completed;
+ *   the owner reads it only to check the peer and when a QP goes away);
  * - a CQ segment holds the pending-completion counter every producer adds
  *   to (overrun detection) and the doorbell bitmap, one bit per QP attached
  *   to the CQ, that a producer sets once per burst;
@@ -60,7 +64,7 @@ extern int shm_logtype;
 #define SHM_QP_MAGIC 0x52445151u  /* "RDQQ" */
 #define SHM_CQ_MAGIC 0x52444351u  /* "RDCQ" */
 #define SHM_HELLO_MAGIC 0x52444848u
-#define SHM_VERSION 2u
+#define SHM_VERSION 3u
 
 /** rq_claim bit set by the owner when its QP goes to error: no more claims. */
 #define SHM_RQ_CLOSED (UINT64_C(1) << 63)
@@ -85,7 +89,8 @@ struct shm_rq_ent {
 	uint32_t imm;
 	uint8_t status;
 	uint8_t wc_flags;
-	uint8_t pad0[6];
+	uint16_t pad0;
+	uint32_t seq;        /**< low 32 bits of (index + 1), stored last: the entry is complete */
 	/* written by the owner at post_recv */
 	uint32_t num_sge;
 	uint32_t total_len;
@@ -104,7 +109,7 @@ struct shm_qp_seg {
 	uint64_t ent_off;    /**< offset of entry 0 */
 	uint64_t rq_posted __rte_cache_aligned; /**< owner: entries posted */
 	uint64_t rq_claim __rte_cache_aligned;  /**< peer CAS; owner sets SHM_RQ_CLOSED */
-	uint64_t rq_done;                       /**< peer: entries completed */
+	uint64_t rq_done __rte_cache_aligned;   /**< peer: entries completed (after their seq) */
 } __rte_cache_aligned;
 
 /** Header of a CQ segment: pending counter and doorbells. */
@@ -276,6 +281,7 @@ struct shm_qp {
 	uint64_t sq_exec;           /**< WRs executed or flushed */
 	uint64_t sq_freed;          /**< one past the newest polled completion */
 	uint64_t peer_rq_ci;        /**< our claim index in the peer's RQ */
+	uint64_t peer_rq_posted;    /**< the peer's rq_posted when last read */
 	uint64_t rnr_next_ns;       /**< earliest retry after an RNR */
 	uint8_t rnr_left;
 	uint8_t rnr_waiting;

@@ -201,13 +201,18 @@ exec_send(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe 
 {
 	struct shm_rq_ent *ent;
 	uint64_t c = qp->peer_rq_ci;
-	uint64_t posted = __atomic_load_n(&peer->qseg->rq_posted, __ATOMIC_ACQUIRE);
 	uint8_t st;
 
-	if (posted == c)
-		return rnr(qp);
-	if (unlikely(posted - c > (uint64_t)peer->rq_mask + 1))
-		return RDP_WC_REM_OP_ERR; /* the peer's RQ index is garbage */
+	if (qp->peer_rq_posted == c) {
+		/* used up what we saw posted: look again (a cross-core read) */
+		uint64_t posted = __atomic_load_n(&peer->qseg->rq_posted, __ATOMIC_ACQUIRE);
+
+		if (posted == c)
+			return rnr(qp);
+		if (unlikely(posted - c > (uint64_t)peer->rq_mask + 1))
+			return RDP_WC_REM_OP_ERR; /* the peer's RQ index is garbage */
+		qp->peer_rq_posted = posted;
+	}
 	/* claim one entry; fails only when the owner closed its RQ (or garbage) */
 	if (unlikely(!__atomic_compare_exchange_n(&peer->qseg->rq_claim, &c, c + 1, false,
 						  __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
@@ -219,6 +224,7 @@ exec_send(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe 
 	ent->imm = e->imm;
 	ent->wc_flags = e->opcode == RDP_WR_SEND_WITH_IMM ? RDP_WC_WITH_IMM : 0;
 	ent->status = st;
+	/* its seq is stored once the peer's CQ has counted it (sq_run) */
 	qp->peer_rq_ci = c + 1;
 	(*nremote)++;
 	if (likely(st == RDP_WC_SUCCESS))
@@ -285,6 +291,7 @@ sq_run(struct shm_qp *qp)
 	struct shm_cq *cq = qp->scq;
 	struct shm_peer *peer;
 	uint32_t nlocal = 0, nremote = 0;
+	uint64_t first, i;
 	int state = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
 
 	if (unlikely(state == RDP_QPS_ERR)) {
@@ -297,6 +304,7 @@ sq_run(struct shm_qp *qp)
 		pend_set(cq, qp->sslot);
 		return;
 	}
+	first = qp->peer_rq_ci;
 	while (qp->sq_exec != qp->sq_pi) {
 		const struct shm_swqe *e = shm_wqe(qp, qp->sq_exec);
 		uint8_t st;
@@ -323,6 +331,9 @@ sq_run(struct shm_qp *qp)
 	if (nremote > 0) {
 		/* count before publishing, so the poller never subtracts first */
 		cq_seg_add(peer->cseg, nremote);
+		for (i = first; i != qp->peer_rq_ci; i++)
+			__atomic_store_n(&shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride, i)->seq,
+					 (uint32_t)(i + 1), __ATOMIC_RELEASE);
 		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
 		shm_bell_ring(peer->cseg, peer->bell_word, peer->bell_bit);
 	}
@@ -490,44 +501,53 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 /* Poll                                                                   */
 /* ---------------------------------------------------------------------- */
 
-/* Receive completions of one QP, then its flushes once they are final. */
+/* Has the peer written a completion index past what we posted? */
+static inline bool
+rq_done_garbage(const struct shm_qp *qp)
+{
+	uint64_t done = __atomic_load_n(&qp->seg->rq_done, __ATOMIC_ACQUIRE);
+
+	/* rq_done trails the entries' seq: behind what we reaped is fine */
+	return done - qp->rq_reaped > qp->rq_posted - qp->rq_reaped &&
+	       qp->rq_reaped - done > (uint64_t)qp->rq_mask + 1;
+}
+
+/* The claim index at close, bounded by what was posted. */
+static inline uint64_t
+rq_final(const struct shm_qp *qp)
+{
+	uint64_t final = qp->rq_final;
+
+	if (final - qp->rq_reaped > qp->rq_posted - qp->rq_reaped)
+		final = qp->rq_reaped; /* garbage claim index: wait for nothing */
+	return final;
+}
+
+/*
+ * Receive completions of one QP, in order, each found by its entry's seq
+ * (one cross-core read per message), then its flushes once they are final:
+ * entries claimed before the close are completed by the peer unless it died.
+ */
 static int
 rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
 {
 	bool closed = __atomic_load_n(&qp->rq_closed, __ATOMIC_ACQUIRE);
 	bool dead = __atomic_load_n(&qp->peer_dead, __ATOMIC_ACQUIRE);
-	uint64_t done = __atomic_load_n(&qp->seg->rq_done, __ATOMIC_ACQUIRE);
-	uint64_t limit = qp->rq_posted, final = 0;
+	uint64_t limit = closed ? rq_final(qp) : qp->rq_posted;
 	int k = 0;
 
-	if (closed) {
-		final = qp->rq_final;
-		if (final - qp->rq_reaped > qp->rq_posted - qp->rq_reaped)
-			final = qp->rq_reaped; /* garbage claim index: wait for nothing */
-		limit = final;
-	}
-	if (unlikely(done - qp->rq_reaped > limit - qp->rq_reaped)) {
-		if (!closed || done - qp->rq_reaped > qp->rq_posted - qp->rq_reaped) {
-			/* the peer wrote an impossible index: stop trusting it */
-			__atomic_store_n(&qp->peer_dead, 1, __ATOMIC_RELEASE);
-			dead = true;
-			if (shm_qp_set_error(qp))
-				closed = true;
-			final = qp->rq_final;
-			if (final - qp->rq_reaped > qp->rq_posted - qp->rq_reaped)
-				final = qp->rq_reaped;
-			done = qp->rq_reaped;
-		} else {
-			done = limit;
-		}
-	}
-	while (qp->rq_reaped != done && k < n) {
+	while (qp->rq_reaped != limit && k < n) {
 		const struct shm_rq_ent *ent = shm_rq_ent(qp->ents, qp->rq_mask, qp->rq_stride,
 							   qp->rq_reaped);
-		struct rdp_wc *w = &wc[k++];
-		uint8_t st = __atomic_load_n(&ent->status, __ATOMIC_RELAXED);
-		uint32_t bl = __atomic_load_n(&ent->byte_len, __ATOMIC_RELAXED);
+		struct rdp_wc *w;
+		uint8_t st;
+		uint32_t bl;
 
+		if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) != (uint32_t)(qp->rq_reaped + 1))
+			break;
+		w = &wc[k++];
+		st = __atomic_load_n(&ent->status, __ATOMIC_RELAXED);
+		bl = __atomic_load_n(&ent->byte_len, __ATOMIC_RELAXED);
 		if (unlikely(st >= RDP_WC_STATUS_MAX || (st == RDP_WC_SUCCESS && bl > ent->total_len)))
 			st = RDP_WC_GENERAL_ERR;
 		w->wr_id = qp->rq_wr_id[qp->rq_reaped & qp->rq_mask];
@@ -542,12 +562,19 @@ rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
 		if (unlikely(st != RDP_WC_SUCCESS) && shm_qp_set_error(qp)) {
 			/* a receive error moves the receiver's QP to error */
 			closed = true;
-			final = qp->rq_final;
-			if (final - done > qp->rq_posted - done)
-				final = done;
+			limit = rq_final(qp);
 		}
 	}
-	if (closed && qp->rq_reaped == done && (done == final || dead)) {
+	if (k == n)
+		return k;
+	/* flagged with nothing complete: a peer that claims impossible progress is cut off */
+	if (unlikely(k == 0 && !dead && qp->rq_reaped != limit && rq_done_garbage(qp))) {
+		__atomic_store_n(&qp->peer_dead, 1, __ATOMIC_RELEASE);
+		dead = true;
+		if (shm_qp_set_error(qp))
+			closed = true;
+	}
+	if (closed && (qp->rq_reaped == rq_final(qp) || dead)) {
 		if (qp->rq_counted < qp->rq_reaped)
 			qp->rq_counted = qp->rq_reaped;
 		if (qp->rq_counted != qp->rq_posted) {
