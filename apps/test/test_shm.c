@@ -436,16 +436,25 @@ sqp(struct rdp_qp *qp)
 	return container_of(qp, struct shm_qp, head);
 }
 
+/* A send too big for a receive entry's payload area: it goes by the entry's SGEs. */
+#define BIG_SEND (SHM_RQ_INLINE + 136u)
+
 static unsigned int
-send_one_status(struct conf_pair *p)
+send_one_status_len(struct conf_pair *p, uint32_t len)
 {
 	struct rdp_wc wc[4];
 	int n;
 
-	RDP_ASSERT_EQ(conf_post_send(&p->a, RDP_WR_SEND, RDP_SEND_SIGNALED, 1, 0, 32, 0, 0, 0), 0);
+	RDP_ASSERT_EQ(conf_post_send(&p->a, RDP_WR_SEND, RDP_SEND_SIGNALED, 1, 0, len, 0, 0, 0), 0);
 	n = conf_poll(&p->a, wc, 1, T_MS);
 	RDP_ASSERT_EQ(n, 1);
 	return wc[0].status;
+}
+
+static unsigned int
+send_one_status(struct conf_pair *p)
+{
+	return send_one_status_len(p, 32);
 }
 
 RDP_TEST(shm, shm_garbage_from_the_peer_ends_in_errors_never_in_a_crash)
@@ -455,7 +464,7 @@ RDP_TEST(shm, shm_garbage_from_the_peer_ends_in_errors_never_in_a_crash)
 	struct shm_rq_ent *ent;
 	struct rdp_wc wc[8];
 	unsigned int st;
-	uint32_t w;
+	uint32_t w, n;
 
 	conf_opts_default(&o);
 
@@ -467,27 +476,60 @@ RDP_TEST(shm, shm_garbage_from_the_peer_ends_in_errors_never_in_a_crash)
 	RDP_ASSERT_EQ(conf_qp_state(&p.a), RDP_QPS_ERR);
 	conf_pair_close(&p);
 
-	/* a receive entry with too many SGEs, then one naming no MR */
+	/* a receive entry with too many SGEs, then one naming no MR (a send
+	 * too big for the entry's payload area, so that the sender reads them) */
 	conf_pair_open(&p, NULL, &o);
-	RDP_ASSERT_EQ(conf_post_recv(&p.b, 9, 0, 64), 0);
+	RDP_ASSERT_EQ(conf_post_recv(&p.b, 9, 0, 1024), 0);
 	ent = shm_rq_ent(sqp(p.b.qp)->ents, sqp(p.b.qp)->rq_mask, sqp(p.b.qp)->rq_stride, 0);
 	ent->num_sge = 100000;
-	RDP_ASSERT_EQ(send_one_status(&p), RDP_WC_REM_OP_ERR);
+	RDP_ASSERT_EQ(send_one_status_len(&p, BIG_SEND), RDP_WC_REM_OP_ERR);
 	RDP_ASSERT_EQ(conf_poll(&p.b, wc, 1, T_MS), 1);
 	RDP_ASSERT_EQ(wc[0].status, RDP_WC_LOC_QP_OP_ERR);
 	conf_pair_close(&p);
 	conf_pair_open(&p, NULL, &o);
-	RDP_ASSERT_EQ(conf_post_recv(&p.b, 9, 0, 64), 0);
+	RDP_ASSERT_EQ(conf_post_recv(&p.b, 9, 0, 1024), 0);
 	ent = shm_rq_ent(sqp(p.b.qp)->ents, sqp(p.b.qp)->rq_mask, sqp(p.b.qp)->rq_stride, 0);
 	ent->sge[0].off = UINT64_MAX - 8;
-	RDP_ASSERT_EQ(send_one_status(&p), RDP_WC_REM_OP_ERR);
+	RDP_ASSERT_EQ(send_one_status_len(&p, BIG_SEND), RDP_WC_REM_OP_ERR);
 	conf_pair_close(&p);
 	conf_pair_open(&p, NULL, &o);
-	RDP_ASSERT_EQ(conf_post_recv(&p.b, 9, 0, 64), 0);
+	RDP_ASSERT_EQ(conf_post_recv(&p.b, 9, 0, 1024), 0);
 	ent = shm_rq_ent(sqp(p.b.qp)->ents, sqp(p.b.qp)->rq_mask, sqp(p.b.qp)->rq_stride, 0);
 	ent->sge[0].mr_id = 0xfffffff0u;
-	RDP_ASSERT_EQ(send_one_status(&p), RDP_WC_REM_OP_ERR);
+	RDP_ASSERT_EQ(send_one_status_len(&p, BIG_SEND), RDP_WC_REM_OP_ERR);
 	conf_pair_close(&p);
+
+	/* a small send goes into the entry and never reads its SGEs: the
+	 * receiver copies into the buffer it remembers posting */
+	conf_pair_open(&p, NULL, &o);
+	RDP_ASSERT_EQ(conf_post_recv(&p.b, 9, 0, 1024), 0);
+	ent = shm_rq_ent(sqp(p.b.qp)->ents, sqp(p.b.qp)->rq_mask, sqp(p.b.qp)->rq_stride, 0);
+	ent->sge[0].mr_id = 0xfffffff0u;
+	ent->sge[0].off = UINT64_MAX - 8;
+	RDP_ASSERT_EQ(send_one_status(&p), RDP_WC_SUCCESS);
+	RDP_ASSERT_EQ(conf_poll(&p.b, wc, 1, T_MS), 1);
+	RDP_ASSERT_EQ(wc[0].status, RDP_WC_SUCCESS);
+	RDP_ASSERT_EQ(wc[0].byte_len, 32);
+	conf_pair_close(&p);
+
+	/* an entry's payload length past its payload area, or past what was
+	 * posted: an error completion, no copy out of bounds */
+	for (w = 0; w < 2; w++) {
+		uint32_t bad = w == 0 ? SHM_RQ_INLINE + 4096 : 1024 + 1;
+
+		conf_pair_open(&p, NULL, &o);
+		RDP_ASSERT_EQ(conf_post_recv(&p.b, 9, 0, w == 0 ? 8192 : 1024), 0);
+		RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_SEND, 0, 1, 0, 32, 0, 0, 0), 0);
+		ent = shm_rq_ent(sqp(p.b.qp)->ents, sqp(p.b.qp)->rq_mask, sqp(p.b.qp)->rq_stride, 0);
+		for (n = 0; n < 5000 && __atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) != 1; n++)
+			usleep(1000);
+		RDP_ASSERT_EQ(__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE), 1);
+		RDP_ASSERT(ent->wc_flags & SHM_ENT_INLINE);
+		ent->byte_len = bad;
+		RDP_ASSERT_EQ(conf_poll(&p.b, wc, 1, T_MS), 1);
+		RDP_ASSERT_EQ(wc[0].status, RDP_WC_GENERAL_ERR);
+		conf_pair_close(&p);
+	}
 
 	/* the claim index moved under us: the peer is treated as gone */
 	conf_pair_open(&p, NULL, &o);

@@ -740,6 +740,7 @@ peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int 
 		goto fail;
 	}
 	p->rq_mask = rq_size - 1;
+	p->rq_inline = p->rq_stride - shm_rq_ent_hdr(p->max_sge);
 	p->ents = (uint8_t *)q + ent_off;
 	if (c->magic != SHM_CQ_MAGIC || c->version != SHM_VERSION ||
 	    nb_words == 0 || nb_words > SHM_BELL_WORDS ||

@@ -132,11 +132,27 @@ shm_cq_seg_size(uint32_t nb_words)
 			      (size_t)4096);
 }
 
+/**
+ * Bytes every receive entry keeps after its SGEs for a small SEND's payload:
+ * the sender writes it there and the owner copies it into the posted
+ * buffer, so that a small message costs the owner one entry's lines and no
+ * miss on its buffer (and the sender no write into the owner's buffer).
+ */
+#define SHM_RQ_INLINE 64u
+
+/** wc_flags bit of an entry whose payload is in the entry itself. */
+#define SHM_ENT_INLINE 0x80u
+
+static inline uint32_t
+shm_rq_ent_hdr(uint32_t max_sge)
+{
+	return (uint32_t)(sizeof(struct shm_rq_ent) + max_sge * sizeof(struct shm_rsge));
+}
+
 static inline uint32_t
 shm_rq_stride(uint32_t max_sge)
 {
-	return RTE_ALIGN_CEIL((uint32_t)(sizeof(struct shm_rq_ent) +
-					 max_sge * sizeof(struct shm_rsge)), 64u);
+	return RTE_ALIGN_CEIL(shm_rq_ent_hdr(max_sge) + SHM_RQ_INLINE, 64u);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -199,6 +215,7 @@ struct shm_peer {
 	uint32_t rq_mask;
 	uint32_t rq_stride;
 	uint32_t max_sge;
+	uint32_t rq_inline;   /**< payload bytes an entry holds (after max_sge SGEs) */
 	uint32_t qpn;
 	uint32_t bell_word;
 	uint64_t bell_bit;
@@ -224,6 +241,13 @@ struct shm_swqe {
 	uint8_t status;       /**< error found at post time, else SUCCESS */
 	uint8_t pad[7];
 	struct shm_lsge sge[];  /* then the inline buffer */
+};
+
+/** A posted receive as its owner remembers it. */
+struct shm_rpost {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t total_len;
 };
 
 /** A completion kept by the CQ itself (send side, success or error). */
@@ -296,9 +320,11 @@ struct shm_qp {
 	/* receive queue (owner thread) */
 	struct shm_qp_seg *seg;
 	uint8_t *ents;
-	uint64_t *rq_wr_id;
+	struct shm_rpost *rq_post;  /**< per entry: what we posted (the peer cannot change it) */
+	struct shm_lsge *rq_sge;    /**< per entry: max_recv_sge SGEs */
 	uint32_t rq_mask;
 	uint32_t rq_stride;
+	uint32_t rq_inline;         /**< payload bytes an entry holds */
 	uint32_t max_recv_sge;
 	uint32_t mr_limit;          /**< MR ids below this were shared with the peer */
 	uint32_t nb_peer_mr;        /**< 0: every receive MR of the PD is shared */
@@ -383,6 +409,24 @@ static inline struct shm_rq_ent *
 shm_rq_ent(uint8_t *ents, uint32_t mask, uint32_t stride, uint64_t idx)
 {
 	return (struct shm_rq_ent *)(ents + (size_t)(idx & mask) * stride);
+}
+
+/** The payload area of a receive entry (SHM_ENT_INLINE). */
+static inline uint8_t *
+shm_rq_ent_data(const struct shm_rq_ent *ent, uint32_t max_sge)
+{
+	return (uint8_t *)ent + shm_rq_ent_hdr(max_sge);
+}
+
+/** Ask for a cache line in a state we can write, ahead of a store. */
+static inline void
+shm_prefetch_w(const void *p)
+{
+#if defined(__x86_64__)
+	__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+	__builtin_prefetch(p, 1, 3);
+#endif
 }
 
 static inline uint32_t

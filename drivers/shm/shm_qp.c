@@ -195,7 +195,8 @@ qp_free(struct shm_qp *qp)
 	if (qp->memfd >= 0)
 		close(qp->memfd);
 	free(qp->sq);
-	free(qp->rq_wr_id);
+	free(qp->rq_post);
+	free(qp->rq_sge);
 	free(qp);
 }
 
@@ -261,8 +262,10 @@ shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 	ent_off = sizeof(struct shm_qp_seg);
 	qp->seg_len = RTE_ALIGN_CEIL(ent_off + (size_t)rq_size * qp->rq_stride, (size_t)4096);
 	qp->seg = seg_create("rdp-shm-qp", qp->seg_len, &qp->memfd);
-	qp->rq_wr_id = calloc(rq_size, sizeof(uint64_t));
-	if (qp->sq == NULL || qp->seg == NULL || qp->rq_wr_id == NULL)
+	qp->rq_inline = qp->rq_stride - shm_rq_ent_hdr(qp->max_recv_sge);
+	qp->rq_post = calloc(rq_size, sizeof(*qp->rq_post));
+	qp->rq_sge = calloc((size_t)rq_size * qp->max_recv_sge, sizeof(*qp->rq_sge));
+	if (qp->sq == NULL || qp->seg == NULL || qp->rq_post == NULL || qp->rq_sge == NULL)
 		goto nomem;
 	qp->ents = (uint8_t *)qp->seg + ent_off;
 	qp->seg->magic = SHM_QP_MAGIC;

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <rte_prefetch.h>
+
 #include "rdp_clock.h"
 #include "shm_private.h"
 
@@ -201,7 +203,7 @@ exec_send(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe 
 {
 	struct shm_rq_ent *ent;
 	uint64_t c = qp->peer_rq_ci;
-	uint8_t st;
+	uint8_t st, flags;
 
 	if (qp->peer_rq_posted == c) {
 		/* used up what we saw posted: look again (a cross-core read) */
@@ -219,10 +221,22 @@ exec_send(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe 
 		return RDP_WC_RETRY_EXC_ERR;
 	qp->rnr_waiting = 0;
 	ent = shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride, c);
-	st = scatter(peer, ent, e);
+	flags = e->opcode == RDP_WR_SEND_WITH_IMM ? RDP_WC_WITH_IMM : 0;
+	if (e->total_len <= peer->rq_inline) {
+		/* small: into the entry; the owner copies it into its buffer */
+		if (e->total_len <= __atomic_load_n(&ent->total_len, __ATOMIC_RELAXED)) {
+			gather(e, shm_rq_ent_data(ent, peer->max_sge));
+			flags |= SHM_ENT_INLINE;
+			st = RDP_WC_SUCCESS;
+		} else {
+			st = RDP_WC_LOC_LEN_ERR;
+		}
+	} else {
+		st = scatter(peer, ent, e);
+	}
 	ent->byte_len = e->total_len;
 	ent->imm = e->imm;
-	ent->wc_flags = e->opcode == RDP_WR_SEND_WITH_IMM ? RDP_WC_WITH_IMM : 0;
+	ent->wc_flags = flags;
 	ent->status = st;
 	/* its seq is stored once the peer's CQ has counted it (sq_run) */
 	qp->peer_rq_ci = c + 1;
@@ -450,6 +464,8 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 	for (i = 0; i < n; i++) {
 		const struct rdp_recv_wr *w = &wr[i];
 		struct shm_rq_ent *ent;
+		struct shm_rpost *post;
+		struct shm_lsge *lsge;
 		uint64_t total = 0;
 		uint32_t j;
 
@@ -462,6 +478,7 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 			break;
 		}
 		ent = shm_rq_ent(qp->ents, qp->rq_mask, qp->rq_stride, qp->rq_posted);
+		lsge = &qp->rq_sge[(size_t)(qp->rq_posted & qp->rq_mask) * qp->max_recv_sge];
 		for (j = 0; j < w->num_sge; j++) {
 			const struct rdp_sge *s = &w->sg_list[j];
 			struct shm_mr *mr = mr_lookup(sd, s->lkey);
@@ -476,6 +493,8 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 			ent->sge[j].mr_id = mr->id;
 			ent->sge[j].len = s->length;
 			ent->sge[j].off = s->addr - (uintptr_t)mr->head.addr;
+			lsge[j].addr = (uint8_t *)(uintptr_t)s->addr;
+			lsge[j].len = s->length;
 			total += s->length;
 		}
 		if (unlikely(j != w->num_sge || total > UINT32_MAX)) {
@@ -485,7 +504,10 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 		ent->num_sge = w->num_sge;
 		ent->total_len = (uint32_t)total;
 		ent->status = RDP_WC_SUCCESS;
-		qp->rq_wr_id[qp->rq_posted & qp->rq_mask] = w->wr_id;
+		post = &qp->rq_post[qp->rq_posted & qp->rq_mask];
+		post->wr_id = w->wr_id;
+		post->num_sge = w->num_sge;
+		post->total_len = (uint32_t)total;
 		qp->rq_posted++;
 	}
 	if (i > 0) {
@@ -500,6 +522,36 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 /* ---------------------------------------------------------------------- */
 /* Poll                                                                   */
 /* ---------------------------------------------------------------------- */
+
+/*
+ * Copy a payload the peer left in a receive entry into the buffers we
+ * posted (their addresses are our own copy, checked at post_recv). The
+ * length comes from shared memory: it is checked against both sides.
+ */
+static uint8_t
+rq_copy_in(const struct shm_qp *qp, const struct shm_rpost *post, const struct shm_rq_ent *ent,
+	   uint32_t len)
+{
+	const struct shm_lsge *sge = &qp->rq_sge[(size_t)(qp->rq_reaped & qp->rq_mask) *
+						 qp->max_recv_sge];
+	const uint8_t *src = shm_rq_ent_data(ent, qp->max_recv_sge);
+	uint32_t i;
+
+	if (unlikely(len > qp->rq_inline))
+		return RDP_WC_GENERAL_ERR;
+	if (likely(len <= sge[0].len)) {
+		memcpy(sge[0].addr, src, len);
+		return RDP_WC_SUCCESS;
+	}
+	for (i = 0; i < post->num_sge && len > 0; i++) {
+		uint32_t chunk = (uint32_t)RTE_MIN((uint64_t)len, sge[i].len);
+
+		memcpy(sge[i].addr, src, chunk);
+		src += chunk;
+		len -= chunk;
+	}
+	return RDP_WC_SUCCESS;
+}
 
 /* Has the peer written a completion index past what we posted? */
 static inline bool
@@ -539,21 +591,28 @@ rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
 	while (qp->rq_reaped != limit && k < n) {
 		const struct shm_rq_ent *ent = shm_rq_ent(qp->ents, qp->rq_mask, qp->rq_stride,
 							   qp->rq_reaped);
+		const struct shm_rpost *post;
 		struct rdp_wc *w;
-		uint8_t st;
+		uint8_t st, flags;
 		uint32_t bl;
 
+		/* a small payload sits in the entry's next line: ask for it now */
+		rte_prefetch0((const uint8_t *)ent + 64);
 		if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) != (uint32_t)(qp->rq_reaped + 1))
 			break;
 		w = &wc[k++];
+		post = &qp->rq_post[qp->rq_reaped & qp->rq_mask];
 		st = __atomic_load_n(&ent->status, __ATOMIC_RELAXED);
 		bl = __atomic_load_n(&ent->byte_len, __ATOMIC_RELAXED);
-		if (unlikely(st >= RDP_WC_STATUS_MAX || (st == RDP_WC_SUCCESS && bl > ent->total_len)))
+		flags = __atomic_load_n(&ent->wc_flags, __ATOMIC_RELAXED);
+		if (unlikely(st >= RDP_WC_STATUS_MAX || (st == RDP_WC_SUCCESS && bl > post->total_len)))
 			st = RDP_WC_GENERAL_ERR;
-		w->wr_id = qp->rq_wr_id[qp->rq_reaped & qp->rq_mask];
+		else if ((flags & SHM_ENT_INLINE) && st == RDP_WC_SUCCESS)
+			st = rq_copy_in(qp, post, ent, bl);
+		w->wr_id = post->wr_id;
 		w->status = st;
 		w->opcode = RDP_WC_RECV;
-		w->wc_flags = ent->wc_flags & RDP_WC_WITH_IMM;
+		w->wc_flags = flags & RDP_WC_WITH_IMM;
 		w->reserved = 0;
 		w->byte_len = bl;
 		w->imm = ent->imm;
@@ -584,7 +643,7 @@ rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
 		while (qp->rq_reaped != qp->rq_posted && k < n) {
 			struct rdp_wc *w = &wc[k++];
 
-			w->wr_id = qp->rq_wr_id[qp->rq_reaped & qp->rq_mask];
+			w->wr_id = qp->rq_post[qp->rq_reaped & qp->rq_mask].wr_id;
 			w->status = RDP_WC_WR_FLUSH_ERR;
 			w->opcode = RDP_WC_RECV;
 			w->wc_flags = 0;
@@ -731,22 +790,27 @@ shm_poll_cq(struct rdp_cq *c, struct rdp_wc *wc, uint16_t n)
 	struct shm_cq *cq = to_scq(c);
 	struct shm_cq_seg *seg = cq->seg;
 	uint32_t w, words;
+	uint64_t sum;
 	int got, i;
 
-	if (unlikely(cq->err || __atomic_load_n(&seg->overrun, __ATOMIC_ACQUIRE)))
+	if (unlikely(cq->err))
+		return cq_fail(cq);
+	/*
+	 * Only the doorbell words the summary names. The summary is taken with
+	 * an exchange even when idle: a load first and an exchange once it
+	 * reads non-zero would fetch the line twice from the ringing core.
+	 */
+	sum = __atomic_exchange_n(&seg->bell_sum, 0, __ATOMIC_ACQUIRE);
+	while (sum != 0) {
+		w = (uint32_t)__builtin_ctzll(sum);
+		sum &= sum - 1;
+		cq->pend[w] |= __atomic_exchange_n(&seg->bell[w], 0, __ATOMIC_ACQUIRE);
+	}
+	/* the same line: no extra miss */
+	if (unlikely(__atomic_load_n(&seg->overrun, __ATOMIC_ACQUIRE)))
 		return cq_fail(cq);
 	cq->polls++;
 	words = __atomic_load_n(&cq->words_used, __ATOMIC_ACQUIRE);
-	/* only the doorbell words the summary names: one shared load when idle */
-	if (__atomic_load_n(&seg->bell_sum, __ATOMIC_RELAXED) != 0) {
-		uint64_t sum = __atomic_exchange_n(&seg->bell_sum, 0, __ATOMIC_ACQUIRE);
-
-		while (sum != 0) {
-			w = (uint32_t)__builtin_ctzll(sum);
-			sum &= sum - 1;
-			cq->pend[w] |= __atomic_exchange_n(&seg->bell[w], 0, __ATOMIC_ACQUIRE);
-		}
-	}
 	switch (cq->order) {
 	case SHM_ORDER_FIFO:
 		got = take_local(cq, wc, n);
