@@ -418,17 +418,6 @@ shm_rq_ent_data(const struct shm_rq_ent *ent, uint32_t max_sge)
 	return (uint8_t *)ent + shm_rq_ent_hdr(max_sge);
 }
 
-/** Ask for a cache line in a state we can write, ahead of a store. */
-static inline void
-shm_prefetch_w(const void *p)
-{
-#if defined(__x86_64__)
-	__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
-#else
-	__builtin_prefetch(p, 1, 3);
-#endif
-}
-
 static inline uint32_t
 shm_lkey(uint32_t id)
 {

@@ -298,71 +298,232 @@ faults(struct shm_qp *qp)
 	return false;
 }
 
-/* The sender's engine: execute queued WRs, then ring one doorbell. */
-static void
-sq_run(struct shm_qp *qp)
-{
-	struct shm_cq *cq = qp->scq;
+/* What one run of the sender's engine did, published once at its end. */
+struct sq_batch {
 	struct shm_peer *peer;
-	uint32_t nlocal = 0, nremote = 0;
-	uint64_t first, i;
-	int state = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	uint64_t first;       /**< our first claim index in the peer's RQ */
+	uint32_t nlocal;      /**< completions pushed to our send CQ */
+	uint32_t nremote;     /**< receive entries completed in the peer's RQ */
+};
 
-	if (unlikely(state == RDP_QPS_ERR)) {
-		sq_flush(qp);
-		return;
-	}
-	peer = __atomic_load_n(&qp->peer, __ATOMIC_ACQUIRE);
-	if (unlikely(peer == NULL || state != RDP_QPS_RTS ||
-		     (qp->rnr_waiting && rdp_clock_ns() < qp->rnr_next_ns))) {
-		pend_set(cq, qp->sslot);
-		return;
-	}
-	first = qp->peer_rq_ci;
-	while (qp->sq_exec != qp->sq_pi) {
-		const struct shm_swqe *e = shm_wqe(qp, qp->sq_exec);
-		uint8_t st;
+/*
+ * Execute the WR at sq_exec. Returns SHM_AGAIN when it must wait (it stays
+ * queued), else its status; on an error the QP has gone to error.
+ */
+static inline uint8_t
+sq_exec_one(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
+{
+	uint8_t st = exec_one(qp, b->peer, e, &b->nremote);
 
-		if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_ERR))
-			break;
-		st = exec_one(qp, peer, e, &nremote);
-		if (st == SHM_AGAIN) {
-			pend_set(cq, qp->sslot);
-			break;
-		}
-		if ((e->flags & RDP_SEND_SIGNALED) || st != RDP_WC_SUCCESS) {
-			push_local(cq, qp, qp->sq_exec, e, st);
-			nlocal++;
-		}
-		qp->sq_exec++;
-		if (unlikely(st != RDP_WC_SUCCESS)) {
-			shm_qp_set_error(qp);
-			break;
-		}
-		if (unlikely(qp->drop_left != 0 || qp->sd->fail_after != 0) && faults(qp))
-			break;
+	if (st == SHM_AGAIN) {
+		pend_set(qp->scq, qp->sslot);
+		return st;
 	}
-	if (nremote > 0) {
+	if ((e->flags & RDP_SEND_SIGNALED) || st != RDP_WC_SUCCESS) {
+		push_local(qp->scq, qp, qp->sq_exec, e, st);
+		b->nlocal++;
+	}
+	qp->sq_exec++;
+	if (unlikely(st != RDP_WC_SUCCESS))
+		shm_qp_set_error(qp);
+	return st;
+}
+
+/* Publish a run: count, complete the entries (seq), then one doorbell. */
+static void
+sq_publish(struct shm_qp *qp, const struct sq_batch *b)
+{
+	struct shm_peer *peer = b->peer;
+	uint64_t i;
+
+	if (b->nremote > 0) {
 		/* count before publishing, so the poller never subtracts first */
-		cq_seg_add(peer->cseg, nremote);
-		for (i = first; i != qp->peer_rq_ci; i++)
+		cq_seg_add(peer->cseg, b->nremote);
+		for (i = b->first; i != qp->peer_rq_ci; i++)
 			__atomic_store_n(&shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride, i)->seq,
 					 (uint32_t)(i + 1), __ATOMIC_RELEASE);
 		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
 		shm_bell_ring(peer->cseg, peer->bell_word, peer->bell_bit);
 	}
-	if (nlocal > 0)
-		cq_seg_add(cq->seg, nlocal);
+	if (b->nlocal > 0)
+		cq_seg_add(qp->scq->seg, b->nlocal);
 	if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == RDP_QPS_ERR))
 		sq_flush(qp);
+}
+
+/*
+ * Can WRs run as they are posted? The QP is ready, nothing is queued or
+ * waiting on an RNR, and no fault knob counts executions. Sets b->peer.
+ */
+static inline bool
+sq_can_run(struct shm_qp *qp, struct sq_batch *b)
+{
+	int state = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+
+	if (unlikely(state != RDP_QPS_RTS))
+		return false;
+	b->peer = __atomic_load_n(&qp->peer, __ATOMIC_ACQUIRE);
+	b->first = qp->peer_rq_ci;
+	b->nlocal = 0;
+	b->nremote = 0;
+	if (unlikely(b->peer == NULL))
+		return false;
+	if (unlikely(qp->rnr_waiting && rdp_clock_ns() < qp->rnr_next_ns))
+		return false;
+	return true;
+}
+
+/* The sender's engine: execute queued WRs, then ring one doorbell. */
+static void
+sq_run(struct shm_qp *qp)
+{
+	struct sq_batch b;
+
+	if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == RDP_QPS_ERR)) {
+		sq_flush(qp);
+		return;
+	}
+	if (!sq_can_run(qp, &b)) {
+		pend_set(qp->scq, qp->sslot);
+		return;
+	}
+	while (qp->sq_exec != qp->sq_pi) {
+		uint8_t st;
+
+		if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_ERR))
+			break;
+		st = sq_exec_one(qp, &b, shm_wqe(qp, qp->sq_exec));
+		if (st != RDP_WC_SUCCESS)
+			break;
+		if (unlikely(qp->drop_left != 0 || qp->sd->fail_after != 0) && faults(qp))
+			break;
+	}
+	sq_publish(qp, &b);
+}
+
+/* Check a WR's shape; 0 or -EINVAL. */
+static inline int
+wr_check(const struct shm_qp *qp, const struct rdp_send_wr *w)
+{
+	if (unlikely(w->num_sge > qp->max_send_sge || w->opcode > RDP_WR_RDMA_WRITE ||
+		     (w->num_sge > 0 && w->sg_list == NULL)))
+		return -EINVAL;
+	if (unlikely(w->flags & RDP_SEND_INLINE)) {
+		uint64_t total = 0;
+		uint32_t j;
+
+		for (j = 0; j < w->num_sge; j++)
+			total += w->sg_list[j].length;
+		if (total > qp->max_inline)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Queue a checked WR as a WQE at sq_pi: its SGEs are checked against their
+ * MRs (an error completes it with that status when it runs), inline data is
+ * copied.
+ */
+static void
+wqe_build(struct shm_qp *qp, const struct rdp_send_wr *w)
+{
+	struct shm_swqe *e = shm_wqe(qp, qp->sq_pi);
+	uint64_t total = 0;
+	uint32_t j;
+
+	e->status = RDP_WC_SUCCESS;
+	if (w->flags & RDP_SEND_INLINE) {
+		uint8_t *buf = (uint8_t *)&e->sge[qp->max_send_sge];
+
+		for (j = 0; j < w->num_sge; j++) {
+			memcpy(buf + total, (const void *)(uintptr_t)w->sg_list[j].addr,
+			       w->sg_list[j].length);
+			total += w->sg_list[j].length;
+		}
+		e->sge[0].addr = buf;
+		e->sge[0].len = total;
+		e->num_sge = total > 0;
+	} else {
+		for (j = 0; j < w->num_sge; j++) {
+			const struct rdp_sge *s = &w->sg_list[j];
+			struct shm_mr *mr = mr_lookup(qp->sd, s->lkey);
+
+			if (unlikely(mr == NULL ||
+				     !range_in(s->addr, s->length,
+					       (uintptr_t)mr->head.addr, mr->head.length)))
+				e->status = RDP_WC_LOC_PROT_ERR;
+			e->sge[j].addr = (uint8_t *)(uintptr_t)s->addr;
+			e->sge[j].len = s->length;
+			total += s->length;
+		}
+		e->num_sge = (uint16_t)w->num_sge;
+	}
+	if (unlikely(total > UINT32_MAX))
+		e->status = RDP_WC_LOC_LEN_ERR;
+	e->total_len = (uint32_t)total;
+	e->wr_id = w->wr_id;
+	e->opcode = w->opcode;
+	e->flags = w->flags;
+	e->imm = w->imm;
+	e->remote_addr = w->remote_addr;
+	e->rkey = w->rkey;
+	qp->sq_pi++;
+}
+
+/*
+ * Run a checked SEND of at most one SGE straight from the caller's WR, with
+ * no WQE: the common case of an idle SQ. Returns false, having done
+ * nothing but start an RNR wait, when the WR must be queued instead (a bad
+ * lkey, or no posted receive to take it).
+ */
+static inline bool
+run_direct(struct shm_qp *qp, struct sq_batch *b, const struct rdp_send_wr *w)
+{
+	union {
+		struct shm_swqe e;
+		uint8_t bytes[sizeof(struct shm_swqe) + sizeof(struct shm_lsge)];
+	} d;
+	struct shm_swqe *e = &d.e;
+
+	if (w->num_sge == 1) {
+		const struct rdp_sge *s = &w->sg_list[0];
+
+		if (!(w->flags & RDP_SEND_INLINE)) {
+			struct shm_mr *mr = mr_lookup(qp->sd, s->lkey);
+
+			if (unlikely(mr == NULL ||
+				     !range_in(s->addr, s->length,
+					       (uintptr_t)mr->head.addr, mr->head.length)))
+				return false;
+		}
+		e->sge[0].addr = (uint8_t *)(uintptr_t)s->addr;
+		e->sge[0].len = s->length;
+		e->total_len = s->length;
+	} else {
+		e->total_len = 0;
+	}
+	e->num_sge = (uint16_t)w->num_sge;
+	e->status = RDP_WC_SUCCESS;
+	e->wr_id = w->wr_id;
+	e->opcode = w->opcode;
+	e->flags = w->flags;
+	e->imm = w->imm;
+	qp->sq_pi++;
+	if (sq_exec_one(qp, b, e) == SHM_AGAIN) {
+		qp->sq_pi--; /* no receive posted: queue it, it waits (RNR) */
+		return false;
+	}
+	return true;
 }
 
 uint16_t
 shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *err)
 {
 	struct shm_qp *qp = to_sqp(q);
-	struct shm_dev *sd = qp->sd;
 	int state = __atomic_load_n(&qp->state, __ATOMIC_RELAXED);
+	struct sq_batch b;
+	bool direct;
 	uint16_t i;
 
 	*err = 0;
@@ -370,72 +531,36 @@ shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *e
 		*err = -EPERM;
 		return 0;
 	}
+	direct = qp->sq_exec == qp->sq_pi && qp->drop_left == 0 && qp->sd->fail_after == 0 &&
+		 sq_can_run(qp, &b);
 	for (i = 0; i < n; i++) {
 		const struct rdp_send_wr *w = &wr[i];
-		struct shm_swqe *e;
-		uint64_t total = 0;
-		uint32_t j;
 
 		if (unlikely(qp->sq_pi - qp->sq_freed >= qp->sq_depth)) {
 			*err = -ENOMEM;
 			RDP_STAT_ADD(qp->st_enomem, 1);
 			break;
 		}
-		if (unlikely(w->num_sge > qp->max_send_sge || w->opcode > RDP_WR_RDMA_WRITE ||
-			     (w->num_sge > 0 && w->sg_list == NULL))) {
-			*err = -EINVAL;
+		*err = wr_check(qp, w);
+		if (unlikely(*err != 0))
 			break;
+		if (direct) {
+			if (w->opcode != RDP_WR_RDMA_WRITE && w->num_sge <= 1 &&
+			    __atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_RTS &&
+			    run_direct(qp, &b, w))
+				continue;
+			/* from here on, in order, through the queue */
+			direct = false;
+			sq_publish(qp, &b);
 		}
-		e = shm_wqe(qp, qp->sq_pi);
-		e->status = RDP_WC_SUCCESS;
-		if (w->flags & RDP_SEND_INLINE) {
-			uint8_t *buf = (uint8_t *)&e->sge[qp->max_send_sge];
-
-			for (j = 0; j < w->num_sge; j++)
-				total += w->sg_list[j].length;
-			if (unlikely(total > qp->max_inline)) {
-				*err = -EINVAL;
-				break;
-			}
-			total = 0;
-			for (j = 0; j < w->num_sge; j++) {
-				memcpy(buf + total, (const void *)(uintptr_t)w->sg_list[j].addr,
-				       w->sg_list[j].length);
-				total += w->sg_list[j].length;
-			}
-			e->sge[0].addr = buf;
-			e->sge[0].len = total;
-			e->num_sge = total > 0;
-		} else {
-			for (j = 0; j < w->num_sge; j++) {
-				const struct rdp_sge *s = &w->sg_list[j];
-				struct shm_mr *mr = mr_lookup(sd, s->lkey);
-
-				if (unlikely(mr == NULL ||
-					     !range_in(s->addr, s->length,
-						       (uintptr_t)mr->head.addr, mr->head.length)))
-					e->status = RDP_WC_LOC_PROT_ERR;
-				e->sge[j].addr = (uint8_t *)(uintptr_t)s->addr;
-				e->sge[j].len = s->length;
-				total += s->length;
-			}
-			e->num_sge = (uint16_t)w->num_sge;
-		}
-		if (unlikely(total > UINT32_MAX))
-			e->status = RDP_WC_LOC_LEN_ERR;
-		e->total_len = (uint32_t)total;
-		e->wr_id = w->wr_id;
-		e->opcode = w->opcode;
-		e->flags = w->flags;
-		e->imm = w->imm;
-		e->remote_addr = w->remote_addr;
-		e->rkey = w->rkey;
-		qp->sq_pi++;
+		wqe_build(qp, w);
 	}
-	if (i > 0) {
+	if (i > 0)
 		RDP_STAT_ADD(qp->st_send_posted, i);
+	if (direct)
+		sq_publish(qp, &b);
+	else if (i > 0)
 		sq_run(qp);
-	}
 	return i;
 }
 
