@@ -269,6 +269,7 @@ struct shm_cq {
 	struct shm_qp **slot;      /**< slot -> QP (atomic pointers) */
 	uint32_t words_used;       /**< (atomic) doorbell words in use */
 	uint32_t cursor;
+	uint32_t hot;              /**< slot whose RQ completed last; polled before its doorbell */
 	struct shm_lcqe *ring;
 	uint32_t ring_mask;
 	uint32_t ring_head;
@@ -332,6 +333,7 @@ struct shm_qp {
 	uint64_t rq_posted;
 	uint64_t rq_reaped;
 	uint64_t rq_counted;        /**< entries counted in the CQ's pending (flushes) */
+	uint64_t rq_checked;        /**< rq_reaped when rq_done was last checked */
 	/* error state (atomic) */
 	int state;                  /**< enum rdp_qp_state */
 	uint8_t rq_closed;          /**< rq_final is valid */

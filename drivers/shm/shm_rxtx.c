@@ -751,13 +751,20 @@ rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
 	}
 	if (k == n)
 		return k;
-	/* flagged with nothing complete: a peer that claims impossible progress is cut off */
-	if (unlikely(k == 0 && !dead && qp->rq_reaped != limit && rq_done_garbage(qp))) {
+	/*
+	 * Flagged with nothing complete: a peer that claims impossible progress
+	 * is cut off. (Once per stretch without progress: an entry taken before
+	 * its doorbell leaves such a flag behind, and rq_done is a shared line.)
+	 */
+	if (unlikely(k == 0 && !dead && qp->rq_reaped != limit && qp->rq_checked == qp->rq_reaped &&
+		     rq_done_garbage(qp))) {
 		__atomic_store_n(&qp->peer_dead, 1, __ATOMIC_RELEASE);
 		dead = true;
 		if (shm_qp_set_error(qp))
 			closed = true;
 	}
+	if (k == 0)
+		qp->rq_checked = qp->rq_reaped;
 	if (closed && (qp->rq_reaped == rq_final(qp) || dead)) {
 		if (qp->rq_counted < qp->rq_reaped)
 			qp->rq_counted = qp->rq_reaped;
@@ -798,6 +805,8 @@ service(struct shm_cq *cq, struct shm_qp *qp, struct rdp_wc *wc, int n, bool *id
 	if (qp->rcq == cq) {
 		k = rq_reap(qp, wc, n);
 		busy = busy || k == n;
+		if (k > 0)
+			cq->hot = qp->rslot;
 	}
 	*idle = !busy;
 	return k;
@@ -846,6 +855,26 @@ take_qps(struct shm_cq *cq, struct rdp_wc *wc, int n, uint32_t words)
 		}
 	}
 	return got;
+}
+
+/*
+ * Flag the hot QP when its next receive entry is complete, without waiting
+ * for its doorbell: the entry's line is the one the message arrives in, so
+ * a message is seen one cross-core transfer after the sender's last store.
+ * While nothing arrives both loads hit this core's cache.
+ */
+static inline void
+peek_hot(struct shm_cq *cq)
+{
+	struct shm_qp *qp = __atomic_load_n(&cq->slot[cq->hot], __ATOMIC_ACQUIRE);
+	const struct shm_rq_ent *ent;
+
+	if (qp == NULL || qp->rcq != cq || qp->rq_reaped == qp->rq_posted)
+		return;
+	ent = shm_rq_ent(qp->ents, qp->rq_mask, qp->rq_stride, qp->rq_reaped);
+	rte_prefetch0((const uint8_t *)ent + 64);
+	if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) == (uint32_t)(qp->rq_reaped + 1))
+		pend_set(cq, cq->hot);
 }
 
 /* The CQ's own completions (send side), oldest first, once visible. */
@@ -934,6 +963,7 @@ shm_poll_cq(struct rdp_cq *c, struct rdp_wc *wc, uint16_t n)
 	/* the same line: no extra miss */
 	if (unlikely(__atomic_load_n(&seg->overrun, __ATOMIC_ACQUIRE)))
 		return cq_fail(cq);
+	peek_hot(cq);
 	cq->polls++;
 	words = __atomic_load_n(&cq->words_used, __ATOMIC_ACQUIRE);
 	switch (cq->order) {
