@@ -564,6 +564,74 @@ RDP_TEST(shm, shm_garbage_from_the_peer_ends_in_errors_never_in_a_crash)
 	return 0;
 }
 
+/*
+ * One post_send of SENDs with an RDMA WRITE and a bad lkey among them: the
+ * SENDs before run as posted, with receive entries claimed for the whole
+ * burst; the rest are queued. The entries claimed and not used go back, so
+ * the queued SENDs take the next ones: every SEND lands once, in order.
+ */
+RDP_TEST(shm, shm_burst_mixing_direct_and_queued_wrs_lands_every_send_once_in_order)
+{
+	static const char pattern[] = "0123456789abcdef";
+	struct rdp_send_wr wr[6];
+	struct rdp_sge sge[6];
+	struct rdp_wc wc[8];
+	struct conf_opts o;
+	struct conf_pair p;
+	uint32_t i;
+	int err, n;
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, NULL, &o);
+	for (i = 0; i < 6; i++)
+		RDP_ASSERT_EQ(conf_post_recv(&p.b, 100 + i, i * 64, 64), 0);
+	for (i = 0; i < 6; i++) {
+		memcpy((uint8_t *)p.a.tx->addr + i * 64, pattern + i, 8);
+		sge[i] = (struct rdp_sge){ .addr = (uintptr_t)p.a.tx->addr + i * 64, .length = 8,
+					   .lkey = p.a.tx->lkey };
+		wr[i] = (struct rdp_send_wr){ .wr_id = i, .sg_list = &sge[i], .num_sge = 1,
+					      .opcode = RDP_WR_SEND, .flags = RDP_SEND_SIGNALED };
+	}
+	/* SEND, SEND, WRITE, SEND, SEND, SEND: four receive entries used of six claimed */
+	wr[2].opcode = RDP_WR_RDMA_WRITE;
+	wr[2].remote_addr = p.b.rx_addr + 4096;
+	wr[2].rkey = p.b.rx_rkey;
+	RDP_ASSERT_EQ(rdp_post_send(p.a.qp, wr, 6, &err), 6);
+	RDP_ASSERT_EQ(err, 0);
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 6, T_MS), 6);
+	for (i = 0; i < 6; i++) {
+		RDP_ASSERT_EQ(wc[i].wr_id, i);
+		RDP_ASSERT_EQ(wc[i].status, RDP_WC_SUCCESS);
+	}
+	n = conf_poll(&p.b, wc, 5, T_MS);
+	RDP_ASSERT_EQ(n, 5);
+	for (i = 0; i < 5; i++) {
+		uint32_t sent = i < 2 ? i : i + 1;
+
+		RDP_ASSERT_EQ(wc[i].status, RDP_WC_SUCCESS);
+		RDP_ASSERT_EQ(wc[i].wr_id, 100 + i);
+		RDP_ASSERT_EQ(wc[i].byte_len, 8);
+		RDP_ASSERT(memcmp((uint8_t *)p.b.rx->addr + i * 64, pattern + sent, 8) == 0);
+	}
+	RDP_ASSERT(memcmp((uint8_t *)p.b.rx->addr + 4096, pattern + 2, 8) == 0);
+	RDP_ASSERT_EQ(sqp(p.b.qp)->seg->rq_claim, 5);
+
+	/* a bad lkey mid-burst: the SEND before it lands, it and the rest fail */
+	sge[1].lkey = 0xdead00u;
+	wr[2].opcode = RDP_WR_SEND;
+	RDP_ASSERT_EQ(rdp_post_send(p.a.qp, wr, 3, &err), 3);
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 3, T_MS), 3);
+	RDP_ASSERT_EQ(wc[0].status, RDP_WC_SUCCESS);
+	RDP_ASSERT_EQ(wc[1].status, RDP_WC_LOC_PROT_ERR);
+	RDP_ASSERT_EQ(wc[2].status, RDP_WC_WR_FLUSH_ERR);
+	RDP_ASSERT_EQ(conf_poll(&p.b, wc, 1, T_MS), 1);
+	RDP_ASSERT_EQ(wc[0].status, RDP_WC_SUCCESS);
+	RDP_ASSERT_EQ(wc[0].wr_id, 105);
+	RDP_ASSERT_EQ(sqp(p.b.qp)->seg->rq_claim, 6);
+	conf_pair_close(&p);
+	return 0;
+}
+
 /* Connect to the rendezvous socket of the device that owns @p qp. */
 static int
 dev_socket(struct rdp_qp *qp)

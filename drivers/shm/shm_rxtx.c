@@ -205,20 +205,30 @@ exec_send(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe 
 	uint64_t c = qp->peer_rq_ci;
 	uint8_t st, flags;
 
-	if (qp->peer_rq_posted == c) {
-		/* used up what we saw posted: look again (a cross-core read) */
-		uint64_t posted = __atomic_load_n(&peer->qseg->rq_posted, __ATOMIC_ACQUIRE);
+	if (c == qp->peer_rq_claimed) {
+		uint64_t want;
 
-		if (posted == c)
-			return rnr(qp);
-		if (unlikely(posted - c > (uint64_t)peer->rq_mask + 1))
-			return RDP_WC_REM_OP_ERR; /* the peer's RQ index is garbage */
-		qp->peer_rq_posted = posted;
+		if (qp->peer_rq_posted == c) {
+			/* used up what we saw posted: look again (a cross-core read) */
+			uint64_t posted = __atomic_load_n(&peer->qseg->rq_posted, __ATOMIC_ACQUIRE);
+
+			if (posted == c)
+				return rnr(qp);
+			if (unlikely(posted - c > (uint64_t)peer->rq_mask + 1))
+				return RDP_WC_REM_OP_ERR; /* the peer's RQ index is garbage */
+			qp->peer_rq_posted = posted;
+		}
+		/*
+		 * Claim entries for the WRs of this run at once; fails only when
+		 * the owner closed its RQ (or garbage). What is left unused goes
+		 * back at the end of the run (sq_claims_return).
+		 */
+		want = RTE_MIN(qp->peer_rq_posted - c, (uint64_t)qp->claim_want);
+		if (unlikely(!__atomic_compare_exchange_n(&peer->qseg->rq_claim, &c, c + want, false,
+							  __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
+			return RDP_WC_RETRY_EXC_ERR;
+		qp->peer_rq_claimed = c + want;
 	}
-	/* claim one entry; fails only when the owner closed its RQ (or garbage) */
-	if (unlikely(!__atomic_compare_exchange_n(&peer->qseg->rq_claim, &c, c + 1, false,
-						  __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
-		return RDP_WC_RETRY_EXC_ERR;
 	qp->rnr_waiting = 0;
 	ent = shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride, c);
 	flags = e->opcode == RDP_WR_SEND_WITH_IMM ? RDP_WC_WITH_IMM : 0;
@@ -272,7 +282,7 @@ exec_one(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *
 	if (unlikely(e->status != RDP_WC_SUCCESS))
 		return e->status;
 	/* a peer QP in error answers nothing: the transport gives up */
-	if (unlikely(__atomic_load_n(&peer->qseg->rq_claim, __ATOMIC_RELAXED) != qp->peer_rq_ci))
+	if (unlikely(__atomic_load_n(&peer->qseg->rq_claim, __ATOMIC_RELAXED) != qp->peer_rq_claimed))
 		return RDP_WC_RETRY_EXC_ERR;
 	if (e->opcode == RDP_WR_RDMA_WRITE)
 		return exec_write(peer, e);
@@ -329,13 +339,44 @@ sq_exec_one(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	return st;
 }
 
+/*
+ * Give back the entries a run claimed and did not use. When the owner has
+ * closed its RQ meanwhile, it counts them as claimed and waits for them:
+ * they complete as flushed.
+ */
+static void
+sq_claims_return(struct shm_qp *qp, struct sq_batch *b)
+{
+	struct shm_peer *peer = b->peer;
+	uint64_t expected = qp->peer_rq_claimed;
+
+	if (__atomic_compare_exchange_n(&peer->qseg->rq_claim, &expected, qp->peer_rq_ci, false,
+					__ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+		qp->peer_rq_claimed = qp->peer_rq_ci;
+		return;
+	}
+	for (; qp->peer_rq_ci != qp->peer_rq_claimed; qp->peer_rq_ci++) {
+		struct shm_rq_ent *ent = shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride,
+						    qp->peer_rq_ci);
+
+		ent->byte_len = 0;
+		ent->imm = 0;
+		ent->wc_flags = 0;
+		ent->status = RDP_WC_WR_FLUSH_ERR;
+		b->nremote++;
+	}
+}
+
 /* Publish a run: count, complete the entries (seq), then one doorbell. */
 static void
-sq_publish(struct shm_qp *qp, const struct sq_batch *b)
+sq_publish(struct shm_qp *qp, struct sq_batch *b)
 {
 	struct shm_peer *peer = b->peer;
 	uint64_t i;
 
+	qp->claim_want = 1;
+	if (unlikely(qp->peer_rq_claimed != qp->peer_rq_ci))
+		sq_claims_return(qp, b);
 	if (b->nremote > 0) {
 		/* count before publishing, so the poller never subtracts first */
 		cq_seg_add(peer->cseg, b->nremote);
@@ -545,6 +586,7 @@ shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *e
 		if (unlikely(*err != 0))
 			break;
 		if (direct) {
+			qp->claim_want = n - i;
 			if (w->opcode != RDP_WR_RDMA_WRITE && w->num_sge <= 1 &&
 			    __atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_RTS &&
 			    run_direct(qp, &b, w))
