@@ -66,6 +66,9 @@ extern int shm_logtype;
 #define SHM_HELLO_MAGIC 0x52444848u
 #define SHM_VERSION 3u
 
+/** No QP slot. */
+#define SHM_NO_SLOT UINT32_MAX
+
 /** rq_claim bit set by the owner when its QP goes to error: no more claims. */
 #define SHM_RQ_CLOSED (UINT64_C(1) << 63)
 
@@ -269,7 +272,9 @@ struct shm_cq {
 	struct shm_qp **slot;      /**< slot -> QP (atomic pointers) */
 	uint32_t words_used;       /**< (atomic) doorbell words in use */
 	uint32_t cursor;
-	uint32_t hot;              /**< slot whose RQ completed last; polled before its doorbell */
+	uint32_t hot;              /**< slot whose RQ completed last, polled before its doorbell;
+				    *   SHM_NO_SLOT, and never a closed QP (it may be on its
+				    *   way to destruction) */
 	struct shm_lcqe *ring;
 	uint32_t ring_mask;
 	uint32_t ring_head;

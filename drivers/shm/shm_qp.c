@@ -70,6 +70,7 @@ shm_cq_create(struct rdp_dev *dev, uint32_t cqe, int socket)
 	cq->seg->cqe = cqe;
 	cq->ring_mask = ring - 1;
 	cq->order = sd->order;
+	cq->hot = SHM_NO_SLOT;
 	cq->delay = sd->delay;
 	cq->head.poll = shm_poll_cq;
 	cq->head.dev = dev;

@@ -847,8 +847,13 @@ service(struct shm_cq *cq, struct shm_qp *qp, struct rdp_wc *wc, int n, bool *id
 	if (qp->rcq == cq) {
 		k = rq_reap(qp, wc, n);
 		busy = busy || k == n;
-		if (k > 0)
+		/* only an open QP is peeked: a closed one is drained, then destroyed */
+		if (__atomic_load_n(&qp->rq_closed, __ATOMIC_ACQUIRE)) {
+			if (cq->hot == qp->rslot)
+				cq->hot = SHM_NO_SLOT;
+		} else if (k > 0) {
 			cq->hot = qp->rslot;
+		}
 	}
 	*idle = !busy;
 	return k;
@@ -908,10 +913,13 @@ take_qps(struct shm_cq *cq, struct rdp_wc *wc, int n, uint32_t words)
 static inline void
 peek_hot(struct shm_cq *cq)
 {
-	struct shm_qp *qp = __atomic_load_n(&cq->slot[cq->hot], __ATOMIC_ACQUIRE);
 	const struct shm_rq_ent *ent;
+	struct shm_qp *qp;
 
-	if (qp == NULL || qp->rcq != cq || qp->rq_reaped == qp->rq_posted)
+	if (cq->hot == SHM_NO_SLOT)
+		return;
+	qp = __atomic_load_n(&cq->slot[cq->hot], __ATOMIC_ACQUIRE);
+	if (qp == NULL || qp->rq_reaped == qp->rq_posted)
 		return;
 	ent = shm_rq_ent(qp->ents, qp->rq_mask, qp->rq_stride, qp->rq_reaped);
 	rte_prefetch0((const uint8_t *)ent + 64);
