@@ -210,11 +210,13 @@ def main():
         ('64 B message rate', 'msg/s', 'high', [
             ('rdmaplane', 'bw64', 'rdp', ('bw64', 'msg_rate')),
             ('UCX tag_bw', 'bw64', 'ucx', ('msg_rate',)),
-            ('limit: SPSC ring', 'bw64', 'spsc', ('msg_rate',))]),
+            ('limit: SPSC ring', 'bw64', 'spsc', ('msg_rate',)),
+            ('rdmaplane, default queues', 'bw64', 'rdp-default', ('bw64', 'msg_rate'))]),
         ('4 KiB message rate', 'msg/s', 'high', [
             ('rdmaplane', 'bw4096', 'rdp', ('bw4096', 'msg_rate')),
             ('UCX tag_bw', 'bw4096', 'ucx', ('msg_rate',)),
-            ('limit: SPSC ring', 'bw4096', 'spsc', ('msg_rate',))]),
+            ('limit: SPSC ring', 'bw4096', 'spsc', ('msg_rate',)),
+            ('rdmaplane, default queues', 'bw4096', 'rdp-default', ('bw4096', 'msg_rate'))]),
         ('64 KiB bandwidth', 'Gb/s', 'high', [
             ('rdmaplane', 'bw65536', 'rdp', ('bw65536', 'gbps')),
             ('UCX tag_bw', 'bw65536', 'ucx', ('gbps',)),
@@ -240,6 +242,8 @@ def main():
         ('latency mean: rdmaplane / UCX', 1, 'rdmaplane', 'UCX tag_lat', None),
         ('64 B rate: rdmaplane / UCX', 2, 'rdmaplane', 'UCX tag_bw', ('>=', 1.0)),
         ('64 B rate: rdmaplane / SPSC limit', 2, 'rdmaplane', 'limit: SPSC ring', None),
+        ('64 B rate: rdmaplane with default queues / UCX', 2, 'rdmaplane, default queues',
+         'UCX tag_bw', None),
         ('4 KiB rate: rdmaplane / UCX', 3, 'rdmaplane', 'UCX tag_bw', None),
         ('4 KiB rate: rdmaplane / SPSC limit', 3, 'rdmaplane', 'limit: SPSC ring', None),
         ('64 KiB bandwidth: rdmaplane / UCX', 4, 'rdmaplane', 'UCX tag_bw', ('>=', 0.9)),

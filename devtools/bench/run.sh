@@ -275,7 +275,9 @@ for r in $(seq 1 "$rounds"); do
 	# message rate and bandwidth, windowed streams
 	for s in 64 4096 65536; do
 		case $s in 64) n=4000000 ;; 4096) n=1000000 ;; *) n=100000 ;; esac
-		want_ours && rdp_run "$r" "bw$s" rdp "$rdp" -m bw -s "$s"
+		want_ours && rdp_run "$r" "bw$s" rdp "$rdp" -c "$cfg/stream.ini" -m bw -s "$s"
+		# the same stream with the default configuration (queues of 256)
+		[ "$s" != 65536 ] && want_ours && rdp_run "$r" "bw$s" rdp-default "$rdp" -m bw -s "$s"
 		[ $have_ucx = 1 ] && ucx_run "$r" "bw$s" bw "$s" $((n / scale))
 		want_ours && { run_tool "$r" "bw$s" spsc 60 "$probe-spsc" --size "$s" \
 			--cpu-a "$cpu_a" --cpu-b "$cpu_b" --duration "$probe_s" || failures=$((failures + 1)); }
