@@ -197,7 +197,7 @@ rnr(struct shm_qp *qp)
 	return SHM_AGAIN;
 }
 
-static uint8_t
+static __rte_always_inline uint8_t
 exec_send(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e,
 	  uint32_t *nremote)
 {
@@ -275,7 +275,7 @@ exec_write(const struct shm_peer *peer, const struct shm_swqe *e)
 	return RDP_WC_SUCCESS;
 }
 
-static inline uint8_t
+static __rte_always_inline uint8_t
 exec_one(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e,
 	 uint32_t *nremote)
 {
@@ -320,7 +320,7 @@ struct sq_batch {
  * Execute the WR at sq_exec. Returns SHM_AGAIN when it must wait (it stays
  * queued), else its status; on an error the QP has gone to error.
  */
-static inline uint8_t
+static __rte_always_inline uint8_t
 sq_exec_one(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 {
 	uint8_t st = exec_one(qp, b->peer, e, &b->nremote);
