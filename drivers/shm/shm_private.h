@@ -420,6 +420,13 @@ shm_rq_ent(uint8_t *ents, uint32_t mask, uint32_t stride, uint64_t idx)
 	return (struct shm_rq_ent *)(ents + (size_t)(idx & mask) * stride);
 }
 
+/** The seq that marks entry @p idx complete. */
+static inline uint32_t
+shm_rq_seq(uint64_t idx)
+{
+	return (uint32_t)(idx + 1);
+}
+
 /** The payload area of a receive entry (SHM_ENT_INLINE). */
 static inline uint8_t *
 shm_rq_ent_data(const struct shm_rq_ent *ent, uint32_t max_sge)

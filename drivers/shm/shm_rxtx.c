@@ -48,6 +48,22 @@ mr_lookup(struct shm_dev *sd, uint32_t lkey)
 	return mr;
 }
 
+/* Does a send SGE lie inside a registered MR of its lkey? */
+static inline bool
+send_sge_ok(struct shm_dev *sd, const struct rdp_sge *s)
+{
+	struct shm_mr *mr = mr_lookup(sd, s->lkey);
+
+	return mr != NULL && range_in(s->addr, s->length, (uintptr_t)mr->head.addr, mr->head.length);
+}
+
+/* Our own copy of the SGEs posted at entry @p idx (max_recv_sge of them). */
+static inline struct shm_lsge *
+rq_lsge(const struct shm_qp *qp, uint64_t idx)
+{
+	return &qp->rq_sge[(size_t)(idx & qp->rq_mask) * qp->max_recv_sge];
+}
+
 /* Mark a QP slot for the next poll of its CQ (owner thread only). */
 static inline void
 pend_set(struct shm_cq *cq, uint32_t slot)
@@ -382,7 +398,7 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 		cq_seg_add(peer->cseg, b->nremote);
 		for (i = b->first; i != qp->peer_rq_ci; i++)
 			__atomic_store_n(&shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride, i)->seq,
-					 (uint32_t)(i + 1), __ATOMIC_RELEASE);
+					 shm_rq_seq(i), __ATOMIC_RELEASE);
 		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
 		shm_bell_ring(peer->cseg, peer->bell_word, peer->bell_bit);
 	}
@@ -488,11 +504,7 @@ wqe_build(struct shm_qp *qp, const struct rdp_send_wr *w)
 	} else {
 		for (j = 0; j < w->num_sge; j++) {
 			const struct rdp_sge *s = &w->sg_list[j];
-			struct shm_mr *mr = mr_lookup(qp->sd, s->lkey);
-
-			if (unlikely(mr == NULL ||
-				     !range_in(s->addr, s->length,
-					       (uintptr_t)mr->head.addr, mr->head.length)))
+			if (unlikely(!send_sge_ok(qp->sd, s)))
 				e->status = RDP_WC_LOC_PROT_ERR;
 			e->sge[j].addr = (uint8_t *)(uintptr_t)s->addr;
 			e->sge[j].len = s->length;
@@ -530,14 +542,8 @@ run_direct(struct shm_qp *qp, struct sq_batch *b, const struct rdp_send_wr *w)
 	if (w->num_sge == 1) {
 		const struct rdp_sge *s = &w->sg_list[0];
 
-		if (!(w->flags & RDP_SEND_INLINE)) {
-			struct shm_mr *mr = mr_lookup(qp->sd, s->lkey);
-
-			if (unlikely(mr == NULL ||
-				     !range_in(s->addr, s->length,
-					       (uintptr_t)mr->head.addr, mr->head.length)))
-				return false;
-		}
+		if (!(w->flags & RDP_SEND_INLINE) && unlikely(!send_sge_ok(qp->sd, s)))
+			return false;
 		e->sge[0].addr = (uint8_t *)(uintptr_t)s->addr;
 		e->sge[0].len = s->length;
 		e->total_len = s->length;
@@ -645,7 +651,7 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 			break;
 		}
 		ent = shm_rq_ent(qp->ents, qp->rq_mask, qp->rq_stride, qp->rq_posted);
-		lsge = &qp->rq_sge[(size_t)(qp->rq_posted & qp->rq_mask) * qp->max_recv_sge];
+		lsge = rq_lsge(qp, qp->rq_posted);
 		for (j = 0; j < w->num_sge; j++) {
 			const struct rdp_sge *s = &w->sg_list[j];
 			struct shm_mr *mr = mr_lookup(sd, s->lkey);
@@ -691,6 +697,22 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 /* ---------------------------------------------------------------------- */
 
 /*
+ * The next entry to reap when the peer has completed it, else NULL. A small
+ * payload sits in the entry's next line: it is asked for at the same time.
+ */
+static inline const struct shm_rq_ent *
+rq_next_complete(const struct shm_qp *qp)
+{
+	const struct shm_rq_ent *ent = shm_rq_ent(qp->ents, qp->rq_mask, qp->rq_stride,
+						   qp->rq_reaped);
+
+	rte_prefetch0((const uint8_t *)ent + 64);
+	if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) != shm_rq_seq(qp->rq_reaped))
+		return NULL;
+	return ent;
+}
+
+/*
  * Copy a payload the peer left in a receive entry into the buffers we
  * posted (their addresses are our own copy, checked at post_recv). The
  * length comes from shared memory: it is checked against both sides.
@@ -699,8 +721,7 @@ static uint8_t
 rq_copy_in(const struct shm_qp *qp, const struct shm_rpost *post, const struct shm_rq_ent *ent,
 	   uint32_t len)
 {
-	const struct shm_lsge *sge = &qp->rq_sge[(size_t)(qp->rq_reaped & qp->rq_mask) *
-						 qp->max_recv_sge];
+	const struct shm_lsge *sge = rq_lsge(qp, qp->rq_reaped);
 	const uint8_t *src = shm_rq_ent_data(ent, qp->max_recv_sge);
 	uint32_t i;
 
@@ -756,16 +777,13 @@ rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
 	int k = 0;
 
 	while (qp->rq_reaped != limit && k < n) {
-		const struct shm_rq_ent *ent = shm_rq_ent(qp->ents, qp->rq_mask, qp->rq_stride,
-							   qp->rq_reaped);
+		const struct shm_rq_ent *ent = rq_next_complete(qp);
 		const struct shm_rpost *post;
 		struct rdp_wc *w;
 		uint8_t st, flags;
 		uint32_t bl;
 
-		/* a small payload sits in the entry's next line: ask for it now */
-		rte_prefetch0((const uint8_t *)ent + 64);
-		if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) != (uint32_t)(qp->rq_reaped + 1))
+		if (ent == NULL)
 			break;
 		w = &wc[k++];
 		post = &qp->rq_post[qp->rq_reaped & qp->rq_mask];
@@ -913,17 +931,12 @@ take_qps(struct shm_cq *cq, struct rdp_wc *wc, int n, uint32_t words)
 static inline void
 peek_hot(struct shm_cq *cq)
 {
-	const struct shm_rq_ent *ent;
 	struct shm_qp *qp;
 
 	if (cq->hot == SHM_NO_SLOT)
 		return;
 	qp = __atomic_load_n(&cq->slot[cq->hot], __ATOMIC_ACQUIRE);
-	if (qp == NULL || qp->rq_reaped == qp->rq_posted)
-		return;
-	ent = shm_rq_ent(qp->ents, qp->rq_mask, qp->rq_stride, qp->rq_reaped);
-	rte_prefetch0((const uint8_t *)ent + 64);
-	if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) == (uint32_t)(qp->rq_reaped + 1))
+	if (qp != NULL && qp->rq_reaped != qp->rq_posted && rq_next_complete(qp) != NULL)
 		pend_set(cq, cq->hot);
 }
 
