@@ -632,6 +632,45 @@ RDP_TEST(shm, shm_burst_mixing_direct_and_queued_wrs_lands_every_send_once_in_or
 	return 0;
 }
 
+/*
+ * A CQ looks at the QP that received last before its doorbells (the hot
+ * QP). A QP destroyed without its flushes being polled must not leave that
+ * hint behind: the next QP given its slot is still being set up by another
+ * thread while the CQ's poller runs.
+ */
+RDP_TEST(shm, shm_destroyed_qp_leaves_no_hot_hint_to_the_next_qp_in_its_slot)
+{
+	struct rdp_qp_init_attr ia = { 0 };
+	struct conf_opts o;
+	struct conf_pair p;
+	struct rdp_wc wc[2];
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, NULL, &o);
+	RDP_ASSERT_EQ(conf_post_recv(&p.b, 9, 0, 64), 0);
+	RDP_ASSERT_EQ(conf_post_recv(&p.b, 10, 64, 64), 0);
+	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_SEND, 0, 1, 0, 32, 0, 0, 0), 0);
+	RDP_ASSERT_EQ(conf_poll(&p.b, wc, 1, T_MS), 1);
+	RDP_ASSERT_EQ(to_scq(p.b.cq)->hot, sqp(p.b.qp)->rslot);
+
+	/* destroyed with a receive still posted, nothing of it polled */
+	RDP_ASSERT_EQ(rdp_qp_destroy(p.b.qp), 0);
+	RDP_ASSERT_EQ(to_scq(p.b.cq)->hot, SHM_NO_SLOT);
+
+	/* a new QP takes the slot; conf_pair_close destroys it */
+	ia.send_cq = p.b.cq;
+	ia.recv_cq = p.b.cq;
+	ia.cap.max_send_wr = o.sq;
+	ia.cap.max_recv_wr = o.rq;
+	ia.cap.max_send_sge = o.send_sge;
+	ia.cap.max_recv_sge = o.recv_sge;
+	p.b.qp = rdp_qp_create(p.pd, &ia);
+	RDP_ASSERT_MSG(p.b.qp != NULL, "rdp_qp_create: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(to_scq(p.b.cq)->hot, SHM_NO_SLOT);
+	conf_pair_close(&p);
+	return 0;
+}
+
 /* Connect to the rendezvous socket of the device that owns @p qp. */
 static int
 dev_socket(struct rdp_qp *qp)

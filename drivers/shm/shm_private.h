@@ -272,9 +272,11 @@ struct shm_cq {
 	struct shm_qp **slot;      /**< slot -> QP (atomic pointers) */
 	uint32_t words_used;       /**< (atomic) doorbell words in use */
 	uint32_t cursor;
-	uint32_t hot;              /**< slot whose RQ completed last, polled before its doorbell;
-				    *   SHM_NO_SLOT, and never a closed QP (it may be on its
-				    *   way to destruction) */
+	uint32_t hot;              /**< (atomic) slot whose RQ completed last, polled before
+				    *   its doorbell, or SHM_NO_SLOT. The poller drops it when
+				    *   it finds the QP closed (drained, then destroyed);
+				    *   giving the slot back drops it too (the slot's next
+				    *   QP is set up by another thread) */
 	struct shm_lcqe *ring;
 	uint32_t ring_mask;
 	uint32_t ring_head;

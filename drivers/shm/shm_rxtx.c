@@ -867,10 +867,10 @@ service(struct shm_cq *cq, struct shm_qp *qp, struct rdp_wc *wc, int n, bool *id
 		busy = busy || k == n;
 		/* only an open QP is peeked: a closed one is drained, then destroyed */
 		if (__atomic_load_n(&qp->rq_closed, __ATOMIC_ACQUIRE)) {
-			if (cq->hot == qp->rslot)
-				cq->hot = SHM_NO_SLOT;
+			if (__atomic_load_n(&cq->hot, __ATOMIC_RELAXED) == qp->rslot)
+				__atomic_store_n(&cq->hot, SHM_NO_SLOT, __ATOMIC_RELAXED);
 		} else if (k > 0) {
-			cq->hot = qp->rslot;
+			__atomic_store_n(&cq->hot, qp->rslot, __ATOMIC_RELAXED);
 		}
 	}
 	*idle = !busy;
@@ -931,13 +931,14 @@ take_qps(struct shm_cq *cq, struct rdp_wc *wc, int n, uint32_t words)
 static inline void
 peek_hot(struct shm_cq *cq)
 {
+	uint32_t hot = __atomic_load_n(&cq->hot, __ATOMIC_RELAXED);
 	struct shm_qp *qp;
 
-	if (cq->hot == SHM_NO_SLOT)
+	if (hot == SHM_NO_SLOT)
 		return;
-	qp = __atomic_load_n(&cq->slot[cq->hot], __ATOMIC_ACQUIRE);
+	qp = __atomic_load_n(&cq->slot[hot], __ATOMIC_ACQUIRE);
 	if (qp != NULL && qp->rq_reaped != qp->rq_posted && rq_next_complete(qp) != NULL)
-		pend_set(cq, cq->hot);
+		pend_set(cq, hot);
 }
 
 /* The CQ's own completions (send side), oldest first, once visible. */
