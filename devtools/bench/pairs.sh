@@ -18,6 +18,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
+# shellcheck source=devtools/bench/bench_lib.sh
+. "$here/bench_lib.sh"
 iterations=12
 duration=0.5
 bin_dir=$top/build-bench
@@ -43,7 +45,7 @@ command -v ucx_perftest >/dev/null ||
 rdp=$bin_dir/apps/rdp-perf/rdp-perf
 [ -x "$rdp" ] || { echo "pairs.sh: $rdp is missing (build it, or run devtools/bench/run.sh)" >&2; exit 1; }
 if [ -z "$cpus" ]; then
-	cpus=$(python3 -c 'import os; c = sorted(os.sched_getaffinity(0)); print("%d,%d" % (c[0], c[1 if len(c) > 1 else 0]))')
+	cpus=$(bench_default_cpus)
 fi
 cpu_a=${cpus%,*}
 cpu_b=${cpus#*,}
@@ -53,14 +55,11 @@ trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; true' EXIT
 
 # ucx KIND ITERS: one ucx_perftest run, 64 B; prints ns (lat) or msg/s (bw)
 ucx() {
-	local kind=$1 iters=$2 i v
+	local kind=$1 iters=$2 v
 	port=$((port + 1))
 	UCX_TLS=sm,self taskset -c "$cpu_b" ucx_perftest -p "$port" -c "$cpu_b" >/dev/null 2>&1 &
 	srv=$!
-	for i in $(seq 100); do
-		ss -ltnH "sport = :$port" 2>/dev/null | grep -q . && break
-		sleep 0.05
-	done
+	bench_wait_listen "$port" "$srv" || true
 	v=$(UCX_TLS=sm,self timeout 60 taskset -c "$cpu_a" ucx_perftest 127.0.0.1 -p "$port" \
 		-c "$cpu_a" -t "tag_$kind" -s 64 -n "$iters" -w $((iters / 20 + 10)) 2>/dev/null |
 		awk -v k="$kind" '/^Final/ { if (k == "lat") print $3 * 1000; else print $NF }') || true

@@ -25,6 +25,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
+# shellcheck source=devtools/bench/bench_lib.sh
+. "$here/bench_lib.sh"
 bin_dir=$top/build-bench
 nc_dir=$top/build-bench-nocredit
 out=$top/bench-results/profile
@@ -54,7 +56,7 @@ build "$nc_dir" -Dbench_no_credit=true
 rdp=$bin_dir/apps/rdp-perf/rdp-perf
 rdp_main=$rdp
 if [ -z "$cpus" ]; then
-	cpus=$(python3 -c 'import os; c = sorted(os.sched_getaffinity(0)); print("%d,%d" % (c[0], c[1 if len(c) > 1 else 0]))')
+	cpus=$(bench_default_cpus)
 fi
 cpu_a=${cpus%,*}
 cpu_b=${cpus#*,}
@@ -69,14 +71,8 @@ eal() {	# eal CPU PREFIX: EAL arguments with both lcores on one CPU
 --log-level=lib.eal:error --no-telemetry"
 }
 
-wait_listen() {
-	local _
-	for _ in $(seq 300); do
-		ss -ltnH "sport = :$1" 2>/dev/null | grep -q . && return 0
-		sleep 0.1
-	done
-	echo "profile.sh: nothing listens on port $1" >&2
-	return 1
+wait_listen() {	# wait_listen PORT: bench_wait_listen, saying so when nothing listens
+	bench_wait_listen "$1" || { echo "profile.sh: nothing listens on port $1" >&2; return 1; }
 }
 
 # client_under_cg NAME RDP-PERF-CLIENT-ARGS...: native server, client profiled

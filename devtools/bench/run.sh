@@ -31,6 +31,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
+# shellcheck source=devtools/bench/bench_lib.sh
+. "$here/bench_lib.sh"
 
 smoke=0
 rounds=
@@ -114,7 +116,7 @@ if want_peers; then
 fi
 
 if [ -z "$cpus" ]; then
-	cpus=$(python3 -c 'import os; c = sorted(os.sched_getaffinity(0)); print("%d,%d" % (c[0], c[1 if len(c) > 1 else 0]))')
+	cpus=$(bench_default_cpus)
 fi
 cpu_a=${cpus%,*}
 cpu_b=${cpus#*,}
@@ -170,17 +172,6 @@ run_tool() {
 # control ports below the kernel's ephemeral range
 port=$((20000 + RANDOM % 10000))
 next_port() { port=$((port + 1)); }
-# wait_listen PORT PID: until a server listens (it may be slow to start on a
-# loaded machine), at most 10 s
-wait_listen() {
-	local _
-	for _ in $(seq 100); do
-		ss -ltnH "sport = :$1" 2>/dev/null | grep -q . && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
 servers=()
 # shellcheck disable=SC2154  # p is the trap's own loop variable
 trap 'for p in ${servers[@]+"${servers[@]}"}; do kill "$p" 2>/dev/null || true; done' EXIT
@@ -204,7 +195,7 @@ ucx_run() {
 		>"$out/raw/ucx-server-$port.log" 2>&1 &
 	srv=$!
 	servers+=("$srv")
-	wait_listen "$port" "$srv" || echo "run.sh: ucx_perftest server on port $port is not listening" >&2
+	bench_wait_listen "$port" "$srv" || echo "run.sh: ucx_perftest server on port $port is not listening" >&2
 	# the server serves one run: no second try without a new server
 	UCX_TLS=sm,self NO_RETRY=1 run_tool "$r" "$test" ucx "$peer_tmo" taskset -c "$cpu_a" ucx_perftest 127.0.0.1 \
 		-p "$port" -c "$cpu_a" -t "tag_$kind" -s "$size" -n "$iters" \
@@ -221,7 +212,7 @@ fi_run() {
 		>"$out/raw/fi-server-$port.log" 2>&1 &
 	srv=$!
 	servers+=("$srv")
-	wait_listen "$port" "$srv" || echo "run.sh: fi_pingpong server on port $port is not listening" >&2
+	bench_wait_listen "$port" "$srv" || echo "run.sh: fi_pingpong server on port $port is not listening" >&2
 	NO_RETRY=1 run_tool "$r" "$test" "fi" "$peer_tmo" taskset -c "$cpu_a" fi_pingpong -p shm -e rdm -I "$iters" \
 		-S "$size" -P "$port" 127.0.0.1 || failures=$((failures + 1))
 	kill "$srv" 2>/dev/null || true
