@@ -213,10 +213,19 @@ rnr(struct shm_qp *qp)
 	return SHM_AGAIN;
 }
 
+/* One run of the sender's engine: what it may claim, what it did (published at its end). */
+struct sq_batch {
+	struct shm_peer *peer;
+	uint64_t first;       /**< our first claim index in the peer's RQ */
+	uint32_t want;        /**< receive entries one claim may take: the WRs left to run */
+	uint32_t nlocal;      /**< completions pushed to our send CQ */
+	uint32_t nremote;     /**< receive entries completed in the peer's RQ */
+};
+
 static __rte_always_inline uint8_t
-exec_send(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e,
-	  uint32_t *nremote)
+exec_send(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 {
+	const struct shm_peer *peer = b->peer;
 	struct shm_rq_ent *ent;
 	uint64_t c = qp->peer_rq_ci;
 	uint8_t st, flags;
@@ -239,7 +248,7 @@ exec_send(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe 
 		 * the owner closed its RQ (or garbage). What is left unused goes
 		 * back at the end of the run (sq_claims_return).
 		 */
-		want = RTE_MIN(qp->peer_rq_posted - c, (uint64_t)qp->claim_want);
+		want = RTE_MIN(qp->peer_rq_posted - c, (uint64_t)b->want);
 		if (unlikely(!__atomic_compare_exchange_n(&peer->qseg->rq_claim, &c, c + want, false,
 							  __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
 			return RDP_WC_RETRY_EXC_ERR;
@@ -266,7 +275,7 @@ exec_send(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe 
 	ent->status = st;
 	/* its seq is stored once the peer's CQ has counted it (sq_run) */
 	qp->peer_rq_ci = c + 1;
-	(*nremote)++;
+	b->nremote++;
 	if (likely(st == RDP_WC_SUCCESS))
 		return RDP_WC_SUCCESS;
 	return st == RDP_WC_LOC_LEN_ERR ? RDP_WC_REM_INV_REQ_ERR : RDP_WC_REM_OP_ERR;
@@ -292,9 +301,10 @@ exec_write(const struct shm_peer *peer, const struct shm_swqe *e)
 }
 
 static __rte_always_inline uint8_t
-exec_one(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e,
-	 uint32_t *nremote)
+exec_one(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 {
+	const struct shm_peer *peer = b->peer;
+
 	if (unlikely(e->status != RDP_WC_SUCCESS))
 		return e->status;
 	/* a peer QP in error answers nothing: the transport gives up */
@@ -302,7 +312,7 @@ exec_one(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *
 		return RDP_WC_RETRY_EXC_ERR;
 	if (e->opcode == RDP_WR_RDMA_WRITE)
 		return exec_write(peer, e);
-	return exec_send(qp, peer, e, nremote);
+	return exec_send(qp, b, e);
 }
 
 /* Fault knobs, after each executed WR. Returns true when the QP went down. */
@@ -324,14 +334,6 @@ faults(struct shm_qp *qp)
 	return false;
 }
 
-/* What one run of the sender's engine did, published once at its end. */
-struct sq_batch {
-	struct shm_peer *peer;
-	uint64_t first;       /**< our first claim index in the peer's RQ */
-	uint32_t nlocal;      /**< completions pushed to our send CQ */
-	uint32_t nremote;     /**< receive entries completed in the peer's RQ */
-};
-
 /*
  * Execute the WR at sq_exec. Returns SHM_AGAIN when it must wait (it stays
  * queued), else its status; on an error the QP has gone to error.
@@ -339,7 +341,7 @@ struct sq_batch {
 static __rte_always_inline uint8_t
 sq_exec_one(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 {
-	uint8_t st = exec_one(qp, b->peer, e, &b->nremote);
+	uint8_t st = exec_one(qp, b, e);
 
 	if (st == SHM_AGAIN) {
 		pend_set(qp->scq, qp->sslot);
@@ -390,7 +392,6 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 	struct shm_peer *peer = b->peer;
 	uint64_t i;
 
-	qp->claim_want = 1;
 	if (unlikely(qp->peer_rq_claimed != qp->peer_rq_ci))
 		sq_claims_return(qp, b);
 	if (b->nremote > 0) {
@@ -421,6 +422,7 @@ sq_can_run(struct shm_qp *qp, struct sq_batch *b)
 		return false;
 	b->peer = __atomic_load_n(&qp->peer, __ATOMIC_ACQUIRE);
 	b->first = qp->peer_rq_ci;
+	b->want = 1;
 	b->nlocal = 0;
 	b->nremote = 0;
 	if (unlikely(b->peer == NULL))
@@ -592,7 +594,7 @@ shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *e
 		if (unlikely(*err != 0))
 			break;
 		if (direct) {
-			qp->claim_want = n - i;
+			b.want = n - i;
 			if (w->opcode != RDP_WR_RDMA_WRITE && w->num_sge <= 1 &&
 			    __atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_RTS &&
 			    run_direct(qp, &b, w))
