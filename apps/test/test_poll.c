@@ -165,6 +165,78 @@ RDP_TEST(eal, poll_inbox_fed_by_two_lcores_delivers_every_item_once_in_producer_
 	return 0;
 }
 
+/* A client that puts itself back on the busy list `again` more times. */
+static struct {
+	struct rdp_poller *poller;
+	struct rdp_poll_busy busy;
+	unsigned int again;
+	unsigned int calls;
+} requeue;
+
+static unsigned int
+requeue_progress(void *client)
+{
+	RTE_SET_USED(client);
+	requeue.calls++;
+	if (requeue.again > 0) {
+		requeue.again--;
+		rdp_poller_busy(requeue.poller, &requeue.busy);
+	}
+	return 1;
+}
+
+static const struct rdp_poll_ops requeue_ops = {
+	.complete = ho_complete,
+	.inbox = ho_inbox,
+	.progress = requeue_progress,
+};
+
+/*
+ * What a client's progress queued again (an application callback's reply)
+ * is progressed in the same poll, not after another poll of the CQ; but
+ * only once more, so a client that stays busy cannot starve the CQ.
+ */
+RDP_TEST(eal, poll_progresses_a_client_queued_again_in_the_same_poll_once_more_at_most)
+{
+	struct rdp_poll_stats st;
+	struct rdp_dev *dev;
+
+	rdp_test_eal_init("0@0");
+	dev = rdp_dev_open("shm");
+	RDP_ASSERT(dev != NULL);
+	requeue.poller = make_poller(dev, &requeue_ops, 64, 64);
+	requeue.busy.client = &requeue;
+
+	/* queued again once: both calls in one poll */
+	requeue.again = 1;
+	rdp_poller_busy(requeue.poller, &requeue.busy);
+	RDP_ASSERT_EQ(rdp_poller_poll(requeue.poller), 2);
+	RDP_ASSERT_EQ(requeue.calls, 2);
+	RDP_ASSERT(!requeue.busy.queued);
+	RDP_ASSERT_EQ(rdp_poller_poll(requeue.poller), 0);
+	RDP_ASSERT_EQ(requeue.calls, 2);
+
+	/* always busy: two calls per poll, then the CQ again */
+	requeue.again = 1000;
+	rdp_poller_busy(requeue.poller, &requeue.busy);
+	RDP_ASSERT_EQ(rdp_poller_poll(requeue.poller), 2);
+	RDP_ASSERT_EQ(requeue.calls, 4);
+	RDP_ASSERT(requeue.busy.queued);
+	RDP_ASSERT_EQ(rdp_poller_poll(requeue.poller), 2);
+	RDP_ASSERT_EQ(requeue.calls, 6);
+	rdp_poller_stats(requeue.poller, &st, NULL, NULL, NULL);
+	RDP_ASSERT_EQ(st.polls, 4);
+	RDP_ASSERT_EQ(st.progress_calls, 6);
+
+	/* drain the list before the poller goes */
+	requeue.again = 0;
+	while (requeue.busy.queued)
+		rdp_poller_poll(requeue.poller);
+	RDP_ASSERT_EQ(rdp_poller_destroy(requeue.poller), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
+	return 0;
+}
+
 RDP_TEST(eal, poll_cq_growth_asked_by_other_threads_is_served_by_the_running_poller)
 {
 	struct rdp_dev *dev;

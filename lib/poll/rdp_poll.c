@@ -215,8 +215,9 @@ poll_cq(struct rdp_poller *p)
 	return n;
 }
 
+/* One pass over the busy list as it is now. */
 static unsigned int
-progress_busy(struct rdp_poller *p)
+progress_pass(struct rdp_poller *p)
 {
 	struct rdp_poll_busy *b = p->head.busy_head;
 	unsigned int work = 0;
@@ -233,6 +234,23 @@ progress_busy(struct rdp_poller *p)
 		STAT_ADD(p, progress_calls, 1);
 		b = next;
 	}
+	return work;
+}
+
+/*
+ * Progress the busy clients, then once more those the first pass queued
+ * again: what an application callback sent or freed during the first pass
+ * (a reply, a receive buffer to repost) leaves now, not after another
+ * poll of the CQ. Two passes at most, so a client that stays busy cannot
+ * keep the poller from its CQ.
+ */
+static unsigned int
+progress_busy(struct rdp_poller *p)
+{
+	unsigned int work = progress_pass(p);
+
+	if (p->head.busy_head != NULL)
+		work += progress_pass(p);
 	return work;
 }
 

@@ -169,7 +169,9 @@ struct rdp_poller *rdp_poller_create(const struct rdp_poller_params *prm);
 int rdp_poller_destroy(struct rdp_poller *p);
 
 /**
- * One iteration: poll the CQ, drain the inbox, progress busy clients.
+ * One iteration: poll the CQ, drain the inbox, progress busy clients (and
+ * once more those that progress queued again, so that what a callback sent
+ * leaves in this iteration).
  *
  * @param p
  *   The poller.
