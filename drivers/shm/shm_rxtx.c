@@ -395,12 +395,11 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 	if (unlikely(qp->peer_rq_claimed != qp->peer_rq_ci))
 		sq_claims_return(qp, b);
 	if (b->nremote > 0) {
-		/* count before publishing, so the poller never subtracts first */
-		cq_seg_add(peer->cseg, b->nremote);
 		for (i = b->first; i != qp->peer_rq_ci; i++)
 			__atomic_store_n(&shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride, i)->seq,
 					 shm_rq_seq(i), __ATOMIC_RELEASE);
 		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
+		cq_seg_add(peer->cseg, b->nremote);
 		shm_bell_ring(peer->cseg, peer->bell_word, peer->bell_bit);
 	}
 	if (b->nlocal > 0)
