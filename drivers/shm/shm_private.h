@@ -18,9 +18,10 @@
  *   closes it with a bit when the QP goes to error; only the peer touches it
  *   on the fast path) and `rq_done` (peer publishes how far it completed;
  *   the owner reads it only to check the peer and when a QP goes away);
- * - a CQ segment holds the pending-completion counter every producer adds
- *   to (overrun detection) and the doorbell bitmap, one bit per QP attached
- *   to the CQ, that a producer sets once per burst;
+ * - a CQ segment holds the completion counts (overrun detection: peers add
+ *   to `added`, the owner keeps `owner_net` on a line of its own) and the
+ *   doorbell bitmap, one bit per QP attached to the CQ, that a producer
+ *   sets once per burst;
  * - receive and remote-write MRs (rdp_mr_alloc()) are memfds the peer maps.
  *
  * Nothing read from shared memory is trusted: every index, length and key is
@@ -64,7 +65,7 @@ extern int shm_logtype;
 #define SHM_QP_MAGIC 0x52445151u  /* "RDQQ" */
 #define SHM_CQ_MAGIC 0x52444351u  /* "RDCQ" */
 #define SHM_HELLO_MAGIC 0x52444848u
-#define SHM_VERSION 3u
+#define SHM_VERSION 4u
 
 /** No QP slot. */
 #define SHM_NO_SLOT UINT32_MAX
@@ -115,13 +116,20 @@ struct shm_qp_seg {
 	uint64_t rq_done __rte_cache_aligned;   /**< peer: entries completed (after their seq) */
 } __rte_cache_aligned;
 
-/** Header of a CQ segment: pending counter and doorbells. */
+/**
+ * Header of a CQ segment: completion counts and doorbells. The completions
+ * not yet polled are `added - owner_net`: peers add with an atomic add on
+ * the doorbell line, the owner keeps its side on a line of its own with
+ * plain stores (no locked instruction on the poller's path).
+ */
 struct shm_cq_seg {
 	uint32_t magic;
 	uint32_t version;
 	uint32_t nb_words;   /**< doorbell words */
 	uint32_t pad;
-	int64_t pending __rte_cache_aligned; /**< completions not yet polled (all producers) */
+	int64_t owner_net __rte_cache_aligned; /**< owner: completions it returned or dropped,
+						*   less those it counted itself */
+	int64_t added __rte_cache_aligned; /**< completions peers counted (atomic add) */
 	uint32_t cqe;        /**< capacity; the owner changes it on resize */
 	uint32_t overrun;    /**< set by the producer that overran it */
 	uint64_t bell_sum;   /**< bit = doorbell word with a bit set (set after the word's bit) */
@@ -281,6 +289,7 @@ struct shm_cq {
 	uint32_t ring_mask;
 	uint32_t ring_head;
 	uint32_t ring_tail;
+	int64_t owner_net;         /**< what seg->owner_net last got */
 	uint64_t polls;
 	uint64_t rng;
 	uint32_t delay;
@@ -340,7 +349,7 @@ struct shm_qp {
 	uint32_t peer_mr[RDP_QP_MAX_PEER_MRS]; /**< else: the ids shared, only these */
 	uint64_t rq_posted;
 	uint64_t rq_reaped;
-	uint64_t rq_counted;        /**< entries counted in the CQ's pending (flushes) */
+	uint64_t rq_counted;        /**< entries counted in the CQ (flushes) */
 	uint64_t rq_checked;        /**< rq_reaped when rq_done was last checked */
 	/* error state (atomic) */
 	int state;                  /**< enum rdp_qp_state */
@@ -491,6 +500,24 @@ shm_bell_ring(struct shm_cq_seg *seg, uint32_t word, uint64_t bit)
 {
 	__atomic_fetch_or(&seg->bell[word], bit, __ATOMIC_RELEASE);
 	__atomic_fetch_or(&seg->bell_sum, UINT64_C(1) << word, __ATOMIC_RELEASE);
+}
+
+/**
+ * Completions the owner of @p cq returned (or dropped, @p n > 0) or
+ * counted itself (@p n < 0): a plain store on the owner's own line.
+ */
+static inline void
+shm_cq_owner_net(struct shm_cq *cq, int64_t n)
+{
+	cq->owner_net += n;
+	__atomic_store_n(&cq->seg->owner_net, cq->owner_net, __ATOMIC_RELEASE);
+}
+
+/** Completions not yet polled (owner thread). */
+static inline int64_t
+shm_cq_pending(const struct shm_cq *cq)
+{
+	return __atomic_load_n(&cq->seg->added, __ATOMIC_ACQUIRE) - cq->owner_net;
 }
 
 /** Set a QP's doorbell bit in a CQ's shared bitmap (any thread). */

@@ -103,7 +103,7 @@ int
 shm_cq_resize(struct rdp_cq *c, uint32_t cqe)
 {
 	struct shm_cq *cq = to_scq(c);
-	int64_t pending = __atomic_load_n(&cq->seg->pending, __ATOMIC_ACQUIRE);
+	int64_t pending = shm_cq_pending(cq);
 	uint32_t ring = rte_align32pow2(cqe + 1), i, n;
 	struct shm_lcqe *r;
 
@@ -484,8 +484,7 @@ shm_qp_destroy(struct rdp_qp *q)
 	if (counted < done)
 		counted = done;
 	if (counted != qp->rq_reaped)
-		__atomic_fetch_sub(&rcq->seg->pending, (int64_t)(counted - qp->rq_reaped),
-				   __ATOMIC_RELEASE);
+		shm_cq_owner_net(rcq, (int64_t)(counted - qp->rq_reaped));
 	shm_peer_unmap(qp->peer);
 	shm_event_forget(sd, q, NULL);
 	qp_free(qp);

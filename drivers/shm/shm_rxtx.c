@@ -71,14 +71,24 @@ pend_set(struct shm_cq *cq, uint32_t slot)
 	cq->pend[slot / 64] |= UINT64_C(1) << (slot % 64);
 }
 
-/* Count new completions against a CQ's capacity (any producer). */
+/* Count receive completions we published in a peer's CQ, against its capacity. */
 static inline void
-cq_seg_add(struct shm_cq_seg *seg, uint32_t n)
+cq_count_remote(struct shm_cq_seg *seg, uint32_t n)
 {
-	int64_t old = __atomic_fetch_add(&seg->pending, (int64_t)n, __ATOMIC_RELAXED);
+	int64_t added = __atomic_fetch_add(&seg->added, (int64_t)n, __ATOMIC_RELAXED) + n;
 
-	if (unlikely(old + (int64_t)n > (int64_t)__atomic_load_n(&seg->cqe, __ATOMIC_RELAXED)))
+	if (unlikely(added - __atomic_load_n(&seg->owner_net, __ATOMIC_ACQUIRE) >
+		     (int64_t)__atomic_load_n(&seg->cqe, __ATOMIC_RELAXED)))
 		__atomic_store_n(&seg->overrun, 1, __ATOMIC_RELEASE);
+}
+
+/* Count our own completions (send side, flushes) in our CQ (owner thread). */
+static inline void
+cq_count_local(struct shm_cq *cq, uint32_t n)
+{
+	shm_cq_owner_net(cq, -(int64_t)n);
+	if (unlikely(shm_cq_pending(cq) > (int64_t)cq->seg->cqe))
+		__atomic_store_n(&cq->seg->overrun, 1, __ATOMIC_RELEASE);
 }
 
 static inline void
@@ -119,7 +129,7 @@ sq_flush(struct shm_qp *qp)
 	}
 	qp->rnr_waiting = 0;
 	if (n > 0)
-		cq_seg_add(qp->scq->seg, n);
+		cq_count_local(qp->scq, n);
 }
 
 /* Copy a WR's gather list into a destination of at least total_len bytes. */
@@ -399,11 +409,11 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 			__atomic_store_n(&shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride, i)->seq,
 					 shm_rq_seq(i), __ATOMIC_RELEASE);
 		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
-		cq_seg_add(peer->cseg, b->nremote);
+		cq_count_remote(peer->cseg, b->nremote);
 		shm_bell_ring(peer->cseg, peer->bell_word, peer->bell_bit);
 	}
 	if (b->nlocal > 0)
-		cq_seg_add(qp->scq->seg, b->nlocal);
+		cq_count_local(qp->scq, b->nlocal);
 	if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == RDP_QPS_ERR))
 		sq_flush(qp);
 }
@@ -830,7 +840,7 @@ rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
 		if (qp->rq_counted < qp->rq_reaped)
 			qp->rq_counted = qp->rq_reaped;
 		if (qp->rq_counted != qp->rq_posted) {
-			cq_seg_add(qp->rcq->seg, (uint32_t)(qp->rq_posted - qp->rq_counted));
+			cq_count_local(qp->rcq, (uint32_t)(qp->rq_posted - qp->rq_counted));
 			qp->rq_counted = qp->rq_posted;
 		}
 		while (qp->rq_reaped != qp->rq_posted && k < n) {
@@ -1048,7 +1058,7 @@ shm_poll_cq(struct rdp_cq *c, struct rdp_wc *wc, uint16_t n)
 	}
 	if (got == 0)
 		return 0;
-	__atomic_fetch_sub(&seg->pending, got, __ATOMIC_RELEASE);
+	shm_cq_owner_net(cq, got);
 	RDP_STAT_ADD(cq->st_completions, got);
 	for (i = 0; i < got; i++) {
 		if (likely(wc[i].status == RDP_WC_SUCCESS))
