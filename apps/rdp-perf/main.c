@@ -609,6 +609,9 @@ write_json(const struct perf_result *r, unsigned int n)
 	return fclose(f) == 0 ? 0 : -1;
 }
 
+/* Seconds without an endpoint established before the client gives up waiting. */
+#define ESTABLISH_STALL_S 300u
+
 static int
 run_client(void)
 {
@@ -643,18 +646,28 @@ run_client(void)
 		}
 		rdp_ep_set_ctx(pe->ep, pe);
 	}
-	deadline = rdp_clock_s() + 10;
+	/*
+	 * Every endpoint ends up established or failed: the library's deadlines
+	 * (connect_timeout_ms, handshake_timeout_ms, each step of a handshake)
+	 * see to it, however many handshakes wait their turn. The stall limit
+	 * only catches a library that broke that promise.
+	 */
+	deadline = rdp_clock_s() + ESTABLISH_STALL_S;
 	for (i = 0; i < opt.endpoints; i++) {
 		while (!__atomic_load_n(&peps[i].established, __ATOMIC_ACQUIRE)) {
 			if (opt.pipeline)
 				pump_events();
-			if (any_failed() || rdp_clock_s() > deadline) {
-				fprintf(stderr, "rdp-perf: endpoint %u to %s not established: %s\n",
-					i, opt.connect, strerror(-rdp_ep_error(peps[i].ep)));
+			if (any_failed())
+				return 1;
+			if (rdp_clock_s() > deadline) {
+				fprintf(stderr, "rdp-perf: endpoint %u to %s: neither established nor "
+					"failed after %u s without progress\n", i, opt.connect,
+					ESTABLISH_STALL_S);
 				return 1;
 			}
 			usleep(100);
 		}
+		deadline = rdp_clock_s() + ESTABLISH_STALL_S;
 	}
 	if (!opt.quiet)
 		printf("rdp-perf: %u endpoint(s) to %s, %s mode, window %u\n", opt.endpoints,

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* rdp-perf, the main job: a short loopback run and its JSON. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -112,5 +115,48 @@ RDP_TEST(perf, rdp_perf_refuses_bad_arguments_naming_the_option)
 	snprintf(cmd, sizeof(cmd), "%s -- --help 2>&1", perf_bin());
 	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 0);
 	RDP_ASSERT(strstr(out, "--connect HOST:PORT") != NULL);
+	return 0;
+}
+
+/*
+ * A server that takes the TCP connection and never answers the HELLO: the
+ * client waits as long as its configuration's handshake deadline says
+ * (12 s here, past the 10 s rdp-perf used to allow itself), then says why
+ * the endpoint failed. It used to give up at 10 s with "not established:
+ * Success".
+ */
+RDP_TEST(perf, rdp_perf_waits_out_the_configured_handshake_deadline_and_says_why)
+{
+	static const char ini[] = "perf_silent_server.ini";
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	static char out[1 << 16];
+	char cmd[768];
+	double t0, waited;
+	FILE *f;
+	int fd, rc;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	RDP_ASSERT(fd >= 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	RDP_ASSERT_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	RDP_ASSERT_EQ(listen(fd, 4), 0); /* the kernel completes the connect; nobody reads */
+	RDP_ASSERT_EQ(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	f = fopen(ini, "w");
+	RDP_ASSERT_MSG(f != NULL, "fopen(%s): %s", ini, strerror(errno));
+	fprintf(f, "[global]\nhandshake_timeout_ms = 12000\n");
+	RDP_ASSERT_EQ(fclose(f), 0);
+	snprintf(cmd, sizeof(cmd), "%s -- --connect 127.0.0.1:%u -c %s -m lat -d 0.1 -q 2>&1",
+		 perf_bin(), ntohs(sa.sin_port), ini);
+	t0 = rdp_clock_s();
+	rc = run(cmd, out, sizeof(out));
+	waited = rdp_clock_s() - t0;
+	close(fd);
+	printf("exit %d after %.1f s:\n%s", rc, waited, out);
+	RDP_ASSERT_EQ(rc, 1);
+	RDP_ASSERT_MSG(strstr(out, "Success") == NULL, "%s", out);
+	RDP_ASSERT_MSG(strstr(out, "no progress within 12000 ms") != NULL, "%s", out);
+	RDP_ASSERT_MSG(strstr(out, "Connection timed out") != NULL, "%s", out);
+	RDP_ASSERT_MSG(waited >= 11.5, "gave up after %.1f s, before the configured 12 s", waited);
 	return 0;
 }
