@@ -2,8 +2,11 @@
 """Summarise a devtools/bench/run.sh run: medians, ratios, targets.
 
 Reads OUT/index.tsv and the raw outputs under OUT/raw/, classifies every
-round as fast or slow by the cache-line probe, computes each comparison as
-a ratio *within its round* and takes medians of those ratios per state.
+run as fast or slow by the cache-line probes just before and after it
+("changed" when they disagree), computes each comparison as a ratio
+*within its round* and takes medians per state of the ratios whose two
+runs were both in that state. Each round's state (its first and last
+probes) is reported too.
 Writes OUT/bench.json and OUT/summary.md and prints the summary. Exit
 status 1 when a run that should have produced numbers did not.
 """
@@ -194,7 +197,33 @@ def main():
         rounds.append({'round': rnd, 'state': state, 'cacheline_ns': probes,
                        'loadavg_1min': [float(x[0]) for x in la if x],
                        'others_running': int(others) if others else None})
-    state_of = {r['round']: r['state'] for r in rounds}
+
+    # ---- machine state per run: the probes just before and after it ----
+    def kind(ns):
+        return 'fast' if ns < args.fast_below else 'slow'
+
+    probes_in = {}  # round -> [(seq, p10)]
+    for run in runs:
+        p10 = (run['metrics'] or {}).get('oneway_ns_p10') if run['tool'] == 'cacheline' else None
+        if p10 is not None:
+            probes_in.setdefault(run['round'], []).append((int(run['seq']), p10))
+    run_state = {}  # (round, test, tool) -> fast, slow, changed or unknown
+    for run in runs:
+        key = (run['round'], run['test'], run['tool'])
+        if run['tool'] == 'cacheline':
+            p10 = (run['metrics'] or {}).get('oneway_ns_p10')
+            run_state[key] = kind(p10) if p10 is not None else 'unknown'
+            continue
+        ps = sorted(probes_in.get(run['round'], []))
+        seq = int(run['seq'])
+        before = [p for (q, p) in ps if q < seq]
+        after = [p for (q, p) in ps if q > seq]
+        if not before or not after:
+            run_state[key] = 'unknown'
+        else:
+            k = {kind(before[-1]), kind(after[0])}
+            run_state[key] = k.pop() if len(k) == 1 else 'changed'
+        run['state'] = run_state[key]
 
     # ---- what is compared: (row, unit, better, [(label, test, tool, path)]) ----
     eps = [int(e) for e in args.eps.split()]
@@ -259,28 +288,35 @@ def main():
                 return get(rnd, test, tool, *path)
         return None
 
-    states = sorted({r['state'] for r in rounds})
-    if len(states) != 1:
-        states.append('all')
+    def state_at(rnd, row, label):
+        for (lab, test, tool, _) in rows[row][3]:
+            if lab == label:
+                return run_state.get((rnd, test, tool), 'unknown')
+        return 'unknown'
 
-    def in_state(rnd, st):
-        return st == 'all' or state_of[rnd] == st
+    states = [st for st in ('fast', 'slow') if st in run_state.values()] + ['all']
+
+    def in_state(rnd, row, label, st):
+        return st == 'all' or state_at(rnd, row, label) == st
 
     summary = {'values': {}, 'ratios': {}}
+    all_rounds = range(1, nrounds + 1)
     for st in states:
-        rs = [r for r in range(1, nrounds + 1) if in_state(r, st)]
         vals = {}
         for i, (title, unit, better, cols) in enumerate(rows):
             vals[title] = {}
             for (lab, _, _, _) in cols:
-                v = [x for x in (value(r, i, lab) for r in rs) if x is not None]
+                v = [x for x in (value(r, i, lab) for r in all_rounds
+                                 if in_state(r, i, lab, st)) if x is not None]
                 vals[title][lab] = {'median': med(v), 'min': min(v) if v else None,
                                     'max': max(v) if v else None, 'n': len(v), 'unit': unit}
         summary['values'][st] = vals
         rat = {}
         for (name, row, num, den, target) in ratios:
             v = []
-            for r in rs:
+            for r in all_rounds:
+                if not (in_state(r, row, num, st) and in_state(r, row, den, st)):
+                    continue
                 a, b = value(r, row, num), value(r, row, den)
                 if a is not None and b:
                     v.append(a / b)
@@ -327,35 +363,43 @@ def main():
             ', '.join('%.1f' % x for x in r['loadavg_1min']),
             '-' if r['others_running'] is None else r['others_running']))
     lines.append('')
-    lines.append('A round is fast when its cache-line probe (10th percentile of its batches) '
-                 'reads below %.0f ns one-way, slow above, mixed when start and end disagree; ratios are taken inside each round, then the median per state '
-                 '(min-max in brackets).' % args.fast_below)
+    counts = {}
+    for run in runs:
+        if 'state' in run and run['metrics'] is not None:
+            counts[run['state']] = counts.get(run['state'], 0) + 1
+    lines.append('A probe is fast when its cache-line one-way time (10th percentile of its '
+                 'batches) reads below %.0f ns, slow above; a round is mixed when its first and '
+                 'last probes disagree. Every run is classified by the probes just before and '
+                 'after it: %s. Ratios are taken inside each round; a state\'s medians use the '
+                 'runs, and the ratios of two runs, that were in that state throughout '
+                 '(min-max in brackets, n = how many).' % (
+                     args.fast_below, ', '.join('%d %s' % (counts[k], k) for k in
+                                                ('fast', 'slow', 'changed', 'unknown')
+                                                if counts.get(k))))
     for st in states:
-        rs = [r for r in range(1, nrounds + 1) if in_state(r, st)]
-        if not rs:
-            continue
         lines.append('')
-        lines.append('## %s (%d round%s)' % ('all rounds' if st == 'all' else st + ' state',
-                                              len(rs), '' if len(rs) == 1 else 's'))
+        lines.append('## %s' % ('all runs, whatever their state' if st == 'all'
+                                 else 'runs in the %s state' % st))
         lines.append('')
-        lines.append('| test | tool | median | min-max |')
-        lines.append('|---|---|---|---|')
+        lines.append('| test | tool | median | min-max | n |')
+        lines.append('|---|---|---|---|---|')
         for (title, unit, _, cols) in rows:
             for (lab, _, _, _) in cols:
                 v = summary['values'][st][title][lab]
                 if v['n'] == 0:
                     continue
-                lines.append('| %s | %s | %s | %s - %s |' % (
-                    title, lab, fmt(v['median'], unit), fmt(v['min'], unit), fmt(v['max'], unit)))
+                lines.append('| %s | %s | %s | %s - %s | %d |' % (
+                    title, lab, fmt(v['median'], unit), fmt(v['min'], unit), fmt(v['max'], unit),
+                    v['n']))
         lines.append('')
-        lines.append('| ratio | median | min-max | target | verdict |')
-        lines.append('|---|---|---|---|---|')
+        lines.append('| ratio | median | min-max | n | target | verdict |')
+        lines.append('|---|---|---|---|---|---|')
         for (name, _, _, _, _) in ratios:
             v = summary['ratios'][st][name]
             if v['n'] == 0:
                 continue
-            lines.append('| %s | %s | %s - %s | %s | %s |' % (
-                name, fmt(v['median'], 'x'), fmt(v['min'], 'x'), fmt(v['max'], 'x'),
+            lines.append('| %s | %s | %s - %s | %d | %s | %s |' % (
+                name, fmt(v['median'], 'x'), fmt(v['min'], 'x'), fmt(v['max'], 'x'), v['n'],
                 v['target'] or '', v['verdict'] or ''))
     if failed or retried or problems or args.only != 'ours' and not (args.have_ucx and args.have_fi):
         lines.append('')
@@ -389,8 +433,8 @@ def main():
         f.write(text)
     doc = {'mode': args.mode, 'machine': info, 'rounds': rounds, 'fast_below_ns': args.fast_below,
            'summary': summary,
-           'runs': [{k: r[k] for k in ('round', 'seq', 'test', 'tool', 'status', 'note',
-                                       'metrics')} for r in runs]}
+           'runs': [{k: r.get(k) for k in ('round', 'seq', 'test', 'tool', 'status', 'note',
+                                           'state', 'metrics')} for r in runs]}
     with open(os.path.join(out, 'bench.json'), 'w') as f:
         json.dump(doc, f, indent=1)
     if problems:

@@ -4,7 +4,9 @@
 # and against the machine's own limits (cache-line ping-pong, batched SPSC
 # ring), interleaved test by test over several rounds so that the machine's
 # drift hits every tool alike. Each round starts and ends with the
-# cache-line probe, which tells the VM's fast or slow state.
+# cache-line probe, which tells the VM's fast or slow state, and a short
+# probe runs before every other run, so that each run has a state of its
+# own (the state changes inside rounds).
 #
 #   devtools/bench/run.sh                 full run (builds build-bench and
 #                                         build-bench-nocredit, 5 rounds)
@@ -68,6 +70,7 @@ if [ $smoke = 1 ]; then
 	duration=${duration:-0.2}
 	scale=50            # divides the peers' iteration counts
 	probe_s=0.2
+	mark_s=0.05
 	peer_tmo=30
 	wait_quiet=${wait_quiet:-0}
 	eps_list="1 16"
@@ -76,6 +79,7 @@ else
 	duration=${duration:-2}
 	scale=1
 	probe_s=1
+	mark_s=0.2
 	peer_tmo=120
 	wait_quiet=${wait_quiet:-60}
 	eps_list="1 16 240 256 1024"
@@ -144,6 +148,9 @@ base() { echo "$out/raw/r$1-$(printf %03d "$seq")-$2-$3"; }
 run_tool() {
 	local r=$1 test=$2 tool=$3 tmo=$4; shift 4
 	local f rc try why
+	# a short probe before every run: report.py classifies each run by the
+	# probes just before and after it (the state changes inside rounds)
+	[ "$tool" = cacheline ] || [ -n "${NO_MARK:-}" ] || state_mark "$r"
 	f=$(base "$r" "$test" "$tool")
 	for try in 1 2; do
 		rc=0
@@ -181,8 +188,9 @@ trap 'for p in ${servers[@]+"${servers[@]}"}; do kill "$p" 2>/dev/null || true; 
 # TOLERATE is set (then it is only reported)
 rdp_run() {
 	local r=$1 test=$2 tool=$3 bin=$4 f; shift 4
+	state_mark "$r" # before the name of its JSON file is taken: a mark is a run too
 	f=$(base "$r" "$test" "$tool")
-	run_tool "$r" "$test" "$tool" 180 taskset -c "$cpu_a,$cpu_b" "$bin" -- -q \
+	NO_MARK=1 run_tool "$r" "$test" "$tool" 180 taskset -c "$cpu_a,$cpu_b" "$bin" -- -q \
 		-d "$duration" --json "$f.json" "$@" || [ -n "${TOLERATE:-}" ] ||
 		failures=$((failures + 1))
 }
@@ -191,13 +199,14 @@ rdp_run() {
 ucx_run() {
 	local r=$1 test=$2 kind=$3 size=$4 iters=$5 srv
 	next_port
+	state_mark "$r" # before the server starts: it must not share the probe's CPUs
 	UCX_TLS=sm,self taskset -c "$cpu_b" ucx_perftest -p "$port" -c "$cpu_b" \
 		>"$out/raw/ucx-server-$port.log" 2>&1 &
 	srv=$!
 	servers+=("$srv")
 	bench_wait_listen "$port" "$srv" || echo "run.sh: ucx_perftest server on port $port is not listening" >&2
 	# the server serves one run: no second try without a new server
-	UCX_TLS=sm,self NO_RETRY=1 run_tool "$r" "$test" ucx "$peer_tmo" taskset -c "$cpu_a" ucx_perftest 127.0.0.1 \
+	UCX_TLS=sm,self NO_RETRY=1 NO_MARK=1 run_tool "$r" "$test" ucx "$peer_tmo" taskset -c "$cpu_a" ucx_perftest 127.0.0.1 \
 		-p "$port" -c "$cpu_a" -t "tag_$kind" -s "$size" -n "$iters" \
 		-w $((iters / 20 + 10)) -v || failures=$((failures + 1))
 	kill "$srv" 2>/dev/null || true
@@ -208,12 +217,13 @@ ucx_run() {
 fi_run() {
 	local r=$1 test=$2 size=$3 iters=$4 srv
 	next_port
+	state_mark "$r"
 	taskset -c "$cpu_b" fi_pingpong -p shm -e rdm -I "$iters" -S "$size" -B "$port" \
 		>"$out/raw/fi-server-$port.log" 2>&1 &
 	srv=$!
 	servers+=("$srv")
 	bench_wait_listen "$port" "$srv" || echo "run.sh: fi_pingpong server on port $port is not listening" >&2
-	NO_RETRY=1 run_tool "$r" "$test" "fi" "$peer_tmo" taskset -c "$cpu_a" fi_pingpong -p shm -e rdm -I "$iters" \
+	NO_RETRY=1 NO_MARK=1 run_tool "$r" "$test" "fi" "$peer_tmo" taskset -c "$cpu_a" fi_pingpong -p shm -e rdm -I "$iters" \
 		-S "$size" -P "$port" 127.0.0.1 || failures=$((failures + 1))
 	kill "$srv" 2>/dev/null || true
 	wait "$srv" 2>/dev/null || true
@@ -247,6 +257,14 @@ wait_for_quiet() {
 state_probe() {	# state_probe ROUND WHEN
 	run_tool "$1" "state-$2" cacheline 60 "$probe-cacheline" --cpu-a "$cpu_a" --cpu-b "$cpu_b" \
 		--duration "$probe_s" || failures=$((failures + 1))
+}
+
+# state_mark ROUND: the machine's state right now (a short cache-line probe);
+# without our probes (--only peers) there is nothing to mark with
+state_mark() {
+	[ -n "${probe:-}" ] || return 0
+	run_tool "$1" mark cacheline 60 "$probe-cacheline" --cpu-a "$cpu_a" --cpu-b "$cpu_b" \
+		--duration "$mark_s" || failures=$((failures + 1))
 }
 
 # ---- the rounds ------------------------------------------------------------
