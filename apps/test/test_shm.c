@@ -671,6 +671,343 @@ RDP_TEST(shm, shm_destroyed_qp_leaves_no_hot_hint_to_the_next_qp_in_its_slot)
 	return 0;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Announced RQs: senders that ring no doorbell                           */
+/* ---------------------------------------------------------------------- */
+
+#define ANN_QPS 2
+#define ANN_RQ 32
+#define ANN_MSGS 150000u
+
+/* One sender thread: its own QP and CQ, bursts and pauses of random length. */
+struct ann_sender {
+	struct rdp_qp *qp;
+	struct rdp_cq *cq;
+	struct rdp_mr *tx;
+	uint64_t sent;                 /* this thread only */
+	uint64_t received;             /* (atomic) written by the receiver */
+	uint64_t seed;
+	int err;                       /* (atomic) */
+};
+
+static void *
+ann_send_main(void *arg)
+{
+	struct ann_sender *s = arg;
+	double deadline = rdp_clock_s() + 60.0;
+	uint64_t done = 0;
+
+	while (s->sent < ANN_MSGS && rdp_clock_s() < deadline) {
+		uint64_t rcvd = __atomic_load_n(&s->received, __ATOMIC_ACQUIRE);
+		struct rdp_send_wr wr[8];
+		struct rdp_sge sge[8];
+		struct rdp_wc wc[16];
+		uint32_t burst, j;
+		int n, err;
+
+		s->seed = s->seed * 6364136223846793005ull + 1442695040888963407ull;
+		burst = (uint32_t)RTE_MIN(1 + (s->seed >> 61), ANN_MSGS - s->sent);
+		/*
+		 * Stop and wait: the next burst only once the receiver has this
+		 * one. A burst published without a doorbell and then lost by the
+		 * receiver would stall the stream here, with no later doorbell of
+		 * ours to rescue it.
+		 */
+		if (rcvd != s->sent || s->sent - done >= ANN_RQ)
+			burst = 0;
+		for (j = 0; j < burst; j++) {
+			uint64_t *slot = (uint64_t *)((uint8_t *)s->tx->addr + (s->sent + j) % ANN_RQ * 64);
+
+			*slot = s->sent + j;
+			sge[j] = (struct rdp_sge){ (uintptr_t)slot, 8, s->tx->lkey };
+			wr[j] = (struct rdp_send_wr){ .wr_id = s->sent + j, .sg_list = &sge[j],
+						      .num_sge = 1, .opcode = RDP_WR_SEND,
+						      .flags = RDP_SEND_SIGNALED | RDP_SEND_INLINE };
+		}
+		if (burst > 0) {
+			if (rdp_post_send(s->qp, wr, (uint16_t)burst, &err) != burst) {
+				__atomic_store_n(&s->err, err ? err : -EIO, __ATOMIC_RELEASE);
+				break;
+			}
+			s->sent += burst;
+		}
+		while ((n = rdp_poll_cq(s->cq, wc, 16)) > 0)
+			for (j = 0; j < (uint32_t)n; j++, done++)
+				if (wc[j].status != RDP_WC_SUCCESS)
+					__atomic_store_n(&s->err, -EIO, __ATOMIC_RELEASE);
+		/* now and then a pause: the other QP gets the receiver for a while */
+		if ((s->seed >> 40) % 64 == 0)
+			usleep((useconds_t)((s->seed >> 20) % 200));
+	}
+	return NULL;
+}
+
+/* Two senders, each with its QP and CQ, into two QPs on one receiving CQ. */
+struct ann_rig {
+	struct rdp_dev *dev;
+	struct rdp_pd *pd;
+	struct rdp_cq *cqb;
+	struct rdp_mr *rx;
+	struct ann_sender snd[ANN_QPS];
+	struct rdp_qp *b[ANN_QPS];
+};
+
+static void
+ann_post_recv(struct ann_rig *g, uint32_t q, uint32_t k)
+{
+	struct rdp_sge sge = { (uintptr_t)g->rx->addr + ((uint64_t)q * ANN_RQ + k) * 64, 64,
+			       g->rx->lkey };
+	struct rdp_recv_wr rw = { .wr_id = (uint64_t)q << 32 | k, .sg_list = &sge, .num_sge = 1 };
+	int err;
+
+	RDP_ASSERT_EQ(rdp_post_recv(g->b[q], &rw, 1, &err), 1);
+}
+
+static void
+ann_open(struct ann_rig *g)
+{
+	struct rdp_qp_init_attr ia = { 0 };
+	struct rdp_qp_conn_params conn = { .rnr_retry = 7 };
+	uint32_t i, j;
+
+	memset(g, 0, sizeof(*g));
+	g->dev = rdp_dev_open("shm");
+	RDP_ASSERT(g->dev != NULL);
+	g->pd = rdp_pd_alloc(g->dev);
+	g->cqb = rdp_cq_create(g->dev, 4 * ANN_RQ, -1);
+	g->rx = rdp_mr_alloc(g->pd, ANN_QPS * ANN_RQ * 64, -1, RDP_ACCESS_LOCAL_WRITE);
+	RDP_ASSERT(g->pd != NULL && g->cqb != NULL && g->rx != NULL);
+	ia.cap = (struct rdp_qp_cap){ .max_send_wr = ANN_RQ, .max_recv_wr = ANN_RQ,
+				      .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = 64 };
+	for (i = 0; i < ANN_QPS; i++) {
+		struct ann_sender *s = &g->snd[i];
+		struct rdp_qp_addr aa, ba;
+
+		s->seed = 0x9e3779b97f4a7c15ull * (i + 1);
+		s->cq = rdp_cq_create(g->dev, 2 * ANN_RQ, -1);
+		s->tx = rdp_mr_alloc(g->pd, ANN_RQ * 64, -1, RDP_ACCESS_LOCAL_WRITE);
+		RDP_ASSERT(s->cq != NULL && s->tx != NULL);
+		ia.send_cq = ia.recv_cq = s->cq;
+		s->qp = rdp_qp_create(g->pd, &ia);
+		ia.send_cq = ia.recv_cq = g->cqb;
+		g->b[i] = rdp_qp_create(g->pd, &ia);
+		RDP_ASSERT_MSG(s->qp != NULL && g->b[i] != NULL, "qp %u: %s", i, rdp_err_msg());
+		RDP_ASSERT_EQ(rdp_qp_local_addr(s->qp, &aa), 0);
+		RDP_ASSERT_EQ(rdp_qp_local_addr(g->b[i], &ba), 0);
+		RDP_ASSERT_MSG(rdp_qp_connect(s->qp, &ba, &conn) == 0, "%s", rdp_err_msg());
+		RDP_ASSERT_MSG(rdp_qp_connect(g->b[i], &aa, &conn) == 0, "%s", rdp_err_msg());
+		for (j = 0; j < ANN_RQ; j++)
+			ann_post_recv(g, i, j);
+	}
+}
+
+static void
+ann_close(struct ann_rig *g)
+{
+	uint32_t i;
+
+	for (i = 0; i < ANN_QPS; i++) {
+		RDP_ASSERT_EQ(rdp_qp_destroy(g->snd[i].qp), 0);
+		RDP_ASSERT_EQ(rdp_qp_destroy(g->b[i]), 0);
+		RDP_ASSERT_EQ(rdp_cq_destroy(g->snd[i].cq), 0);
+		RDP_ASSERT_EQ(rdp_mr_free(g->snd[i].tx), 0);
+	}
+	RDP_ASSERT_EQ(rdp_cq_destroy(g->cqb), 0);
+	RDP_ASSERT_EQ(rdp_mr_free(g->rx), 0);
+	RDP_ASSERT_EQ(rdp_pd_free(g->pd), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(g->dev), 0);
+}
+
+/* One inline 8-byte SEND from sender @p q, its completion polled. */
+static void
+ann_send_one(struct ann_rig *g, uint32_t q)
+{
+	struct ann_sender *s = &g->snd[q];
+	uint64_t *slot = (uint64_t *)s->tx->addr;
+	struct rdp_sge sge = { (uintptr_t)slot, 8, s->tx->lkey };
+	struct rdp_send_wr wr = { .wr_id = s->sent, .sg_list = &sge, .num_sge = 1,
+				  .opcode = RDP_WR_SEND,
+				  .flags = RDP_SEND_SIGNALED | RDP_SEND_INLINE };
+	struct rdp_wc wc;
+	int err;
+
+	*slot = s->sent;
+	RDP_ASSERT_EQ(rdp_post_send(s->qp, &wr, 1, &err), 1);
+	RDP_ASSERT_EQ(rdp_poll_cq(s->cq, &wc, 1), 1);
+	RDP_ASSERT_EQ(wc.status, RDP_WC_SUCCESS);
+	s->sent++;
+}
+
+/* Poll the receiving CQ for one message of @p q (within T_MS); repost its buffer. */
+static bool
+ann_recv_one(struct ann_rig *g, uint32_t q)
+{
+	double deadline = rdp_clock_s() + T_MS / 1e3;
+	struct rdp_wc wc[4];
+	int n;
+
+	/* room for more than one: a poll that fills its array leaves the QP flagged */
+	while ((n = rdp_poll_cq(g->cqb, wc, 4)) == 0 && rdp_clock_s() < deadline)
+		;
+	if (n == 0)
+		return false;
+	RDP_ASSERT_EQ(n, 1);
+	RDP_ASSERT_EQ(wc[0].status, RDP_WC_SUCCESS);
+	RDP_ASSERT_EQ((uint32_t)(wc[0].wr_id >> 32), q);
+	ann_post_recv(g, q, (uint32_t)wc[0].wr_id);
+	return true;
+}
+
+/*
+ * A SEND published to an announced RQ rings no doorbell. When the
+ * announcement moves to another RQ just after (as it does once the other
+ * QP has been the hot one for a while), the withdrawn RQ is looked at once
+ * more, so that message is still found: nothing else would flag it.
+ */
+RDP_TEST(shm, shm_announced_rq_withdrawn_after_a_doorbell_less_send_still_delivers_it)
+{
+	struct ann_rig g;
+	struct shm_cq *cq;
+	struct shm_qp *b0, *b1;
+	uint64_t skipped;
+	uint32_t i;
+
+	ann_open(&g);
+	cq = to_scq(g.cqb);
+	b0 = sqp(g.b[0]);
+	b1 = sqp(g.b[1]);
+	for (i = 0; i <= SHM_ANNOUNCE_AFTER + 1; i++) {
+		ann_send_one(&g, 0);
+		RDP_ASSERT_MSG(ann_recv_one(&g, 0), "message %u of QP 0 not polled", i);
+	}
+	RDP_ASSERT_EQ(cq->announced, b0->rslot);
+	RDP_ASSERT_EQ(b0->seg->peeked, 1);
+
+	/* published without a doorbell, not polled yet */
+	skipped = sqp(g.snd[0].qp)->bells_skipped;
+	ann_send_one(&g, 0);
+	RDP_ASSERT_EQ(sqp(g.snd[0].qp)->bells_skipped, skipped + 1);
+	RDP_ASSERT_EQ(cq->seg->bell[b0->rslot / 64] & (UINT64_C(1) << (b0->rslot % 64)), 0);
+
+	/* QP 1 is the hot one now, and becomes the announced one */
+	__atomic_store_n(&cq->hot, b1->rslot, __ATOMIC_RELAXED);
+	shm_cq_announce(cq, b1);
+	RDP_ASSERT_EQ(b0->seg->peeked, 0);
+	RDP_ASSERT_EQ(b1->seg->peeked, 1);
+	RDP_ASSERT_MSG(ann_recv_one(&g, 0), "the message sent without a doorbell to the "
+		       "withdrawn RQ was never found");
+
+	/* and QP 0's sender rings again */
+	ann_send_one(&g, 0);
+	RDP_ASSERT_EQ(sqp(g.snd[0].qp)->bells_skipped, skipped + 1);
+	RDP_ASSERT(ann_recv_one(&g, 0));
+	ann_close(&g);
+	return 0;
+}
+
+/*
+ * A closed RQ that was announced: senders that claimed entries before the
+ * close may complete them after the poller's look, without a doorbell if
+ * they saw the announcement. Withdrawing it flags the QP, and that flag
+ * must outlive the look that withdrew it, or the QP is never drained.
+ */
+RDP_TEST(shm, shm_closed_announced_rq_stays_flagged_after_the_look_that_withdraws_it)
+{
+	struct rdp_wc wc[2 * ANN_RQ];
+	struct ann_rig g;
+	struct shm_cq *cq;
+	struct shm_qp *b0;
+	uint32_t i;
+	int n, flushed = 0;
+
+	ann_open(&g);
+	cq = to_scq(g.cqb);
+	b0 = sqp(g.b[0]);
+	for (i = 0; i <= SHM_ANNOUNCE_AFTER + 1; i++) {
+		ann_send_one(&g, 0);
+		RDP_ASSERT(ann_recv_one(&g, 0));
+	}
+	RDP_ASSERT_EQ(cq->announced, b0->rslot);
+	set_err(g.b[0]);
+	/* the look that finds it closed: flushes (with room to spare, so that a
+	 * full array does not keep the flag on its own), and withdraws the
+	 * announcement */
+	n = rdp_poll_cq(g.cqb, wc, 2 * ANN_RQ);
+	RDP_ASSERT(n > 0);
+	flushed += n;
+	RDP_ASSERT_EQ(cq->announced, SHM_NO_SLOT);
+	RDP_ASSERT_EQ(b0->seg->peeked, 0);
+	RDP_ASSERT_MSG(cq->pend[b0->rslot / 64] & (UINT64_C(1) << (b0->rslot % 64)),
+		       "the withdrawn, closed QP is no longer flagged");
+	while ((n = rdp_poll_cq(g.cqb, wc, 2 * ANN_RQ)) > 0)
+		flushed += n;
+	RDP_ASSERT_EQ(flushed, ANN_RQ);
+	ann_close(&g);
+	return 0;
+}
+
+/*
+ * Two senders take turns at random, each waiting for its burst to arrive
+ * before the next, while the announcement moves between their QPs: every
+ * message arrives, once and in order, and the stream never stalls. The
+ * counters show the path was taken.
+ */
+RDP_TEST(shm, shm_announced_rq_loses_no_message_when_the_announcement_moves)
+{
+	struct ann_rig g;
+	uint64_t next[ANN_QPS] = { 0 }, skipped = 0, got = 0;
+	pthread_t th[ANN_QPS];
+	double last_progress;
+	uint32_t i, j;
+	int n;
+
+	ann_open(&g);
+	for (i = 0; i < ANN_QPS; i++)
+		RDP_ASSERT_EQ(pthread_create(&th[i], NULL, ann_send_main, &g.snd[i]), 0);
+	last_progress = rdp_clock_s();
+	while (got < (uint64_t)ANN_QPS * ANN_MSGS) {
+		struct rdp_wc wc[32];
+
+		n = rdp_poll_cq(g.cqb, wc, 32);
+		RDP_ASSERT_MSG(n >= 0, "poll_cq: %d", n);
+		for (j = 0; j < (uint32_t)n; j++) {
+			uint32_t q = (uint32_t)(wc[j].wr_id >> 32), k = (uint32_t)wc[j].wr_id;
+			uint64_t seq;
+
+			RDP_ASSERT_MSG(wc[j].status == RDP_WC_SUCCESS && q < ANN_QPS,
+				       "status %u qp %u", wc[j].status, q);
+			memcpy(&seq, (uint8_t *)g.rx->addr + ((uint64_t)q * ANN_RQ + k) * 64,
+			       sizeof(seq));
+			RDP_ASSERT_MSG(seq == next[q], "QP %u: message %" PRIu64 " where %" PRIu64
+				       " was due", q, seq, next[q]);
+			next[q]++;
+			__atomic_store_n(&g.snd[q].received, next[q], __ATOMIC_RELEASE);
+			ann_post_recv(&g, q, k);
+		}
+		got += (uint64_t)n;
+		if (n > 0)
+			last_progress = rdp_clock_s();
+		for (i = 0; i < ANN_QPS; i++)
+			RDP_ASSERT_MSG(__atomic_load_n(&g.snd[i].err, __ATOMIC_ACQUIRE) == 0,
+				       "sender %u: %d", i, g.snd[i].err);
+		RDP_ASSERT_MSG(rdp_clock_s() - last_progress < 5.0,
+			       "no message for 5 s: %" PRIu64 " and %" PRIu64 " of %u arrived "
+			       "(a message published without a doorbell was never looked at)",
+			       next[0], next[1], ANN_MSGS);
+	}
+	for (i = 0; i < ANN_QPS; i++) {
+		pthread_join(th[i], NULL);
+		RDP_ASSERT_EQ(g.snd[i].sent, ANN_MSGS);
+		skipped += sqp(g.snd[i].qp)->bells_skipped;
+	}
+	printf("%" PRIu64 " messages on %u QPs; %" PRIu64 " announcements, %" PRIu64
+	       " bursts without a doorbell\n", got, ANN_QPS, to_scq(g.cqb)->announces, skipped);
+	RDP_ASSERT_MSG(to_scq(g.cqb)->announces >= 2, "the announcement never moved");
+	RDP_ASSERT_MSG(skipped > 0, "no burst was published without a doorbell");
+	ann_close(&g);
+	return 0;
+}
+
 /* Connect to the rendezvous socket of the device that owns @p qp. */
 static int
 dev_socket(struct rdp_qp *qp)

@@ -65,10 +65,13 @@ extern int shm_logtype;
 #define SHM_QP_MAGIC 0x52445151u  /* "RDQQ" */
 #define SHM_CQ_MAGIC 0x52444351u  /* "RDCQ" */
 #define SHM_HELLO_MAGIC 0x52444848u
-#define SHM_VERSION 4u
+#define SHM_VERSION 5u
 
 /** No QP slot. */
 #define SHM_NO_SLOT UINT32_MAX
+
+/** Reaps in a row from one QP before its RQ is announced as peeked. */
+#define SHM_ANNOUNCE_AFTER 16u
 
 /** rq_claim bit set by the owner when its QP goes to error: no more claims. */
 #define SHM_RQ_CLOSED (UINT64_C(1) << 63)
@@ -114,13 +117,17 @@ struct shm_qp_seg {
 	uint64_t rq_posted __rte_cache_aligned; /**< owner: entries posted */
 	uint64_t rq_claim __rte_cache_aligned;  /**< peer CAS; owner sets SHM_RQ_CLOSED */
 	uint64_t rq_done __rte_cache_aligned;   /**< peer: entries completed (after their seq) */
+	uint32_t peeked __rte_cache_aligned;    /**< owner: its poller looks at this RQ's next
+						 *   entry on every poll; a sender may then
+						 *   leave the doorbell alone */
 } __rte_cache_aligned;
 
 /**
- * Header of a CQ segment: completion counts and doorbells. The completions
- * not yet polled are `added - owner_net`: peers add with an atomic add on
- * the doorbell line, the owner keeps its side on a line of its own with
- * plain stores (no locked instruction on the poller's path).
+ * Header of a CQ segment: completion counts and doorbells, each on lines of
+ * their own. The completions not yet polled are `added - owner_net`: peers
+ * add with an atomic add, the owner keeps its side with plain stores (no
+ * locked instruction on the poller's path), and neither count shares the
+ * doorbell line the poller exchanges on every poll.
  */
 struct shm_cq_seg {
 	uint32_t magic;
@@ -131,7 +138,8 @@ struct shm_cq_seg {
 						*   less those it counted itself */
 	int64_t added __rte_cache_aligned; /**< completions peers counted (atomic add) */
 	uint32_t cqe;        /**< capacity; the owner changes it on resize */
-	uint32_t overrun;    /**< set by the producer that overran it */
+	uint32_t overrun __rte_cache_aligned; /**< set by the producer that overran it (read
+					       *   with the doorbells, on their line) */
 	uint64_t bell_sum;   /**< bit = doorbell word with a bit set (set after the word's bit) */
 	uint64_t bell[];     /**< bit = QP slot with something new */
 } __rte_cache_aligned;
@@ -285,6 +293,12 @@ struct shm_cq {
 				    *   it finds the QP closed (drained, then destroyed);
 				    *   giving the slot back drops it too (the slot's next
 				    *   QP is set up by another thread) */
+	uint32_t announced;        /**< (atomic) slot whose RQ segment says `peeked`: polled
+				    *   on every poll, its senders ring no doorbell; or
+				    *   SHM_NO_SLOT. Dropped like `hot` */
+	uint32_t hot_streak;       /**< reaps in a row from the hot QP (announce after
+				    *   SHM_ANNOUNCE_AFTER) */
+	uint64_t announces;        /**< announcements made (owner thread) */
 	struct shm_lcqe *ring;
 	uint32_t ring_mask;
 	uint32_t ring_head;
@@ -362,6 +376,7 @@ struct shm_qp {
 	uint64_t st_recv_posted;
 	uint64_t st_enomem;
 	uint64_t st_rnr;
+	uint64_t bells_skipped;     /**< bursts published to an announced RQ without a doorbell */
 	/* slow path */
 	int memfd;
 	size_t seg_len;
@@ -518,6 +533,44 @@ static inline int64_t
 shm_cq_pending(const struct shm_cq *cq)
 {
 	return __atomic_load_n(&cq->seg->added, __ATOMIC_ACQUIRE) - cq->owner_net;
+}
+
+/**
+ * Withdraw @p cq's announcement (owner thread): the RQ's sender rings its
+ * doorbell again. It may have completed entries without ringing just before
+ * it saw the withdrawal; the fence pairs with the sender's (between its
+ * entries and its look at `peeked`), and the QP is flagged so that the next
+ * poll looks at it once more and finds them.
+ */
+static inline void
+shm_cq_unannounce(struct shm_cq *cq)
+{
+	uint32_t slot = __atomic_load_n(&cq->announced, __ATOMIC_RELAXED);
+	struct shm_qp *qp;
+
+	if (slot == SHM_NO_SLOT)
+		return;
+	__atomic_store_n(&cq->announced, SHM_NO_SLOT, __ATOMIC_RELAXED);
+	qp = __atomic_load_n(&cq->slot[slot], __ATOMIC_ACQUIRE);
+	if (qp == NULL)
+		return;
+	__atomic_store_n(&qp->seg->peeked, 0, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	cq->pend[slot / 64] |= UINT64_C(1) << (slot % 64);
+}
+
+/**
+ * Announce @p qp's RQ as peeked by @p cq's poller (owner thread): the poller
+ * looks at its next entry on every poll and its sender stops ringing the
+ * doorbell. The RQ announced before is withdrawn.
+ */
+static inline void
+shm_cq_announce(struct shm_cq *cq, struct shm_qp *qp)
+{
+	shm_cq_unannounce(cq);
+	__atomic_store_n(&qp->seg->peeked, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&cq->announced, qp->rslot, __ATOMIC_RELAXED);
+	cq->announces++;
 }
 
 /** Set a QP's doorbell bit in a CQ's shared bitmap (any thread). */

@@ -71,6 +71,7 @@ shm_cq_create(struct rdp_dev *dev, uint32_t cqe, int socket)
 	cq->ring_mask = ring - 1;
 	cq->order = sd->order;
 	cq->hot = SHM_NO_SLOT;
+	cq->announced = SHM_NO_SLOT;
 	cq->delay = sd->delay;
 	cq->head.poll = shm_poll_cq;
 	cq->head.dev = dev;
@@ -179,12 +180,14 @@ slot_take_locked(struct shm_cq *cq, struct shm_qp *qp, uint32_t *slot)
 static void
 slot_give_locked(struct shm_cq *cq, uint32_t slot)
 {
-	uint32_t hot = slot;
+	uint32_t hot = slot, announced = slot;
 
 	__atomic_store_n(&cq->slot[slot], NULL, __ATOMIC_RELEASE);
 	/* the poller must not look at this slot's next QP before it receives */
 	__atomic_compare_exchange_n(&cq->hot, &hot, SHM_NO_SLOT, false, __ATOMIC_RELEASE,
 				    __ATOMIC_RELAXED);
+	__atomic_compare_exchange_n(&cq->announced, &announced, SHM_NO_SLOT, false,
+				    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 	cq->slot_used[slot / 64] &= ~(UINT64_C(1) << (slot % 64));
 	cq->nb_qps--;
 }

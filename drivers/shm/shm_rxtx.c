@@ -410,7 +410,17 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 					 shm_rq_seq(i), __ATOMIC_RELEASE);
 		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
 		cq_count_remote(peer->cseg, b->nremote);
-		shm_bell_ring(peer->cseg, peer->bell_word, peer->bell_bit);
+		/*
+		 * A poller that announces it looks at this RQ on every poll needs
+		 * no doorbell. The fence pairs with the one in shm_cq_unannounce(): either
+		 * we see the announcement gone and ring, or its poller, after
+		 * withdrawing it, finds the entries we completed (shm_cq_unannounce).
+		 */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&peer->qseg->peeked, __ATOMIC_RELAXED))
+			shm_bell_ring(peer->cseg, peer->bell_word, peer->bell_bit);
+		else
+			qp->bells_skipped++;
 	}
 	if (b->nlocal > 0)
 		cq_count_local(qp->scq, b->nlocal);
@@ -860,6 +870,26 @@ rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
 	return k;
 }
 
+/*
+ * A reap from @p qp: it becomes the hot QP; once it has been the hot QP
+ * for SHM_ANNOUNCE_AFTER reaps in a row, its RQ is announced as peeked
+ * (and the one announced before is withdrawn). With many busy QPs the hot
+ * QP changes all the time and the announcement stays where it is.
+ */
+static inline void
+hot_reaped(struct shm_cq *cq, struct shm_qp *qp)
+{
+	if (__atomic_load_n(&cq->hot, __ATOMIC_RELAXED) != qp->rslot) {
+		__atomic_store_n(&cq->hot, qp->rslot, __ATOMIC_RELAXED);
+		cq->hot_streak = 0;
+		return;
+	}
+	if (__atomic_load_n(&cq->announced, __ATOMIC_RELAXED) == qp->rslot ||
+	    ++cq->hot_streak < SHM_ANNOUNCE_AFTER)
+		return;
+	shm_cq_announce(cq, qp);
+}
+
 /* Look at one flagged QP; *idle says whether its flag can be dropped. */
 static inline int
 service(struct shm_cq *cq, struct shm_qp *qp, struct rdp_wc *wc, int n, bool *idle)
@@ -880,8 +910,14 @@ service(struct shm_cq *cq, struct shm_qp *qp, struct rdp_wc *wc, int n, bool *id
 		if (__atomic_load_n(&qp->rq_closed, __ATOMIC_ACQUIRE)) {
 			if (__atomic_load_n(&cq->hot, __ATOMIC_RELAXED) == qp->rslot)
 				__atomic_store_n(&cq->hot, SHM_NO_SLOT, __ATOMIC_RELAXED);
+			if (__atomic_load_n(&cq->announced, __ATOMIC_RELAXED) == qp->rslot) {
+				/* its flag must survive this look: entries claimed before
+				 * the close may still complete, without a doorbell */
+				shm_cq_unannounce(cq);
+				busy = true;
+			}
 		} else if (k > 0) {
-			__atomic_store_n(&cq->hot, qp->rslot, __ATOMIC_RELAXED);
+			hot_reaped(cq, qp);
 		}
 	}
 	*idle = !busy;
@@ -940,16 +976,27 @@ take_qps(struct shm_cq *cq, struct rdp_wc *wc, int n, uint32_t words)
  * While nothing arrives both loads hit this core's cache.
  */
 static inline void
+peek_slot(struct shm_cq *cq, uint32_t slot)
+{
+	struct shm_qp *qp;
+
+	if (slot == SHM_NO_SLOT)
+		return;
+	qp = __atomic_load_n(&cq->slot[slot], __ATOMIC_ACQUIRE);
+	if (qp != NULL && qp->rq_reaped != qp->rq_posted && rq_next_complete(qp) != NULL)
+		pend_set(cq, slot);
+}
+
+/* The hot QP, and the announced one when it is another (its senders ring no doorbell). */
+static inline void
 peek_hot(struct shm_cq *cq)
 {
 	uint32_t hot = __atomic_load_n(&cq->hot, __ATOMIC_RELAXED);
-	struct shm_qp *qp;
+	uint32_t announced = __atomic_load_n(&cq->announced, __ATOMIC_RELAXED);
 
-	if (hot == SHM_NO_SLOT)
-		return;
-	qp = __atomic_load_n(&cq->slot[hot], __ATOMIC_ACQUIRE);
-	if (qp != NULL && qp->rq_reaped != qp->rq_posted && rq_next_complete(qp) != NULL)
-		pend_set(cq, hot);
+	peek_slot(cq, hot);
+	if (announced != hot)
+		peek_slot(cq, announced);
 }
 
 /* The CQ's own completions (send side), oldest first, once visible. */
