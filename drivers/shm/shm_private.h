@@ -517,6 +517,13 @@ shm_bell_ring(struct shm_cq_seg *seg, uint32_t word, uint64_t bit)
 	__atomic_fetch_or(&seg->bell_sum, UINT64_C(1) << word, __ATOMIC_RELEASE);
 }
 
+/** Flag a QP slot for the next poll of its CQ (owner thread only). */
+static inline void
+shm_cq_pend_set(struct shm_cq *cq, uint32_t slot)
+{
+	cq->pend[slot / 64] |= UINT64_C(1) << (slot % 64);
+}
+
 /**
  * Completions the owner of @p cq returned (or dropped, @p n > 0) or
  * counted itself (@p n < 0): a plain store on the owner's own line.
@@ -556,7 +563,7 @@ shm_cq_unannounce(struct shm_cq *cq)
 		return;
 	__atomic_store_n(&qp->seg->peeked, 0, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	cq->pend[slot / 64] |= UINT64_C(1) << (slot % 64);
+	shm_cq_pend_set(cq, slot);
 }
 
 /**

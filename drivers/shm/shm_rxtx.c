@@ -64,13 +64,6 @@ rq_lsge(const struct shm_qp *qp, uint64_t idx)
 	return &qp->rq_sge[(size_t)(idx & qp->rq_mask) * qp->max_recv_sge];
 }
 
-/* Mark a QP slot for the next poll of its CQ (owner thread only). */
-static inline void
-pend_set(struct shm_cq *cq, uint32_t slot)
-{
-	cq->pend[slot / 64] |= UINT64_C(1) << (slot % 64);
-}
-
 /* Count receive completions we published in a peer's CQ, against its capacity. */
 static inline void
 cq_count_remote(struct shm_cq_seg *seg, uint32_t n)
@@ -283,7 +276,7 @@ exec_send(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	ent->imm = e->imm;
 	ent->wc_flags = flags;
 	ent->status = st;
-	/* its seq is stored once the peer's CQ has counted it (sq_run) */
+	/* its seq is stored at the end of the run (sq_publish) */
 	qp->peer_rq_ci = c + 1;
 	b->nremote++;
 	if (likely(st == RDP_WC_SUCCESS))
@@ -354,7 +347,7 @@ sq_exec_one(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	uint8_t st = exec_one(qp, b, e);
 
 	if (st == SHM_AGAIN) {
-		pend_set(qp->scq, qp->sslot);
+		shm_cq_pend_set(qp->scq, qp->sslot);
 		return st;
 	}
 	if ((e->flags & RDP_SEND_SIGNALED) || st != RDP_WC_SUCCESS) {
@@ -395,7 +388,10 @@ sq_claims_return(struct shm_qp *qp, struct sq_batch *b)
 	}
 }
 
-/* Publish a run: count, complete the entries (seq), then one doorbell. */
+/*
+ * Publish a run: complete the entries (seq), count them in the peer's CQ,
+ * then one doorbell unless the peer's poller announced this RQ.
+ */
 static void
 sq_publish(struct shm_qp *qp, struct sq_batch *b)
 {
@@ -412,9 +408,9 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 		cq_count_remote(peer->cseg, b->nremote);
 		/*
 		 * A poller that announces it looks at this RQ on every poll needs
-		 * no doorbell. The fence pairs with the one in shm_cq_unannounce(): either
-		 * we see the announcement gone and ring, or its poller, after
-		 * withdrawing it, finds the entries we completed (shm_cq_unannounce).
+		 * no doorbell. The fence pairs with the one in shm_cq_unannounce():
+		 * either we see the announcement gone and ring, or its poller,
+		 * after withdrawing it, finds the entries we completed.
 		 */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		if (!__atomic_load_n(&peer->qseg->peeked, __ATOMIC_RELAXED))
@@ -462,7 +458,7 @@ sq_run(struct shm_qp *qp)
 		return;
 	}
 	if (!sq_can_run(qp, &b)) {
-		pend_set(qp->scq, qp->sslot);
+		shm_cq_pend_set(qp->scq, qp->sslot);
 		return;
 	}
 	while (qp->sq_exec != qp->sq_pi) {
@@ -708,7 +704,7 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 		RDP_STAT_ADD(qp->st_recv_posted, i);
 		__atomic_store_n(&qp->seg->rq_posted, qp->rq_posted, __ATOMIC_RELEASE);
 		if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_ERR))
-			pend_set(qp->rcq, qp->rslot);
+			shm_cq_pend_set(qp->rcq, qp->rslot);
 	}
 	return i;
 }
@@ -910,12 +906,10 @@ service(struct shm_cq *cq, struct shm_qp *qp, struct rdp_wc *wc, int n, bool *id
 		if (__atomic_load_n(&qp->rq_closed, __ATOMIC_ACQUIRE)) {
 			if (__atomic_load_n(&cq->hot, __ATOMIC_RELAXED) == qp->rslot)
 				__atomic_store_n(&cq->hot, SHM_NO_SLOT, __ATOMIC_RELAXED);
-			if (__atomic_load_n(&cq->announced, __ATOMIC_RELAXED) == qp->rslot) {
-				/* its flag must survive this look: entries claimed before
-				 * the close may still complete, without a doorbell */
+			/* entries claimed before the close may still complete, without
+			 * a doorbell: withdrawing flags the QP for another look */
+			if (__atomic_load_n(&cq->announced, __ATOMIC_RELAXED) == qp->rslot)
 				shm_cq_unannounce(cq);
-				busy = true;
-			}
 		} else if (k > 0) {
 			hot_reaped(cq, qp);
 		}
@@ -958,22 +952,26 @@ take_qps(struct shm_cq *cq, struct rdp_wc *wc, int n, uint32_t words)
 			bool idle = true;
 
 			bits &= bits - 1;
+			/* dropped before the look: a flag set during it (a withdrawn
+			 * announcement's second look) survives it */
+			cq->pend[w] &= ~(UINT64_C(1) << b);
 			if (likely(qp != NULL))
 				got += service(cq, qp, wc + got, n - got, &idle);
-			if (idle)
-				cq->pend[w] &= ~(UINT64_C(1) << b);
-			else
+			if (!idle) {
+				cq->pend[w] |= UINT64_C(1) << b;
 				cq->cursor = slot;
+			}
 		}
 	}
 	return got;
 }
 
 /*
- * Flag the hot QP when its next receive entry is complete, without waiting
- * for its doorbell: the entry's line is the one the message arrives in, so
- * a message is seen one cross-core transfer after the sender's last store.
- * While nothing arrives both loads hit this core's cache.
+ * Flag a QP (the hot one, the announced one) when its next receive entry is
+ * complete, without waiting for its doorbell: the entry's line is the one
+ * the message arrives in, so a message is seen one cross-core transfer
+ * after the sender's last store. While nothing arrives both loads hit this
+ * core's cache.
  */
 static inline void
 peek_slot(struct shm_cq *cq, uint32_t slot)
@@ -984,7 +982,7 @@ peek_slot(struct shm_cq *cq, uint32_t slot)
 		return;
 	qp = __atomic_load_n(&cq->slot[slot], __ATOMIC_ACQUIRE);
 	if (qp != NULL && qp->rq_reaped != qp->rq_posted && rq_next_complete(qp) != NULL)
-		pend_set(cq, slot);
+		shm_cq_pend_set(cq, slot);
 }
 
 /* The hot QP, and the announced one when it is another (its senders ring no doorbell). */
