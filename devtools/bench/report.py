@@ -212,7 +212,7 @@ def main():
         key = (run['round'], run['test'], run['tool'])
         if run['tool'] == 'cacheline':
             p10 = (run['metrics'] or {}).get('oneway_ns_p10')
-            run_state[key] = kind(p10) if p10 is not None else 'unknown'
+            run_state[key] = run['state'] = kind(p10) if p10 is not None else 'unknown'
             continue
         ps = sorted(probes_in.get(run['round'], []))
         seq = int(run['seq'])
@@ -365,7 +365,7 @@ def main():
     lines.append('')
     counts = {}
     for run in runs:
-        if 'state' in run and run['metrics'] is not None:
+        if run['tool'] != 'cacheline' and 'state' in run and run['metrics'] is not None:
             counts[run['state']] = counts.get(run['state'], 0) + 1
     lines.append('A probe is fast when its cache-line one-way time (10th percentile of its '
                  'batches) reads below %.0f ns, slow above; a round is mixed when its first and '
