@@ -917,6 +917,80 @@ RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 	return 0;
 }
 
+/*
+ * A server endpoint waiting for READY already has its QP, its receives and
+ * its poller slot. When that QP goes to error then (its peer QP destroyed),
+ * the poller fails the endpoint and hands it back to the control thread,
+ * which must take it off its handshakes: their deadline used to find it
+ * freed (found by the soak: the peer process crashed in expire_handshakes).
+ */
+RDP_TEST(e2e, ep_failed_by_its_poller_while_waiting_for_ready_leaves_the_handshakes)
+{
+	struct rdp_hello h = client_hello(), ack;
+	struct rdp_qp_init_attr qia = {
+		.cap = { .max_send_wr = 65, .max_recv_wr = 64, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	uint8_t out[RDP_HELLO_LEN], back[RDP_HELLO_LEN];
+	struct rdp_qp_conn_params conn = { .rnr_retry = 7 };
+	struct stream_side srv;
+	struct rdp_ep_params prm;
+	struct rdp_dev *tdev;
+	struct rdp_pd *tpd;
+	struct rdp_cq *tcq;
+	struct rdp_qp *tqp;
+	struct rdp_cfg *cfg;
+	char why[256];
+	double deadline;
+	int port, fd;
+
+	rdp_test_eal_init("0-1");
+	cfg = init_with("shm", "handshake_timeout_ms", "1500", NULL);
+	side_init(&srv, "server", 1, 2, 0, false);
+	stream_params(&srv, &prm);
+	port = rdp_listen("127.0.0.1:0", &prm);
+	RDP_ASSERT(port > 0);
+	capture_logs();
+
+	/* a peer with a real QP gets its HELLO_ACK and never sends READY */
+	tdev = rdp_dev_open("shm");
+	RDP_ASSERT(tdev != NULL);
+	tpd = rdp_pd_alloc(tdev);
+	tcq = rdp_cq_create(tdev, 256, -1);
+	qia.send_cq = qia.recv_cq = tcq;
+	tqp = rdp_qp_create(tpd, &qia);
+	RDP_ASSERT(tpd != NULL && tcq != NULL && tqp != NULL);
+	RDP_ASSERT_EQ(rdp_qp_local_addr(tqp, &h.qp), 0);
+	fd = stream_raw_connect(port);
+	rdp_hello_encode(&h, out);
+	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
+	RDP_ASSERT(recv(fd, back, sizeof(back), MSG_WAITALL) == sizeof(back));
+	RDP_ASSERT_EQ(rdp_hello_decode(back, sizeof(back), &ack, why, sizeof(why)), 0);
+	RDP_ASSERT_MSG(ack.type == RDP_HELLO_ACK, "type %u: %s", ack.type, ack.reason);
+	RDP_ASSERT_MSG(rdp_qp_connect(tqp, &ack.qp, &conn) == 0, "%s", rdp_err_msg());
+
+	/* its QP goes away: the server's QP goes to error, its poller fails it */
+	RDP_ASSERT_EQ(rdp_qp_destroy(tqp), 0);
+	deadline = rdp_clock_s() + 5;
+	while (rdp_endpoint_count() != 0) {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%u endpoints left:\n%s",
+			       rdp_endpoint_count(), log_buf);
+		usleep(1000);
+	}
+	/* the handshake deadline passes with nothing left to expire */
+	usleep(2500 * 1000);
+	RDP_ASSERT_MSG(strstr(log_buf, "no progress within 1500 ms") == NULL,
+		       "a released endpoint's handshake expired:\n%s", log_buf);
+	rte_openlog_stream(NULL);
+	close(fd);
+	RDP_ASSERT_EQ(rdp_cq_destroy(tcq), 0);
+	RDP_ASSERT_EQ(rdp_pd_free(tpd), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(tdev), 0);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
 RDP_TEST(e2e, ep_shared_secret_mismatch_fails_the_client_with_eacces)
 {
 	struct stream_side cli;

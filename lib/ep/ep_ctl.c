@@ -707,8 +707,13 @@ retire(struct rdp_ep *ep)
 {
 	if (ep->hs == HS_DONE) {
 		TAILQ_REMOVE(&ctl.established, ep, ctl_next);
-		ep->hs = HS_NONE;
+	} else if (ep->hs != HS_NONE) {
+		/* its poller failed it before the handshake ended (an error
+		 * completion on a QP the handshake had set up): it must leave
+		 * the handshakes too, or their deadline finds it freed */
+		hs_remove(ep);
 	}
+	ep->hs = HS_NONE;
 	close_fd(ep);
 	/* its poller destroyed the QP: it owns the QP's CQ */
 	if (ep->cq_reserved > 0)
