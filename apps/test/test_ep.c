@@ -835,19 +835,69 @@ RDP_TEST(e2e, ep_shared_secret_admits_a_peer_that_knows_it)
 	return 0;
 }
 
+/* A hand-made client: a real QP of its own, named in the HELLO it sends. */
+struct raw_client {
+	struct rdp_dev *dev;
+	struct rdp_pd *pd;
+	struct rdp_cq *cq;
+	struct rdp_qp *qp;
+};
+
+static void
+raw_client_open(struct raw_client *c, struct rdp_hello *h)
+{
+	struct rdp_qp_init_attr qia = {
+		.cap = { .max_send_wr = 65, .max_recv_wr = 64, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+
+	c->dev = rdp_dev_open("shm");
+	RDP_ASSERT(c->dev != NULL);
+	c->pd = rdp_pd_alloc(c->dev);
+	c->cq = rdp_cq_create(c->dev, 256, -1);
+	qia.send_cq = qia.recv_cq = c->cq;
+	c->qp = rdp_qp_create(c->pd, &qia);
+	RDP_ASSERT(c->pd != NULL && c->cq != NULL && c->qp != NULL);
+	RDP_ASSERT_EQ(rdp_qp_local_addr(c->qp, &h->qp), 0);
+}
+
+/*
+ * Send @p h (encoded into @p out) on a new control connection to @p port
+ * and read the server's HELLO_ACK into @p ack (its bytes in @p back).
+ * Returns the connection.
+ */
+static int
+raw_client_hello(int port, const struct rdp_hello *h, uint8_t *out, uint8_t *back,
+		 struct rdp_hello *ack)
+{
+	int fd = stream_raw_connect(port);
+	char why[256];
+
+	rdp_hello_encode(h, out);
+	RDP_ASSERT(send(fd, out, RDP_HELLO_LEN, 0) == RDP_HELLO_LEN);
+	RDP_ASSERT(recv(fd, back, RDP_HELLO_LEN, MSG_WAITALL) == RDP_HELLO_LEN);
+	RDP_ASSERT_EQ(rdp_hello_decode(back, RDP_HELLO_LEN, ack, why, sizeof(why)), 0);
+	RDP_ASSERT_MSG(ack->type == RDP_HELLO_ACK, "type %u: %s", ack->type, ack->reason);
+	return fd;
+}
+
+/* Its QP (unless the test destroyed it and said so with NULL), CQ, PD, device. */
+static void
+raw_client_close(struct raw_client *c)
+{
+	if (c->qp != NULL)
+		RDP_ASSERT_EQ(rdp_qp_destroy(c->qp), 0);
+	RDP_ASSERT_EQ(rdp_cq_destroy(c->cq), 0);
+	RDP_ASSERT_EQ(rdp_pd_free(c->pd), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(c->dev), 0);
+}
+
 RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 {
 	uint8_t key[RDP_HELLO_KEY_LEN], out[RDP_HELLO_LEN], back[RDP_HELLO_LEN],
 		mac[RDP_HELLO_MAC_LEN];
 	struct rdp_hello h = client_hello(), ack, ready = { .type = RDP_HELLO_READY };
-	struct rdp_qp_init_attr qia = {
-		.cap = { .max_send_wr = 65, .max_recv_wr = 64, .max_send_sge = 1,
-			 .max_recv_sge = 1 },
-	};
-	struct rdp_dev *tdev;
-	struct rdp_pd *tpd;
-	struct rdp_cq *tcq;
-	struct rdp_qp *tqp;
+	struct raw_client rc;
 	struct stream_side srv;
 	struct rdp_ep_params prm;
 	struct rdp_cfg *cfg;
@@ -875,22 +925,10 @@ RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 	/* 2. a peer that claims to authenticate gets a HELLO_ACK signed with the
 	 *    secret (the server proves itself), then fails on a forged READY;
 	 *    it offers a real QP of its own so the server gets that far */
-	tdev = rdp_dev_open("shm");
-	RDP_ASSERT(tdev != NULL);
-	tpd = rdp_pd_alloc(tdev);
-	tcq = rdp_cq_create(tdev, 256, -1);
-	qia.send_cq = qia.recv_cq = tcq;
-	tqp = rdp_qp_create(tpd, &qia);
-	RDP_ASSERT(tpd != NULL && tcq != NULL && tqp != NULL);
-	RDP_ASSERT_EQ(rdp_qp_local_addr(tqp, &h.qp), 0);
-	fd = stream_raw_connect(port);
+	raw_client_open(&rc, &h);
 	h.flags = RDP_HELLO_F_AUTH;
 	memset(h.nonce, 0x5a, sizeof(h.nonce));
-	rdp_hello_encode(&h, out);
-	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
-	RDP_ASSERT(recv(fd, back, sizeof(back), MSG_WAITALL) == sizeof(back));
-	RDP_ASSERT_EQ(rdp_hello_decode(back, sizeof(back), &ack, why, sizeof(why)), 0);
-	RDP_ASSERT_MSG(ack.type == RDP_HELLO_ACK, "type %u: %s", ack.type, ack.reason);
+	fd = raw_client_hello(port, &h, out, back, &ack);
 	rdp_hello_key("correct horse", key);
 	rdp_hello_auth(key, "rdp-ack", out, back, mac);
 	RDP_ASSERT_MSG(rdp_hello_mac_equal(mac, ack.mac), "the server's MAC does not verify");
@@ -908,10 +946,7 @@ RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 		usleep(1000);
 	}
 	rte_openlog_stream(NULL);
-	RDP_ASSERT_EQ(rdp_qp_destroy(tqp), 0);
-	RDP_ASSERT_EQ(rdp_cq_destroy(tcq), 0);
-	RDP_ASSERT_EQ(rdp_pd_free(tpd), 0);
-	RDP_ASSERT_EQ(rdp_dev_close(tdev), 0);
+	raw_client_close(&rc);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
 	return 0;
@@ -927,20 +962,12 @@ RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 RDP_TEST(e2e, ep_failed_by_its_poller_while_waiting_for_ready_leaves_the_handshakes)
 {
 	struct rdp_hello h = client_hello(), ack;
-	struct rdp_qp_init_attr qia = {
-		.cap = { .max_send_wr = 65, .max_recv_wr = 64, .max_send_sge = 1,
-			 .max_recv_sge = 1 },
-	};
 	uint8_t out[RDP_HELLO_LEN], back[RDP_HELLO_LEN];
 	struct rdp_qp_conn_params conn = { .rnr_retry = 7 };
+	struct raw_client rc;
 	struct stream_side srv;
 	struct rdp_ep_params prm;
-	struct rdp_dev *tdev;
-	struct rdp_pd *tpd;
-	struct rdp_cq *tcq;
-	struct rdp_qp *tqp;
 	struct rdp_cfg *cfg;
-	char why[256];
 	double deadline;
 	int port, fd;
 
@@ -953,24 +980,13 @@ RDP_TEST(e2e, ep_failed_by_its_poller_while_waiting_for_ready_leaves_the_handsha
 	capture_logs();
 
 	/* a peer with a real QP gets its HELLO_ACK and never sends READY */
-	tdev = rdp_dev_open("shm");
-	RDP_ASSERT(tdev != NULL);
-	tpd = rdp_pd_alloc(tdev);
-	tcq = rdp_cq_create(tdev, 256, -1);
-	qia.send_cq = qia.recv_cq = tcq;
-	tqp = rdp_qp_create(tpd, &qia);
-	RDP_ASSERT(tpd != NULL && tcq != NULL && tqp != NULL);
-	RDP_ASSERT_EQ(rdp_qp_local_addr(tqp, &h.qp), 0);
-	fd = stream_raw_connect(port);
-	rdp_hello_encode(&h, out);
-	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
-	RDP_ASSERT(recv(fd, back, sizeof(back), MSG_WAITALL) == sizeof(back));
-	RDP_ASSERT_EQ(rdp_hello_decode(back, sizeof(back), &ack, why, sizeof(why)), 0);
-	RDP_ASSERT_MSG(ack.type == RDP_HELLO_ACK, "type %u: %s", ack.type, ack.reason);
-	RDP_ASSERT_MSG(rdp_qp_connect(tqp, &ack.qp, &conn) == 0, "%s", rdp_err_msg());
+	raw_client_open(&rc, &h);
+	fd = raw_client_hello(port, &h, out, back, &ack);
+	RDP_ASSERT_MSG(rdp_qp_connect(rc.qp, &ack.qp, &conn) == 0, "%s", rdp_err_msg());
 
 	/* its QP goes away: the server's QP goes to error, its poller fails it */
-	RDP_ASSERT_EQ(rdp_qp_destroy(tqp), 0);
+	RDP_ASSERT_EQ(rdp_qp_destroy(rc.qp), 0);
+	rc.qp = NULL;
 	deadline = rdp_clock_s() + 5;
 	while (rdp_endpoint_count() != 0) {
 		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%u endpoints left:\n%s",
@@ -983,9 +999,7 @@ RDP_TEST(e2e, ep_failed_by_its_poller_while_waiting_for_ready_leaves_the_handsha
 		       "a released endpoint's handshake expired:\n%s", log_buf);
 	rte_openlog_stream(NULL);
 	close(fd);
-	RDP_ASSERT_EQ(rdp_cq_destroy(tcq), 0);
-	RDP_ASSERT_EQ(rdp_pd_free(tpd), 0);
-	RDP_ASSERT_EQ(rdp_dev_close(tdev), 0);
+	raw_client_close(&rc);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
 	return 0;
