@@ -4,13 +4,17 @@
 
 /*
  * A log-linear latency histogram, shared by rdp-perf and rdp-blk: exact
- * below 64 ns, then 32 buckets per power of two (about 3 % resolution) up
- * to 2^40 ns. Recording is a few instructions and no allocation, so the
- * poller records in place.
+ * below 64 units (TSC cycles or ns), then 32 buckets per power of two
+ * (about 3 % resolution) up to 2^40. Recording is a few instructions and
+ * no allocation, so the poller records in place. A quantile is placed
+ * inside its bucket by its rank there (values spread evenly over a bucket
+ * come out exact) and never outside the smallest and largest value seen.
  */
 
 #include <stdint.h>
 #include <string.h>
+
+#include <rte_common.h>
 
 #define HIST_SUB_BITS 5
 #define HIST_SUB (1u << HIST_SUB_BITS)
@@ -19,6 +23,7 @@
 
 struct perf_hist {
 	uint64_t count;
+	uint64_t min;     /* valid when count > 0 */
 	uint64_t max;
 	uint64_t sum;
 	uint64_t bucket[HIST_BUCKETS];
@@ -55,6 +60,8 @@ static inline void
 hist_add(struct perf_hist *h, uint64_t v)
 {
 	h->bucket[hist_index(v)]++;
+	if (h->count == 0 || v < h->min)
+		h->min = v;
 	h->count++;
 	h->sum += v;
 	if (v > h->max)
@@ -68,14 +75,19 @@ hist_merge(struct perf_hist *into, const struct perf_hist *h)
 
 	for (i = 0; i < HIST_BUCKETS; i++)
 		into->bucket[i] += h->bucket[i];
+	if (h->count > 0 && (into->count == 0 || h->min < into->min))
+		into->min = h->min;
 	into->count += h->count;
 	into->sum += h->sum;
 	if (h->max > into->max)
 		into->max = h->max;
 }
 
-/* Value at quantile q (0..1): the floor of the bucket that reaches it. */
-static inline uint64_t
+/*
+ * Value at quantile q (0..1): the value of rank floor(q * count), placed in
+ * its bucket as if the bucket's values were spread evenly over it.
+ */
+static inline double
 hist_quantile(const struct perf_hist *h, double q)
 {
 	uint64_t want = (uint64_t)(q * (double)h->count), seen = 0;
@@ -86,11 +98,19 @@ hist_quantile(const struct perf_hist *h, double q)
 	if (want >= h->count)
 		want = h->count - 1;
 	for (i = 0; i < HIST_BUCKETS; i++) {
-		seen += h->bucket[i];
-		if (seen > want)
-			return hist_floor(i);
+		uint64_t c = h->bucket[i], lo = hist_floor(i), width;
+		double v;
+
+		if (seen + c <= want) {
+			seen += c;
+			continue;
+		}
+		width = i + 1 < HIST_BUCKETS ? hist_floor(i + 1) - lo : 1;
+		v = width == 1 ? (double)lo :
+		    (double)lo + (double)width * ((double)(want - seen) + 0.5) / (double)c;
+		return RTE_MIN(RTE_MAX(v, (double)h->min), (double)h->max);
 	}
-	return h->max;
+	return (double)h->max;
 }
 
 #endif /* RDP_PERF_HIST_H */
