@@ -240,7 +240,7 @@ static const char *const anomaly_patterns[] = {
 	"receive buffers missing", "send buffers were not returned", "CQ overran",
 	"CQ in error", "flow-control invariant is broken", "drain marker refused",
 	"cannot move its QP to error", "QP destroy failed", "still held",
-	"no memory to report state",
+	"no memory to report state", "for empty slot", "freed twice",
 };
 
 #define LOG_KEEP 64
@@ -837,9 +837,11 @@ stack_stop(struct stack *k)
 				      "closed (leaked or freed twice)", lc->lcore_id,
 				      rdp_pool_avail(lc->send_pool), lc->send_pool->nb_bufs);
 		rdp_poller_stats(lc->poller, &st, NULL, NULL, NULL);
-		if (st.stray_wc != 0 || st.cq_errors != 0)
+		if (st.stray_wc != 0 || st.cq_errors != 0) {
+			log_dump();
 			stack_anomaly(k, "lcore %u: %" PRIu64 " stray completions, %" PRIu64
 				      " CQ errors", lc->lcore_id, st.stray_wc, st.cq_errors);
+		}
 	}
 	/* rdmaplane cannot start again after an rdp_fini() that failed */
 	if (rdp_fini() != 0) {

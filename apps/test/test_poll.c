@@ -237,6 +237,41 @@ RDP_TEST(eal, poll_progresses_a_client_queued_again_in_the_same_poll_once_more_a
 	return 0;
 }
 
+/*
+ * A slot freed twice would sit in the free ring twice and go to two
+ * clients at once: one's completions would reach the other. The second
+ * free is refused (and logged), and the in-use count stays right.
+ */
+RDP_TEST(eal, poll_slot_freed_twice_goes_to_one_client_only)
+{
+	static int client_a, client_b;
+	struct rdp_poll_stats st;
+	uint32_t used;
+	int s, a, b;
+	struct rdp_dev *dev;
+	struct rdp_poller *p;
+
+	rdp_test_eal_init("0@0");
+	dev = rdp_dev_open("shm");
+	RDP_ASSERT(dev != NULL);
+	p = make_poller(dev, &requeue_ops, 64, 64);
+	s = rdp_poller_slot_alloc(p, &client_a);
+	RDP_ASSERT(s >= 0);
+	rdp_poller_slot_free(p, (uint32_t)s);
+	rdp_poller_slot_free(p, (uint32_t)s);
+	rdp_poller_stats(p, &st, NULL, NULL, &used);
+	RDP_ASSERT_EQ(used, 0);
+	a = rdp_poller_slot_alloc(p, &client_a);
+	b = rdp_poller_slot_alloc(p, &client_b);
+	RDP_ASSERT(a >= 0 && b >= 0);
+	RDP_ASSERT_MSG(a != b, "slot %d given to two clients", a);
+	rdp_poller_slot_free(p, (uint32_t)a);
+	rdp_poller_slot_free(p, (uint32_t)b);
+	RDP_ASSERT_EQ(rdp_poller_destroy(p), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
+	return 0;
+}
+
 RDP_TEST(eal, poll_cq_growth_asked_by_other_threads_is_served_by_the_running_poller)
 {
 	struct rdp_dev *dev;

@@ -232,6 +232,7 @@ setup_qp(struct rdp_ep *ep)
 	ep->qp = rdp_qp_create(rdp_rt.pd, &ia);
 	if (ep->qp == NULL)
 		return -rte_errno;
+	ep->qp_made = true;
 	ret = rdp_qp_modify(ep->qp, &init, RDP_QP_ATTR_STATE);
 	if (ret < 0)
 		return ret;
@@ -355,7 +356,11 @@ hs_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 	hs_remove(ep);
 	ep->hs = HS_NONE;
 	ep->err = err;
-	if (ep->qp != NULL || ep->app_visible) {
+	/*
+	 * Not ep->qp: the poller clears it when it retires the endpoint, which
+	 * it may have done already (an error completion) without our knowing.
+	 */
+	if (ep->qp_made || ep->app_visible) {
 		/* the poller drains posted receives and reports to the application */
 		poller_push(ep, TAG_ADMIT);
 		return;

@@ -734,6 +734,14 @@ ep_progress(void *client)
 static void
 ep_admit(struct rdp_ep *ep)
 {
+	/*
+	 * Retired already: an error completion failed it during its handshake,
+	 * and the control thread ended that handshake before it heard (it
+	 * hears through ctl_retire(), which cleans up its side). Its slot and
+	 * QP are gone and the application was told once.
+	 */
+	if (ep->retired)
+		return;
 	if (ep->qp == NULL) {
 		/* the handshake failed before a QP existed: nothing to drain */
 		ep->retired = true;

@@ -162,6 +162,8 @@ struct rdp_ep {
 	int fd;
 	int ctl_err;                    /* why the control side failed it */
 	bool is_server;
+	bool qp_made;                   /* its QP exists: its poller sees its completions,
+					 * may retire it at any time and alone ends it */
 	enum hs_step hs;
 	enum hs_step hs_after_send;
 	uint64_t deadline_ns;

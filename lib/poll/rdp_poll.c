@@ -4,6 +4,7 @@
  * DPDK's l2fwd shape: burst, dispatch, and nothing else on an idle pass.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@ RTE_LOG_REGISTER(rdp_poll_logtype, rdp.poll, INFO);
 #define POLL_LOG(level, fmt, ...) RDP_LOG(level, rdp_poll_logtype, "poll", fmt, ##__VA_ARGS__)
 
 #define MAX_BURST 256
+#define STRAYS_LOGGED_MAX 8
 #define INBOX_BURST 64
 
 /*
@@ -44,6 +46,7 @@ struct rdp_poller {
 	pthread_t owner;
 	bool owner_known;
 	bool cq_error_logged;
+	unsigned int strays_logged;     /* the first few completions for an empty slot */
 	struct rdp_poll_stats stats;
 
 	/* shared with other threads, kept off the hot lines */
@@ -207,6 +210,14 @@ poll_cq(struct rdp_poller *p)
 			;
 		if (unlikely(client == NULL)) {
 			STAT_ADD(p, stray_wc, j - i);
+			if (p->strays_logged < STRAYS_LOGGED_MAX) {
+				p->strays_logged++;
+				POLL_LOG(ERR, "lcore %u: %d completion(s) for empty slot %u dropped "
+					 "(first: kind %u, low %" PRIu64 ", %s, opcode %u, QP %u)",
+					 p->lcore_id, j - i, slot, rdp_wrid_kind(wc[i].wr_id),
+					 rdp_wrid_low(wc[i].wr_id), rdp_wc_status_str(wc[i].status),
+					 (unsigned int)wc[i].opcode, wc[i].qp_num);
+			}
 			continue;
 		}
 		p->ops->complete(client, &wc[i], j - i);
@@ -321,6 +332,8 @@ rdp_poller_slot_alloc(struct rdp_poller *p, void *client)
 	void *v;
 	uint32_t slot;
 
+	if (client == NULL)
+		return rdp_err_set(EINVAL, "a poller slot needs a client");
 	if (rte_ring_dequeue(p->free_slots, &v) != 0)
 		return rdp_err_set(ENOSPC, "lcore %u holds its maximum of %u endpoints "
 				   "(max_endpoints)", p->lcore_id, p->max_slots);
@@ -333,7 +346,13 @@ rdp_poller_slot_alloc(struct rdp_poller *p, void *client)
 void
 rdp_poller_slot_free(struct rdp_poller *p, uint32_t slot)
 {
-	__atomic_store_n(&p->slots[slot], NULL, __ATOMIC_RELEASE);
+	/* a slot in the free ring twice would go to two clients at once */
+	if (slot >= p->max_slots ||
+	    __atomic_exchange_n(&p->slots[slot], NULL, __ATOMIC_ACQ_REL) == NULL) {
+		POLL_LOG(ERR, "lcore %u: slot %u freed twice (or never allocated): not freed "
+			 "again", p->lcore_id, slot);
+		return;
+	}
 	rte_ring_enqueue(p->free_slots, (void *)(uintptr_t)(slot + 1));
 }
 

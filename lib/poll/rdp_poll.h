@@ -229,14 +229,17 @@ static inline void rdp_poller_busy(struct rdp_poller *p, struct rdp_poll_busy *b
  * @param p
  *   The poller.
  * @param client
- *   What completions of the slot are handed to.
+ *   What completions of the slot are handed to; not NULL (an empty slot).
  * @return
- *   The slot, or -ENOSPC.
+ *   The slot, -ENOSPC, or -EINVAL for a NULL client.
  */
 int rdp_poller_slot_alloc(struct rdp_poller *p, void *client);
 
 /**
- * Release a slot (poller thread, once no completion can name it).
+ * Release a slot: on the poller thread once no completion can name it, or
+ * on any thread for a slot no QP ever named. A slot that is not allocated
+ * (freed twice) is not freed again and an error is logged: in the free
+ * ring twice, it would go to two clients at once.
  *
  * @param p
  *   The poller.
