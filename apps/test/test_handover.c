@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The handover of an endpoint between the control thread and its poller
- * while a handshake runs. The poller may fail and retire an endpoint whose
- * QP it already polls before the control thread hears of it; what the
- * control thread still does for that handshake (admit it, fail it) must
- * not free the endpoint's poller slot a second time: a slot in the free
- * ring twice goes to two endpoints, and one's completions reach the other
- * or nobody (found by the soak: "1 stray completions"). White-box.
+ * while a handshake runs. Its poller sees the QP's completions from the
+ * moment the QP exists, while the control thread still configures that QP
+ * (connects it when HELLO_ACK comes) and owns the handshake. An error
+ * completion then must not make the poller tear the endpoint down behind
+ * the control thread's back: the control thread could connect a destroyed
+ * QP, and its admission of the endpoint would free the poller slot a
+ * second time (a slot in the free ring twice goes to two endpoints: found
+ * by the soak as "1 stray completions"). The poller tells the control
+ * thread, which ends the handshake; the teardown starts at the handover,
+ * and a second handover is ignored. White-box.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,6 +26,7 @@
 #include "rdp_test.h"
 
 static unsigned int failed_events, closed_events; /* (atomic) */
+static char log_buf[1 << 16];
 
 static uint16_t
 free_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
@@ -45,6 +50,16 @@ count_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
 		__atomic_fetch_add(&failed_events, 1, __ATOMIC_RELEASE);
 	else if (st == RDP_EP_CLOSED)
 		__atomic_fetch_add(&closed_events, 1, __ATOMIC_RELEASE);
+}
+
+/* On the endpoint's poller, which may destroy the QP right after. */
+static void
+qp_to_error(struct rdp_ep *ep, void *arg)
+{
+	struct rdp_qp_attr err_state = { .state = RDP_QPS_ERR };
+
+	RTE_SET_USED(arg);
+	RDP_ASSERT_EQ(rdp_qp_modify(ep->qp, &err_state, RDP_QP_ATTR_STATE), 0);
 }
 
 static const struct rdp_ep_ops counting_ops = { .on_recv = free_recv, .on_state = count_state };
@@ -76,9 +91,8 @@ wait_count(unsigned int *counter, unsigned int want, const char *what)
 	}
 }
 
-RDP_TEST(e2e, ep_retired_by_its_poller_ignores_a_late_admission_from_its_handshake)
+RDP_TEST(e2e, ep_qp_failing_during_its_handshake_ends_it_on_the_control_thread_then_once)
 {
-	struct rdp_qp_attr err_state = { .state = RDP_QPS_ERR };
 	struct rdp_ep_params prm = { .ops = &counting_ops, .lcore = -1 };
 	uint8_t hello[RDP_HELLO_LEN];
 	struct rdp_poll_stats st;
@@ -88,11 +102,16 @@ RDP_TEST(e2e, ep_retired_by_its_poller_ignores_a_late_admission_from_its_handsha
 	uint32_t slots_used;
 	size_t got = 0;
 	int lfd, cfd, port;
-	struct rdp_qp *qp;
 	char addr[64];
 	void *item;
 
+	FILE *log_stream;
+
 	rdp_test_eal_init("0-1");
+	log_stream = fmemopen(log_buf, sizeof(log_buf) - 1, "w");
+	RDP_ASSERT(log_stream != NULL);
+	setvbuf(log_stream, NULL, _IONBF, 0);
+	rte_openlog_stream(log_stream);
 	cfg = stream_cfg("shm", 4096);
 	RDP_ASSERT(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "handshake_timeout_ms", "30000", "test") == 0);
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
@@ -115,14 +134,16 @@ RDP_TEST(e2e, ep_retired_by_its_poller_ignores_a_late_admission_from_its_handsha
 		RDP_ASSERT(k > 0);
 		got += (size_t)k;
 	}
-	qp = __atomic_load_n(&ep->qp, __ATOMIC_ACQUIRE);
-	RDP_ASSERT(qp != NULL);
+	RDP_ASSERT(__atomic_load_n(&ep->qp, __ATOMIC_ACQUIRE) != NULL);
 
-	/* the QP goes to error: its poller fails the endpoint and retires it */
-	RDP_ASSERT_EQ(rdp_qp_modify(qp, &err_state, RDP_QP_ATTR_STATE), 0);
+	/* the QP goes to error: the control thread ends the handshake, then
+	 * the poller tears the endpoint down */
+	RDP_ASSERT_EQ(rdp_ep_call(ep, qp_to_error, NULL), 0);
 	wait_count(&failed_events, 1, "FAILED");
+	RDP_ASSERT_MSG(strstr(log_buf, "failed: its QP went to error during the handshake") != NULL,
+		       "the control thread did not end the handshake:\n%s", log_buf);
 
-	/* the control thread, not told yet, ends the handshake: an admission */
+	/* a second handover (it would free the slot again) is ignored */
 	item = tag_ptr(ep, TAG_ADMIT);
 	RDP_ASSERT_EQ(rdp_poller_inbox_put(ep->lc->poller, &item, 1), 1);
 	usleep(300 * 1000);
@@ -136,6 +157,8 @@ RDP_TEST(e2e, ep_retired_by_its_poller_ignores_a_late_admission_from_its_handsha
 	close(cfd);
 	close(lfd);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rte_openlog_stream(NULL);
+	fclose(log_stream);
 	rdp_cfg_free(cfg);
 	return 0;
 }

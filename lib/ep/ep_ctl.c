@@ -50,6 +50,7 @@ enum ctl_req {
 	REQ_RETIRE = 2,
 	REQ_RELEASE = 3,
 	REQ_LISTEN = 4,
+	REQ_HS_QP_ERR = 5,
 };
 
 struct listener {
@@ -110,6 +111,12 @@ void
 ctl_release(struct rdp_ep *ep)
 {
 	ctl_push(ep, REQ_RELEASE, false);
+}
+
+void
+ctl_handshake_qp_failed(struct rdp_ep *ep)
+{
+	ctl_push(ep, REQ_HS_QP_ERR, true);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -713,9 +720,9 @@ retire(struct rdp_ep *ep)
 	if (ep->hs == HS_DONE) {
 		TAILQ_REMOVE(&ctl.established, ep, ctl_next);
 	} else if (ep->hs != HS_NONE) {
-		/* its poller failed it before the handshake ended (an error
-		 * completion on a QP the handshake had set up): it must leave
-		 * the handshakes too, or their deadline finds it freed */
+		/* not reached since the poller retires an endpoint only after
+		 * its handover; kept so that a handshake deadline can never find
+		 * a released endpoint */
 		hs_remove(ep);
 	}
 	ep->hs = HS_NONE;
@@ -725,6 +732,19 @@ retire(struct rdp_ep *ep)
 		rdp_poller_unreserve(ep->lc->poller, ep->cq_reserved);
 	ep->cq_reserved = 0;
 	ep_unref(ep); /* the engine's reference */
+}
+
+/*
+ * Its poller saw its QP fail before the handover. If the handshake still
+ * runs, it fails now (and hands the endpoint over for the teardown); if it
+ * ended meanwhile, the handover already queued carries the error.
+ */
+static void
+handshake_qp_failed(struct rdp_ep *ep)
+{
+	if (ep->hs == HS_NONE || ep->hs == HS_DONE)
+		return;
+	hs_fail(ep, ep->early_err, "its QP went to error during the handshake");
 }
 
 static void
@@ -753,6 +773,9 @@ serve_inbox(void)
 				break;
 			case REQ_LISTEN:
 				TAILQ_INSERT_TAIL(&ctl.listeners, (struct listener *)obj, next);
+				break;
+			case REQ_HS_QP_ERR:
+				handshake_qp_failed(obj);
 				break;
 			}
 		}

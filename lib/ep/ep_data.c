@@ -240,6 +240,20 @@ ep_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
+	if (!ep->handed) {
+		/*
+		 * The handshake still runs on the control thread, which may
+		 * configure this QP: it ends the handshake, and the teardown
+		 * starts when it hands the endpoint over.
+		 */
+		if (ep->early_err == 0) {
+			ep->early_err = err;
+			EP_LOG(NOTICE, "endpoint %u (peer %s, lcore %u) failed during its "
+			       "handshake: %s", ep->id, ep->peer, ep->lc->lcore_id, why);
+			ctl_handshake_qp_failed(ep);
+		}
+		return;
+	}
 	ep->err = err;
 	if (!ep->closing) {
 		/* a peer that went away (or flushed us) is news; the rest is an error */
@@ -735,13 +749,16 @@ static void
 ep_admit(struct rdp_ep *ep)
 {
 	/*
-	 * Retired already: an error completion failed it during its handshake,
-	 * and the control thread ended that handshake before it heard (it
-	 * hears through ctl_retire(), which cleans up its side). Its slot and
-	 * QP are gone and the application was told once.
+	 * Once only: the poller neither fails nor retires an endpoint before
+	 * its handover (an error then is early_err, and the control thread
+	 * ends the handshake), so the first admission finds it whole. A
+	 * second one would free its slot again and report it twice.
 	 */
-	if (ep->retired)
+	if (ep->retired || ep->handed)
 		return;
+	ep->handed = true;
+	if (ep->err == 0)
+		ep->err = ep->early_err;
 	if (ep->qp == NULL) {
 		/* the handshake failed before a QP existed: nothing to drain */
 		ep->retired = true;

@@ -139,6 +139,9 @@ struct rdp_ep {
 	struct rdp_pool *recv_pool;     /* this endpoint's receive buffers */
 	uint32_t recv_posted;           /* entries in the RQ */
 	bool admitted;                  /* the poller took it over: its events may flow */
+	bool handed;                    /* the control thread handed it over (TAG_ADMIT) */
+	int early_err;                  /* first error before that; the control thread,
+					 * which still owns the handshake, is told */
 	struct rdp_msg *early_head;     /* messages completed before that, in order */
 	struct rdp_msg *early_tail;
 	struct ep_frame frame;          /* receive framing state */
@@ -197,6 +200,8 @@ int ctl_start(void);
 void ctl_stop(void);
 /* Hand a retired endpoint back (poller thread). */
 void ctl_retire(struct rdp_ep *ep);
+/* Its QP failed before the handover: the control thread ends the handshake (poller thread). */
+void ctl_handshake_qp_failed(struct rdp_ep *ep);
 /* Ask the control thread to free an endpoint (any thread, refs reached 0). */
 void ctl_release(struct rdp_ep *ep);
 int ctl_listen(const char *hostport, const struct rdp_ep_params *prm);
