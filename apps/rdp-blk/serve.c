@@ -249,12 +249,9 @@ srv_on_recv(struct rdp_ep *ep, struct rdp_msg **reqs, uint16_t n, void *arg)
 static void
 srv_on_send(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 {
-	uint16_t i;
-
 	RTE_SET_USED(ep);
 	RTE_SET_USED(arg);
-	for (i = 0; i < n; i++)
-		rdp_msg_free(msgs[i]);
+	rdp_msg_free_bulk(msgs, n);
 }
 
 static void

@@ -116,4 +116,11 @@ void stream_cfg_env(struct rdp_cfg *cfg);
  */
 int stream_raw_connect(int port);
 
+/**
+ * An `on_recv` callback that frees every message it is given and accepts
+ * them all: for tests whose endpoints must keep receiving but check
+ * nothing in what arrives.
+ */
+uint16_t stream_recv_free_all(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg);
+
 #endif /* RDP_TEST_EP_STREAM_H */

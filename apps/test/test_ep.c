@@ -1314,14 +1314,8 @@ early_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
 static uint16_t
 early_cli_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 {
-	uint16_t i;
-
-	RTE_SET_USED(ep);
-	RTE_SET_USED(arg);
-	for (i = 0; i < n; i++)
-		rdp_msg_free(msgs[i]);
 	__atomic_fetch_add(&early_echoes, n, __ATOMIC_RELAXED);
-	return n;
+	return stream_recv_free_all(ep, msgs, n, arg);
 }
 
 static volatile sig_atomic_t early_stop;
@@ -1466,12 +1460,7 @@ static uint64_t many_received;
 static uint16_t
 count_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 {
-	uint16_t i;
-
-	RTE_SET_USED(ep);
-	RTE_SET_USED(arg);
-	for (i = 0; i < n; i++)
-		rdp_msg_free(msgs[i]);
+	n = stream_recv_free_all(ep, msgs, n, arg);
 	__atomic_fetch_add(&many_received, n, __ATOMIC_RELEASE);
 	return n;
 }

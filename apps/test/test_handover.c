@@ -28,18 +28,6 @@
 static unsigned int failed_events, closed_events; /* (atomic) */
 static char log_buf[1 << 16];
 
-static uint16_t
-free_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
-{
-	uint16_t i;
-
-	RTE_SET_USED(ep);
-	RTE_SET_USED(arg);
-	for (i = 0; i < n; i++)
-		rdp_msg_free(msgs[i]);
-	return n;
-}
-
 static void
 count_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
 {
@@ -62,7 +50,7 @@ qp_to_error(struct rdp_ep *ep, void *arg)
 	RDP_ASSERT_EQ(rdp_qp_modify(ep->qp, &err_state, RDP_QP_ATTR_STATE), 0);
 }
 
-static const struct rdp_ep_ops counting_ops = { .on_recv = free_recv, .on_state = count_state };
+static const struct rdp_ep_ops counting_ops = { .on_recv = stream_recv_free_all, .on_state = count_state };
 
 /* A TCP listener on 127.0.0.1 that accepts and never answers; returns its fd. */
 static int

@@ -25,20 +25,8 @@ keep_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 	return n;
 }
 
-static uint16_t
-drop_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
-{
-	uint16_t i;
-
-	RTE_SET_USED(ep);
-	RTE_SET_USED(arg);
-	for (i = 0; i < n; i++)
-		rdp_msg_free(msgs[i]);
-	return n;
-}
-
 static const struct rdp_ep_ops keep_ops = { .on_recv = keep_recv };
-static const struct rdp_ep_ops drop_ops = { .on_recv = drop_recv };
+static const struct rdp_ep_ops drop_ops = { .on_recv = stream_recv_free_all };
 
 RDP_TEST(e2e, ep_init_after_a_fini_that_could_not_finish_is_refused)
 {

@@ -18,19 +18,7 @@
 #define RING_SIZE 8 /* holds 7 events */
 #define MSGS 20
 
-static uint16_t
-sink_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
-{
-	uint16_t i;
-
-	RTE_SET_USED(ep);
-	RTE_SET_USED(arg);
-	for (i = 0; i < n; i++)
-		rdp_msg_free(msgs[i]);
-	return n;
-}
-
-static const struct rdp_ep_ops sink_ops = { .on_recv = sink_recv };
+static const struct rdp_ep_ops sink_ops = { .on_recv = stream_recv_free_all };
 
 /* Wait until the ring holds @p n events (the poller refills what we took). */
 static void
@@ -141,7 +129,7 @@ refuse_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 	/* takes nothing while refusing: the sender runs out of credits */
 	if (__atomic_load_n(&refusing, __ATOMIC_ACQUIRE))
 		return 0;
-	return sink_recv(ep, msgs, n, arg);
+	return stream_recv_free_all(ep, msgs, n, arg);
 }
 
 static const struct rdp_ep_ops refuse_ops = { .on_recv = refuse_recv };
