@@ -418,6 +418,15 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 		else
 			qp->bells_skipped++;
 	}
+	/*
+	 * Read the entry the next SEND writes while this burst is out: the
+	 * peer's repost left its line modified in the peer's cache, and the
+	 * next SEND then only upgrades a line it shares instead of fetching it
+	 * on the message's path (ping-pong mean 0.99x, finding 17).
+	 */
+	if (b->nremote > 0 && qp->peer_rq_ci != qp->peer_rq_posted)
+		rte_prefetch0(shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride,
+					 qp->peer_rq_ci));
 	if (b->nlocal > 0)
 		cq_count_local(qp->scq, b->nlocal);
 	if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == RDP_QPS_ERR))
