@@ -310,6 +310,7 @@ start_teardown(struct rdp_ep *ep)
 	/* buffers waiting to be posted again go home; posting to an error QP
 	 * would only flush them */
 	return_queue(ep, &ep->rp_head, &ep->rp_tail);
+	ep->rp_acks = 0;
 	ep->drain_seq = ep->credit.sq_pi;
 	marker.wr_id = rdp_wrid(RDP_WRK_RECLAIM, ep->slot, ep->drain_seq);
 	if (rdp_post_send(ep->qp, &marker, 1, &err) != 1) {
@@ -372,6 +373,8 @@ static void
 repost(struct rdp_ep *ep, struct rdp_msg *m, bool owed)
 {
 	m->aux = owed;
+	if (!owed)
+		ep->rp_acks++;
 	q_push(&ep->rp_head, &ep->rp_tail, m);
 	ep_busy(ep);
 }
@@ -422,6 +425,8 @@ post_recv_burst(struct rdp_ep *ep, int *err)
 	for (i = 0; i < k; i++) {
 		m = q_pop(&ep->rp_head, &ep->rp_tail);
 		owed += m->aux;
+		if (!m->aux && ep->rp_acks > 0)
+			ep->rp_acks--;
 	}
 	ep->recv_posted += k;
 	rdp_credit_recv_reposted(&ep->credit, owed);
@@ -979,10 +984,26 @@ rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n)
 		}
 	}
 	if (rdp_poller_is_self(ep->lc->poller)) {
+		bool idle = ep->tx_head == NULL;
+
+		if (n == 0)
+			return 0;
 		for (i = 0; i < n; i++)
 			q_push(&ep->tx_head, &ep->tx_tail, msgs[i]);
-		if (n > 0)
-			ep_busy(ep);
+		/*
+		 * Nothing was queued before: post now rather than in the poller's
+		 * next pass over its busy endpoints, so that a reply leaves before
+		 * the buffer its request freed goes back. A pure ack's buffer still
+		 * goes back first (post_recvs()). The pass comes anyway, for the
+		 * reposts and whatever the credits held back.
+		 */
+		if (idle && ep->handed && !ep->retired && !tearing_down(ep)) {
+			if (ep->rp_acks > 0)
+				post_recvs(ep);
+			if (!tearing_down(ep))
+				post_sends(ep);
+		}
+		ep_busy(ep);
 		return n;
 	}
 	while (done < n) {

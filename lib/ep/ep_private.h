@@ -149,6 +149,7 @@ struct rdp_ep {
 	struct rdp_msg *rx_tail;
 	struct rdp_msg *rp_head;        /* buffers to post again */
 	struct rdp_msg *rp_tail;
+	uint32_t rp_acks;               /* of which pure acks' (owed nothing) */
 	struct rdp_msg *ev_head;        /* events waiting for the application */
 	struct rdp_msg *ev_tail;
 	uint32_t held;                  /* received messages the application holds */
