@@ -242,6 +242,12 @@ int rdp_msg_alloc_bulk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uin
 /**
  * Hand messages over for sending, in order.
  *
+ * On the endpoint's poller lcore (in a callback, or in a function given to
+ * rdp_ep_call()), when nothing is queued for the endpoint, the messages are
+ * posted before the call returns, as far as credits allow; the rest, and
+ * the calls of other threads, go out in the poller's next pass. A reply
+ * sent from on_recv thus leaves before the poll ends.
+ *
  * @param ep
  *   The endpoint.
  * @param msgs
