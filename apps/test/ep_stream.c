@@ -386,3 +386,19 @@ stream_recv_free_all(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void 
 		rdp_msg_free(msgs[i]);
 	return n;
 }
+
+struct rdp_ep *
+stream_loopback_connect(const struct rdp_ep_params *srv, const struct rdp_ep_params *cli)
+{
+	struct rdp_ep *ep;
+	char addr[64];
+	int port;
+
+	port = rdp_listen("127.0.0.1:0", srv);
+	RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, cli);
+	RDP_ASSERT_MSG(ep != NULL, "rdp_connect: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), 0);
+	return ep;
+}

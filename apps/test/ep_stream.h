@@ -117,6 +117,17 @@ void stream_cfg_env(struct rdp_cfg *cfg);
 int stream_raw_connect(int port);
 
 /**
+ * Listen on 127.0.0.1 (any port) with @p srv, connect to it with @p cli and
+ * wait until the client endpoint is established (the test fails if not
+ * within 5 s). rdp_init() must have run.
+ *
+ * @return
+ *   The client endpoint.
+ */
+struct rdp_ep *stream_loopback_connect(const struct rdp_ep_params *srv,
+				       const struct rdp_ep_params *cli);
+
+/**
  * An `on_recv` callback that frees every message it is given and accepts
  * them all: for tests whose endpoints must keep receiving but check
  * nothing in what arrives.

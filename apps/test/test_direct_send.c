@@ -60,18 +60,11 @@ RDP_TEST(e2e, ep_reply_sent_from_its_callback_leaves_before_the_next_pass)
 	struct rdp_cfg *cfg;
 	struct rdp_ep *ep;
 	unsigned int i;
-	char addr[64];
-	int port;
 
 	rdp_test_eal_init("0-1");
 	cfg = stream_cfg("shm", 4096);
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
-	port = rdp_listen("127.0.0.1:0", &srv);
-	RDP_ASSERT(port > 0);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	ep = rdp_connect(addr, &cli);
-	RDP_ASSERT_MSG(ep != NULL, "rdp_connect: %s", rdp_err_msg());
-	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), 0);
+	ep = stream_loopback_connect(&srv, &cli);
 
 	/* ping-pong: one request in flight, so the server's queue is empty */
 	for (i = 0; i < PINGS; i++) {

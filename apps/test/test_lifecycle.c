@@ -36,17 +36,11 @@ RDP_TEST(e2e, ep_init_after_a_fini_that_could_not_finish_is_refused)
 	struct rdp_ep *cli;
 	struct rdp_msg *m;
 	double deadline;
-	char addr[64];
-	int port;
 
 	rdp_test_eal_init("0-1");
 	cfg = stream_cfg("shm", 65536);
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
-	port = rdp_listen("127.0.0.1:0", &psrv);
-	RDP_ASSERT(port > 0);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	cli = rdp_connect(addr, &pcli);
-	RDP_ASSERT_EQ(rdp_ep_wait_established(cli, 5000), 0);
+	cli = stream_loopback_connect(&psrv, &pcli);
 	m = rdp_msg_alloc(cli, 100);
 	RDP_ASSERT(m != NULL);
 	RDP_ASSERT_EQ(rdp_ep_send_burst(cli, &m, 1), 1);
