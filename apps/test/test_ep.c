@@ -371,6 +371,20 @@ RDP_TEST(e2e, ep_peer_killed_mid_stream_every_send_reported_once_then_reconnects
 /* Handshake against garbage and incompatible peers                       */
 /* ---------------------------------------------------------------------- */
 
+/* A server side on lcore 1 listening on 127.0.0.1 (any port); returns the port. */
+static int
+listen_stream_server(struct stream_side *srv)
+{
+	struct rdp_ep_params prm;
+	int port;
+
+	side_init(srv, "server", 1, 2, 0, false);
+	stream_params(srv, &prm);
+	port = rdp_listen("127.0.0.1:0", &prm);
+	RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
+	return port;
+}
+
 static char log_buf[1 << 16];
 static FILE *log_stream;
 
@@ -468,7 +482,6 @@ RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
 {
 	static struct garbage_case cases[6];
 	struct rdp_hello h;
-	struct rdp_ep_params prm;
 	struct stream_side srv;
 	struct rdp_cfg *cfg;
 	unsigned int i;
@@ -476,10 +489,7 @@ RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
 
 	rdp_test_eal_init("0-1");
 	cfg = init_with("shm", "handshake_timeout_ms", "300", NULL);
-	side_init(&srv, "server", 1, 2, 0, false);
-	stream_params(&srv, &prm);
-	port = rdp_listen("127.0.0.1:0", &prm);
-	RDP_ASSERT(port > 0);
+	port = listen_stream_server(&srv);
 	capture_logs();
 
 	cases[0].what = "random bytes";
@@ -899,7 +909,6 @@ RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 	struct rdp_hello h = client_hello(), ack, ready = { .type = RDP_HELLO_READY };
 	struct raw_client rc;
 	struct stream_side srv;
-	struct rdp_ep_params prm;
 	struct rdp_cfg *cfg;
 	char why[256];
 	double deadline;
@@ -907,9 +916,7 @@ RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 
 	rdp_test_eal_init("0-1");
 	cfg = init_with("shm", "secret", "correct horse", NULL);
-	side_init(&srv, "server", 1, 2, 0, false);
-	stream_params(&srv, &prm);
-	port = rdp_listen("127.0.0.1:0", &prm);
+	port = listen_stream_server(&srv);
 	capture_logs();
 
 	/* 1. a peer without the secret is told why and dropped */
@@ -966,17 +973,13 @@ RDP_TEST(e2e, ep_failed_by_its_poller_while_waiting_for_ready_leaves_the_handsha
 	struct rdp_qp_conn_params conn = { .rnr_retry = 7 };
 	struct raw_client rc;
 	struct stream_side srv;
-	struct rdp_ep_params prm;
 	struct rdp_cfg *cfg;
 	double deadline;
 	int port, fd;
 
 	rdp_test_eal_init("0-1");
 	cfg = init_with("shm", "handshake_timeout_ms", "1500", NULL);
-	side_init(&srv, "server", 1, 2, 0, false);
-	stream_params(&srv, &prm);
-	port = rdp_listen("127.0.0.1:0", &prm);
-	RDP_ASSERT(port > 0);
+	port = listen_stream_server(&srv);
 	capture_logs();
 
 	/* a peer with a real QP gets its HELLO_ACK and never sends READY */
@@ -1194,7 +1197,6 @@ RDP_TEST(e2e, ep_server_posts_every_receive_before_its_hello_ack)
 	struct rdp_sge sge;
 	struct rdp_wc wc[32];
 	struct stream_side srv;
-	struct rdp_ep_params prm;
 	struct rdp_cfg *cfg;
 	struct rdp_dev *tdev;
 	struct rdp_pd *tpd;
@@ -1210,9 +1212,7 @@ RDP_TEST(e2e, ep_server_posts_every_receive_before_its_hello_ack)
 	/* more receives than one post burst: every one must be posted before the
 	 * server answers, since the client may send as soon as it has the answer */
 	cfg = init_with("shm", "rq_size", "100", "ack_reserve", "12", NULL);
-	side_init(&srv, "server", 1, 2, 0, false);
-	stream_params(&srv, &prm);
-	port = rdp_listen("127.0.0.1:0", &prm);
+	port = listen_stream_server(&srv);
 	tdev = rdp_dev_open("shm");
 	RDP_ASSERT(tdev != NULL);
 	tpd = rdp_pd_alloc(tdev);
