@@ -241,6 +241,7 @@ static const char *const anomaly_patterns[] = {
 	"CQ in error", "flow-control invariant is broken", "drain marker refused",
 	"cannot move its QP to error", "QP destroy failed", "still held",
 	"no memory to report state", "for empty slot", "freed twice",
+	"retired by its poller during its handshake",
 };
 
 #define LOG_KEEP 64

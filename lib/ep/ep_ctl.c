@@ -720,9 +720,9 @@ retire(struct rdp_ep *ep)
 	if (ep->hs == HS_DONE) {
 		TAILQ_REMOVE(&ctl.established, ep, ctl_next);
 	} else if (ep->hs != HS_NONE) {
-		/* not reached since the poller retires an endpoint only after
-		 * its handover; kept so that a handshake deadline can never find
-		 * a released endpoint */
+		/* the poller retires an endpoint only after its handover, which
+		 * ends the handshake: a bug, but no deadline may find it freed */
+		EP_LOG(ERR, "endpoint %u retired by its poller during its handshake", ep->id);
 		hs_remove(ep);
 	}
 	ep->hs = HS_NONE;

@@ -425,6 +425,7 @@ post_recv_burst(struct rdp_ep *ep, int *err)
 	for (i = 0; i < k; i++) {
 		m = q_pop(&ep->rp_head, &ep->rp_tail);
 		owed += m->aux;
+		/* the initial receives owe nothing either but were never counted */
 		if (!m->aux && ep->rp_acks > 0)
 			ep->rp_acks--;
 	}
@@ -756,10 +757,11 @@ ep_admit(struct rdp_ep *ep)
 	/*
 	 * Once only: the poller neither fails nor retires an endpoint before
 	 * its handover (an error then is early_err, and the control thread
-	 * ends the handshake), so the first admission finds it whole. A
-	 * second one would free its slot again and report it twice.
+	 * ends the handshake), so the first admission finds it whole (a
+	 * retired endpoint was handed over). A second one would free its slot
+	 * again and report it twice.
 	 */
-	if (ep->retired || ep->handed)
+	if (ep->handed)
 		return;
 	ep->handed = true;
 	if (ep->err == 0)
@@ -997,7 +999,8 @@ rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n)
 		 * goes back first (post_recvs()). The pass comes anyway, for the
 		 * reposts and whatever the credits held back.
 		 */
-		if (idle && ep->handed && !ep->retired && !tearing_down(ep)) {
+		/* ESTABLISHED (checked above): handed over, not retired */
+		if (idle && !tearing_down(ep)) {
 			if (ep->rp_acks > 0)
 				post_recvs(ep);
 			if (!tearing_down(ep))
