@@ -120,9 +120,15 @@ ph_running(void)
 /* Most messages fill() allocates and hands over in one burst. */
 #define FILL_BURST 32
 
-/* Keep the window full, in bursts; runs where the endpoint's events are handled. */
+/*
+ * Keep the window full, in bursts; runs where the endpoint's events are
+ * handled. @p now is when the echo that made room arrived (0: no echo, read
+ * the clock): a message's latency sample starts there, so that a sample
+ * covers a whole iteration, the client's turnaround included, with one
+ * clock read per echo (as ucx_perftest times its iterations).
+ */
 static void
-fill(struct perf_ep *pe)
+fill(struct perf_ep *pe, uint64_t now)
 {
 	struct perf_phase *ph = pe->ph;
 	struct rdp_msg *m[FILL_BURST];
@@ -136,10 +142,12 @@ fill(struct perf_ep *pe)
 			if (rdp_msg_alloc_bulk(pe->ep, m, n, ph->size) < 0)
 				return; /* pool empty: completions will refill it */
 		}
+		if (ph->mode != MODE_BW && now == 0)
+			now = rte_rdtsc();
 		for (i = 0; i < n; i++) {
 			*(uint8_t *)m[i]->data = ph->mode == MODE_BW ? FLAG_SINK : FLAG_ECHO;
 			if (ph->mode != MODE_BW)
-				pe->ts[pe->ts_head++ & pe->ts_mask] = rte_rdtsc();
+				pe->ts[pe->ts_head++ & pe->ts_mask] = now;
 		}
 		k = rdp_ep_send_burst(pe->ep, m, n);
 		if (ph->mode != MODE_BW)
@@ -156,7 +164,7 @@ static void
 kick(struct rdp_ep *ep, void *arg)
 {
 	RTE_SET_USED(ep);
-	fill(arg);
+	fill(arg, 0);
 }
 
 static void
@@ -181,7 +189,7 @@ client_sent(struct perf_ep *pe, struct rdp_msg **msgs, uint16_t n)
 		}
 	}
 	rdp_msg_free_bulk(msgs, n);
-	fill(pe);
+	fill(pe, 0);
 }
 
 static void
@@ -199,7 +207,7 @@ client_received(struct perf_ep *pe, struct rdp_msg **msgs, uint16_t n)
 		complete(pe, msgs[i]->pkt_len);
 		rdp_msg_free(msgs[i]);
 	}
-	fill(pe);
+	fill(pe, now);
 }
 
 static uint16_t
@@ -361,6 +369,7 @@ struct perf_result {
 	double gbps;
 	double cpu_ns_per_msg;
 	uint64_t p50, p99, p999, max;
+	double mean;                /* one-way, of the same samples */
 	struct rdp_ep_stats credit; /* deltas over the measurement */
 };
 
@@ -478,7 +487,7 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	 * completions keep it full from then on */
 	for (i = 0; i < opt.endpoints; i++) {
 		if (opt.pipeline)
-			fill(&peps[i]);
+			fill(&peps[i], 0);
 		else
 			while (rdp_ep_call(peps[i].ep, kick, &peps[i]) < 0)
 				usleep(100);
@@ -546,6 +555,7 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 		r->p99 = hist_quantile(&all, 0.99) * ns;
 		r->p999 = hist_quantile(&all, 0.999) * ns;
 		r->max = all.max * ns;
+		r->mean = (double)all.sum / (double)all.count * ns;
 	}
 	r->credit.enomem = s1.enomem - s0.enomem;
 	r->credit.rnr = s1.rnr - s0.rnr;
@@ -595,12 +605,12 @@ write_json(const struct perf_result *r, unsigned int n)
 		fprintf(f, "    {\"mode\": \"%s\", \"size\": %u, \"messages\": %" PRIu64
 			", \"seconds\": %.3f, \"msg_rate\": %.1f, \"gbps\": %.4f, \"lat_p50_ns\": %"
 			PRIu64 ", \"lat_p99_ns\": %" PRIu64 ", \"lat_p999_ns\": %" PRIu64
-			", \"lat_max_ns\": %" PRIu64 ", \"cpu_ns_per_msg\": %.1f, \"credit\": "
+			", \"lat_max_ns\": %" PRIu64 ", \"lat_mean_ns\": %.1f, \"cpu_ns_per_msg\": %.1f, \"credit\": "
 			"{\"enomem\": %" PRIu64 ", \"rnr\": %" PRIu64 ", \"sq_stalls\": %" PRIu64
 			", \"remote_stalls\": %" PRIu64 ", \"acks\": %" PRIu64 ", \"reclaims\": %"
 			PRIu64 "}}%s\n", mode_names[r[i].mode], r[i].size, r[i].messages,
 			r[i].seconds, r[i].msg_rate, r[i].gbps, r[i].p50, r[i].p99, r[i].p999,
-			r[i].max, r[i].cpu_ns_per_msg, r[i].credit.enomem, r[i].credit.rnr,
+			r[i].max, r[i].mean, r[i].cpu_ns_per_msg, r[i].credit.enomem, r[i].credit.rnr,
 			r[i].credit.sq_stalls, r[i].credit.remote_stalls, r[i].credit.acks,
 			r[i].credit.reclaims, i + 1 < n ? "," : "");
 	/* every message of the run, warm-ups and drains included (profiles divide by it) */

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -158,5 +159,59 @@ RDP_TEST(perf, rdp_perf_waits_out_the_configured_handshake_deadline_and_says_why
 	RDP_ASSERT_MSG(strstr(out, "no progress within 12000 ms") != NULL, "%s", out);
 	RDP_ASSERT_MSG(strstr(out, "Connection timed out") != NULL, "%s", out);
 	RDP_ASSERT_MSG(waited >= 11.5, "gave up after %.1f s, before the configured 12 s", waited);
+	return 0;
+}
+
+/* The value after "key": in a JSON text, from the first occurrence on. */
+static double
+json_number(const char *json, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = strstr(json, pat);
+	RDP_ASSERT_MSG(p != NULL, "no %s in\n%s", key, json);
+	return strtod(p + strlen(pat), NULL);
+}
+
+/*
+ * A ping-pong's latency samples cover whole iterations, as ucx_perftest's
+ * do (one clock read per iteration, each sample the time since the one
+ * before): the client's turnaround between an echo and the next request
+ * belongs to the round trip. Samples that tile the run that way add up to
+ * its duration, so their mean is the one-way time the rate implies.
+ */
+RDP_TEST(perf, rdp_perf_latency_samples_cover_whole_iterations_as_the_rate_does)
+{
+	char dir[256], json[512], cmd[1024];
+	static char out[1 << 16], text[1 << 14];
+	const char *tmp = getenv("TMPDIR");
+	double rate, mean, implied;
+	FILE *f;
+	size_t n;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/rdp-perf-XXXXXX", tmp != NULL && *tmp != '\0' ? tmp : P_tmpdir);
+	RDP_ASSERT(mkdtemp(dir) != NULL);
+	snprintf(json, sizeof(json), "%s/out.json", dir);
+	snprintf(cmd, sizeof(cmd), "%s -- -d 0.3 -s 64 -m lat -q --json %s 2>&1", perf_bin(), json);
+	rc = run(cmd, out, sizeof(out));
+	RDP_ASSERT_MSG(rc == 0, "%s", out);
+	f = fopen(json, "r");
+	RDP_ASSERT_MSG(f != NULL, "no JSON written: %s", strerror(errno));
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	unlink(json);
+	rmdir(dir);
+	rate = json_number(text, "msg_rate");
+	mean = json_number(text, "lat_mean_ns");
+	RDP_ASSERT_MSG(rate > 0 && mean > 0, "%s", text);
+	implied = 1e9 / rate / 2;
+	printf("mean of the samples %.1f ns, one-way time the rate implies %.1f ns\n", mean, implied);
+	/* the boundaries of the measurement cost a few iterations of ~10^5 */
+	RDP_ASSERT_MSG(mean > implied * 0.985 && mean < implied * 1.015,
+		       "samples average %.1f ns one-way, the rate implies %.1f ns", mean, implied);
 	return 0;
 }
