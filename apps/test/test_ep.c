@@ -1508,3 +1508,159 @@ RDP_TEST(e2e, ep_three_hundred_endpoints_share_one_poller)
 	rdp_cfg_free(cfg);
 	return 0;
 }
+
+/* CPU time (user + system) of this process's thread named @p name, in ticks. */
+static uint64_t
+thread_cpu_ticks(const char *name)
+{
+	char path[64], comm[32], stat[1024];
+	uint64_t ticks = UINT64_MAX;
+	int tid;
+
+	for (tid = 1; tid < 4194304 && ticks == UINT64_MAX; tid++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		if (fgets(comm, sizeof(comm), f) != NULL && strncmp(comm, name, strlen(name)) == 0 &&
+		    comm[strlen(name)] == '\n') {
+			unsigned long long ut, st;
+			const char *p;
+
+			snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+			fclose(f);
+			f = fopen(path, "r");
+			RDP_ASSERT(f != NULL && fgets(stat, sizeof(stat), f) != NULL);
+			/* after the name in parentheses: fields 3.. ; utime and stime are 14, 15 */
+			p = strrchr(stat, ')');
+			RDP_ASSERT(p != NULL && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
+						       "%*u %llu %llu", &ut, &st) == 2);
+			ticks = ut + st;
+		}
+		fclose(f);
+	}
+	RDP_ASSERT_MSG(ticks != UINT64_MAX, "no thread named %s", name);
+	return ticks;
+}
+
+/*
+ * A listener opened while the handshakes are at max_handshakes waits like
+ * the others: a peer in its backlog neither makes the control thread spin
+ * nor is accepted before a slot frees.
+ */
+RDP_TEST(e2e, ep_listener_opened_at_the_handshake_limit_waits_without_spinning)
+{
+	struct stream_side srv, cli, srv2;
+	struct rdp_ep_params psrv2, pcli;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	uint64_t t0, t1;
+	char addr[64];
+	int port, port2, fd, fd2;
+
+	rdp_test_eal_init("0-1");
+	cfg = init_with("shm", "max_handshakes", "1", "handshake_timeout_ms", "20000",
+			 "connect_timeout_ms", "20000", NULL);
+	port = listen_stream_server(&srv);
+	fd = stream_raw_connect(port); /* a silent peer takes the only slot */
+	usleep(200000);
+	fd2 = stream_raw_connect(port); /* another waits: accepting pauses */
+	usleep(200000);
+	side_init(&srv2, "server2", 1, 2, 0, false);
+	stream_params(&srv2, &psrv2);
+	port2 = rdp_listen("127.0.0.1:0", &psrv2);
+	RDP_ASSERT_MSG(port2 > 0, "rdp_listen: %s", rdp_err_msg());
+	side_init(&cli, "client", 2, 1, 0, false);
+	stream_params(&cli, &pcli);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port2);
+	ep = rdp_connect(addr, &pcli);
+	RDP_ASSERT(ep != NULL);
+	usleep(100000);
+	t0 = thread_cpu_ticks("rdp-ctl");
+	usleep(500000);
+	t1 = thread_cpu_ticks("rdp-ctl");
+	printf("control thread: %" PRIu64 " ticks of CPU in 0.5 s\n", t1 - t0);
+	/* spinning on the new listener's backlog takes the whole 0.5 s (~50 ticks) */
+	RDP_ASSERT_MSG(t1 - t0 < 15, "the control thread spun: %" PRIu64 " ticks in 0.5 s",
+		       t1 - t0);
+	RDP_ASSERT_EQ(rdp_ep_state(ep), RDP_EP_CONNECTING);
+	/* the slots free: the peer waiting on the new listener gets its turn */
+	close(fd);
+	close(fd2);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 10000), 0);
+	rdp_ep_close(ep);
+	wait_closed(&cli);
+	while (__atomic_load_n(&srv2.ep, __ATOMIC_ACQUIRE) == NULL)
+		usleep(1000);
+	rdp_ep_close(srv2.ep);
+	wait_closed(&srv2);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/* A TCP connect to 127.0.0.1:port; 0 when it was accepted, else the errno. */
+static int
+tcp_connect_errno(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), err = 0;
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	RDP_ASSERT(fd >= 0);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+		err = errno;
+	close(fd);
+	return err;
+}
+
+/*
+ * rdp_listen_close(): the port refuses new peers at once and can be
+ * listened on again; the endpoint it accepted streams on, exactly.
+ */
+RDP_TEST(e2e, ep_listen_close_refuses_new_peers_and_keeps_the_accepted_one)
+{
+	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_cfg *cfg;
+	char addr[64];
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = init_with("shm", NULL);
+	side_init(&srv, "server", 1, 2, 20000, false);
+	side_init(&cli, "client", 2, 1, 20000, false);
+	stream_params(&srv, &psrv);
+	stream_params(&cli, &pcli);
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	cli.ep = rdp_connect(addr, &pcli);
+	RDP_ASSERT_MSG(cli.ep != NULL, "rdp_connect: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_ep_wait_established(cli.ep, 5000), 0);
+	RDP_ASSERT_EQ(tcp_connect_errno(port), 0);
+	/* closed while the stream runs */
+	RDP_ASSERT_MSG(rdp_listen_close(port) == 0, "rdp_listen_close: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(tcp_connect_errno(port), ECONNREFUSED);
+	RDP_ASSERT_EQ(rdp_listen_close(port), -ENOENT);
+	RDP_ASSERT_MSG(strstr(rdp_err_msg(), "no listener on port") != NULL, "%s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_listen_close(0), -EINVAL);
+	RDP_ASSERT_EQ(rdp_listen_close(65536), -EINVAL);
+	RDP_ASSERT_EQ(stream_pump(sides, 2, 60), 0);
+	assert_clean(&srv);
+	assert_clean(&cli);
+	/* the port is free again */
+	RDP_ASSERT_EQ(rdp_listen(addr, &psrv), port);
+	RDP_ASSERT_EQ(tcp_connect_errno(port), 0);
+	RDP_ASSERT_EQ(rdp_listen_close(port), 0);
+	rdp_ep_close(cli.ep);
+	rdp_ep_close(srv.ep);
+	wait_closed(&cli);
+	wait_closed(&srv);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_listen_close(port), -ENODEV);
+	rdp_cfg_free(cfg);
+	return 0;
+}

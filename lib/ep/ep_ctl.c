@@ -51,13 +51,22 @@ enum ctl_req {
 	REQ_RELEASE = 3,
 	REQ_LISTEN = 4,
 	REQ_HS_QP_ERR = 5,
+	REQ_UNLISTEN = 6,
 };
 
 struct listener {
 	TAILQ_ENTRY(listener) next;
 	int fd;
+	int port;
 	struct rdp_ep_params prm;
 	char addr[128];
+} __rte_aligned(8);
+
+/* rdp_listen_close(): the caller waits on it until the control thread is done */
+struct unlisten_req {
+	int port;
+	unsigned int closed;  /* listeners closed */
+	bool done;
 } __rte_aligned(8);
 
 #define CTL_TICK_MS 10
@@ -651,6 +660,17 @@ start_connect(struct rdp_ep *ep)
  * limit of our resources.
  */
 static void
+listener_watch(struct listener *l, bool on)
+{
+	struct epoll_event ev = {
+		.events = on ? EPOLLIN : 0,
+		.data.ptr = (void *)((uintptr_t)l | OBJ_LISTENER),
+	};
+
+	epoll_ctl(ctl.epfd, EPOLL_CTL_MOD, l->fd, &ev);
+}
+
+static void
 listeners_watch(bool on)
 {
 	struct listener *l;
@@ -658,14 +678,37 @@ listeners_watch(bool on)
 	if (ctl.accept_paused == !on)
 		return;
 	ctl.accept_paused = !on;
-	TAILQ_FOREACH(l, &ctl.listeners, next) {
-		struct epoll_event ev = {
-			.events = on ? EPOLLIN : 0,
-			.data.ptr = (void *)((uintptr_t)l | OBJ_LISTENER),
-		};
+	TAILQ_FOREACH(l, &ctl.listeners, next)
+		listener_watch(l, on);
+}
 
-		epoll_ctl(ctl.epfd, EPOLL_CTL_MOD, l->fd, &ev);
+/* A new listener: watched from now on, unless accepting is paused. */
+static void
+listener_add(struct listener *l)
+{
+	TAILQ_INSERT_TAIL(&ctl.listeners, l, next);
+	if (!ctl.accept_paused)
+		listener_watch(l, true);
+}
+
+/* Close every listener bound to the port; peers still in their handshakes go on. */
+static void
+unlisten(struct unlisten_req *req)
+{
+	struct listener *l, *next;
+
+	for (l = TAILQ_FIRST(&ctl.listeners); l != NULL; l = next) {
+		next = TAILQ_NEXT(l, next);
+		if (l->port != req->port)
+			continue;
+		TAILQ_REMOVE(&ctl.listeners, l, next);
+		epoll_ctl(ctl.epfd, EPOLL_CTL_DEL, l->fd, NULL);
+		close(l->fd);
+		EP_LOG(INFO, "listener %s closed", l->addr);
+		free(l);
+		req->closed++;
 	}
+	__atomic_store_n(&req->done, true, __ATOMIC_RELEASE);
 }
 
 static void
@@ -772,7 +815,10 @@ serve_inbox(void)
 				ep_free(obj);
 				break;
 			case REQ_LISTEN:
-				TAILQ_INSERT_TAIL(&ctl.listeners, (struct listener *)obj, next);
+				listener_add(obj);
+				break;
+			case REQ_UNLISTEN:
+				unlisten(obj);
 				break;
 			case REQ_HS_QP_ERR:
 				handshake_qp_failed(obj);
@@ -901,7 +947,7 @@ int
 ctl_listen(const char *hostport, const struct rdp_ep_params *prm)
 {
 	struct sockaddr_storage ss;
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = { .events = 0 }; /* watched once the control thread has it */
 	struct listener *l;
 	socklen_t sl;
 	int fd, ret, one = 1, port;
@@ -928,6 +974,7 @@ ctl_listen(const char *hostport, const struct rdp_ep_params *prm)
 		return rdp_err_set(ENOMEM, "listen %s: out of memory", hostport);
 	}
 	l->fd = fd;
+	l->port = port;
 	l->prm = *prm;
 	snprintf(l->addr, sizeof(l->addr), "%s", hostport);
 	ev.data.ptr = (void *)((uintptr_t)l | OBJ_LISTENER);
@@ -939,6 +986,19 @@ ctl_listen(const char *hostport, const struct rdp_ep_params *prm)
 	}
 	ctl_push(l, REQ_LISTEN, true);
 	return port;
+}
+
+int
+ctl_unlisten(int port)
+{
+	struct unlisten_req req = { .port = port };
+
+	ctl_push(&req, REQ_UNLISTEN, true);
+	while (!__atomic_load_n(&req.done, __ATOMIC_ACQUIRE))
+		usleep(100);
+	if (req.closed == 0)
+		return rdp_err_set(ENOENT, "rdp_listen_close: no listener on port %d", port);
+	return 0;
 }
 
 int

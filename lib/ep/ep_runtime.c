@@ -137,6 +137,24 @@ rdp_listen(const char *hostport, const struct rdp_ep_params *prm)
 	return ctl_listen(hostport, prm);
 }
 
+int
+rdp_listen_close(int port)
+{
+	unsigned int i;
+
+	if (!rdp_rt.up)
+		return rdp_err_set(ENODEV, "rdp_listen_close before rdp_init");
+	if (port <= 0 || port > 65535)
+		return rdp_err_set(EINVAL, "rdp_listen_close: port %d is not one rdp_listen() "
+				   "returns", port);
+	/* the control thread may be waiting for room in this poller's inbox */
+	for (i = 0; i < rdp_rt.nb_lcores; i++)
+		if (rdp_poller_is_self(rdp_rt.lcores[rdp_rt.order[i]]->poller))
+			return rdp_err_set(EDEADLK, "rdp_listen_close on poller lcore %u: it "
+					   "waits for the control thread", rte_lcore_id());
+	return ctl_unlisten(port);
+}
+
 struct rdp_ep *
 rdp_connect(const char *hostport, const struct rdp_ep_params *prm)
 {

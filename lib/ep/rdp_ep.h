@@ -168,6 +168,23 @@ const char *rdp_driver_info(void);
 int rdp_listen(const char *hostport, const struct rdp_ep_params *prm);
 
 /**
+ * Stop accepting on a port: close every listener rdp_listen() bound to it.
+ *
+ * New connections to the port are refused by the kernel from the return
+ * on, and the port can be listened on again. Endpoints already accepted,
+ * established or still in their handshake, are not affected. Slow path,
+ * from any thread but a poller lcore's (it waits for the control thread).
+ *
+ * @param port
+ *   A port rdp_listen() returned.
+ * @return
+ *   0, or a negative errno: -ENOENT (no listener on the port), -EINVAL
+ *   (not a port), -EDEADLK (called on a poller lcore), -ENODEV (before
+ *   rdp_init()).
+ */
+int rdp_listen_close(int port);
+
+/**
  * Connect to a peer (asynchronous).
  *
  * @param hostport
