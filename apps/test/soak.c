@@ -772,6 +772,17 @@ port_down(void)
 }
 
 /*
+ * An orderly stop refuses new peers first: from then on, only handshakes
+ * already running can still admit an endpoint (close_all closes those too).
+ */
+static void
+stack_unlisten(struct stack *k)
+{
+	if (rdp_listen_close(k->port_rtc) != 0 || rdp_listen_close(k->port_pipe) != 0)
+		stack_anomaly(k, "rdp_listen_close: %s", rdp_err_msg());
+}
+
+/*
  * Close every endpoint the application holds, and those handshakes still
  * admit, and wait until all are released, serving the pipeline rings
  * meanwhile; @p flags marks their records (a side not yet FAILED declines
@@ -896,6 +907,7 @@ RDP_TEST(helper, soak_peer)
 				usleep(50);
 		}
 		if (LD(sh->stop)) {
+			stack_unlisten(&k);
 			close_all(rings, 1, 0, NULL);
 			stack_stop(&k);
 			break;
@@ -1539,6 +1551,7 @@ RDP_TEST(soak, soak_under_faults_every_message_delivered_once_or_reported_failed
 
 	/* the end: close everything here (declining what is still coming) */
 	doom_open();
+	stack_unlisten(&m.k);
 	close_all(rings, nr, SF_DOOMED, on_side_dead);
 	while (!TAILQ_EMPTY(&m.incs)) {
 		check_incs();
