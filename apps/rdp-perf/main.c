@@ -184,7 +184,12 @@ client_sent(struct perf_ep *pe, struct rdp_msg **msgs, uint16_t n)
 		if (msgs[i]->event == RDP_EV_SEND_FAILED) {
 			__atomic_store_n(&pe->failed, pe->failed + 1, __ATOMIC_RELAXED);
 			__atomic_store_n(&pe->inflight, pe->inflight - 1, __ATOMIC_RELAXED);
-		} else if (pe->ph->mode == MODE_BW) {
+		} else if (*(const uint8_t *)msgs[i]->data == FLAG_SINK) {
+			/*
+			 * A stream's message is done when its send is. Ask the
+			 * message, not the phase: a ping-pong's send completion
+			 * can come after its echo, in the next phase.
+			 */
 			complete(pe, msgs[i]->pkt_len);
 		}
 	}
@@ -466,6 +471,31 @@ sleep_or_pump(double until)
 	}
 }
 
+/* After a phase that did not drain: what each endpoint still waits for. */
+static void
+dump_stuck(void)
+{
+	unsigned int i, shown = 0;
+
+	for (i = 0; i < opt.endpoints && shown < 8; i++) {
+		uint32_t left = __atomic_load_n(&peps[i].inflight, __ATOMIC_RELAXED);
+		struct rdp_ep_stats st;
+
+		if (left == 0)
+			continue;
+		shown++;
+		rdp_ep_stats_get(peps[i].ep, &st);
+		fprintf(stderr, "rdp-perf: endpoint %u (%s): %d in flight; sent %" PRIu64
+			", failed %" PRIu64 ", received %" PRIu64 "; SQ WRs outstanding %u, "
+			"remote credits %u, owed %u, receives posted %u, acks %" PRIu64
+			", reclaims %" PRIu64 ", SQ stalls %" PRIu64 ", remote stalls %" PRIu64 "\n",
+			rdp_ep_id(peps[i].ep), rdp_ep_state_str(rdp_ep_state(peps[i].ep)), (int)left,
+			st.msgs_sent, st.msgs_failed, st.msgs_received, st.sq_inflight,
+			st.remote_credits, st.owed, st.recv_posted, st.acks, st.reclaims,
+			st.sq_stalls, st.remote_stalls);
+	}
+}
+
 static int
 run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 {
@@ -534,6 +564,7 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	if (!drain(10) || f1 != f0) {
 		fprintf(stderr, "rdp-perf: %s %u B: %s\n", mode_names[mode], size,
 			f1 != f0 ? "sends failed" : "messages still in flight after 10 s");
+		dump_stuck();
 		return -1;
 	}
 	sum_stats(&s1);

@@ -61,10 +61,15 @@ each_number(const char *json, const char *key, int (*ok)(unsigned long long), ch
 static int positive(unsigned long long v) { return v > 0; }
 static int zero(unsigned long long v) { return v == 0; }
 
-RDP_TEST(perf, rdp_perf_loopback_reports_rates_and_zero_enomem_rnr)
+/*
+ * Run rdp-perf with @p args and --json into a fresh directory; its output
+ * goes to @p out, the JSON (checked to parse) to @p text. The test fails
+ * when rdp-perf fails or writes no valid JSON.
+ */
+static void
+run_perf_json(const char *args, char *out, size_t outlen, char *text, size_t textlen)
 {
-	char dir[256], json[512], cmd[1024], bad[128] = "";
-	static char out[1 << 16], text[1 << 16];
+	char dir[256], json[512], cmd[1024];
 	const char *tmp = getenv("TMPDIR");
 	FILE *f;
 	size_t n;
@@ -73,19 +78,29 @@ RDP_TEST(perf, rdp_perf_loopback_reports_rates_and_zero_enomem_rnr)
 	snprintf(dir, sizeof(dir), "%s/rdp-perf-XXXXXX", tmp != NULL && *tmp != '\0' ? tmp : P_tmpdir);
 	RDP_ASSERT(mkdtemp(dir) != NULL);
 	snprintf(json, sizeof(json), "%s/out.json", dir);
-	snprintf(cmd, sizeof(cmd), "%s -- -n 300 -s 64,4096,65536 -m lat,bw,bidir -q "
-		 "--driver shm:cqe_order=recv_first --json %s 2>&1", perf_bin(), json);
-	rc = run(cmd, out, sizeof(out));
+	snprintf(cmd, sizeof(cmd), "%s -- %s --json %s 2>&1", perf_bin(), args, json);
+	rc = run(cmd, out, outlen);
 	printf("%s", out);
 	RDP_ASSERT_EQ(rc, 0);
-	RDP_ASSERT(strstr(out, "ENOMEM") != NULL);
 	f = fopen(json, "r");
 	RDP_ASSERT_MSG(f != NULL, "no JSON written: %s", strerror(errno));
-	n = fread(text, 1, sizeof(text) - 1, f);
+	n = fread(text, 1, textlen - 1, f);
 	text[n] = '\0';
 	fclose(f);
 	snprintf(cmd, sizeof(cmd), "python3 -m json.tool %s >/dev/null 2>&1", json);
 	RDP_ASSERT_MSG(system(cmd) == 0, "not valid JSON:\n%s", text);
+	unlink(json);
+	rmdir(dir);
+}
+
+RDP_TEST(perf, rdp_perf_loopback_reports_rates_and_zero_enomem_rnr)
+{
+	static char out[1 << 16], text[1 << 16];
+	char bad[128] = "";
+
+	run_perf_json("-n 300 -s 64,4096,65536 -m lat,bw,bidir -q --driver shm:cqe_order=recv_first",
+		      out, sizeof(out), text, sizeof(text));
+	RDP_ASSERT(strstr(out, "ENOMEM") != NULL);
 	RDP_ASSERT_MSG(strstr(text, "\"driver\": \"shm") != NULL, "%s", text);
 	RDP_ASSERT_EQ(each_number(text, "messages", positive, bad, sizeof(bad)), 9);
 	RDP_ASSERT_EQ(each_number(text, "enomem", zero, bad, sizeof(bad)), 9);
@@ -93,8 +108,6 @@ RDP_TEST(perf, rdp_perf_loopback_reports_rates_and_zero_enomem_rnr)
 	RDP_ASSERT_MSG(bad[0] == '\0', "%s in\n%s", bad, text);
 	RDP_ASSERT_EQ(each_number(text, "lat_p50_ns", positive, bad, sizeof(bad)), 9);
 	RDP_ASSERT_MSG(strstr(bad, "lat_p50_ns") != NULL, "bw rows carry no latency: %s", text);
-	unlink(json);
-	rmdir(dir);
 	return 0;
 }
 
@@ -184,34 +197,54 @@ json_number(const char *json, const char *key)
  */
 RDP_TEST(perf, rdp_perf_latency_samples_cover_whole_iterations_as_the_rate_does)
 {
-	char dir[256], json[512], cmd[1024];
 	static char out[1 << 16], text[1 << 14];
-	const char *tmp = getenv("TMPDIR");
-	double rate, mean, implied;
-	FILE *f;
-	size_t n;
-	int rc;
+	double rate, mean, implied, seconds;
+	int attempt;
 
-	snprintf(dir, sizeof(dir), "%s/rdp-perf-XXXXXX", tmp != NULL && *tmp != '\0' ? tmp : P_tmpdir);
-	RDP_ASSERT(mkdtemp(dir) != NULL);
-	snprintf(json, sizeof(json), "%s/out.json", dir);
-	snprintf(cmd, sizeof(cmd), "%s -- -d 0.3 -s 64 -m lat -q --json %s 2>&1", perf_bin(), json);
-	rc = run(cmd, out, sizeof(out));
-	RDP_ASSERT_MSG(rc == 0, "%s", out);
-	f = fopen(json, "r");
-	RDP_ASSERT_MSG(f != NULL, "no JSON written: %s", strerror(errno));
-	n = fread(text, 1, sizeof(text) - 1, f);
-	text[n] = '\0';
-	fclose(f);
-	unlink(json);
-	rmdir(dir);
+	/*
+	 * The identity holds up to the iterations cut by the window's ends.
+	 * A machine that stalls the run for a long time (the window overran
+	 * by half: seconds against the 0.3 asked) cuts one that long: run
+	 * again then, and say so.
+	 */
+	for (attempt = 1;; attempt++) {
+		run_perf_json("-d 0.3 -s 64 -m lat -q", out, sizeof(out), text, sizeof(text));
+		seconds = json_number(text, "seconds");
+		if (seconds < 0.45)
+			break;
+		printf("attempt %d: the 0.3 s window took %.2f s (the machine stalled)\n", attempt,
+		       seconds);
+		if (attempt == 3)
+			return rdp_test_skip("the machine stalled every run (%.2f s for 0.3 s)",
+					     seconds);
+	}
 	rate = json_number(text, "msg_rate");
 	mean = json_number(text, "lat_mean_ns");
 	RDP_ASSERT_MSG(rate > 0 && mean > 0, "%s", text);
 	implied = 1e9 / rate / 2;
 	printf("mean of the samples %.1f ns, one-way time the rate implies %.1f ns\n", mean, implied);
-	/* the boundaries of the measurement cost a few iterations of ~10^5 */
 	RDP_ASSERT_MSG(mean > implied * 0.985 && mean < implied * 1.015,
 		       "samples average %.1f ns one-way, the rate implies %.1f ns", mean, implied);
+	return 0;
+}
+
+/*
+ * A ping-pong's send completions may come after the echoes they belong to
+ * (recv_first order), and here long after: 10^6 polls. The last ones
+ * reach the client in the stream phase that follows; they belong to the
+ * ping-pong and must not be counted as the stream's (that made rdp-perf
+ * wait for -1 messages in flight, about once in 5 runs on a loaded host).
+ */
+RDP_TEST(perf, rdp_perf_counts_a_late_send_completion_in_the_phase_that_sent_it)
+{
+	static char out[1 << 16], text[1 << 14];
+	const char *bw;
+
+	run_perf_json("-n 300 -s 64 -m lat,bw -q --driver shm:cqe_order=recv_first,"
+		      "send_cqe_delay=1000000", out, sizeof(out), text, sizeof(text));
+	RDP_ASSERT_MSG(strstr(out, "in flight") == NULL, "%s", out);
+	bw = strstr(text, "\"mode\": \"bw\"");
+	RDP_ASSERT_MSG(bw != NULL, "no bw result in\n%s", text);
+	RDP_ASSERT_MSG(json_number(bw, "messages") >= 300, "%s", text);
 	return 0;
 }
