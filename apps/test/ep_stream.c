@@ -364,14 +364,28 @@ stream_cfg(const char *driver, uint32_t max_msg)
 }
 
 int
-stream_raw_connect(int port)
+stream_tcp_connect(int port, int *fd)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int err = 0;
 
 	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	RDP_ASSERT(fd >= 0);
-	RDP_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	*fd = socket(AF_INET, SOCK_STREAM, 0);
+	RDP_ASSERT(*fd >= 0);
+	if (connect(*fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		err = errno;
+		close(*fd);
+		*fd = -1;
+	}
+	return err;
+}
+
+int
+stream_raw_connect(int port)
+{
+	int fd, err = stream_tcp_connect(port, &fd);
+
+	RDP_ASSERT_MSG(err == 0, "connect to port %d: %s", port, strerror(err));
 	return fd;
 }
 

@@ -117,6 +117,18 @@ void stream_cfg_env(struct rdp_cfg *cfg);
 int stream_raw_connect(int port);
 
 /**
+ * A TCP connect to 127.0.0.1:@p port that may fail.
+ *
+ * @param port
+ *   The port.
+ * @param fd
+ *   The connected socket, or -1.
+ * @return
+ *   0, or the connect's errno (ECONNREFUSED when nothing listens).
+ */
+int stream_tcp_connect(int port, int *fd);
+
+/**
  * Listen on 127.0.0.1 (any port) with @p srv, connect to it with @p cli and
  * wait until the client endpoint is established (the test fails if not
  * within 5 s). rdp_init() must have run.

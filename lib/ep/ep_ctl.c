@@ -691,7 +691,10 @@ listener_add(struct listener *l)
 		listener_watch(l, true);
 }
 
-/* Close every listener bound to the port; peers still in their handshakes go on. */
+/*
+ * Close every listener bound to the port (port 0: every listener); peers
+ * still in their handshakes go on.
+ */
 static void
 unlisten(struct unlisten_req *req)
 {
@@ -699,7 +702,7 @@ unlisten(struct unlisten_req *req)
 
 	for (l = TAILQ_FIRST(&ctl.listeners); l != NULL; l = next) {
 		next = TAILQ_NEXT(l, next);
-		if (l->port != req->port)
+		if (req->port != 0 && l->port != req->port)
 			continue;
 		TAILQ_REMOVE(&ctl.listeners, l, next);
 		epoll_ctl(ctl.epfd, EPOLL_CTL_DEL, l->fd, NULL);
@@ -996,7 +999,7 @@ ctl_unlisten(int port)
 	ctl_push(&req, REQ_UNLISTEN, true);
 	while (!__atomic_load_n(&req.done, __ATOMIC_ACQUIRE))
 		usleep(100);
-	if (req.closed == 0)
+	if (req.closed == 0 && port != 0)
 		return rdp_err_set(ENOENT, "rdp_listen_close: no listener on port %d", port);
 	return 0;
 }

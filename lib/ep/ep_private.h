@@ -206,6 +206,7 @@ void ctl_handshake_qp_failed(struct rdp_ep *ep);
 /* Ask the control thread to free an endpoint (any thread, refs reached 0). */
 void ctl_release(struct rdp_ep *ep);
 int ctl_listen(const char *hostport, const struct rdp_ep_params *prm);
+/* Close the listeners of a port (0: all of them); waits for the control thread. */
 int ctl_unlisten(int port);
 int ctl_connect(struct rdp_ep *ep, const char *hostport);
 void ctl_close(struct rdp_ep *ep);

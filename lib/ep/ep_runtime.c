@@ -684,6 +684,8 @@ rdp_fini(void)
 
 	if (!rdp_rt.up)
 		return 0;
+	/* nothing new is accepted while the endpoints go */
+	ctl_unlisten(0);
 	if (close_and_wait_endpoints(5000) != 0) {
 		unsigned int n = 0;
 
