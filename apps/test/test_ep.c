@@ -583,24 +583,41 @@ RDP_TEST(e2e, ep_connect_times_out_against_a_silent_server)
 	return 0;
 }
 
+/*
+ * A run-to-completion pair of @p count-message streams: the server side
+ * listens on 127.0.0.1 (its parameters in @p psrv, for listening again),
+ * the client side connects (cli->ep). Returns the port.
+ */
+static int
+stream_pair_start(struct stream_side *srv, struct stream_side *cli, uint64_t count,
+		  struct rdp_ep_params *psrv)
+{
+	struct rdp_ep_params pcli;
+	char addr[64];
+	int port;
+
+	side_init(srv, "server", 1, 2, count, false);
+	side_init(cli, "client", 2, 1, count, false);
+	stream_params(srv, psrv);
+	stream_params(cli, &pcli);
+	port = rdp_listen("127.0.0.1:0", psrv);
+	RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	cli->ep = rdp_connect(addr, &pcli);
+	RDP_ASSERT_MSG(cli->ep != NULL, "rdp_connect: %s", rdp_err_msg());
+	return port;
+}
+
 /* EAL, rdp_init and one established shm pair of 10-message streams. */
 static struct rdp_cfg *
 small_pair_up(struct stream_side *srv, struct stream_side *cli)
 {
-	struct rdp_ep_params psrv, pcli;
+	struct rdp_ep_params psrv;
 	struct rdp_cfg *cfg;
-	char addr[64];
-	int port;
 
 	rdp_test_eal_init("0-1");
 	cfg = init_with("shm", NULL);
-	side_init(srv, "server", 1, 2, 10, false);
-	side_init(cli, "client", 2, 1, 10, false);
-	stream_params(srv, &psrv);
-	stream_params(cli, &pcli);
-	port = rdp_listen("127.0.0.1:0", &psrv);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	cli->ep = rdp_connect(addr, &pcli);
+	stream_pair_start(srv, cli, 10, &psrv);
 	return cfg;
 }
 
@@ -820,20 +837,12 @@ RDP_TEST(e2e, ep_cq_admission_grows_the_cq_then_refuses_with_the_numbers)
 RDP_TEST(e2e, ep_shared_secret_admits_a_peer_that_knows_it)
 {
 	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
-	struct rdp_ep_params psrv, pcli;
+	struct rdp_ep_params psrv;
 	struct rdp_cfg *cfg;
-	char addr[64];
-	int port;
 
 	rdp_test_eal_init("0-1");
 	cfg = init_with("shm", "secret", "correct horse", NULL);
-	side_init(&srv, "server", 1, 2, 2000, false);
-	side_init(&cli, "client", 2, 1, 2000, false);
-	stream_params(&srv, &psrv);
-	stream_params(&cli, &pcli);
-	port = rdp_listen("127.0.0.1:0", &psrv);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	RDP_ASSERT(rdp_connect(addr, &pcli) != NULL);
+	stream_pair_start(&srv, &cli, 2000, &psrv);
 	RDP_ASSERT_EQ(stream_pump(sides, 2, 30), 0);
 	assert_clean(&cli);
 	assert_clean(&srv);
@@ -1624,22 +1633,15 @@ tcp_connect_errno(int port)
 RDP_TEST(e2e, ep_listen_close_refuses_new_peers_and_keeps_the_accepted_one)
 {
 	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
-	struct rdp_ep_params psrv, pcli;
+	struct rdp_ep_params psrv;
 	struct rdp_cfg *cfg;
 	char addr[64];
 	int port;
 
 	rdp_test_eal_init("0-1");
 	cfg = init_with("shm", NULL);
-	side_init(&srv, "server", 1, 2, 20000, false);
-	side_init(&cli, "client", 2, 1, 20000, false);
-	stream_params(&srv, &psrv);
-	stream_params(&cli, &pcli);
-	port = rdp_listen("127.0.0.1:0", &psrv);
-	RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
+	port = stream_pair_start(&srv, &cli, 20000, &psrv);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	cli.ep = rdp_connect(addr, &pcli);
-	RDP_ASSERT_MSG(cli.ep != NULL, "rdp_connect: %s", rdp_err_msg());
 	RDP_ASSERT_EQ(rdp_ep_wait_established(cli.ep, 5000), 0);
 	RDP_ASSERT_EQ(tcp_connect_errno(port), 0);
 	/* closed while the stream runs */
