@@ -653,12 +653,7 @@ start_connect(struct rdp_ep *ep)
 	watch(ep, EPOLLOUT);
 }
 
-/*
- * Stop or resume watching the listeners. At max_handshakes, new
- * connections wait in the kernel's backlog instead of being accepted: a
- * burst of clients is served in turn, and a flood holds no more than the
- * limit of our resources.
- */
+/* Watch one listener for connections, or stop. */
 static void
 listener_watch(struct listener *l, bool on)
 {
@@ -670,6 +665,12 @@ listener_watch(struct listener *l, bool on)
 	epoll_ctl(ctl.epfd, EPOLL_CTL_MOD, l->fd, &ev);
 }
 
+/*
+ * Stop or resume watching the listeners. At max_handshakes, new
+ * connections wait in the kernel's backlog instead of being accepted: a
+ * burst of clients is served in turn, and a flood holds no more than the
+ * limit of our resources.
+ */
 static void
 listeners_watch(bool on)
 {
