@@ -20,6 +20,18 @@
 
 static unsigned int replies_posted_at_once, replies_queued, pongs; /* (atomic) */
 
+/* The buffers waiting to go back that owe nothing, counted one by one. */
+static uint32_t
+reposts_owing_nothing(const struct rdp_ep *ep)
+{
+	const struct rdp_msg *m;
+	uint32_t n = 0;
+
+	for (m = ep->rp_head; m != NULL; m = m->link)
+		n += m->aux == 0;
+	return n;
+}
+
 static uint16_t
 echo_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 {
@@ -32,6 +44,8 @@ echo_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 		RDP_ASSERT(r != NULL);
 		memcpy(r->data, msgs[i]->data, msgs[i]->pkt_len);
 		RDP_ASSERT_EQ(rdp_ep_send_burst(ep, &r, 1), 1);
+		/* what tells the direct send to post the reposts first is exact */
+		RDP_ASSERT_EQ(ep->rp_acks, reposts_owing_nothing(ep));
 		if (ep->tx_head == NULL)
 			__atomic_fetch_add(&replies_posted_at_once, 1, __ATOMIC_RELAXED);
 		else

@@ -425,8 +425,7 @@ post_recv_burst(struct rdp_ep *ep, int *err)
 	for (i = 0; i < k; i++) {
 		m = q_pop(&ep->rp_head, &ep->rp_tail);
 		owed += m->aux;
-		/* the initial receives owe nothing either but were never counted */
-		if (!m->aux && ep->rp_acks > 0)
+		if (!m->aux)
 			ep->rp_acks--;
 	}
 	ep->recv_posted += k;
@@ -907,7 +906,8 @@ ep_post_initial_recvs(struct rdp_ep *ep)
 	for (i = 0; i < ep->recv_pool->nb_bufs; i++) {
 		if (rdp_pool_get_bulk(ep->recv_pool, &m, 1) < 0)
 			return rdp_err_set(ENOBUFS, "endpoint %u: receive pool short", ep->id);
-		m->aux = 0;
+		m->aux = 0; /* owes nothing: the peer starts with these credits */
+		ep->rp_acks++;
 		q_push(&ep->rp_head, &ep->rp_tail, m);
 	}
 	/* every one, now: the peer may send as soon as it hears from us */

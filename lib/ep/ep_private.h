@@ -149,7 +149,8 @@ struct rdp_ep {
 	struct rdp_msg *rx_tail;
 	struct rdp_msg *rp_head;        /* buffers to post again */
 	struct rdp_msg *rp_tail;
-	uint32_t rp_acks;               /* of which pure acks' (owed nothing) */
+	uint32_t rp_acks;               /* of which owe nothing: pure acks' buffers
+					 * (and the initial receives, before the handover) */
 	struct rdp_msg *ev_head;        /* events waiting for the application */
 	struct rdp_msg *ev_tail;
 	uint32_t held;                  /* received messages the application holds */
