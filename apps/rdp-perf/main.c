@@ -210,9 +210,10 @@ client_received(struct perf_ep *pe, struct rdp_msg **msgs, uint16_t n)
 		if (measuring)
 			hist_add(&pe->hist, now - sent);
 		complete(pe, msgs[i]->pkt_len);
-		rdp_msg_free(msgs[i]);
 	}
+	/* the next requests first: freeing the echoes is not their latency */
 	fill(pe, now);
+	rdp_msg_free_bulk(msgs, n);
 }
 
 static uint16_t
