@@ -91,13 +91,26 @@ note(struct stream_side *s, const char *fmt, uint64_t a, uint64_t b)
 		snprintf(s->error, sizeof(s->error), fmt, s->name, a, b);
 }
 
+/*
+ * The side's counters have one writer, the thread that handles its events
+ * (the poller lcore in run-to-completion mode). It stores them with release
+ * so that a thread that reads them with acquire (stream_finished(),
+ * stream_ep()) may then read the rest of the side.
+ */
+static inline void
+publish(uint64_t *counter, uint64_t value)
+{
+	__atomic_store_n(counter, value, __ATOMIC_RELEASE);
+}
+
 /* Send up to the window; returns how many went out. */
 static unsigned int
 send_more(struct stream_side *s)
 {
+	uint64_t count = __atomic_load_n(&s->count, __ATOMIC_RELAXED);
 	unsigned int sent = 0;
 
-	while (s->next_send < s->count && s->next_send - s->done - s->failed < s->window) {
+	while (s->next_send < count && s->next_send - s->done - s->failed < s->window) {
 		uint32_t len = stream_size(s->salt, s->next_send, s->max_size);
 		struct rdp_msg *m = rdp_msg_alloc(s->ep, len);
 
@@ -113,7 +126,7 @@ send_more(struct stream_side *s)
 			rdp_msg_free(m);
 			break;
 		}
-		s->next_send++;
+		publish(&s->next_send, s->next_send + 1);
 		sent++;
 	}
 	return sent;
@@ -128,11 +141,11 @@ on_received(struct stream_side *s, struct rdp_msg *m)
 		note(s, "%s: message %" PRIu64 " has %" PRIu64 " bytes", s->received, m->pkt_len);
 	else if (!check(m, s->peer_salt, s->received, &bad))
 		note(s, "%s: message %" PRIu64 " differs at byte %" PRIu64, s->received, bad);
-	s->bytes += m->pkt_len;
-	s->received++;
-	if (s->received > s->expect)
-		note(s, "%s: %" PRIu64 " messages received, %" PRIu64 " expected", s->received,
-		     s->expect);
+	if (s->received + 1 > s->expect)
+		note(s, "%s: %" PRIu64 " messages received, %" PRIu64 " expected",
+		     s->received + 1, s->expect);
+	publish(&s->bytes, s->bytes + m->pkt_len);
+	publish(&s->received, s->received + 1);
 	rdp_msg_free(m);
 }
 
@@ -143,9 +156,9 @@ on_sent(struct stream_side *s, struct rdp_msg *m)
 		if (m->user_data != s->done + s->failed)
 			note(s, "%s: send completion %" PRIu64 " arrived as number %" PRIu64,
 			     m->user_data, s->done + s->failed);
-		s->done++;
+		publish(&s->done, s->done + 1);
 	} else {
-		s->failed++;
+		publish(&s->failed, s->failed + 1);
 	}
 	rdp_msg_free(m);
 }
@@ -158,7 +171,7 @@ on_state_change(struct stream_side *s, struct rdp_ep *ep, enum rdp_ep_state st, 
 		if (!s->pipeline)
 			send_more(s);
 	} else if (st == RDP_EP_FAILED) {
-		s->state_err = err;
+		__atomic_store_n(&s->state_err, err, __ATOMIC_RELEASE);
 	} else if (st == RDP_EP_CLOSED) {
 		__atomic_store_n(&s->closed, true, __ATOMIC_RELEASE);
 	}
@@ -231,23 +244,46 @@ stream_finished(const struct stream_side *s)
 {
 	return __atomic_load_n(&s->received, __ATOMIC_ACQUIRE) == s->expect &&
 	       __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) +
-	       __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE) == s->count;
+	       __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE) ==
+	       __atomic_load_n(&s->count, __ATOMIC_RELAXED);
+}
+
+struct rdp_ep *
+stream_ep(const struct stream_side *s)
+{
+	return __atomic_load_n(&s->ep, __ATOMIC_ACQUIRE);
+}
+
+void
+stream_stop_sending(struct stream_side *s)
+{
+	__atomic_store_n(&s->count,
+			 __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) +
+			 __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE), __ATOMIC_RELAXED);
 }
 
 void
 stream_dump(const struct stream_side *s)
 {
+	struct rdp_ep *ep = stream_ep(s);
 	struct rdp_ep_stats st;
 
+	/* the error text is only read after the counters that follow it */
 	printf("%s: sent %" PRIu64 " of %" PRIu64 " (done %" PRIu64 ", failed %" PRIu64
-	       "), received %" PRIu64 " of %" PRIu64 "%s%s\n", s->name, s->next_send, s->count,
-	       s->done, s->failed, s->received, s->expect, s->error[0] ? ": " : "", s->error);
-	if (s->ep == NULL)
+	       "), received %" PRIu64 " of %" PRIu64 "\n", s->name,
+	       __atomic_load_n(&s->next_send, __ATOMIC_ACQUIRE),
+	       __atomic_load_n(&s->count, __ATOMIC_RELAXED),
+	       __atomic_load_n(&s->done, __ATOMIC_ACQUIRE),
+	       __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE),
+	       __atomic_load_n(&s->received, __ATOMIC_ACQUIRE), s->expect);
+	if (s->error[0] != '\0')
+		printf("%s: %s\n", s->name, s->error);
+	if (ep == NULL)
 		return;
-	rdp_ep_stats_get(s->ep, &st);
+	rdp_ep_stats_get(ep, &st);
 	printf("%s: endpoint %s, sq in flight %u, remote credits %u, owed %u, receives posted "
 	       "%u, acks %" PRIu64 ", reclaims %" PRIu64 ", enomem %" PRIu64 ", rnr %" PRIu64 "\n",
-	       s->name, rdp_ep_state_str(rdp_ep_state(s->ep)), st.sq_inflight, st.remote_credits,
+	       s->name, rdp_ep_state_str(rdp_ep_state(ep)), st.sq_inflight, st.remote_credits,
 	       st.owed, st.recv_posted, st.acks, st.reclaims, st.enomem, st.rnr);
 }
 
@@ -286,7 +322,7 @@ stream_pump(struct stream_side **sides, unsigned int n, double timeout_s)
 					break;
 				}
 			}
-			if (s->ep != NULL)
+			if (stream_ep(s) != NULL)
 				work += send_more(s);
 			work += k;
 			finished += stream_finished(s);

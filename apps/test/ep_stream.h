@@ -11,6 +11,11 @@
  * it receives is exactly the peer's sequence, in order, byte for byte.
  * Run-to-completion sides send from their callbacks on the poller lcore;
  * pipeline sides do everything from an application thread.
+ *
+ * Threads: one thread handles a side's events and is the only writer of its
+ * counters, which it stores with release. Other threads read the side
+ * through stream_finished() and stream_ep() (acquire) before they read the
+ * rest of it, so the ThreadSanitizer lane can check these streams too.
  */
 
 #include <pthread.h>
@@ -80,8 +85,18 @@ void stream_kick(struct stream_side *s);
 /** Print where a side stands and its endpoint's counters (for failures). */
 void stream_dump(const struct stream_side *s);
 
-/** True when the side sent, received and checked everything. */
+/**
+ * True when the side sent, received and checked everything. Any thread: it
+ * reads the counters with acquire, so a caller that sees true may then read
+ * the whole side (its error text included).
+ */
 bool stream_finished(const struct stream_side *s);
+
+/** The side's endpoint once it is established, NULL before (any thread). */
+struct rdp_ep *stream_ep(const struct stream_side *s);
+
+/** Send nothing more: the side counts as sent once what is in flight completes. */
+void stream_stop_sending(struct stream_side *s);
 
 /**
  * A test configuration: small queues, the given driver, rnr_retry 0, every

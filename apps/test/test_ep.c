@@ -60,7 +60,7 @@ wait_closed(struct stream_side *s)
 {
 	double deadline = rdp_clock_s() + 10;
 
-	s->count = s->done + s->failed; /* nothing more to send */
+	stream_stop_sending(s);
 	while (!__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE)) {
 		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: no CLOSED event within 10 s", s->name);
 		if (s->pipeline)
@@ -92,7 +92,7 @@ assert_clean(struct stream_side *s)
 	RDP_ASSERT_EQ(s->done, s->count);
 	RDP_ASSERT_EQ(s->failed, 0);
 	RDP_ASSERT_EQ(s->received, s->expect);
-	rdp_ep_stats_get(s->ep, &st);
+	rdp_ep_stats_get(stream_ep(s), &st);
 	RDP_ASSERT_EQ(st.enomem, 0);
 	RDP_ASSERT_EQ(st.rnr, 0);
 	RDP_ASSERT_EQ(st.msgs_failed, 0);
@@ -103,7 +103,6 @@ assert_clean(struct stream_side *s)
 	       st.sq_stalls, st.remote_stalls);
 }
 
-/* Both sides in this process, on one poller lcore: a two-way checked stream. */
 /*
  * stream_cfg(@p driver) with the [global] KEY, VALUE pairs that follow
  * (NULL-terminated), validated, then rdp_init(): the start of most tests.
@@ -128,6 +127,7 @@ init_with(const char *driver, ...)
 	return cfg;
 }
 
+/* Both sides in this process, on one poller lcore: a two-way checked stream. */
 static int
 stream_in_process(const char *driver, bool pipeline, uint64_t count)
 {
@@ -156,8 +156,8 @@ stream_in_process(const char *driver, bool pipeline, uint64_t count)
 	printf("%" PRIu64 " messages each way in %.2f s\n", count, rdp_clock_s() - t0);
 	assert_clean(&srv);
 	assert_clean(&cli);
-	rdp_ep_close(cli.ep);
-	rdp_ep_close(srv.ep);
+	rdp_ep_close(stream_ep(&cli));
+	rdp_ep_close(stream_ep(&srv));
 	wait_closed(&cli);
 	wait_closed(&srv);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
@@ -215,13 +215,13 @@ RDP_TEST(helper, e2e_stream_server)
 	RDP_ASSERT_EQ(stream_pump(sides, 1, 120), 0);
 	assert_clean(&srv);
 	/* wait for the client to close, which fails or closes our side */
-	while (rdp_ep_state(srv.ep) == RDP_EP_ESTABLISHED) {
+	while (rdp_ep_state(stream_ep(&srv)) == RDP_EP_ESTABLISHED) {
 		if (pipeline)
 			stream_pump(sides, 1, 0.001);
 		else
 			usleep(1000);
 	}
-	rdp_ep_close(srv.ep);
+	rdp_ep_close(stream_ep(&srv));
 	wait_closed(&srv);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "server rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
@@ -290,7 +290,7 @@ stream_two_processes(const char *driver, bool pipeline, uint64_t count)
 	RDP_ASSERT(rdp_connect(addr, &prm) != NULL);
 	RDP_ASSERT_EQ(stream_pump(sides, 1, 120), 0);
 	assert_clean(&cli);
-	rdp_ep_close(cli.ep);
+	rdp_ep_close(stream_ep(&cli));
 	wait_closed(&cli);
 	reap(pid, 0);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
@@ -345,7 +345,7 @@ RDP_TEST(e2e, ep_peer_killed_mid_stream_every_send_reported_once_then_reconnects
 		usleep(1000);
 	RDP_ASSERT_MSG(cli.error[0] == '\0', "%s", cli.error);
 	RDP_ASSERT_EQ(cli.done + cli.failed, cli.next_send);
-	RDP_ASSERT(cli.state_err < 0);
+	RDP_ASSERT(__atomic_load_n(&cli.state_err, __ATOMIC_ACQUIRE) < 0);
 	printf("peer killed: %" PRIu64 " sends completed, %" PRIu64 " reported failed (%s)\n",
 	       cli.done, cli.failed, strerror(-cli.state_err));
 	rdp_ep_close(ep);
@@ -360,7 +360,7 @@ RDP_TEST(e2e, ep_peer_killed_mid_stream_every_send_reported_once_then_reconnects
 	RDP_ASSERT(rdp_connect(addr, &prm) != NULL);
 	RDP_ASSERT_EQ(stream_pump(sides, 1, 60), 0);
 	assert_clean(&cli);
-	rdp_ep_close(cli.ep);
+	rdp_ep_close(stream_ep(&cli));
 	wait_closed(&cli);
 	reap(pid, 0);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
@@ -770,8 +770,8 @@ RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
 	RDP_ASSERT_MSG(strstr(out, "\"endpoints\":2") != NULL, "%s", out);
 	RDP_ASSERT_EQ(stream_pump(sides, 2, 120), 0);
 	assert_clean(&cli);
-	rdp_ep_close(cli.ep);
-	rdp_ep_close(srv.ep);
+	rdp_ep_close(stream_ep(&cli));
+	rdp_ep_close(stream_ep(&srv));
 	wait_closed(&cli);
 	wait_closed(&srv);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
@@ -846,8 +846,8 @@ RDP_TEST(e2e, ep_shared_secret_admits_a_peer_that_knows_it)
 	RDP_ASSERT_EQ(stream_pump(sides, 2, 30), 0);
 	assert_clean(&cli);
 	assert_clean(&srv);
-	rdp_ep_close(cli.ep);
-	rdp_ep_close(srv.ep);
+	rdp_ep_close(stream_ep(&cli));
+	rdp_ep_close(stream_ep(&srv));
 	wait_closed(&cli);
 	wait_closed(&srv);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
@@ -1144,7 +1144,7 @@ RDP_TEST(e2e, ep_backpressure_keeps_refused_messages_and_stalls_the_sender)
 	rdp_ep_stats_get(ep, &st);
 	RDP_ASSERT_EQ(st.msgs_failed, 0);
 	rdp_ep_close(ep);
-	rdp_ep_close(srv.ep);
+	rdp_ep_close(stream_ep(&srv));
 	deadline = rdp_clock_s() + 5;
 	while (!__atomic_load_n(&cli.closed, __ATOMIC_ACQUIRE) ||
 	       !__atomic_load_n(&srv.closed, __ATOMIC_ACQUIRE)) {
@@ -1185,8 +1185,8 @@ RDP_TEST(e2e, ep_stream_two_pollers_from_config_sections_is_exact)
 	RDP_ASSERT_EQ(rdp_ep_lcore(cli.ep), 2);
 	assert_clean(&srv);
 	assert_clean(&cli);
-	rdp_ep_close(cli.ep);
-	rdp_ep_close(srv.ep);
+	rdp_ep_close(stream_ep(&cli));
+	rdp_ep_close(stream_ep(&srv));
 	wait_closed(&cli);
 	wait_closed(&srv);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
@@ -1658,8 +1658,8 @@ RDP_TEST(e2e, ep_listen_close_refuses_new_peers_and_keeps_the_accepted_one)
 	RDP_ASSERT_EQ(rdp_listen(addr, &psrv), port);
 	RDP_ASSERT_EQ(tcp_connect_errno(port), 0);
 	RDP_ASSERT_EQ(rdp_listen_close(port), 0);
-	rdp_ep_close(cli.ep);
-	rdp_ep_close(srv.ep);
+	rdp_ep_close(stream_ep(&cli));
+	rdp_ep_close(stream_ep(&srv));
 	wait_closed(&cli);
 	wait_closed(&srv);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
