@@ -7,8 +7,8 @@
 #   build-test   gcc, every suite but valgrind (the soak runs $RDP_SOAK_SECONDS, 60)
 #   build-asan   clang with ASan+UBSan (and LeakSanitizer): unit, shm, e2e with fewer
 #                messages per stream, and a 20 s soak
-#   build-tsan   clang with ThreadSanitizer: suite race (lcore handoffs, pollers,
-#                pipeline endpoints end to end)
+#   build-tsan   clang with ThreadSanitizer: suites race (lcore handoffs,
+#                pollers, both modes' streams), e2e and shm, fewer messages
 #   build-fuzz   clang with libFuzzer: each target for $RDP_FUZZ_SECONDS (30)
 #   valgrind     memcheck over build-test: a two-process stream, no error, no
 #                definite leak
@@ -88,11 +88,13 @@ if [ $quick = 0 ]; then
 			CC=clang run_lane build-asan lane -Dsanitize=true -Db_lundef=false -- \
 				"${asan_suites[@]}" || true
 		fi
-		if want race; then
+		if want race || want e2e || want shm; then
+			tsan_suites=(--suite race --suite e2e --suite shm)
+			[ ${#only[@]} -gt 0 ] && tsan_suites=("${only[@]}")
 			RDP_E2E_COUNT=${RDP_E2E_COUNT:-5000} \
 			TSAN_OPTIONS="suppressions=$top/devtools/tsan.supp halt_on_error=1 exitcode=66" \
 			CC=clang run_lane build-tsan lane -Dtsan=true -Db_lundef=false -- \
-				--suite race || true
+				"${tsan_suites[@]}" || true
 		fi
 		if want fuzz; then
 			CC=clang run_lane build-fuzz lane -Dfuzz=true -Dtests=false -Db_lundef=false -- \

@@ -383,7 +383,8 @@ on_reply(struct load_ep *le, struct rdp_msg *m, uint64_t now)
 		cnt_add(&le->bytes[dir], (uint64_t)s->count * BLK_BLOCK_SIZE);
 	}
 	slot_end(le, s, how);
-	__atomic_store_n(&le->inflight, le->inflight - 1, __ATOMIC_RELAXED);
+	/* release: drain() acquires it, then report() reads the histograms */
+	__atomic_store_n(&le->inflight, le->inflight - 1, __ATOMIC_RELEASE);
 }
 
 static uint16_t
@@ -500,7 +501,7 @@ sums(uint64_t ios[2], uint64_t bytes[2], uint32_t *inflight)
 			ios[d] += cnt(&ld.eps[i].ios[d]);
 			bytes[d] += cnt(&ld.eps[i].bytes[d]);
 		}
-		*inflight += __atomic_load_n(&ld.eps[i].inflight, __ATOMIC_RELAXED);
+		*inflight += __atomic_load_n(&ld.eps[i].inflight, __ATOMIC_ACQUIRE);
 	}
 }
 

@@ -108,11 +108,12 @@ static unsigned int
 send_more(struct stream_side *s)
 {
 	uint64_t count = __atomic_load_n(&s->count, __ATOMIC_RELAXED);
+	struct rdp_ep *ep = stream_ep(s);
 	unsigned int sent = 0;
 
 	while (s->next_send < count && s->next_send - s->done - s->failed < s->window) {
 		uint32_t len = stream_size(s->salt, s->next_send, s->max_size);
-		struct rdp_msg *m = rdp_msg_alloc(s->ep, len);
+		struct rdp_msg *m = rdp_msg_alloc(ep, len);
 
 		if (m == NULL) {
 			if (rte_errno != ENOBUFS)
@@ -122,7 +123,7 @@ send_more(struct stream_side *s)
 		}
 		fill(m, s->salt, s->next_send);
 		m->user_data = s->next_send;
-		if (rdp_ep_send_burst(s->ep, &m, 1) != 1) {
+		if (rdp_ep_send_burst(ep, &m, 1) != 1) {
 			rdp_msg_free(m);
 			break;
 		}

@@ -603,8 +603,9 @@ stream_pair_start(struct stream_side *srv, struct stream_side *cli, uint64_t cou
 	port = rdp_listen("127.0.0.1:0", psrv);
 	RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	cli->ep = rdp_connect(addr, &pcli);
-	RDP_ASSERT_MSG(cli->ep != NULL, "rdp_connect: %s", rdp_err_msg());
+	/* its callback stores the same pointer when the endpoint is established */
+	__atomic_store_n(&cli->ep, rdp_connect(addr, &pcli), __ATOMIC_RELEASE);
+	RDP_ASSERT_MSG(stream_ep(cli) != NULL, "rdp_connect: %s", rdp_err_msg());
 	return port;
 }
 
@@ -625,8 +626,8 @@ small_pair_up(struct stream_side *srv, struct stream_side *cli)
 static int
 small_pair_down(struct stream_side *srv, struct stream_side *cli, struct rdp_cfg *cfg)
 {
-	rdp_ep_close(cli->ep);
-	rdp_ep_close(srv->ep);
+	rdp_ep_close(stream_ep(cli));
+	rdp_ep_close(stream_ep(srv));
 	wait_closed(cli);
 	wait_closed(srv);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
@@ -639,9 +640,9 @@ RDP_TEST(e2e, ep_oversized_message_is_refused_with_emsgsize)
 	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
 	struct rdp_cfg *cfg = small_pair_up(&srv, &cli);
 
-	RDP_ASSERT_EQ(rdp_ep_wait_established(cli.ep, 5000), 0);
-	RDP_ASSERT_EQ(rdp_ep_max_msg_size(cli.ep), MAX_MSG);
-	RDP_ASSERT(rdp_msg_alloc(cli.ep, MAX_MSG + 1) == NULL);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(stream_ep(&cli), 5000), 0);
+	RDP_ASSERT_EQ(rdp_ep_max_msg_size(stream_ep(&cli)), MAX_MSG);
+	RDP_ASSERT(rdp_msg_alloc(stream_ep(&cli), MAX_MSG + 1) == NULL);
 	RDP_ASSERT_EQ(rte_errno, EMSGSIZE);
 	RDP_ASSERT_EQ(stream_pump(sides, 2, 30), 0);
 	assert_clean(&cli);
@@ -671,22 +672,22 @@ RDP_TEST(e2e, ep_msg_alloc_bulk_is_all_or_none_and_free_bulk_loses_nothing)
 	unsigned int total, again, i;
 	struct rdp_msg *extra[64];
 
-	RDP_ASSERT_EQ(rdp_ep_wait_established(cli.ep, 5000), 0);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(stream_ep(&cli), 5000), 0);
 	RDP_ASSERT_EQ(stream_pump(sides, 2, 30), 0);
 
-	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(cli.ep, extra, 4, MAX_MSG + 1), -1);
+	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(stream_ep(&cli), extra, 4, MAX_MSG + 1), -1);
 	RDP_ASSERT_EQ(rte_errno, EMSGSIZE);
 	/* what this thread can take (the poller's cache may keep a few) */
-	total = drain_send_pool(cli.ep, held, CAP, 64, 100);
+	total = drain_send_pool(stream_ep(&cli), held, CAP, 64, 100);
 	RDP_ASSERT_MSG(total <= SEND_BUFS && total >= SEND_BUFS - OWNER_CACHE_MAX,
 		       "%u of %u send buffers", total, SEND_BUFS);
 	for (i = 0; i < total; i++)
 		RDP_ASSERT_EQ(held[i]->pkt_len, 100);
 	/* all or none: a burst larger than what is left takes nothing */
 	rdp_msg_free_bulk(&held[total - 10], 10);
-	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(cli.ep, extra, 64, 100), -1);
+	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(stream_ep(&cli), extra, 64, 100), -1);
 	RDP_ASSERT_EQ(rte_errno, ENOBUFS);
-	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(cli.ep, &held[total - 10], 10, 100), 0);
+	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(stream_ep(&cli), &held[total - 10], 10, 100), 0);
 	/* free in bursts with holes; then every buffer must be there again */
 	for (i = 0; i < total; i += 50) {
 		uint16_t n = (uint16_t)RTE_MIN(50u, total - i);
@@ -695,14 +696,14 @@ RDP_TEST(e2e, ep_msg_alloc_bulk_is_all_or_none_and_free_bulk_loses_nothing)
 		held[i + n / 2] = NULL;
 		rdp_msg_free_bulk(&held[i], n);
 	}
-	again = drain_send_pool(cli.ep, held, CAP, 33, 100);
+	again = drain_send_pool(stream_ep(&cli), held, CAP, 33, 100);
 	RDP_ASSERT_EQ(again, total);
 	rdp_msg_free_bulk(held, (uint16_t)again);
 	/* messages of several segments take the slow path, still all or none */
-	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(cli.ep, extra, 3, MAX_MSG), 0);
+	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(stream_ep(&cli), extra, 3, MAX_MSG), 0);
 	RDP_ASSERT(extra[0]->nb_segs > 1);
 	rdp_msg_free_bulk(extra, 3);
-	again = drain_send_pool(cli.ep, held, CAP, 64, 100);
+	again = drain_send_pool(stream_ep(&cli), held, CAP, 64, 100);
 	RDP_ASSERT_EQ(again, total);
 	for (i = 0; i < again; i += 64)
 		rdp_msg_free_bulk(&held[i], (uint16_t)RTE_MIN(64u, again - i));
@@ -1127,7 +1128,7 @@ RDP_TEST(e2e, ep_backpressure_keeps_refused_messages_and_stalls_the_sender)
 	RDP_ASSERT(st.remote_stalls > st0.remote_stalls);
 	RDP_ASSERT(st.msgs_sent < sent);
 	RDP_ASSERT_EQ(srv.received, 0);
-	rdp_ep_stats_get(srv.ep, &st);
+	rdp_ep_stats_get(stream_ep(&srv), &st);
 	RDP_ASSERT(st.backpressure >= 1);
 	RDP_ASSERT_EQ(st.enomem, 0);
 	RDP_ASSERT_EQ(st.rnr, 0);
@@ -1181,8 +1182,8 @@ RDP_TEST(e2e, ep_stream_two_pollers_from_config_sections_is_exact)
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	RDP_ASSERT(rdp_connect(addr, &pcli) != NULL);
 	RDP_ASSERT_EQ(stream_pump(sides, 2, 120), 0);
-	RDP_ASSERT_EQ(rdp_ep_lcore(srv.ep), 1);
-	RDP_ASSERT_EQ(rdp_ep_lcore(cli.ep), 2);
+	RDP_ASSERT_EQ(rdp_ep_lcore(stream_ep(&srv)), 1);
+	RDP_ASSERT_EQ(rdp_ep_lcore(stream_ep(&cli)), 2);
 	assert_clean(&srv);
 	assert_clean(&cli);
 	rdp_ep_close(stream_ep(&cli));
@@ -1436,7 +1437,7 @@ close_pair_and_fini(struct rdp_ep *ep, struct stream_side *cli, struct stream_si
 	wait_closed(cli);
 	while (__atomic_load_n(&srv->ep, __ATOMIC_ACQUIRE) == NULL)
 		usleep(1000);
-	rdp_ep_close(srv->ep);
+	rdp_ep_close(stream_ep(srv));
 	wait_closed(srv);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
@@ -1642,7 +1643,7 @@ RDP_TEST(e2e, ep_listen_close_refuses_new_peers_and_keeps_the_accepted_one)
 	cfg = init_with("shm", NULL);
 	port = stream_pair_start(&srv, &cli, 20000, &psrv);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	RDP_ASSERT_EQ(rdp_ep_wait_established(cli.ep, 5000), 0);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(stream_ep(&cli), 5000), 0);
 	RDP_ASSERT_EQ(tcp_connect_errno(port), 0);
 	/* closed while the stream runs */
 	RDP_ASSERT_MSG(rdp_listen_close(port) == 0, "rdp_listen_close: %s", rdp_err_msg());
