@@ -70,19 +70,30 @@ static struct {
 	.port_fd = -1,
 };
 
-static volatile sig_atomic_t force_quit;
+/* set by a signal handler, which may run on any thread: a lock-free atomic */
+static bool force_quit;
 
 static void
 on_signal(int sig)
 {
 	(void)sig;
-	force_quit = 1;
+	__atomic_store_n(&force_quit, true, __ATOMIC_RELAXED);
+}
+
+static inline bool
+quitting(void)
+{
+	return __atomic_load_n(&force_quit, __ATOMIC_RELAXED);
 }
 
 /* ---------------------------------------------------------------------- */
 /* Client state                                                           */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * The main thread sets mode, size and window between phases, then running
+ * (release); pollers read them (atomic, relaxed) once they saw running.
+ */
 struct perf_phase {
 	enum perf_mode mode;
 	uint32_t size;
@@ -132,25 +143,32 @@ fill(struct perf_ep *pe, uint64_t now)
 {
 	struct perf_phase *ph = pe->ph;
 	struct rdp_msg *m[FILL_BURST];
+	enum perf_mode mode;
+	uint32_t size, window;
 
-	while (ph_running() && pe->inflight < ph->window) {
-		uint16_t n = (uint16_t)RTE_MIN(ph->window - pe->inflight, (uint32_t)FILL_BURST);
+	if (!ph_running())
+		return;
+	mode = __atomic_load_n(&ph->mode, __ATOMIC_RELAXED);
+	size = __atomic_load_n(&ph->size, __ATOMIC_RELAXED);
+	window = __atomic_load_n(&ph->window, __ATOMIC_RELAXED);
+	while (pe->inflight < window && ph_running()) {
+		uint16_t n = (uint16_t)RTE_MIN(window - pe->inflight, (uint32_t)FILL_BURST);
 		uint16_t i, k;
 
-		if (rdp_msg_alloc_bulk(pe->ep, m, n, ph->size) < 0) {
+		if (rdp_msg_alloc_bulk(pe->ep, m, n, size) < 0) {
 			n = 1;
-			if (rdp_msg_alloc_bulk(pe->ep, m, n, ph->size) < 0)
+			if (rdp_msg_alloc_bulk(pe->ep, m, n, size) < 0)
 				return; /* pool empty: completions will refill it */
 		}
-		if (ph->mode != MODE_BW && now == 0)
+		if (mode != MODE_BW && now == 0)
 			now = rte_rdtsc();
 		for (i = 0; i < n; i++) {
-			*(uint8_t *)m[i]->data = ph->mode == MODE_BW ? FLAG_SINK : FLAG_ECHO;
-			if (ph->mode != MODE_BW)
+			*(uint8_t *)m[i]->data = mode == MODE_BW ? FLAG_SINK : FLAG_ECHO;
+			if (mode != MODE_BW)
 				pe->ts[pe->ts_head++ & pe->ts_mask] = now;
 		}
 		k = rdp_ep_send_burst(pe->ep, m, n);
-		if (ph->mode != MODE_BW)
+		if (mode != MODE_BW)
 			pe->ts_head -= n - k;
 		__atomic_store_n(&pe->inflight, pe->inflight + k, __ATOMIC_RELAXED);
 		if (k < n) {
@@ -167,12 +185,16 @@ kick(struct rdp_ep *ep, void *arg)
 	fill(arg, 0);
 }
 
+/*
+ * One message done. The count in flight goes last, with release: drain()
+ * acquires it, and the main thread then reads the histogram and the counts.
+ */
 static void
 complete(struct perf_ep *pe, uint32_t len)
 {
-	__atomic_store_n(&pe->inflight, pe->inflight - 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&pe->completed, pe->completed + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&pe->bytes, pe->bytes + len, __ATOMIC_RELAXED);
+	__atomic_store_n(&pe->inflight, pe->inflight - 1, __ATOMIC_RELEASE);
 }
 
 static void
@@ -183,7 +205,7 @@ client_sent(struct perf_ep *pe, struct rdp_msg **msgs, uint16_t n)
 	for (i = 0; i < n; i++) {
 		if (msgs[i]->event == RDP_EV_SEND_FAILED) {
 			__atomic_store_n(&pe->failed, pe->failed + 1, __ATOMIC_RELAXED);
-			__atomic_store_n(&pe->inflight, pe->inflight - 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&pe->inflight, pe->inflight - 1, __ATOMIC_RELEASE);
 		} else if (*(const uint8_t *)msgs[i]->data == FLAG_SINK) {
 			/*
 			 * A stream's message is done when its send is. Ask the
@@ -354,7 +376,7 @@ run_server(void)
 	if (!opt.quiet)
 		printf("rdp-perf server: listening on port %d (Ctrl-C to stop)\n", port);
 	fflush(stdout);
-	while (!force_quit)
+	while (!quitting())
 		usleep(10000);
 	if (!opt.quiet)
 		printf("rdp-perf server: %" PRIu64 " endpoints, %" PRIu64 " messages\n",
@@ -449,7 +471,7 @@ drain(double timeout_s)
 		if (opt.pipeline)
 			pump_events();
 		for (i = 0; i < opt.endpoints; i++)
-			left += __atomic_load_n(&peps[i].inflight, __ATOMIC_RELAXED);
+			left += __atomic_load_n(&peps[i].inflight, __ATOMIC_ACQUIRE);
 		if (left == 0)
 			return true;
 		if (rdp_clock_s() > deadline || any_failed())
@@ -462,7 +484,7 @@ drain(double timeout_s)
 static void
 sleep_or_pump(double until)
 {
-	while (rdp_clock_s() < until && !force_quit) {
+	while (rdp_clock_s() < until && !quitting()) {
 		if (opt.pipeline) {
 			if (pump_events() == 0)
 				rte_pause();
@@ -506,9 +528,9 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	double t0, t1, c0, c1, tick, end, warm;
 	unsigned int i;
 
-	phase.mode = mode;
-	phase.size = size;
-	phase.window = mode == MODE_LAT ? 1 : opt.window;
+	__atomic_store_n(&phase.mode, mode, __ATOMIC_RELAXED);
+	__atomic_store_n(&phase.size, size, __ATOMIC_RELAXED);
+	__atomic_store_n(&phase.window, mode == MODE_LAT ? 1 : opt.window, __ATOMIC_RELAXED);
 	memset(&all, 0, sizeof(all));
 	for (i = 0; i < opt.endpoints; i++)
 		memset(&peps[i].hist, 0, sizeof(peps[i].hist));
@@ -534,7 +556,7 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	last_m = m0;
 	last_b = b0;
 	tick = t0 + 1;
-	while (!force_quit) {
+	while (!quitting()) {
 		/* look every 10 ms: --iters ends a phase as soon as it is reached */
 		sleep_or_pump(RTE_MIN(rdp_clock_s() + 0.01, end));
 		sum_counts(&m1, &b1, &f1);
@@ -715,7 +737,7 @@ run_client(void)
 		printf("rdp-perf: %u endpoint(s) to %s, %s mode, window %u\n", opt.endpoints,
 		       opt.connect, opt.pipeline ? "pipeline" : "run-to-completion", opt.window);
 	for (m = 0; m < MODE_MAX && ret == 0; m++) {
-		for (i = 0; i < opt.nb_sizes && opt.modes[m] && !force_quit; i++) {
+		for (i = 0; i < opt.nb_sizes && opt.modes[m] && !quitting(); i++) {
 			if (run_phase((enum perf_mode)m, opt.sizes[i], &results[nr]) < 0) {
 				ret = 1;
 				break;
