@@ -111,11 +111,26 @@ rec_of(uint64_t inc, unsigned int role)
 	return &sh->rec[(inc * 2 + role) % SOAK_RECS];
 }
 
+/*
+ * Take a record slot for incarnation @p inc. The slot may have served an
+ * older incarnation that the checker (another thread) still reads with
+ * atomics, so it is cleared with atomic stores: unused first, used last.
+ */
 static void
 rec_init(struct soak_rec *r, uint64_t inc)
 {
-	memset(r, 0, sizeof(*r));
-	r->inc = inc;
+	ST(r->flags, 0);
+	__atomic_store_n(&r->accepted, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->done, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->failed, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->delivered, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->bytes, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->bad, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->err, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->enomem, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->rnr, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->error[0], '\0', __ATOMIC_RELAXED);
+	__atomic_store_n(&r->inc, inc, __ATOMIC_RELAXED);
 	__atomic_fetch_or(&r->flags, SF_USED, __ATOMIC_RELEASE);
 }
 

@@ -818,9 +818,9 @@ ann_close(struct ann_rig *g)
 	RDP_ASSERT_EQ(rdp_dev_close(g->dev), 0);
 }
 
-/* One inline 8-byte SEND from sender @p q, its completion polled. */
+/* Post one inline 8-byte SEND from sender @p q, carrying its sequence. */
 static void
-ann_send_one(struct ann_rig *g, uint32_t q)
+ann_post_send_one(struct ann_rig *g, uint32_t q)
 {
 	struct ann_sender *s = &g->snd[q];
 	uint64_t *slot = (uint64_t *)s->tx->addr;
@@ -828,14 +828,22 @@ ann_send_one(struct ann_rig *g, uint32_t q)
 	struct rdp_send_wr wr = { .wr_id = s->sent, .sg_list = &sge, .num_sge = 1,
 				  .opcode = RDP_WR_SEND,
 				  .flags = RDP_SEND_SIGNALED | RDP_SEND_INLINE };
-	struct rdp_wc wc;
 	int err;
 
 	*slot = s->sent;
 	RDP_ASSERT_EQ(rdp_post_send(s->qp, &wr, 1, &err), 1);
-	RDP_ASSERT_EQ(rdp_poll_cq(s->cq, &wc, 1), 1);
-	RDP_ASSERT_EQ(wc.status, RDP_WC_SUCCESS);
 	s->sent++;
+}
+
+/* One inline 8-byte SEND from sender @p q, its completion polled at once. */
+static void
+ann_send_one(struct ann_rig *g, uint32_t q)
+{
+	struct rdp_wc wc;
+
+	ann_post_send_one(g, q);
+	RDP_ASSERT_EQ(rdp_poll_cq(g->snd[q].cq, &wc, 1), 1);
+	RDP_ASSERT_EQ(wc.status, RDP_WC_SUCCESS);
 }
 
 /* Poll the receiving CQ for one message of @p q (within T_MS); repost its buffer. */
@@ -1004,6 +1012,70 @@ RDP_TEST(shm, shm_announced_rq_loses_no_message_when_the_announcement_moves)
 	       " bursts without a doorbell\n", got, ANN_QPS, to_scq(g.cqb)->announces, skipped);
 	RDP_ASSERT_MSG(to_scq(g.cqb)->announces >= 2, "the announcement never moved");
 	RDP_ASSERT_MSG(skipped > 0, "no burst was published without a doorbell");
+	ann_close(&g);
+	return 0;
+}
+
+/* Reposts on another thread: what the receiving CQ's poller consumed. */
+struct repost_thread {
+	struct ann_rig *g;
+	uint64_t consumed;  /* (atomic) messages the poller took, in order */
+	uint64_t total;
+};
+
+static void *
+repost_main(void *arg)
+{
+	struct repost_thread *r = arg;
+	uint64_t reposted = 0;
+
+	while (reposted < r->total) {
+		uint64_t c = __atomic_load_n(&r->consumed, __ATOMIC_ACQUIRE);
+
+		for (; reposted < c; reposted++)
+			ann_post_recv(r->g, 0, (uint32_t)(reposted % ANN_RQ));
+	}
+	return NULL;
+}
+
+/*
+ * As verbs allows, and as lib/ep does with the initial receives of a new
+ * endpoint: one thread posts receives on a QP while another polls the CQ
+ * that QP's receives complete to. Every message arrives once, in order,
+ * and the ThreadSanitizer lane sees no race between the two.
+ */
+RDP_TEST(shm, shm_receives_posted_on_one_thread_while_another_polls_their_cq)
+{
+	struct repost_thread r = { .total = 20000 };
+	struct ann_rig g;
+	uint64_t got = 0;
+	pthread_t th;
+
+	ann_open(&g);
+	r.g = &g;
+	RDP_ASSERT_EQ(pthread_create(&th, NULL, repost_main, &r), 0);
+	while (got < r.total) {
+		double deadline = rdp_clock_s() + T_MS / 1e3;
+		struct rdp_wc wc[4];
+		uint64_t seq;
+		int n;
+
+		ann_post_send_one(&g, 0);
+		/* its completion comes once the other thread reposted (RNR retries) */
+		while ((n = rdp_poll_cq(g.snd[0].cq, wc, 1)) == 0 && rdp_clock_s() < deadline)
+			;
+		RDP_ASSERT_MSG(n == 1 && wc[0].status == RDP_WC_SUCCESS, "send %" PRIu64, got);
+		while ((n = rdp_poll_cq(g.cqb, wc, 4)) == 0 && rdp_clock_s() < deadline)
+			;
+		RDP_ASSERT_MSG(n == 1, "message %" PRIu64 ": %d completions", got, n);
+		RDP_ASSERT_EQ(wc[0].status, RDP_WC_SUCCESS);
+		RDP_ASSERT_EQ(wc[0].wr_id, got % ANN_RQ);
+		memcpy(&seq, (uint8_t *)g.rx->addr + (got % ANN_RQ) * 64, sizeof(seq));
+		RDP_ASSERT_EQ(seq, got);
+		got++;
+		__atomic_store_n(&r.consumed, got, __ATOMIC_RELEASE);
+	}
+	pthread_join(th, NULL);
 	ann_close(&g);
 	return 0;
 }

@@ -30,6 +30,12 @@
  * CONCURRENCY: the fast-path fields of a QP and a CQ belong to the thread
  * that polls the CQ. Fields marked (atomic) are written by other threads:
  * the device monitor (peer attach, peer death) and rdp_qp_modify(ERR).
+ * Receives may be posted by another thread than the one that polls their
+ * CQ, as verbs allows (lib/ep posts a new endpoint's initial receives on
+ * its control thread): the poster publishes `rq_posted` with release after
+ * the entry and its record, the poller publishes `rq_reaped` with release
+ * after it read them, and each reads the other's with acquire
+ * (shm_rq_posted(), shm_rq_reaped()).
  */
 
 #include <fcntl.h>
@@ -361,8 +367,8 @@ struct shm_qp {
 	uint32_t mr_limit;          /**< MR ids below this were shared with the peer */
 	uint32_t nb_peer_mr;        /**< 0: every receive MR of the PD is shared */
 	uint32_t peer_mr[RDP_QP_MAX_PEER_MRS]; /**< else: the ids shared, only these */
-	uint64_t rq_posted;
-	uint64_t rq_reaped;
+	uint64_t rq_posted;         /**< (atomic) the poster's: receives posted */
+	uint64_t rq_reaped;         /**< (atomic) the poller's: receives completed */
 	uint64_t rq_counted;        /**< entries counted in the CQ (flushes) */
 	uint64_t rq_checked;        /**< rq_reaped when rq_done was last checked */
 	/* error state (atomic) */
@@ -427,6 +433,20 @@ struct shm_dev {
 	struct shm_link links[SHM_MAX_LINKS];
 	struct rdp_dev_stats retired;    /**< counters of destroyed objects */
 };
+
+/** Receives posted on @p qp, as the thread that polls its CQ may read them. */
+static inline uint64_t
+shm_rq_posted(const struct shm_qp *qp)
+{
+	return __atomic_load_n(&qp->rq_posted, __ATOMIC_ACQUIRE);
+}
+
+/** Receives of @p qp completed, as the thread that posts them may read them. */
+static inline uint64_t
+shm_rq_reaped(const struct shm_qp *qp)
+{
+	return __atomic_load_n(&qp->rq_reaped, __ATOMIC_ACQUIRE);
+}
 
 static inline struct shm_qp *to_sqp(struct rdp_qp *qp) { return container_of(qp, struct shm_qp, head); }
 static inline struct shm_cq *to_scq(struct rdp_cq *cq) { return container_of(cq, struct shm_cq, head); }

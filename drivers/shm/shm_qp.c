@@ -480,9 +480,9 @@ shm_qp_destroy(struct rdp_qp *q)
 			scq->ring[i & scq->ring_mask].qp = NULL;
 	/* receive completions it still had are dropped: uncount them */
 	done = __atomic_load_n(&qp->seg->rq_done, __ATOMIC_ACQUIRE);
-	if (done - qp->rq_reaped > qp->rq_posted - qp->rq_reaped)
+	if (done - qp->rq_reaped > shm_rq_posted(qp) - qp->rq_reaped)
 		done = qp->rq_reaped;
-	counted = qp->rq_counted - qp->rq_reaped <= qp->rq_posted - qp->rq_reaped ?
+	counted = qp->rq_counted - qp->rq_reaped <= shm_rq_posted(qp) - qp->rq_reaped ?
 		  qp->rq_counted : qp->rq_reaped;
 	if (counted < done)
 		counted = done;

@@ -668,7 +668,7 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 		uint64_t total = 0;
 		uint32_t j;
 
-		if (unlikely(qp->rq_posted - qp->rq_reaped >= q->cap.max_recv_wr)) {
+		if (unlikely(qp->rq_posted - shm_rq_reaped(qp) >= q->cap.max_recv_wr)) {
 			*err = -ENOMEM;
 			break;
 		}
@@ -707,7 +707,8 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 		post->wr_id = w->wr_id;
 		post->num_sge = w->num_sge;
 		post->total_len = (uint32_t)total;
-		qp->rq_posted++;
+		/* the entry and its record first: the CQ's poller may be another thread */
+		__atomic_store_n(&qp->rq_posted, qp->rq_posted + 1, __ATOMIC_RELEASE);
 	}
 	if (i > 0) {
 		RDP_STAT_ADD(qp->st_recv_posted, i);
@@ -774,7 +775,7 @@ rq_done_garbage(const struct shm_qp *qp)
 	uint64_t done = __atomic_load_n(&qp->seg->rq_done, __ATOMIC_ACQUIRE);
 
 	/* rq_done trails the entries' seq: behind what we reaped is fine */
-	return done - qp->rq_reaped > qp->rq_posted - qp->rq_reaped &&
+	return done - qp->rq_reaped > shm_rq_posted(qp) - qp->rq_reaped &&
 	       qp->rq_reaped - done > (uint64_t)qp->rq_mask + 1;
 }
 
@@ -784,7 +785,7 @@ rq_final(const struct shm_qp *qp)
 {
 	uint64_t final = qp->rq_final;
 
-	if (final - qp->rq_reaped > qp->rq_posted - qp->rq_reaped)
+	if (final - qp->rq_reaped > shm_rq_posted(qp) - qp->rq_reaped)
 		final = qp->rq_reaped; /* garbage claim index: wait for nothing */
 	return final;
 }
@@ -799,7 +800,7 @@ rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
 {
 	bool closed = __atomic_load_n(&qp->rq_closed, __ATOMIC_ACQUIRE);
 	bool dead = __atomic_load_n(&qp->peer_dead, __ATOMIC_ACQUIRE);
-	uint64_t limit = closed ? rq_final(qp) : qp->rq_posted;
+	uint64_t limit = closed ? rq_final(qp) : shm_rq_posted(qp);
 	int k = 0;
 
 	while (qp->rq_reaped != limit && k < n) {
@@ -828,7 +829,8 @@ rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
 		w->byte_len = bl;
 		w->imm = ent->imm;
 		w->qp_num = qp->head.qp_num;
-		qp->rq_reaped++;
+		/* after reading the entry and its record: the poster may reuse them */
+		__atomic_store_n(&qp->rq_reaped, qp->rq_reaped + 1, __ATOMIC_RELEASE);
 		if (unlikely(st != RDP_WC_SUCCESS) && shm_qp_set_error(qp)) {
 			/* a receive error moves the receiver's QP to error */
 			closed = true;
@@ -852,13 +854,15 @@ rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
 	if (k == 0)
 		qp->rq_checked = qp->rq_reaped;
 	if (closed && (qp->rq_reaped == rq_final(qp) || dead)) {
+		uint64_t posted = shm_rq_posted(qp);
+
 		if (qp->rq_counted < qp->rq_reaped)
 			qp->rq_counted = qp->rq_reaped;
-		if (qp->rq_counted != qp->rq_posted) {
-			cq_count_local(qp->rcq, (uint32_t)(qp->rq_posted - qp->rq_counted));
-			qp->rq_counted = qp->rq_posted;
+		if (qp->rq_counted != posted) {
+			cq_count_local(qp->rcq, (uint32_t)(posted - qp->rq_counted));
+			qp->rq_counted = posted;
 		}
-		while (qp->rq_reaped != qp->rq_posted && k < n) {
+		while (qp->rq_reaped != posted && k < n) {
 			struct rdp_wc *w = &wc[k++];
 
 			w->wr_id = qp->rq_post[qp->rq_reaped & qp->rq_mask].wr_id;
@@ -869,7 +873,7 @@ rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
 			w->byte_len = 0;
 			w->imm = 0;
 			w->qp_num = qp->head.qp_num;
-			qp->rq_reaped++;
+			__atomic_store_n(&qp->rq_reaped, qp->rq_reaped + 1, __ATOMIC_RELEASE);
 		}
 	}
 	return k;
@@ -990,7 +994,7 @@ peek_slot(struct shm_cq *cq, uint32_t slot)
 	if (slot == SHM_NO_SLOT)
 		return;
 	qp = __atomic_load_n(&cq->slot[slot], __ATOMIC_ACQUIRE);
-	if (qp != NULL && qp->rq_reaped != qp->rq_posted && rq_next_complete(qp) != NULL)
+	if (qp != NULL && qp->rq_reaped != shm_rq_posted(qp) && rq_next_complete(qp) != NULL)
 		shm_cq_pend_set(cq, slot);
 }
 
