@@ -8,7 +8,8 @@
 #   build-asan   clang with ASan+UBSan (and LeakSanitizer): unit, shm, e2e with fewer
 #                messages per stream, and a 20 s soak
 #   build-tsan   clang with ThreadSanitizer: suites race (lcore handoffs,
-#                pollers, both modes' streams), e2e and shm, fewer messages
+#                pollers, both modes' streams), e2e and shm with fewer
+#                messages, and a 20 s soak
 #   build-fuzz   clang with libFuzzer: each target for $RDP_FUZZ_SECONDS (30)
 #   valgrind     memcheck over build-test: a two-process stream, no error, no
 #                definite leak
@@ -88,10 +89,10 @@ if [ $quick = 0 ]; then
 			CC=clang run_lane build-asan lane -Dsanitize=true -Db_lundef=false -- \
 				"${asan_suites[@]}" || true
 		fi
-		if want race || want e2e || want shm; then
-			tsan_suites=(--suite race --suite e2e --suite shm)
+		if want race || want e2e || want shm || want soak; then
+			tsan_suites=(--suite race --suite e2e --suite shm --suite soak)
 			[ ${#only[@]} -gt 0 ] && tsan_suites=("${only[@]}")
-			RDP_E2E_COUNT=${RDP_E2E_COUNT:-5000} \
+			RDP_E2E_COUNT=${RDP_E2E_COUNT:-5000} RDP_SOAK_SECONDS=20 \
 			TSAN_OPTIONS="suppressions=$top/devtools/tsan.supp halt_on_error=1 exitcode=66" \
 			CC=clang run_lane build-tsan lane -Dtsan=true -Db_lundef=false -- \
 				"${tsan_suites[@]}" || true
