@@ -150,3 +150,132 @@ RDP_TEST(e2e, ep_qp_failing_during_its_handshake_ends_it_on_the_control_thread_t
 	rdp_cfg_free(cfg);
 	return 0;
 }
+
+/*
+ * The control thread hands an established endpoint's failure (its control
+ * connection closed, a QP_FATAL device event, the port down) to the
+ * endpoint's poller through the poller's inbox. Until the poller takes the
+ * item, the item must keep the endpoint alive: otherwise the poller can
+ * drop the last other reference in the same poll, the control thread frees
+ * the endpoint, and the poller then reads the freed endpoint to fail it
+ * (found by the ASan soak, seed 15005: a use after free in ep_inbox()).
+ * White-box: the poller is held inside an rdp_ep_call() while the control
+ * thread queues the failure, and the endpoint's references are counted.
+ */
+struct poller_gate {
+	bool held;   /* (atomic) the poller is inside stall() */
+	bool open;   /* (atomic) let it go */
+};
+
+static void
+stall(struct rdp_ep *ep, void *arg)
+{
+	struct poller_gate *g = arg;
+	double deadline = rdp_clock_s() + 10;
+
+	RTE_SET_USED(ep);
+	__atomic_store_n(&g->held, true, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&g->open, __ATOMIC_ACQUIRE) && rdp_clock_s() < deadline)
+		rte_pause();
+}
+
+/*
+ * This process's socket connected to 127.0.0.1:@p port (the client's
+ * control connection), found from outside: ep->fd belongs to the control
+ * thread.
+ */
+static int
+socket_connected_to(int port)
+{
+	int fd;
+
+	for (fd = 3; fd < 1024; fd++) {
+		struct sockaddr_in a;
+		socklen_t len = sizeof(a);
+
+		if (getpeername(fd, (struct sockaddr *)&a, &len) == 0 && a.sin_family == AF_INET &&
+		    ntohs(a.sin_port) == port)
+			return fd;
+	}
+	return -1;
+}
+
+static struct rdp_ep *accepted_ep; /* (atomic) */
+
+static void
+keep_accepted(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
+{
+	RTE_SET_USED(err);
+	RTE_SET_USED(arg);
+	if (st == RDP_EP_ESTABLISHED)
+		__atomic_store_n(&accepted_ep, ep, __ATOMIC_RELEASE);
+}
+
+static const struct rdp_ep_ops keeping_ops = { .on_recv = stream_recv_free_all,
+					       .on_state = keep_accepted };
+
+RDP_TEST(e2e, ep_failure_queued_for_the_poller_holds_its_endpoint)
+{
+	struct rdp_ep_params pcli = { .ops = &counting_ops, .lcore = -1 };
+	struct rdp_ep_params psrv = { .ops = &keeping_ops, .lcore = -1 };
+	struct poller_gate gate = { 0 };
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	FILE *log_stream;
+	unsigned int refs;
+	double deadline;
+	char addr[64];
+	int port;
+
+	rdp_test_eal_init("0-1");
+	log_stream = fmemopen(log_buf, sizeof(log_buf) - 1, "w");
+	RDP_ASSERT(log_stream != NULL);
+	setvbuf(log_stream, NULL, _IONBF, 0);
+	rte_openlog_stream(log_stream);
+	cfg = stream_cfg("shm", 4096);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &pcli);
+	RDP_ASSERT_MSG(ep != NULL, "rdp_connect: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), 0);
+	deadline = rdp_clock_s() + 5;
+	while (__atomic_load_n(&accepted_ep, __ATOMIC_ACQUIRE) == NULL)
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server side never established");
+
+	/* hold the poller, then break the client's control connection */
+	RDP_ASSERT_EQ(rdp_ep_call(ep, stall, &gate), 0);
+	while (!__atomic_load_n(&gate.held, __ATOMIC_ACQUIRE))
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "rdp_ep_call() never ran");
+	refs = atomic_load(&ep->refs);
+	RDP_ASSERT_EQ(shutdown(socket_connected_to(port), SHUT_RDWR), 0);
+	/* the control thread logs the closed connection, then queues the failure */
+	while (strstr(log_buf, "control connection to") == NULL) {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the control thread saw no closed "
+			       "connection:\n%s", log_buf);
+		usleep(1000);
+	}
+	deadline = rdp_clock_s() + 1;
+	while (atomic_load(&ep->refs) != refs + 1 && rdp_clock_s() < deadline)
+		usleep(1000);
+	RDP_ASSERT_MSG(atomic_load(&ep->refs) == refs + 1,
+		       "the queued failure holds no reference: %u references, %u before",
+		       atomic_load(&ep->refs), refs);
+
+	/* the poller fails it and lets the reference go */
+	__atomic_store_n(&gate.open, true, __ATOMIC_RELEASE);
+	wait_count(&failed_events, 1, "FAILED");
+	deadline = rdp_clock_s() + 5;
+	while (atomic_load(&ep->refs) != refs)
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%u references, %u before",
+			       atomic_load(&ep->refs), refs);
+	rdp_ep_close(ep);
+	wait_count(&closed_events, 1, "CLOSED");
+	rdp_ep_close(__atomic_load_n(&accepted_ep, __ATOMIC_ACQUIRE));
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rte_openlog_stream(NULL);
+	fclose(log_stream);
+	rdp_cfg_free(cfg);
+	return 0;
+}

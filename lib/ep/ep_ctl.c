@@ -110,6 +110,19 @@ poller_push(struct rdp_ep *ep, enum inbox_tag tag)
 		usleep(10);
 }
 
+/*
+ * Hand an established endpoint's failure (ctl_err) to its poller. The
+ * queued item holds a reference until the poller took it: in the meantime
+ * the poller may drop every other one, and the endpoint must not be freed
+ * under the item.
+ */
+static void
+poller_push_fail(struct rdp_ep *ep)
+{
+	atomic_fetch_add(&ep->refs, 1);
+	poller_push(ep, TAG_FAIL);
+}
+
 void
 ctl_retire(struct rdp_ep *ep)
 {
@@ -608,7 +621,7 @@ est_event(struct rdp_ep *ep)
 	TAILQ_REMOVE(&ctl.established, ep, ctl_next);
 	ep->hs = HS_NONE;
 	ep->ctl_err = n > 0 ? -EPROTO : -ECONNRESET;
-	poller_push(ep, TAG_FAIL);
+	poller_push_fail(ep);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -873,7 +886,7 @@ device_events(void)
 				TAILQ_REMOVE(&ctl.established, ep, ctl_next);
 				ep->hs = HS_NONE;
 				ep->ctl_err = -EIO;
-				poller_push(ep, TAG_FAIL);
+				poller_push_fail(ep);
 			}
 			break;
 		case RDP_EVENT_CQ_ERR:
@@ -888,7 +901,7 @@ device_events(void)
 				TAILQ_REMOVE(&ctl.established, ep, ctl_next);
 				ep->hs = HS_NONE;
 				ep->ctl_err = -ENETDOWN;
-				poller_push(ep, TAG_FAIL);
+				poller_push_fail(ep);
 			}
 			break;
 		case RDP_EVENT_PORT_ACTIVE:

@@ -857,6 +857,7 @@ ep_inbox(struct rdp_poller *p, void *const *items, unsigned int n)
 					"the port went down" : ep->ctl_err == -EPROTO ?
 					"unexpected bytes on the control connection" :
 					"the control connection to the peer closed (peer gone)");
+			ep_unref(ep); /* the item's reference (poller_push_fail()) */
 			break;
 		case TAG_CLOSE:
 			ep_close_local(ep);

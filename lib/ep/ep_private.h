@@ -44,7 +44,7 @@ enum inbox_tag {
 	TAG_SEND = 0,  /* struct rdp_msg *: send it */
 	TAG_FREE = 1,  /* struct rdp_msg *: a received message was freed */
 	TAG_ADMIT = 2, /* struct rdp_ep *: take ownership */
-	TAG_FAIL = 3,  /* struct rdp_ep *: the control side saw it fail */
+	TAG_FAIL = 3,  /* struct rdp_ep *: the control side saw it fail (holds a reference) */
 	TAG_CLOSE = 4, /* struct rdp_ep *: the application closed it */
 	TAG_RELEASE = 5, /* struct rdp_ep *: its last reference is gone */
 	TAG_CALL = 6,  /* struct ep_call *: run a function (rdp_ep_call) */
