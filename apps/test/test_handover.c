@@ -40,6 +40,25 @@ count_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
 		__atomic_fetch_add(&closed_events, 1, __ATOMIC_RELEASE);
 }
 
+/* The library's log goes to log_buf, unbuffered, until release_log(). */
+static FILE *
+capture_log(void)
+{
+	FILE *f = fmemopen(log_buf, sizeof(log_buf) - 1, "w");
+
+	RDP_ASSERT(f != NULL);
+	setvbuf(f, NULL, _IONBF, 0);
+	rte_openlog_stream(f);
+	return f;
+}
+
+static void
+release_log(FILE *f)
+{
+	rte_openlog_stream(NULL);
+	fclose(f);
+}
+
 /* On the endpoint's poller, which may destroy the QP right after. */
 static void
 qp_to_error(struct rdp_ep *ep, void *arg)
@@ -96,10 +115,7 @@ RDP_TEST(e2e, ep_qp_failing_during_its_handshake_ends_it_on_the_control_thread_t
 	FILE *log_stream;
 
 	rdp_test_eal_init("0-1");
-	log_stream = fmemopen(log_buf, sizeof(log_buf) - 1, "w");
-	RDP_ASSERT(log_stream != NULL);
-	setvbuf(log_stream, NULL, _IONBF, 0);
-	rte_openlog_stream(log_stream);
+	log_stream = capture_log();
 	cfg = stream_cfg("shm", 4096);
 	RDP_ASSERT(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "handshake_timeout_ms", "30000", "test") == 0);
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
@@ -145,8 +161,7 @@ RDP_TEST(e2e, ep_qp_failing_during_its_handshake_ends_it_on_the_control_thread_t
 	close(cfd);
 	close(lfd);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
-	rte_openlog_stream(NULL);
-	fclose(log_stream);
+	release_log(log_stream);
 	rdp_cfg_free(cfg);
 	return 0;
 }
@@ -228,10 +243,7 @@ RDP_TEST(e2e, ep_failure_queued_for_the_poller_holds_its_endpoint)
 	int port;
 
 	rdp_test_eal_init("0-1");
-	log_stream = fmemopen(log_buf, sizeof(log_buf) - 1, "w");
-	RDP_ASSERT(log_stream != NULL);
-	setvbuf(log_stream, NULL, _IONBF, 0);
-	rte_openlog_stream(log_stream);
+	log_stream = capture_log();
 	cfg = stream_cfg("shm", 4096);
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
 	port = rdp_listen("127.0.0.1:0", &psrv);
@@ -274,8 +286,7 @@ RDP_TEST(e2e, ep_failure_queued_for_the_poller_holds_its_endpoint)
 	wait_count(&closed_events, 1, "CLOSED");
 	rdp_ep_close(__atomic_load_n(&accepted_ep, __ATOMIC_ACQUIRE));
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
-	rte_openlog_stream(NULL);
-	fclose(log_stream);
+	release_log(log_stream);
 	rdp_cfg_free(cfg);
 	return 0;
 }
