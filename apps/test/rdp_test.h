@@ -111,6 +111,21 @@ int rdp_test_eal_init_telemetry(const char *lcores, const char *prefix);
 /** The path of the running test binary (for tests that spawn helpers). */
 const char *rdp_test_self(void);
 
+/** Size of rdp_test_log, its last byte always NUL. */
+#define RDP_TEST_LOG_SIZE (1 << 16)
+
+/** What the library logged since the last rdp_test_log_capture() (NUL-terminated). */
+extern char rdp_test_log[RDP_TEST_LOG_SIZE];
+
+/**
+ * Send the library's log to rdp_test_log, unbuffered, starting empty; a
+ * capture already running starts again from empty.
+ */
+void rdp_test_log_capture(void);
+
+/** Give the library's log back to stderr. */
+void rdp_test_log_release(void);
+
 #define RDP_ASSERT(cond) do { \
 	if (unlikely(!(cond))) \
 		rdp_test_fail(__FILE__, __LINE__, "assertion failed: %s", #cond); \

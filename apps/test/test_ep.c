@@ -104,6 +104,28 @@ assert_clean(struct stream_side *s)
 }
 
 /*
+ * The end of a two-sided test: close both sides once each has heard
+ * ESTABLISHED, wait for both CLOSED events, rdp_fini(), free @p cfg.
+ */
+static int
+close_pair_and_fini(struct stream_side *srv, struct stream_side *cli, struct rdp_cfg *cfg)
+{
+	double deadline = rdp_clock_s() + 5;
+
+	while (stream_ep(srv) == NULL || stream_ep(cli) == NULL) {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "a side never heard ESTABLISHED");
+		usleep(1000);
+	}
+	rdp_ep_close(stream_ep(cli));
+	rdp_ep_close(stream_ep(srv));
+	wait_closed(cli);
+	wait_closed(srv);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/*
  * stream_cfg(@p driver) with the [global] KEY, VALUE pairs that follow
  * (NULL-terminated), validated, then rdp_init(): the start of most tests.
  */
@@ -156,13 +178,7 @@ stream_in_process(const char *driver, bool pipeline, uint64_t count)
 	printf("%" PRIu64 " messages each way in %.2f s\n", count, rdp_clock_s() - t0);
 	assert_clean(&srv);
 	assert_clean(&cli);
-	rdp_ep_close(stream_ep(&cli));
-	rdp_ep_close(stream_ep(&srv));
-	wait_closed(&cli);
-	wait_closed(&srv);
-	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
-	rdp_cfg_free(cfg);
-	return 0;
+	return close_pair_and_fini(&srv, &cli, cfg);
 }
 
 RDP_TEST(e2e, ep_stream_rtc_in_process_recv_first_is_exact)
@@ -386,19 +402,6 @@ listen_stream_server(struct stream_side *srv)
 	return port;
 }
 
-static char log_buf[1 << 16];
-static FILE *log_stream;
-
-static void
-capture_logs(void)
-{
-	memset(log_buf, 0, sizeof(log_buf));
-	log_stream = fmemopen(log_buf, sizeof(log_buf) - 1, "w");
-	RDP_ASSERT(log_stream != NULL);
-	setvbuf(log_stream, NULL, _IONBF, 0);
-	rte_openlog_stream(log_stream);
-}
-
 /* Read until the server closes; return bytes read (a REJECT is 200). */
 static ssize_t
 read_until_closed(int fd, uint8_t *buf, size_t len, double timeout_s)
@@ -467,9 +470,9 @@ run_garbage(int port, const struct garbage_case *c, double timeout_s)
 			       c->what, rej.reason);
 	}
 	deadline = rdp_clock_s() + 15;
-	while (strstr(log_buf, c->log) == NULL) {
+	while (strstr(rdp_test_log, c->log) == NULL) {
 		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: log lacks \"%s\":\n%s", c->what, c->log,
-			       log_buf);
+			       rdp_test_log);
 		usleep(1000);
 	}
 	while (rdp_endpoint_count() != 0) {
@@ -491,7 +494,7 @@ RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
 	rdp_test_eal_init("0-1");
 	cfg = init_with("shm", "handshake_timeout_ms", "300", NULL);
 	port = listen_stream_server(&srv);
-	capture_logs();
+	rdp_test_log_capture();
 
 	cases[0].what = "random bytes";
 	for (i = 0; i < RDP_HELLO_LEN; i++)
@@ -535,12 +538,11 @@ RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
 	cases[5].reject = "field 'driver'";
 
 	for (i = 0; i < RTE_DIM(cases); i++) {
-		memset(log_buf, 0, sizeof(log_buf));
-		rewind(log_stream);
+		rdp_test_log_capture();
 		run_garbage(port, &cases[i], 3);
 		printf("ok: %s\n", cases[i].what);
 	}
-	rte_openlog_stream(NULL);
+	rdp_test_log_release();
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
 	return 0;
@@ -622,19 +624,6 @@ small_pair_up(struct stream_side *srv, struct stream_side *cli)
 	return cfg;
 }
 
-/* Close both sides of small_pair_up() and shut the library down. */
-static int
-small_pair_down(struct stream_side *srv, struct stream_side *cli, struct rdp_cfg *cfg)
-{
-	rdp_ep_close(stream_ep(cli));
-	rdp_ep_close(stream_ep(srv));
-	wait_closed(cli);
-	wait_closed(srv);
-	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
-	rdp_cfg_free(cfg);
-	return 0;
-}
-
 RDP_TEST(e2e, ep_oversized_message_is_refused_with_emsgsize)
 {
 	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
@@ -646,7 +635,7 @@ RDP_TEST(e2e, ep_oversized_message_is_refused_with_emsgsize)
 	RDP_ASSERT_EQ(rte_errno, EMSGSIZE);
 	RDP_ASSERT_EQ(stream_pump(sides, 2, 30), 0);
 	assert_clean(&cli);
-	return small_pair_down(&srv, &cli, cfg);
+	return close_pair_and_fini(&srv, &cli, cfg);
 }
 
 /* Allocate from the send pool in bursts of @p burst until it is empty. */
@@ -707,7 +696,7 @@ RDP_TEST(e2e, ep_msg_alloc_bulk_is_all_or_none_and_free_bulk_loses_nothing)
 	RDP_ASSERT_EQ(again, total);
 	for (i = 0; i < again; i += 64)
 		rdp_msg_free_bulk(&held[i], (uint16_t)RTE_MIN(64u, again - i));
-	return small_pair_down(&srv, &cli, cfg);
+	return close_pair_and_fini(&srv, &cli, cfg);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -771,13 +760,7 @@ RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
 	RDP_ASSERT_MSG(strstr(out, "\"endpoints\":2") != NULL, "%s", out);
 	RDP_ASSERT_EQ(stream_pump(sides, 2, 120), 0);
 	assert_clean(&cli);
-	rdp_ep_close(stream_ep(&cli));
-	rdp_ep_close(stream_ep(&srv));
-	wait_closed(&cli);
-	wait_closed(&srv);
-	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
-	rdp_cfg_free(cfg);
-	return 0;
+	return close_pair_and_fini(&srv, &cli, cfg);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -801,7 +784,7 @@ RDP_TEST(e2e, ep_cq_admission_grows_the_cq_then_refuses_with_the_numbers)
 	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_endpoints", "4", "test"), 0);
 	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
-	capture_logs();
+	rdp_test_log_capture();
 	side_init(&srv[0], "server", 1, 2, 0, false);
 	stream_params(&srv[0], &psrv);
 	port = rdp_listen("127.0.0.1:0", &psrv);
@@ -816,12 +799,12 @@ RDP_TEST(e2e, ep_cq_admission_grows_the_cq_then_refuses_with_the_numbers)
 			RDP_ASSERT_EQ(rdp_ep_wait_established(ep[i], 5000), 0);
 	}
 	/* the second connection grew the CQ to what 4 endpoints need */
-	RDP_ASSERT_MSG(strstr(log_buf, "lcore 1: CQ grown to 516 entries") != NULL, "%s", log_buf);
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: CQ grown to 516 entries") != NULL, "%s", rdp_test_log);
 	/* the third one does not fit: refused, naming the lcore and the budget */
 	RDP_ASSERT_EQ(rdp_ep_wait_established(ep[2], 5000), -ENOSPC);
-	RDP_ASSERT_MSG(strstr(log_buf, "lcore 1: CQ budget exhausted: 516 entries reserved, "
-			      "this endpoint needs 129 more") != NULL, "%s", log_buf);
-	rte_openlog_stream(NULL);
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: CQ budget exhausted: 516 entries reserved, "
+			      "this endpoint needs 129 more") != NULL, "%s", rdp_test_log);
+	rdp_test_log_release();
 	for (i = 0; i < 3; i++) {
 		rdp_ep_close(ep[i]);
 		wait_closed(&cli[i]);
@@ -847,13 +830,7 @@ RDP_TEST(e2e, ep_shared_secret_admits_a_peer_that_knows_it)
 	RDP_ASSERT_EQ(stream_pump(sides, 2, 30), 0);
 	assert_clean(&cli);
 	assert_clean(&srv);
-	rdp_ep_close(stream_ep(&cli));
-	rdp_ep_close(stream_ep(&srv));
-	wait_closed(&cli);
-	wait_closed(&srv);
-	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
-	rdp_cfg_free(cfg);
-	return 0;
+	return close_pair_and_fini(&srv, &cli, cfg);
 }
 
 /* A hand-made client: a real QP of its own, named in the HELLO it sends. */
@@ -928,7 +905,7 @@ RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 	rdp_test_eal_init("0-1");
 	cfg = init_with("shm", "secret", "correct horse", NULL);
 	port = listen_stream_server(&srv);
-	capture_logs();
+	rdp_test_log_capture();
 
 	/* 1. a peer without the secret is told why and dropped */
 	fd = stream_raw_connect(port);
@@ -957,13 +934,13 @@ RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 	read_until_closed(fd, back, sizeof(back), 3);
 	close(fd);
 	deadline = rdp_clock_s() + 3;
-	while (strstr(log_buf, "the client failed authentication") == NULL ||
+	while (strstr(rdp_test_log, "the client failed authentication") == NULL ||
 	       rdp_endpoint_count() != 0) {
 		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no refusal (%u endpoints):\n%s",
-			       rdp_endpoint_count(), log_buf);
+			       rdp_endpoint_count(), rdp_test_log);
 		usleep(1000);
 	}
-	rte_openlog_stream(NULL);
+	rdp_test_log_release();
 	raw_client_close(&rc);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
@@ -991,7 +968,7 @@ RDP_TEST(e2e, ep_failed_by_its_poller_while_waiting_for_ready_leaves_the_handsha
 	rdp_test_eal_init("0-1");
 	cfg = init_with("shm", "handshake_timeout_ms", "1500", NULL);
 	port = listen_stream_server(&srv);
-	capture_logs();
+	rdp_test_log_capture();
 
 	/* a peer with a real QP gets its HELLO_ACK and never sends READY */
 	raw_client_open(&rc, &h);
@@ -1004,14 +981,14 @@ RDP_TEST(e2e, ep_failed_by_its_poller_while_waiting_for_ready_leaves_the_handsha
 	deadline = rdp_clock_s() + 5;
 	while (rdp_endpoint_count() != 0) {
 		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%u endpoints left:\n%s",
-			       rdp_endpoint_count(), log_buf);
+			       rdp_endpoint_count(), rdp_test_log);
 		usleep(1000);
 	}
 	/* the handshake deadline passes with nothing left to expire */
 	usleep(2500 * 1000);
-	RDP_ASSERT_MSG(strstr(log_buf, "no progress within 1500 ms") == NULL,
-		       "a released endpoint's handshake expired:\n%s", log_buf);
-	rte_openlog_stream(NULL);
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "no progress within 1500 ms") == NULL,
+		       "a released endpoint's handshake expired:\n%s", rdp_test_log);
+	rdp_test_log_release();
 	close(fd);
 	raw_client_close(&rc);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
@@ -1186,13 +1163,7 @@ RDP_TEST(e2e, ep_stream_two_pollers_from_config_sections_is_exact)
 	RDP_ASSERT_EQ(rdp_ep_lcore(stream_ep(&cli)), 2);
 	assert_clean(&srv);
 	assert_clean(&cli);
-	rdp_ep_close(stream_ep(&cli));
-	rdp_ep_close(stream_ep(&srv));
-	wait_closed(&cli);
-	wait_closed(&srv);
-	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
-	rdp_cfg_free(cfg);
-	return 0;
+	return close_pair_and_fini(&srv, &cli, cfg);
 }
 
 RDP_TEST(e2e, ep_server_posts_every_receive_before_its_hello_ack)
@@ -1424,26 +1395,6 @@ RDP_TEST(e2e, ep_accepted_endpoint_hears_established_before_messages_sent_at_onc
 	return 0;
 }
 
-/*
- * Close a client endpoint and the server side it was accepted as (once
- * that side has heard ESTABLISHED), wait for both CLOSED events, then
- * rdp_fini() and free the configuration: the end of the listener tests.
- */
-static int
-close_pair_and_fini(struct rdp_ep *ep, struct stream_side *cli, struct stream_side *srv,
-		    struct rdp_cfg *cfg)
-{
-	rdp_ep_close(ep);
-	wait_closed(cli);
-	while (__atomic_load_n(&srv->ep, __ATOMIC_ACQUIRE) == NULL)
-		usleep(1000);
-	rdp_ep_close(stream_ep(srv));
-	wait_closed(srv);
-	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
-	rdp_cfg_free(cfg);
-	return 0;
-}
-
 RDP_TEST(e2e, ep_handshakes_beyond_the_limit_wait_their_turn)
 {
 	struct stream_side srv, cli;
@@ -1475,7 +1426,7 @@ RDP_TEST(e2e, ep_handshakes_beyond_the_limit_wait_their_turn)
 	close(fd[0]);
 	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 10000), 0);
 	close(fd[1]);
-	return close_pair_and_fini(ep, &cli, &srv, cfg);
+	return close_pair_and_fini(&srv, &cli, cfg);
 }
 
 static uint64_t many_received;
@@ -1613,7 +1564,7 @@ RDP_TEST(e2e, ep_listener_opened_at_the_handshake_limit_waits_without_spinning)
 	close(fd);
 	close(fd2);
 	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 10000), 0);
-	return close_pair_and_fini(ep, &cli, &srv2, cfg);
+	return close_pair_and_fini(&srv2, &cli, cfg);
 }
 
 /* A TCP connect to 127.0.0.1:port, closed at once; 0 or the connect's errno. */
@@ -1659,13 +1610,8 @@ RDP_TEST(e2e, ep_listen_close_refuses_new_peers_and_keeps_the_accepted_one)
 	RDP_ASSERT_EQ(rdp_listen(addr, &psrv), port);
 	RDP_ASSERT_EQ(tcp_connect_errno(port), 0);
 	RDP_ASSERT_EQ(rdp_listen_close(port), 0);
-	rdp_ep_close(stream_ep(&cli));
-	rdp_ep_close(stream_ep(&srv));
-	wait_closed(&cli);
-	wait_closed(&srv);
-	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	close_pair_and_fini(&srv, &cli, cfg);
 	RDP_ASSERT_EQ(rdp_listen_close(port), -ENODEV);
-	rdp_cfg_free(cfg);
 	return 0;
 }
 

@@ -26,7 +26,6 @@
 #include "rdp_test.h"
 
 static unsigned int failed_events, closed_events; /* (atomic) */
-static char log_buf[1 << 16];
 
 static void
 count_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
@@ -38,25 +37,6 @@ count_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
 		__atomic_fetch_add(&failed_events, 1, __ATOMIC_RELEASE);
 	else if (st == RDP_EP_CLOSED)
 		__atomic_fetch_add(&closed_events, 1, __ATOMIC_RELEASE);
-}
-
-/* The library's log goes to log_buf, unbuffered, until release_log(). */
-static FILE *
-capture_log(void)
-{
-	FILE *f = fmemopen(log_buf, sizeof(log_buf) - 1, "w");
-
-	RDP_ASSERT(f != NULL);
-	setvbuf(f, NULL, _IONBF, 0);
-	rte_openlog_stream(f);
-	return f;
-}
-
-static void
-release_log(FILE *f)
-{
-	rte_openlog_stream(NULL);
-	fclose(f);
 }
 
 /* On the endpoint's poller, which may destroy the QP right after. */
@@ -112,10 +92,9 @@ RDP_TEST(e2e, ep_qp_failing_during_its_handshake_ends_it_on_the_control_thread_t
 	char addr[64];
 	void *item;
 
-	FILE *log_stream;
 
 	rdp_test_eal_init("0-1");
-	log_stream = capture_log();
+	rdp_test_log_capture();
 	cfg = stream_cfg("shm", 4096);
 	RDP_ASSERT(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "handshake_timeout_ms", "30000", "test") == 0);
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
@@ -144,8 +123,8 @@ RDP_TEST(e2e, ep_qp_failing_during_its_handshake_ends_it_on_the_control_thread_t
 	 * the poller tears the endpoint down */
 	RDP_ASSERT_EQ(rdp_ep_call(ep, qp_to_error, NULL), 0);
 	wait_count(&failed_events, 1, "FAILED");
-	RDP_ASSERT_MSG(strstr(log_buf, "failed: its QP went to error during the handshake") != NULL,
-		       "the control thread did not end the handshake:\n%s", log_buf);
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "failed: its QP went to error during the handshake") != NULL,
+		       "the control thread did not end the handshake:\n%s", rdp_test_log);
 
 	/* a second handover (it would free the slot again) is ignored */
 	item = tag_ptr(ep, TAG_ADMIT);
@@ -161,7 +140,7 @@ RDP_TEST(e2e, ep_qp_failing_during_its_handshake_ends_it_on_the_control_thread_t
 	close(cfd);
 	close(lfd);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
-	release_log(log_stream);
+	rdp_test_log_release();
 	rdp_cfg_free(cfg);
 	return 0;
 }
@@ -236,14 +215,13 @@ RDP_TEST(e2e, ep_failure_queued_for_the_poller_holds_its_endpoint)
 	struct poller_gate gate = { 0 };
 	struct rdp_cfg *cfg;
 	struct rdp_ep *ep;
-	FILE *log_stream;
 	unsigned int refs;
 	double deadline;
 	char addr[64];
 	int port;
 
 	rdp_test_eal_init("0-1");
-	log_stream = capture_log();
+	rdp_test_log_capture();
 	cfg = stream_cfg("shm", 4096);
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
 	port = rdp_listen("127.0.0.1:0", &psrv);
@@ -263,9 +241,9 @@ RDP_TEST(e2e, ep_failure_queued_for_the_poller_holds_its_endpoint)
 	refs = atomic_load(&ep->refs);
 	RDP_ASSERT_EQ(shutdown(socket_connected_to(port), SHUT_RDWR), 0);
 	/* the control thread logs the closed connection, then queues the failure */
-	while (strstr(log_buf, "control connection to") == NULL) {
+	while (strstr(rdp_test_log, "control connection to") == NULL) {
 		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the control thread saw no closed "
-			       "connection:\n%s", log_buf);
+			       "connection:\n%s", rdp_test_log);
 		usleep(1000);
 	}
 	deadline = rdp_clock_s() + 1;
@@ -286,7 +264,7 @@ RDP_TEST(e2e, ep_failure_queued_for_the_poller_holds_its_endpoint)
 	wait_count(&closed_events, 1, "CLOSED");
 	rdp_ep_close(__atomic_load_n(&accepted_ep, __ATOMIC_ACQUIRE));
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
-	release_log(log_stream);
+	rdp_test_log_release();
 	rdp_cfg_free(cfg);
 	return 0;
 }

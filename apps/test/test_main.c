@@ -8,13 +8,16 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_log.h>
 
 #include "rdp_test.h"
 
@@ -96,6 +99,32 @@ rdp_test_driver_or(const char *dflt)
 	if (driver_spec != NULL)
 		return driver_spec;
 	return env != NULL && env[0] != '\0' ? env : dflt;
+}
+
+char rdp_test_log[RDP_TEST_LOG_SIZE];
+static FILE *log_capture;
+
+void
+rdp_test_log_capture(void)
+{
+	memset(rdp_test_log, 0, sizeof(rdp_test_log));
+	if (log_capture != NULL) {
+		rewind(log_capture);
+		return;
+	}
+	log_capture = fmemopen(rdp_test_log, sizeof(rdp_test_log) - 1, "w");
+	RDP_ASSERT(log_capture != NULL);
+	setvbuf(log_capture, NULL, _IONBF, 0);
+	rte_openlog_stream(log_capture);
+}
+
+void
+rdp_test_log_release(void)
+{
+	rte_openlog_stream(NULL);
+	if (log_capture != NULL)
+		fclose(log_capture);
+	log_capture = NULL;
 }
 
 const char *

@@ -81,24 +81,14 @@ static const struct rdp_ep_ops srv_ops = {
 
 /* ---- the server's log, kept to check what it says ---- */
 
-static char log_buf[1 << 16];
-static FILE *log_stream;
-
-static void
-log_reset(void)
-{
-	memset(log_buf, 0, sizeof(log_buf));
-	rewind(log_stream);
-}
-
 static void
 wait_log(const char *what, const char *text)
 {
 	double deadline = rdp_clock_s() + 5;
 
-	while (strstr(log_buf, text) == NULL) {
+	while (strstr(rdp_test_log, text) == NULL) {
 		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: the server's log lacks \"%s\":\n%s", what,
-			       text, log_buf);
+			       text, rdp_test_log);
 		usleep(1000);
 	}
 }
@@ -255,7 +245,7 @@ wait_released(const char *what)
 			       rdp_ep_state_str(__atomic_load_n(&srv.state, __ATOMIC_ACQUIRE)));
 		usleep(1000);
 	}
-	RDP_ASSERT_MSG(strstr(log_buf, "missing") == NULL, "%s: %s", what, log_buf);
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "missing") == NULL, "%s: %s", what, rdp_test_log);
 }
 
 struct wire_case {
@@ -317,10 +307,7 @@ RDP_TEST(e2e, ep_hostile_frames_fail_the_endpoint_naming_the_rule_and_leak_nothi
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
 	port = rdp_listen("127.0.0.1:0", &prm);
 	RDP_ASSERT(port > 0);
-	log_stream = fmemopen(log_buf, sizeof(log_buf) - 1, "w");
-	RDP_ASSERT(log_stream != NULL);
-	setvbuf(log_stream, NULL, _IONBF, 0);
-	rte_openlog_stream(log_stream);
+	rdp_test_log_capture();
 
 	r.dev = rdp_dev_open("shm");
 	RDP_ASSERT(r.dev != NULL);
@@ -333,7 +320,7 @@ RDP_TEST(e2e, ep_hostile_frames_fail_the_endpoint_naming_the_rule_and_leak_nothi
 		const struct wire_case *c = &cases[i];
 		double deadline = rdp_clock_s() + 5;
 
-		log_reset();
+		rdp_test_log_capture();
 		memset(&srv, 0, sizeof(srv));
 		raw_establish(&r, port);
 		while (__atomic_load_n(&srv.ep, __ATOMIC_ACQUIRE) == NULL)
@@ -353,7 +340,7 @@ RDP_TEST(e2e, ep_hostile_frames_fail_the_endpoint_naming_the_rule_and_leak_nothi
 
 	/* a peer that starts a message and never ends it holds only the
 	 * receive buffers it was granted, and they come back when it goes */
-	log_reset();
+	rdp_test_log_capture();
 	memset(&srv, 0, sizeof(srv));
 	raw_establish(&r, port);
 	{
@@ -373,7 +360,7 @@ RDP_TEST(e2e, ep_hostile_frames_fail_the_endpoint_naming_the_rule_and_leak_nothi
 	}
 
 	/* garbage on the control socket of an established endpoint */
-	log_reset();
+	rdp_test_log_capture();
 	memset(&srv, 0, sizeof(srv));
 	raw_establish(&r, port);
 	while (__atomic_load_n(&srv.ep, __ATOMIC_ACQUIRE) == NULL)
@@ -388,7 +375,7 @@ RDP_TEST(e2e, ep_hostile_frames_fail_the_endpoint_naming_the_rule_and_leak_nothi
 	printf("ok: bytes on an established control connection fail it with EPROTO\n");
 
 	/* the listener still serves a well-behaved raw peer */
-	log_reset();
+	rdp_test_log_capture();
 	memset(&srv, 0, sizeof(srv));
 	raw_establish(&r, port);
 	{
@@ -404,7 +391,7 @@ RDP_TEST(e2e, ep_hostile_frames_fail_the_endpoint_naming_the_rule_and_leak_nothi
 	}
 	raw_close(&r);
 	wait_released("a good peer");
-	rte_openlog_stream(NULL);
+	rdp_test_log_release();
 
 	RDP_ASSERT_EQ(rdp_mr_free(r.mr), 0);
 	RDP_ASSERT_EQ(rdp_pd_free(r.pd), 0);
