@@ -16,6 +16,7 @@
 #include <rte_prefetch.h>
 
 #include "rdp_clock.h"
+#include "rdp_hop.h"
 #include "shm_private.h"
 
 /* exec result meaning "not now": the WR stays queued */
@@ -401,9 +402,18 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 	if (unlikely(qp->peer_rq_claimed != qp->peer_rq_ci))
 		sq_claims_return(qp, b);
 	if (b->nremote > 0) {
-		for (i = b->first; i != qp->peer_rq_ci; i++)
-			__atomic_store_n(&shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride, i)->seq,
-					 shm_rq_seq(i), __ATOMIC_RELEASE);
+		for (i = b->first; i != qp->peer_rq_ci; i++) {
+			struct shm_rq_ent *ent = shm_rq_ent(peer->ents, peer->rq_mask,
+							    peer->rq_stride, i);
+#ifdef RDP_HOP_TRACE
+			/* data, not pure acks; read before the entry is the peer's */
+			bool data = ent->byte_len > 0;
+#endif
+
+			RDP_HOP_MARK_IF(data, RDP_HOP_PUBLISH);
+			__atomic_store_n(&ent->seq, shm_rq_seq(i), __ATOMIC_RELEASE);
+			RDP_HOP_MARK_IF(data, RDP_HOP_VISIBLE);
+		}
 		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
 		cq_count_remote(peer->cseg, b->nremote);
 		/*
@@ -817,6 +827,7 @@ rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
 		st = __atomic_load_n(&ent->status, __ATOMIC_RELAXED);
 		bl = __atomic_load_n(&ent->byte_len, __ATOMIC_RELAXED);
 		flags = __atomic_load_n(&ent->wc_flags, __ATOMIC_RELAXED);
+		RDP_HOP_MARK_IF(bl > 0, RDP_HOP_REAPED);
 		if (unlikely(st >= RDP_WC_STATUS_MAX || (st == RDP_WC_SUCCESS && bl > post->total_len)))
 			st = RDP_WC_GENERAL_ERR;
 		else if ((flags & SHM_ENT_INLINE) && st == RDP_WC_SUCCESS)

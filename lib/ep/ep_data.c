@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "ep_private.h"
+#include "rdp_hop.h"
 
 /* WRs built per progress call: data chunks, then room for a reclaim + ack. */
 #define TX_BURST 32
@@ -161,8 +162,10 @@ deliver(struct rdp_ep *ep)
 			if (kind == RDP_EV_STATE)
 				break;
 		}
-		if (kind == RDP_EV_RECV)
+		if (kind == RDP_EV_RECV) {
 			held_inc(ep, n);
+			RDP_HOP_MARK(RDP_HOP_DELIVER);
+		}
 		/* read now: once in the ring, the application may free it at once */
 		closed = kind == RDP_EV_STATE && batch[0]->user_data == RDP_EP_CLOSED;
 		/* pipeline: the endpoint lives until the event is freed, unless
@@ -974,6 +977,7 @@ rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n)
 	void *items[64];
 	uint16_t i, done = 0;
 
+	RDP_HOP_MARK(RDP_HOP_APP_SEND);
 	if (unlikely(ep_get_state(ep) != RDP_EP_ESTABLISHED)) {
 		rte_errno = ENOTCONN;
 		return 0;
