@@ -17,3 +17,10 @@ bench_wait_listen() {
 	done
 	return 1
 }
+
+# bench_eal CPU PREFIX: EAL arguments for a process whose two lcores (main
+# and poller) share one CPU; the file prefix is made unique with the shell's pid
+bench_eal() {
+	echo "--lcores 0@$1,1@$1 --no-huge --no-pci --no-shconf -m 512 --file-prefix $2-$$ \
+--log-level=lib.eal:error --no-telemetry"
+}

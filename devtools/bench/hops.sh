@@ -49,18 +49,13 @@ port=$((32000 + RANDOM % 2000))
 srv=
 trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; true' EXIT
 
-eal() {	# eal CPU PREFIX: EAL arguments with both lcores on one CPU
-	echo "--lcores 0@$1,1@$1 --no-huge --no-pci --no-shconf -m 512 --file-prefix $2-$$ \
---log-level=lib.eal:error --no-telemetry"
-}
-
 # shellcheck disable=SC2046
-RDP_HOP_TRACE_FILE=$out/server.hop taskset -c "$cpu_b" "$rdp" $(eal "$cpu_b" hsrv) -- \
+RDP_HOP_TRACE_FILE=$out/server.hop taskset -c "$cpu_b" "$rdp" $(bench_eal "$cpu_b" hsrv) -- \
 	--server --quiet --listen "127.0.0.1:$port" >"$out/server.txt" 2>&1 &
 srv=$!
 bench_wait_listen "$port" "$srv" || { echo "hops.sh: the server does not listen (see $out/server.txt)" >&2; exit 1; }
 # shellcheck disable=SC2046
-RDP_HOP_TRACE_FILE=$out/client.hop taskset -c "$cpu_a" "$rdp" $(eal "$cpu_a" hcli) -- \
+RDP_HOP_TRACE_FILE=$out/client.hop taskset -c "$cpu_a" "$rdp" $(bench_eal "$cpu_a" hcli) -- \
 	--connect "127.0.0.1:$port" -q -m lat -s 64 -n "$msgs" --json "$out/rdp-perf.json" \
 	>"$out/client.txt" 2>&1 || { echo "hops.sh: rdp-perf failed (see $out/client.txt)" >&2; exit 1; }
 kill -INT "$srv"

@@ -66,11 +66,6 @@ port=$((30000 + RANDOM % 2000))
 srv=
 trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; true' EXIT
 
-eal() {	# eal CPU PREFIX: EAL arguments with both lcores on one CPU
-	echo "--lcores 0@$1,1@$1 --no-huge --no-pci --no-shconf -m 512 --file-prefix $2-$$ \
---log-level=lib.eal:error --no-telemetry"
-}
-
 wait_listen() {	# wait_listen PORT: bench_wait_listen, saying so when nothing listens
 	bench_wait_listen "$1" || { echo "profile.sh: nothing listens on port $1" >&2; return 1; }
 }
@@ -82,13 +77,13 @@ client_under_cg() {
 	[ "${1:-}" = -c ] && cfg=(-c "$2")
 	port=$((port + 1))
 	# shellcheck disable=SC2046
-	taskset -c "$cpu_b" "$rdp" $(eal "$cpu_b" srv) -- --server --quiet \
+	taskset -c "$cpu_b" "$rdp" $(bench_eal "$cpu_b" srv) -- --server --quiet \
 		--listen "127.0.0.1:$port" "${cfg[@]}" >"$out/$name.server.txt" 2>&1 &
 	srv=$!
 	wait_listen "$port"
 	# shellcheck disable=SC2046
 	taskset -c "$cpu_a" valgrind --tool=callgrind --separate-threads=yes \
-		--callgrind-out-file="$out/cg.$name" "$rdp" $(eal "$cpu_a" cli) -- \
+		--callgrind-out-file="$out/cg.$name" "$rdp" $(bench_eal "$cpu_a" cli) -- \
 		--connect "127.0.0.1:$port" -q -n "$msgs" --json "$out/$name.rdp-perf.json" "$@" \
 		>"$out/$name.client.txt" 2>&1 ||
 		echo "profile.sh: $name: rdp-perf failed (see $out/$name.client.txt)" >&2
@@ -105,13 +100,13 @@ server_under_cg() {
 	port=$((port + 1))
 	# shellcheck disable=SC2046
 	taskset -c "$cpu_b" valgrind --tool=callgrind --separate-threads=yes \
-		--callgrind-out-file="$out/cg.$name" "$rdp" $(eal "$cpu_b" srv) -- --server --quiet \
+		--callgrind-out-file="$out/cg.$name" "$rdp" $(bench_eal "$cpu_b" srv) -- --server --quiet \
 		--listen "127.0.0.1:$port" "${cfg[@]}" >"$out/$name.server.txt" 2>&1 &
 	pid=$!
 	srv=$pid
 	wait_listen "$port"
 	# shellcheck disable=SC2046
-	taskset -c "$cpu_a" "$rdp" $(eal "$cpu_a" cli) -- --connect "127.0.0.1:$port" -q \
+	taskset -c "$cpu_a" "$rdp" $(bench_eal "$cpu_a" cli) -- --connect "127.0.0.1:$port" -q \
 		-n "$msgs" --json "$out/$name.rdp-perf.json" "$@" >"$out/$name.client.txt" 2>&1 ||
 		echo "profile.sh: $name: rdp-perf failed (see $out/$name.client.txt)" >&2
 	kill -INT "$pid"
