@@ -147,12 +147,12 @@ ev_unpop(struct rdp_ep *ep, struct rdp_msg **batch, uint16_t n)
  * free and reuse the messages (and their links) at once.
  */
 static unsigned int
-deliver(struct rdp_ep *ep)
+deliver(struct rdp_ep *ep, bool recv_only)
 {
 	struct rdp_msg *batch[EV_BURST];
 	unsigned int work = 0;
 
-	while (ep->ev_head != NULL) {
+	while (ep->ev_head != NULL && (!recv_only || ep->ev_head->event == RDP_EV_RECV)) {
 		uint8_t kind = ep->ev_head->event;
 		uint16_t n = 0, acc, i;
 		bool closed, app_ref;
@@ -588,6 +588,16 @@ ep_complete(void *client, const struct rdp_wc *wc, uint16_t n)
 	}
 	if (tearing_down(ep))
 		ep_busy(ep);
+	/*
+	 * What this batch received goes to the application now rather than in
+	 * the poller's progress pass, one pass over the busy list earlier. Only
+	 * messages: a state event, CLOSED above all, may drop the endpoint's
+	 * last reference and waits for the pass. The progress pass still comes
+	 * (ev_push() queued the endpoint) for what the application refused.
+	 */
+	if (ep->ev_head != NULL && ep->ev_head->event == RDP_EV_RECV && ep->app_visible &&
+	    ep_get_state(ep) == RDP_EP_ESTABLISHED && !ep->release_pending)
+		deliver(ep, true);
 }
 
 static inline void
@@ -745,7 +755,7 @@ ep_progress(void *client)
 	}
 	/* messages may arrive before the admission: they wait for ESTABLISHED */
 	if (ep->ev_head != NULL && ep->app_visible && ep_get_state(ep) != RDP_EP_CONNECTING)
-		work += deliver(ep);
+		work += deliver(ep, false);
 	return work;
 }
 
