@@ -9,8 +9,12 @@
  * reply, in benchmark-only builds (`-Dhop_trace=true`). Other builds
  * compile the marks to nothing. Internal to the project; not installed.
  *
- * A stage is marked for SEND and receive work requests that carry data;
- * pure acks and send completions are not marked. The stamps stay in
+ * The two ends of the transfer, PUBLISH and REAPED, are marked only for
+ * entries that carry data (not pure acks), so that the k-th entry one side
+ * publishes is the k-th the other reaps; the other points are marked for
+ * every poll that returned completions, every endpoint's batch and every
+ * call, and are lined up by time, which holds for one endpoint per
+ * process (what hops.sh runs). The stamps stay in
  * memory (a fixed array per point, RDP_HOP_MAX stamps each) and are
  * written at exit to the file named by the environment variable
  * RDP_HOP_TRACE_FILE, if set. devtools/bench/hops.sh runs a 64 B
@@ -29,7 +33,7 @@
 enum rdp_hop_point {
 	RDP_HOP_REAPED = 0,  /**< shm: a receive entry with data found complete */
 	RDP_HOP_POLLED,      /**< poller: the driver's poll returned it */
-	RDP_HOP_DISPATCHED,  /**< poller: its endpoint processed the completion */
+	RDP_HOP_DISPATCHED,  /**< endpoint: it processed its batch of completions */
 	RDP_HOP_DELIVER,     /**< endpoint: received messages go to the application */
 	RDP_HOP_APP_SEND,    /**< rdp_ep_send_burst() entered (the reply) */
 	RDP_HOP_PUBLISH,     /**< shm: a SEND's entry about to be published (seq store) */

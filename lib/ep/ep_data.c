@@ -586,6 +586,7 @@ ep_complete(void *client, const struct rdp_wc *wc, uint16_t n)
 		else
 			send_complete(ep, &wc[i]);
 	}
+	RDP_HOP_MARK(RDP_HOP_DISPATCHED);
 	if (tearing_down(ep))
 		ep_busy(ep);
 	/*

@@ -187,20 +187,6 @@ serve_resize(struct rdp_poller *p)
 	__atomic_store_n(&p->resize_req, 0, __ATOMIC_RELEASE);
 }
 
-#ifdef RDP_HOP_TRACE
-/* Does a batch hold a receive with data (hop-trace builds only)? */
-static bool
-hop_has_data(const struct rdp_wc *wc, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (wc[i].opcode == RDP_WC_RECV && wc[i].byte_len > 0)
-			return true;
-	return false;
-}
-#endif
-
 static unsigned int
 poll_cq(struct rdp_poller *p)
 {
@@ -208,7 +194,7 @@ poll_cq(struct rdp_poller *p)
 	int n, i, j;
 
 	n = rdp_poll_cq(p->cq, wc, p->burst);
-	RDP_HOP_MARK_IF(hop_has_data(wc, n), RDP_HOP_POLLED);
+	RDP_HOP_MARK_IF(n > 0, RDP_HOP_POLLED);
 	if (unlikely(n < 0)) {
 		STAT_ADD(p, cq_errors, 1);
 		if (!p->cq_error_logged) {
@@ -239,7 +225,6 @@ poll_cq(struct rdp_poller *p)
 		p->ops->complete(client, &wc[i], j - i);
 	}
 	STAT_ADD(p, completions, n);
-	RDP_HOP_MARK_IF(hop_has_data(wc, n), RDP_HOP_DISPATCHED);
 	return n;
 }
 
