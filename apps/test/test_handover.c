@@ -92,7 +92,6 @@ RDP_TEST(e2e, ep_qp_failing_during_its_handshake_ends_it_on_the_control_thread_t
 	char addr[64];
 	void *item;
 
-
 	rdp_test_eal_init("0-1");
 	rdp_test_log_capture();
 	cfg = stream_cfg("shm", 4096);

@@ -142,7 +142,8 @@ ev_unpop(struct rdp_ep *ep, struct rdp_msg **batch, uint16_t n)
 }
 
 /*
- * Hand queued events to the application; stop at the first refusal. A
+ * Hand queued events to the application; stop at the first refusal, and
+ * with @p recv_only at the first event that is not a received message. A
  * batch leaves the queue before the callback runs: the application may
  * free and reuse the messages (and their links) at once.
  */
@@ -596,8 +597,8 @@ ep_complete(void *client, const struct rdp_wc *wc, uint16_t n)
 	 * last reference and waits for the pass. The progress pass still comes
 	 * (ev_push() queued the endpoint) for what the application refused.
 	 */
-	if (ep->ev_head != NULL && ep->ev_head->event == RDP_EV_RECV && ep->app_visible &&
-	    ep_get_state(ep) == RDP_EP_ESTABLISHED && !ep->release_pending)
+	if (ep->ev_head != NULL && ep->app_visible && ep_get_state(ep) == RDP_EP_ESTABLISHED &&
+	    !ep->release_pending)
 		deliver(ep, true);
 }
 
