@@ -224,6 +224,7 @@ struct sq_batch {
 	uint32_t want;        /**< receive entries one claim may take: the WRs left to run */
 	uint32_t nlocal;      /**< completions pushed to our send CQ */
 	uint32_t nremote;     /**< receive entries completed in the peer's RQ */
+	bool eager;           /**< publish what ran before its bookkeeping (sq_exec_one) */
 };
 
 static __rte_always_inline uint8_t
@@ -338,6 +339,27 @@ faults(struct shm_qp *qp)
 	return false;
 }
 
+/* Complete the run's entries not completed yet (their seq): the peer may reap them. */
+static __rte_always_inline void
+sq_publish_entries(struct shm_qp *qp, struct sq_batch *b)
+{
+	const struct shm_peer *peer = b->peer;
+	uint64_t i;
+
+	for (i = b->first; i != qp->peer_rq_ci; i++) {
+		struct shm_rq_ent *ent = shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride, i);
+#ifdef RDP_HOP_TRACE
+		/* data, not pure acks; read before the entry is the peer's */
+		bool data = ent->byte_len > 0;
+#endif
+
+		RDP_HOP_MARK_IF(data, RDP_HOP_PUBLISH);
+		__atomic_store_n(&ent->seq, shm_rq_seq(i), __ATOMIC_RELEASE);
+		RDP_HOP_MARK_IF(data, RDP_HOP_VISIBLE);
+	}
+	b->first = qp->peer_rq_ci;
+}
+
 /*
  * Execute the WR at sq_exec. Returns SHM_AGAIN when it must wait (it stays
  * queued), else its status; on an error the QP has gone to error.
@@ -351,6 +373,8 @@ sq_exec_one(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 		shm_cq_pend_set(qp->scq, qp->sslot);
 		return st;
 	}
+	if (b->eager && likely(st == RDP_WC_SUCCESS))
+		sq_publish_entries(qp, b);
 	if ((e->flags & RDP_SEND_SIGNALED) || st != RDP_WC_SUCCESS) {
 		push_local(qp->scq, qp, qp->sq_exec, e, st);
 		b->nlocal++;
@@ -390,30 +414,19 @@ sq_claims_return(struct shm_qp *qp, struct sq_batch *b)
 }
 
 /*
- * Publish a run: complete the entries (seq), count them in the peer's CQ,
- * then one doorbell unless the peer's poller announced this RQ.
+ * Publish a run: complete the entries (seq) an eager run has not, count
+ * them in the peer's CQ, then one doorbell unless the peer's poller
+ * announced this RQ.
  */
 static void
 sq_publish(struct shm_qp *qp, struct sq_batch *b)
 {
 	struct shm_peer *peer = b->peer;
-	uint64_t i;
 
 	if (unlikely(qp->peer_rq_claimed != qp->peer_rq_ci))
 		sq_claims_return(qp, b);
 	if (b->nremote > 0) {
-		for (i = b->first; i != qp->peer_rq_ci; i++) {
-			struct shm_rq_ent *ent = shm_rq_ent(peer->ents, peer->rq_mask,
-							    peer->rq_stride, i);
-#ifdef RDP_HOP_TRACE
-			/* data, not pure acks; read before the entry is the peer's */
-			bool data = ent->byte_len > 0;
-#endif
-
-			RDP_HOP_MARK_IF(data, RDP_HOP_PUBLISH);
-			__atomic_store_n(&ent->seq, shm_rq_seq(i), __ATOMIC_RELEASE);
-			RDP_HOP_MARK_IF(data, RDP_HOP_VISIBLE);
-		}
+		sq_publish_entries(qp, b);
 		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
 		cq_count_remote(peer->cseg, b->nremote);
 		/*
@@ -459,6 +472,7 @@ sq_can_run(struct shm_qp *qp, struct sq_batch *b)
 	b->want = 1;
 	b->nlocal = 0;
 	b->nremote = 0;
+	b->eager = false;
 	if (unlikely(b->peer == NULL))
 		return false;
 	if (unlikely(qp->rnr_waiting && rdp_clock_ns() < qp->rnr_next_ns))
@@ -629,6 +643,8 @@ shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *e
 			break;
 		if (direct) {
 			b.want = n - i;
+			/* the post's last WR: the burst is visible before its bookkeeping */
+			b.eager = b.want == 1;
 			if (w->opcode != RDP_WR_RDMA_WRITE && w->num_sge <= 1 &&
 			    __atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_RTS &&
 			    run_direct(qp, &b, w))

@@ -75,6 +75,22 @@ const char *rdp_err_msg(void);
 /** Forget the recorded detail of this thread. */
 void rdp_err_clear(void);
 
+/** @internal One byte per thread: its address is rdp_thread_self(). */
+extern __thread char rdp_thread_anchor_ __attribute__((tls_model("initial-exec")));
+
+/**
+ * The calling thread, as a number no other live thread of the process
+ * has: the address of a thread-local byte. Owner checks on the hot path
+ * compare it in an instruction or two, where pthread_self() is a call into
+ * libc. Like a pthread_t, a number may come back for a thread created after
+ * its first one ended. Never 0.
+ */
+static inline uintptr_t
+rdp_thread_self(void)
+{
+	return (uintptr_t)&rdp_thread_anchor_;
+}
+
 /**
  * Log through the DPDK logger with a library prefix.
  *

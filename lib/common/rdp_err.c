@@ -5,6 +5,7 @@
 #include "rdp_common.h"
 
 static __thread char err_msg[RDP_ERR_MSG_MAX];
+__thread char rdp_thread_anchor_;
 
 int
 rdp_err_vset(int err, const char *fmt, va_list ap)

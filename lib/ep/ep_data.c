@@ -113,20 +113,37 @@ send_done(struct rdp_ep *ep, struct rdp_msg *m, int status)
 	ev_push(ep, m);
 }
 
+/*
+ * Received messages the application holds keep their endpoint: the first
+ * one takes a reference, which stays while the endpoint runs, so that a
+ * message's delivery and free make no atomic operation. Once the endpoint
+ * is retired, the last message freed drops it (or the retirement does).
+ */
 static void
 held_inc(struct rdp_ep *ep, unsigned int n)
 {
-	if (ep->held == 0 && n > 0)
+	if (unlikely(!ep->held_ref) && n > 0) {
 		atomic_fetch_add(&ep->refs, 1);
+		ep->held_ref = true;
+	}
 	ep->held += n;
+}
+
+/* The messages' reference goes once none is held and the endpoint is retired. */
+static void
+held_ref_settle(struct rdp_ep *ep)
+{
+	if (ep->held == 0 && ep->held_ref && ep->retired) {
+		ep->held_ref = false;
+		ep_unref(ep);
+	}
 }
 
 static void
 held_sub(struct rdp_ep *ep, unsigned int n)
 {
 	ep->held -= n;
-	if (ep->held == 0 && n > 0)
-		ep_unref(ep);
+	held_ref_settle(ep);
 }
 
 /* Put events the application refused back at the head, in order. */
@@ -352,6 +369,8 @@ finalize(struct rdp_ep *ep)
 	while (ep->early_head != NULL)
 		rdp_pool_put_chain(q_pop(&ep->early_head, &ep->early_tail));
 	ep->retired = true;
+	/* not the last reference: the engine's goes after the handover */
+	held_ref_settle(ep);
 	/*
 	 * Nothing is in flight any more. Destroy the QP here, on the thread
 	 * that polls its CQ: a driver may touch the CQ when a QP goes away.
@@ -641,6 +660,55 @@ wr_control(struct rdp_ep *ep, struct rdp_send_wr *wr, unsigned int kind, uint64_
 	wr->rkey = 0;
 }
 
+/* post_send refused the WR @p wr_id and those after it: the endpoint fails. */
+static void
+post_refused(struct rdp_ep *ep, uint64_t wr_id, int err)
+{
+	struct rdp_credit *c = &ep->credit;
+	uint64_t seq = rdp_credit_seq_expand(c, rdp_wrid_low(wr_id));
+
+	if (err == -ENOMEM)
+		EP_STAT_ADD(ep, enomem, 1);
+	if (seq < ep->err_seq)
+		ep->err_seq = seq;
+	ep_fail(ep, err, "post_send refused a WR (%d) with %u of %u SQ slots in use: "
+		"a flow-control invariant is broken", err, rdp_credit_sq_inflight(c), c->sq_size);
+}
+
+/*
+ * The common case of a request or a reply on an idle endpoint: one message
+ * of one chunk, with a credit and an SQ slot at hand. It is posted at once,
+ * as post_sends() would post it, without going through the send queue.
+ * Returns false, having done nothing, when it must take that general path.
+ * The caller checked: on the poller, nothing queued, no pure ack's buffer
+ * waiting to go back, not tearing down.
+ */
+static inline bool
+send_now(struct rdp_ep *ep, struct rdp_msg *m)
+{
+	struct rdp_credit *c = &ep->credit;
+	enum rdp_credit_verdict v;
+	struct rdp_send_wr wr;
+	struct rdp_sge sge;
+	uint32_t piggyback;
+	uint64_t seq;
+	int err;
+
+	if (m->next != NULL)
+		return false;
+	/* a stall counts once per episode: asking again in post_sends() is free */
+	v = rdp_credit_data_check(c);
+	if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
+		return false;
+	/* the last message queued is signaled, as in post_sends(); owed goes with it */
+	seq = rdp_credit_data_posted(c, true, &piggyback);
+	wr_data(ep, &wr, &sge, m, seq, true, piggyback | IMM_FIRST | IMM_LAST);
+	ep->track[seq & ep->track_mask].msg = m;
+	if (unlikely(rdp_post_send(ep->qp, &wr, 1, &err) != 1))
+		post_refused(ep, wr.wr_id, err);
+	return true;
+}
+
 static unsigned int
 post_sends(struct rdp_ep *ep)
 {
@@ -715,14 +783,7 @@ post_sends(struct rdp_ep *ep)
 		return 0;
 	k = rdp_post_send(ep->qp, wr, n, &err);
 	if (unlikely(k < n)) {
-		if (err == -ENOMEM)
-			EP_STAT_ADD(ep, enomem, 1);
-		seq = rdp_credit_seq_expand(c, rdp_wrid_low(wr[k].wr_id));
-		if (seq < ep->err_seq)
-			ep->err_seq = seq;
-		ep_fail(ep, err, "post_send refused a WR (%d) with %u of %u SQ slots in use: "
-			"a flow-control invariant is broken", err, rdp_credit_sq_inflight(c),
-			c->sq_size);
+		post_refused(ep, wr[k].wr_id, err);
 		return k;
 	}
 	/* v is the last data verdict: GO means the burst filled up, more to send */
@@ -1007,6 +1068,10 @@ rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n)
 
 		if (n == 0)
 			return 0;
+		if (idle && n == 1 && ep->rp_acks == 0 && !tearing_down(ep) && send_now(ep, msgs[0])) {
+			ep_busy(ep); /* the pass comes, as below */
+			return 1;
+		}
 		for (i = 0; i < n; i++)
 			q_push(&ep->tx_head, &ep->tx_tail, msgs[i]);
 		/*

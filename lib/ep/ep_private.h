@@ -154,6 +154,7 @@ struct rdp_ep {
 	struct rdp_msg *ev_head;        /* events waiting for the application */
 	struct rdp_msg *ev_tail;
 	uint32_t held;                  /* received messages the application holds */
+	bool held_ref;                  /* they hold a reference (kept until retired) */
 	bool backpressured;
 	struct rdp_ep_stats stats;
 

@@ -116,10 +116,9 @@ rdp_pool_destroy(struct rdp_pool *pool)
 int
 rdp_pool_claim(struct rdp_pool *pool)
 {
-	if (__atomic_load_n(&pool->owned, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&pool->owner, __ATOMIC_ACQUIRE) != 0)
 		return rdp_err_set(EBUSY, "pool %s already has an owner thread", pool->name);
-	pool->owner = pthread_self();
-	__atomic_store_n(&pool->owned, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&pool->owner, rdp_thread_self(), __ATOMIC_RELEASE);
 	return 0;
 }
 

@@ -72,8 +72,7 @@ struct rdp_msg {
 /** A registered buffer pool. */
 struct rdp_pool {
 	struct rte_ring *free;   /**< free headers (MP/MC) */
-	bool owned;              /**< an owner thread was claimed (atomic) */
-	pthread_t owner;         /**< the owner; valid once @c owned is seen */
+	uintptr_t owner;         /**< rdp_thread_self() of the owner thread, 0: none (atomic) */
 	uint32_t cache_len;      /**< buffers in @c cache (written by the owner only) */
 	struct rdp_msg *cache[RDP_POOL_CACHE_MAX]; /**< the owner's free stack */
 	struct rdp_msg *hdrs;    /**< one header per buffer */
@@ -173,8 +172,7 @@ int rdp_pool_claim(struct rdp_pool *pool);
 static inline bool
 rdp_pool_is_owner(const struct rdp_pool *pool)
 {
-	return __atomic_load_n(&pool->owned, __ATOMIC_ACQUIRE) &&
-	       pthread_equal(pool->owner, pthread_self());
+	return __atomic_load_n(&pool->owner, __ATOMIC_ACQUIRE) == rdp_thread_self();
 }
 
 /* Owner only: refill the cache so that it holds at least @p n. */

@@ -44,8 +44,6 @@ struct rdp_poller {
 	uint16_t burst;
 	uint32_t idle_sleep_us;
 	unsigned int lcore_id;
-	pthread_t owner;
-	bool owner_known;
 	bool cq_error_logged;
 	unsigned int strays_logged;     /* the first few completions for an empty slot */
 	struct rdp_poll_stats stats;
@@ -273,10 +271,8 @@ rdp_poller_poll(struct rdp_poller *p)
 	void *items[INBOX_BURST];
 	unsigned int work, n;
 
-	if (unlikely(!__atomic_load_n(&p->owner_known, __ATOMIC_RELAXED))) {
-		p->owner = pthread_self();
-		__atomic_store_n(&p->owner_known, true, __ATOMIC_RELEASE);
-	}
+	if (unlikely(__atomic_load_n(&p->head.owner, __ATOMIC_RELAXED) == 0))
+		__atomic_store_n(&p->head.owner, rdp_thread_self(), __ATOMIC_RELEASE);
 	work = poll_cq(p);
 	n = rte_ring_sc_dequeue_burst(p->inbox, items, INBOX_BURST, NULL);
 	if (n > 0) {
@@ -433,13 +429,6 @@ unsigned int
 rdp_poller_lcore(const struct rdp_poller *p)
 {
 	return p->lcore_id;
-}
-
-bool
-rdp_poller_is_self(const struct rdp_poller *p)
-{
-	return __atomic_load_n(&p->owner_known, __ATOMIC_ACQUIRE) &&
-	       pthread_equal(p->owner, pthread_self());
 }
 
 void

@@ -278,8 +278,8 @@ struct rdp_cq *rdp_poller_cq(const struct rdp_poller *p);
 /** The poller's lcore. */
 unsigned int rdp_poller_lcore(const struct rdp_poller *p);
 
-/** True when called from the poller's own thread. */
-bool rdp_poller_is_self(const struct rdp_poller *p);
+/** True when called from the poller's own thread (inline, below). */
+static inline bool rdp_poller_is_self(const struct rdp_poller *p);
 
 /**
  * Snapshot of counters and budget (racy, for telemetry).
@@ -304,7 +304,16 @@ void rdp_poller_stats(const struct rdp_poller *p, struct rdp_poll_stats *stats,
 struct rdp_poller_head {
 	struct rdp_poll_busy *busy_head;
 	struct rdp_poll_busy *busy_tail;
+	uintptr_t owner; /**< rdp_thread_self() of the polling thread, 0 before its first poll (atomic) */
 };
+
+static inline bool
+rdp_poller_is_self(const struct rdp_poller *p)
+{
+	const struct rdp_poller_head *h = (const struct rdp_poller_head *)p;
+
+	return __atomic_load_n(&h->owner, __ATOMIC_ACQUIRE) == rdp_thread_self();
+}
 
 static inline void
 rdp_poller_busy(struct rdp_poller *p, struct rdp_poll_busy *b)
