@@ -1016,6 +1016,20 @@ rdp_msg_alloc_bulk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_
 		rte_errno = EMSGSIZE;
 		return -1;
 	}
+	if (n == 1 && likely(len <= seg)) {
+		/* a request or a reply: one buffer, inline */
+		struct rdp_msg *m = rdp_pool_get_one(ep->lc->send_pool);
+
+		if (unlikely(m == NULL)) {
+			rte_errno = ENOBUFS;
+			return -1;
+		}
+		m->data_len = len;
+		m->pkt_len = len;
+		m->ep = ep;
+		msgs[0] = m;
+		return 0;
+	}
 	if (likely(len <= seg && n <= RDP_POOL_CACHE_BATCH)) {
 		if (unlikely(rdp_pool_get_bulk(ep->lc->send_pool, msgs, n) < 0)) {
 			rte_errno = ENOBUFS;
