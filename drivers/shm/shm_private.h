@@ -291,6 +291,7 @@ struct shm_cq {
 	/* fast path (owner thread) */
 	struct shm_cq_seg *seg;
 	uint64_t *pend;            /**< QP slots to look at (private bitmap) */
+	uint64_t pend_sum;         /**< bit w: pend[w] may have a bit set (never clear when it has) */
 	struct shm_qp **slot;      /**< slot -> QP (atomic pointers) */
 	uint32_t words_used;       /**< (atomic) doorbell words in use */
 	uint32_t cursor;
@@ -542,6 +543,7 @@ static inline void
 shm_cq_pend_set(struct shm_cq *cq, uint32_t slot)
 {
 	cq->pend[slot / 64] |= UINT64_C(1) << (slot % 64);
+	cq->pend_sum |= UINT64_C(1) << (slot / 64);
 }
 
 /**

@@ -958,19 +958,13 @@ service(struct shm_cq *cq, struct shm_qp *qp, struct rdp_wc *wc, int n, bool *id
 	return k;
 }
 
-/* Completions from flagged QPs, starting where the last call stopped. */
+/* Completions from flagged QPs, starting where the last call stopped (see take_qps()). */
 static int
-take_qps(struct shm_cq *cq, struct rdp_wc *wc, int n, uint32_t words)
+take_flagged(struct shm_cq *cq, struct rdp_wc *wc, int n, uint32_t words)
 {
 	uint32_t start = cq->cursor, step, w, nb_slots = words * 64;
-	uint64_t any = 0;
 	int got = 0;
 
-	/* the common idle case: nothing flagged, one load per word */
-	for (w = 0; w < words; w++)
-		any |= cq->pend[w];
-	if (any == 0)
-		return 0;
 	if (start >= nb_slots)
 		start = 0;
 	for (step = 0; step <= words && got < n; step++) {
@@ -1002,8 +996,19 @@ take_qps(struct shm_cq *cq, struct rdp_wc *wc, int n, uint32_t words)
 				cq->cursor = slot;
 			}
 		}
+		if (cq->pend[w] == 0)
+			cq->pend_sum &= ~(UINT64_C(1) << w);
 	}
 	return got;
+}
+
+/* The idle case inline: nothing flagged is one load. */
+static __rte_always_inline int
+take_qps(struct shm_cq *cq, struct rdp_wc *wc, int n, uint32_t words)
+{
+	if (cq->pend_sum == 0)
+		return 0;
+	return take_flagged(cq, wc, n, words);
 }
 
 /*
@@ -1110,15 +1115,20 @@ shm_poll_cq(struct rdp_cq *c, struct rdp_wc *wc, uint16_t n)
 	if (unlikely(cq->err))
 		return cq_fail(cq);
 	/*
-	 * Only the doorbell words the summary names. The summary is taken with
-	 * an exchange even when idle: a load first and an exchange once it
-	 * reads non-zero would fetch the line twice from the ringing core.
+	 * Only the doorbell words the summary names. A load first, the
+	 * exchange only when it reads non-zero: a ringing sender's line is
+	 * then fetched twice, but most polls find no doorbell (an announced
+	 * RQ rings none), and a locked exchange on every poll cost the
+	 * ping-pong 4 % (finding 27).
 	 */
-	sum = __atomic_exchange_n(&seg->bell_sum, 0, __ATOMIC_ACQUIRE);
+	sum = __atomic_load_n(&seg->bell_sum, __ATOMIC_RELAXED);
+	if (sum != 0)
+		sum = __atomic_exchange_n(&seg->bell_sum, 0, __ATOMIC_ACQUIRE);
 	while (sum != 0) {
 		w = (uint32_t)__builtin_ctzll(sum);
 		sum &= sum - 1;
 		cq->pend[w] |= __atomic_exchange_n(&seg->bell[w], 0, __ATOMIC_ACQUIRE);
+		cq->pend_sum |= UINT64_C(1) << w;
 	}
 	/* the same line: no extra miss */
 	if (unlikely(__atomic_load_n(&seg->overrun, __ATOMIC_ACQUIRE)))
