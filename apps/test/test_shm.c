@@ -1541,3 +1541,113 @@ RDP_TEST(shm, shm_qp_shares_only_its_peer_mrs_and_receives_only_into_them)
 	RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
 	return 0;
 }
+
+/* Receives posted on a QP in error, on another thread: what their flushes left. */
+struct flush_thread {
+	struct ann_rig *g;
+	uint64_t flushed;   /* (atomic) flush completions the poller took */
+	uint64_t posted;
+	uint64_t total;
+};
+
+static void *
+flush_main(void *arg)
+{
+	struct flush_thread *f = arg;
+
+	while (f->posted < f->total) {
+		uint64_t room = __atomic_load_n(&f->flushed, __ATOMIC_ACQUIRE) + ANN_RQ - f->posted;
+
+		for (; room > 0 && f->posted < f->total; room--, f->posted++)
+			ann_post_recv(f->g, 1, (uint32_t)(f->posted % ANN_RQ));
+	}
+	return NULL;
+}
+
+/*
+ * A receive posted on a QP in error completes as flushed at once, so its
+ * post flags the QP for the CQ's poller; lib/ep posts a new endpoint's
+ * receives on the control thread, and a link that went down put its QP in
+ * error. Such a post from another thread must not touch what the poller
+ * alone owns: a flag lost there leaves another QP's messages unseen. Here
+ * one thread posts receives on a QP in error while the poller streams a
+ * ping-pong over another QP of the same CQ: every message arrives, every
+ * flush is seen, and the ThreadSanitizer lane sees no race.
+ */
+RDP_TEST(shm, shm_receives_flushed_on_another_thread_leave_the_pollers_flags_alone)
+{
+	struct flush_thread f = { .total = 20000 };
+	struct rdp_qp_attr attr = { .state = RDP_QPS_ERR };
+	uint64_t got = 0;
+	struct ann_rig g;
+	pthread_t th;
+	uint32_t k;
+
+	ann_open(&g);
+	/* QP 1's receives posted by ann_open() flush now; its new ones on the thread */
+	RDP_ASSERT_EQ(rdp_qp_modify(g.b[1], &attr, RDP_QP_ATTR_STATE), 0);
+	f.g = &g;
+	f.flushed = 0;
+	f.posted = 0;
+	{
+		struct rdp_wc wc[ANN_RQ];
+		double deadline = rdp_clock_s() + T_MS / 1e3;
+		uint64_t old = 0;
+
+		while (old < ANN_RQ && rdp_clock_s() < deadline) {
+			int n = rdp_poll_cq(g.cqb, wc, ANN_RQ);
+
+			for (k = 0; n > 0 && k < (uint32_t)n; k++)
+				old += wc[k].qp_num == g.b[1]->qp_num;
+		}
+		RDP_ASSERT_EQ(old, ANN_RQ);
+	}
+	RDP_ASSERT_EQ(pthread_create(&th, NULL, flush_main, &f), 0);
+	while (got < 20000) {
+		double deadline = rdp_clock_s() + T_MS / 1e3;
+		bool arrived = false;
+		struct rdp_wc wc[8];
+		int n, i;
+
+		ann_post_send_one(&g, 0);
+		while ((n = rdp_poll_cq(g.snd[0].cq, wc, 1)) == 0 && rdp_clock_s() < deadline)
+			;
+		RDP_ASSERT_MSG(n == 1 && wc[0].status == RDP_WC_SUCCESS, "send %" PRIu64, got);
+		while (!arrived) {
+			RDP_ASSERT_MSG(rdp_clock_s() < deadline, "message %" PRIu64 " never seen", got);
+			n = rdp_poll_cq(g.cqb, wc, RTE_DIM(wc));
+			for (i = 0; i < n; i++) {
+				if (wc[i].qp_num == g.b[1]->qp_num) {
+					RDP_ASSERT_EQ(wc[i].status, RDP_WC_WR_FLUSH_ERR);
+					__atomic_store_n(&f.flushed, f.flushed + 1, __ATOMIC_RELEASE);
+					continue;
+				}
+				RDP_ASSERT_EQ(wc[i].status, RDP_WC_SUCCESS);
+				RDP_ASSERT_EQ(wc[i].wr_id, got % ANN_RQ);
+				arrived = true;
+			}
+		}
+		ann_post_recv(&g, 0, (uint32_t)(got % ANN_RQ));
+		got++;
+	}
+	{
+		/* the last flushes: the thread posts as they come */
+		double deadline = rdp_clock_s() + T_MS / 1e3;
+		struct rdp_wc wc[ANN_RQ];
+
+		while (__atomic_load_n(&f.flushed, __ATOMIC_RELAXED) < f.total &&
+		       rdp_clock_s() < deadline) {
+			int n = rdp_poll_cq(g.cqb, wc, ANN_RQ);
+
+			for (k = 0; n > 0 && k < (uint32_t)n; k++)
+				if (wc[k].qp_num == g.b[1]->qp_num)
+					__atomic_store_n(&f.flushed, f.flushed + 1, __ATOMIC_RELEASE);
+		}
+	}
+	RDP_ASSERT_EQ(f.flushed, f.total);
+	pthread_join(th, NULL);
+	printf("%" PRIu64 " messages, %" PRIu64 " receives flushed on the other thread\n", got,
+	       f.flushed);
+	ann_close(&g);
+	return 0;
+}

@@ -9,6 +9,10 @@
 #   bw64-receiver   rdp-perf server, same stream: the receive path
 #   lat64-client    rdp-perf client, 64 B ping-pong
 #   bw64-pipeline   rdp-perf client in pipeline mode: the ring handoff
+#   lat64-short, lat64-long, ucx-lat.*
+#                   rdp-perf's ping-pong client and ucx_perftest's tag_lat
+#                   client, each at two lengths: cg_periter.py gives each
+#                   one's instructions per round trip, whole process
 #   credit-sender, nocredit-sender
 #                   the sender with nocredit.ini, in this build and in the
 #                   -Dbench_no_credit=true build (--nocredit-dir): the credit
@@ -114,6 +118,27 @@ server_under_cg() {
 	srv=
 }
 
+# ucx_lat_under_cg ITERS: ucx_perftest tag_lat, 64 B, its client profiled
+ucx_lat_under_cg() {
+	port=$((port + 1))
+	UCX_TLS=sm,self taskset -c "$cpu_b" ucx_perftest -p "$port" -c "$cpu_b" \
+		>"$out/ucx-lat.$1.server.txt" 2>&1 &
+	srv=$!
+	wait_listen "$port"
+	UCX_TLS=sm,self taskset -c "$cpu_a" valgrind --tool=callgrind \
+		--callgrind-out-file="$out/cg.ucx-lat.$1" ucx_perftest 127.0.0.1 -p "$port" \
+		-c "$cpu_a" -t tag_lat -s 64 -n "$1" >"$out/ucx-lat.$1.client.txt" 2>&1 ||
+		echo "profile.sh: ucx_perftest failed (see $out/ucx-lat.$1.client.txt)" >&2
+	kill "$srv" 2>/dev/null || true
+	wait "$srv" 2>/dev/null || true
+	srv=
+}
+
+# completed NAME: the round trips rdp-perf's client of case NAME completed
+completed() {
+	grep -o '"messages_completed": [0-9]*' "$out/$1.rdp-perf.json" | grep -o '[0-9]*$'
+}
+
 echo "profile.sh: callgrind, $msgs messages per case, CPUs $cpu_a,$cpu_b, results in $out"
 client_under_cg bw64-sender -m bw -s 64
 server_under_cg bw64-receiver -m bw -s 64
@@ -147,6 +172,31 @@ rdp=$rdp_main
 			--json "$out/$build-sender.json"
 	done
 } | tee "$out/callgrind.txt"
+
+# The ping-pong client as a whole process, ours and UCX's: each runs twice
+# (two lengths) and cg_periter.py divides the difference, so that start-up
+# and connection cancel out and both are counted the same way.
+short=$((msgs / 10))
+long=$((msgs * 3 / 10))
+if command -v ucx_perftest >/dev/null; then
+	client_under_cg lat64-short -m lat -s 64 -n "$short"
+	client_under_cg lat64-long -m lat -s 64 -n "$long"
+	ucx_lat_under_cg "$short"
+	ucx_lat_under_cg "$long"
+	{
+		echo
+		python3 "$here/cg_periter.py" --label "rdp-perf ping-pong client, 64 B" \
+			"$out/cg.lat64-short" "$(completed lat64-short)" \
+			"$out/cg.lat64-long" "$(completed lat64-long)" --json "$out/lat64-periter.json"
+		echo
+		python3 "$here/cg_periter.py" --label "ucx_perftest tag_lat client, 64 B" \
+			"$out/cg.ucx-lat.$short" "$short" "$out/cg.ucx-lat.$long" "$long" \
+			--json "$out/ucx-lat-periter.json"
+	} | tee -a "$out/callgrind.txt"
+else
+	echo "profile.sh: ucx_perftest is not installed: no comparison with UCX's client" |
+		tee -a "$out/callgrind.txt"
+fi
 
 if perf stat -e cpu-clock true >/dev/null 2>&1; then
 	taskset -c "$cpu_a,$cpu_b" perf record -q -e cpu-clock -F 2999 -o "$out/perf.data" -- \

@@ -739,8 +739,14 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 	if (i > 0) {
 		RDP_STAT_ADD(qp->st_recv_posted, i);
 		__atomic_store_n(&qp->seg->rq_posted, qp->rq_posted, __ATOMIC_RELEASE);
+		/*
+		 * In error they complete as flushed: the CQ's poller must look.
+		 * This may be another thread (lib/ep posts a new endpoint's
+		 * receives on its control thread): the doorbell, not the poller's
+		 * private flags, which a write from here could lose.
+		 */
 		if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_ERR))
-			shm_cq_pend_set(qp->rcq, qp->rslot);
+			shm_bell_self(qp->rcq, qp->rslot);
 	}
 	return i;
 }
