@@ -28,19 +28,27 @@ keep_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 static const struct rdp_ep_ops keep_ops = { .on_recv = keep_recv };
 static const struct rdp_ep_ops drop_ops = { .on_recv = stream_recv_free_all };
 
+/* EAL, rdp_init() on shm and a loopback pair whose server runs @p srv_ops: the client. */
+static struct rdp_ep *
+start_pair(const struct rdp_ep_ops *srv_ops, struct rdp_cfg **cfg)
+{
+	struct rdp_ep_params psrv = { .ops = srv_ops, .lcore = -1 };
+	struct rdp_ep_params pcli = { .ops = &drop_ops, .lcore = -1 };
+
+	rdp_test_eal_init("0-1");
+	*cfg = stream_cfg("shm", 65536);
+	RDP_ASSERT_MSG(rdp_init(*cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	return stream_loopback_connect(&psrv, &pcli);
+}
+
 RDP_TEST(e2e, ep_init_after_a_fini_that_could_not_finish_is_refused)
 {
-	struct rdp_ep_params psrv = { .ops = &keep_ops, .lcore = -1 };
-	struct rdp_ep_params pcli = { .ops = &drop_ops, .lcore = -1 };
 	struct rdp_cfg *cfg;
 	struct rdp_ep *cli;
 	struct rdp_msg *m;
 	double deadline;
 
-	rdp_test_eal_init("0-1");
-	cfg = stream_cfg("shm", 65536);
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
-	cli = stream_loopback_connect(&psrv, &pcli);
+	cli = start_pair(&keep_ops, &cfg);
 	m = rdp_msg_alloc(cli, 100);
 	RDP_ASSERT(m != NULL);
 	RDP_ASSERT_EQ(rdp_ep_send_burst(cli, &m, 1), 1);
@@ -97,17 +105,12 @@ endpoints_become(unsigned int want, double s)
 RDP_TEST(e2e, ep_held_messages_keep_their_endpoint_until_the_last_is_freed)
 {
 	static const struct rdp_ep_ops keep_two_ops = { .on_recv = keep_two };
-	struct rdp_ep_params psrv = { .ops = &keep_two_ops, .lcore = -1 };
-	struct rdp_ep_params pcli = { .ops = &drop_ops, .lcore = -1 };
 	struct rdp_msg *m[2];
 	struct rdp_cfg *cfg;
 	struct rdp_ep *cli;
 	double deadline;
 
-	rdp_test_eal_init("0-1");
-	cfg = stream_cfg("shm", 65536);
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
-	cli = stream_loopback_connect(&psrv, &pcli);
+	cli = start_pair(&keep_two_ops, &cfg);
 	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(cli, m, 2, 100), 0);
 	RDP_ASSERT_EQ(rdp_ep_send_burst(cli, m, 2), 2);
 	deadline = rdp_clock_s() + 5;
