@@ -1545,8 +1545,8 @@ RDP_TEST(shm, shm_qp_shares_only_its_peer_mrs_and_receives_only_into_them)
 /* Receives posted on a QP in error, on another thread: what their flushes left. */
 struct flush_thread {
 	struct ann_rig *g;
-	uint64_t flushed;   /* (atomic) flush completions the poller took */
-	uint64_t posted;
+	uint64_t flushed;   /* (atomic) QP 1's flush completions the poller took */
+	uint64_t posted;    /* QP 1's receives, ann_open()'s included */
 	uint64_t total;
 };
 
@@ -1565,6 +1565,33 @@ flush_main(void *arg)
 }
 
 /*
+ * One poll of the receiving CQ: QP 1's flushes are counted (the thread
+ * posts as they come), QP 0's message @p seq, if any, must be the next.
+ * Returns whether it came.
+ */
+static bool
+take_flushes_and(struct ann_rig *g, struct flush_thread *f, uint64_t seq)
+{
+	struct rdp_wc wc[8];
+	bool arrived = false;
+	int n, i;
+
+	n = rdp_poll_cq(g->cqb, wc, RTE_DIM(wc));
+	for (i = 0; i < n; i++) {
+		if (wc[i].qp_num == g->b[1]->qp_num) {
+			RDP_ASSERT_EQ(wc[i].status, RDP_WC_WR_FLUSH_ERR);
+			__atomic_store_n(&f->flushed, f->flushed + 1, __ATOMIC_RELEASE);
+			continue;
+		}
+		RDP_ASSERT_EQ(wc[i].status, RDP_WC_SUCCESS);
+		RDP_ASSERT_EQ(wc[i].wr_id, seq % ANN_RQ);
+		RDP_ASSERT_MSG(!arrived, "message %" PRIu64 " twice", seq);
+		arrived = true;
+	}
+	return arrived;
+}
+
+/*
  * A receive posted on a QP in error completes as flushed at once, so its
  * post flags the QP for the CQ's poller; lib/ep posts a new endpoint's
  * receives on the control thread, and a link that went down put its QP in
@@ -1576,78 +1603,39 @@ flush_main(void *arg)
  */
 RDP_TEST(shm, shm_receives_flushed_on_another_thread_leave_the_pollers_flags_alone)
 {
-	struct flush_thread f = { .total = 20000 };
+	struct flush_thread f = { .posted = ANN_RQ, .total = ANN_RQ + 20000 };
 	struct rdp_qp_attr attr = { .state = RDP_QPS_ERR };
 	uint64_t got = 0;
+	double deadline;
 	struct ann_rig g;
 	pthread_t th;
-	uint32_t k;
 
 	ann_open(&g);
-	/* QP 1's receives posted by ann_open() flush now; its new ones on the thread */
-	RDP_ASSERT_EQ(rdp_qp_modify(g.b[1], &attr, RDP_QP_ATTR_STATE), 0);
 	f.g = &g;
-	f.flushed = 0;
-	f.posted = 0;
-	{
-		struct rdp_wc wc[ANN_RQ];
-		double deadline = rdp_clock_s() + T_MS / 1e3;
-		uint64_t old = 0;
-
-		while (old < ANN_RQ && rdp_clock_s() < deadline) {
-			int n = rdp_poll_cq(g.cqb, wc, ANN_RQ);
-
-			for (k = 0; n > 0 && k < (uint32_t)n; k++)
-				old += wc[k].qp_num == g.b[1]->qp_num;
-		}
-		RDP_ASSERT_EQ(old, ANN_RQ);
-	}
+	/* QP 1's receives posted by ann_open() flush now, its new ones on the thread */
+	RDP_ASSERT_EQ(rdp_qp_modify(g.b[1], &attr, RDP_QP_ATTR_STATE), 0);
 	RDP_ASSERT_EQ(pthread_create(&th, NULL, flush_main, &f), 0);
 	while (got < 20000) {
-		double deadline = rdp_clock_s() + T_MS / 1e3;
-		bool arrived = false;
-		struct rdp_wc wc[8];
-		int n, i;
+		struct rdp_wc wc;
+		int n;
 
+		deadline = rdp_clock_s() + T_MS / 1e3;
 		ann_post_send_one(&g, 0);
-		while ((n = rdp_poll_cq(g.snd[0].cq, wc, 1)) == 0 && rdp_clock_s() < deadline)
+		while ((n = rdp_poll_cq(g.snd[0].cq, &wc, 1)) == 0 && rdp_clock_s() < deadline)
 			;
-		RDP_ASSERT_MSG(n == 1 && wc[0].status == RDP_WC_SUCCESS, "send %" PRIu64, got);
-		while (!arrived) {
+		RDP_ASSERT_MSG(n == 1 && wc.status == RDP_WC_SUCCESS, "send %" PRIu64, got);
+		while (!take_flushes_and(&g, &f, got))
 			RDP_ASSERT_MSG(rdp_clock_s() < deadline, "message %" PRIu64 " never seen", got);
-			n = rdp_poll_cq(g.cqb, wc, RTE_DIM(wc));
-			for (i = 0; i < n; i++) {
-				if (wc[i].qp_num == g.b[1]->qp_num) {
-					RDP_ASSERT_EQ(wc[i].status, RDP_WC_WR_FLUSH_ERR);
-					__atomic_store_n(&f.flushed, f.flushed + 1, __ATOMIC_RELEASE);
-					continue;
-				}
-				RDP_ASSERT_EQ(wc[i].status, RDP_WC_SUCCESS);
-				RDP_ASSERT_EQ(wc[i].wr_id, got % ANN_RQ);
-				arrived = true;
-			}
-		}
 		ann_post_recv(&g, 0, (uint32_t)(got % ANN_RQ));
 		got++;
 	}
-	{
-		/* the last flushes: the thread posts as they come */
-		double deadline = rdp_clock_s() + T_MS / 1e3;
-		struct rdp_wc wc[ANN_RQ];
-
-		while (__atomic_load_n(&f.flushed, __ATOMIC_RELAXED) < f.total &&
-		       rdp_clock_s() < deadline) {
-			int n = rdp_poll_cq(g.cqb, wc, ANN_RQ);
-
-			for (k = 0; n > 0 && k < (uint32_t)n; k++)
-				if (wc[k].qp_num == g.b[1]->qp_num)
-					__atomic_store_n(&f.flushed, f.flushed + 1, __ATOMIC_RELEASE);
-		}
-	}
+	deadline = rdp_clock_s() + T_MS / 1e3;
+	while (__atomic_load_n(&f.flushed, __ATOMIC_RELAXED) < f.total && rdp_clock_s() < deadline)
+		RDP_ASSERT_MSG(!take_flushes_and(&g, &f, got), "a message nobody sent");
 	RDP_ASSERT_EQ(f.flushed, f.total);
 	pthread_join(th, NULL);
-	printf("%" PRIu64 " messages, %" PRIu64 " receives flushed on the other thread\n", got,
-	       f.flushed);
+	printf("%" PRIu64 " messages, %" PRIu64 " receives flushed, %" PRIu64
+	       " of them posted on the other thread\n", got, f.flushed, f.total - ANN_RQ);
 	ann_close(&g);
 	return 0;
 }

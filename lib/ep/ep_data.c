@@ -621,10 +621,18 @@ ep_complete(void *client, const struct rdp_wc *wc, uint16_t n)
 		deliver(ep, true);
 }
 
-static inline void
+/*
+ * The data WR of segment @p seg, after a GO verdict: accounted (it carries
+ * every owed credit) and built, its position flags (IMM_FIRST, IMM_LAST)
+ * in @p pos. Returns its sequence number.
+ */
+static inline uint64_t
 wr_data(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
-	const struct rdp_msg *seg, uint64_t seq, bool signaled, uint32_t imm)
+	const struct rdp_msg *seg, bool signaled, uint32_t pos)
 {
+	uint32_t piggyback;
+	uint64_t seq = rdp_credit_data_posted(&ep->credit, signaled, &piggyback);
+
 	sge->addr = (uintptr_t)seg->data;
 	sge->length = seg->data_len;
 	sge->lkey = seg->lkey;
@@ -634,9 +642,10 @@ wr_data(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
 	wr->opcode = RDP_WR_SEND_WITH_IMM;
 	wr->flags = (signaled ? RDP_SEND_SIGNALED : 0) |
 		    (seg->data_len <= ep->max_inline ? RDP_SEND_INLINE : 0);
-	wr->imm = imm;
+	wr->imm = piggyback | pos;
 	wr->remote_addr = 0;
 	wr->rkey = 0;
+	return seq;
 }
 
 static inline void
@@ -690,7 +699,6 @@ send_now(struct rdp_ep *ep, struct rdp_msg *m)
 	enum rdp_credit_verdict v;
 	struct rdp_send_wr wr;
 	struct rdp_sge sge;
-	uint32_t piggyback;
 	uint64_t seq;
 	int err;
 
@@ -701,8 +709,7 @@ send_now(struct rdp_ep *ep, struct rdp_msg *m)
 	if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
 		return false;
 	/* the last message queued is signaled, as in post_sends(); owed goes with it */
-	seq = rdp_credit_data_posted(c, true, &piggyback);
-	wr_data(ep, &wr, &sge, m, seq, true, piggyback | IMM_FIRST | IMM_LAST);
+	seq = wr_data(ep, &wr, &sge, m, true, IMM_FIRST | IMM_LAST);
 	ep->track[seq & ep->track_mask].msg = m;
 	if (unlikely(rdp_post_send(ep->qp, &wr, 1, &err) != 1))
 		post_refused(ep, wr.wr_id, err);
@@ -733,8 +740,6 @@ post_sends(struct rdp_ep *ep)
 	while (ep->tx_head != NULL && n < TX_BURST) {
 		struct rdp_msg *seg = ep->tx_seg != NULL ? ep->tx_seg : ep->tx_head;
 		bool first = seg == ep->tx_head, last = seg->next == NULL;
-		uint32_t piggyback;
-
 		bool signaled;
 
 		v = rdp_credit_data_check(c);
@@ -745,9 +750,8 @@ post_sends(struct rdp_ep *ep)
 		 * make its success visible, and the application waits for it.
 		 */
 		signaled = v == RDP_CREDIT_GO_SIGNALED || (last && ep->tx_head->link == NULL);
-		seq = rdp_credit_data_posted(c, signaled, &piggyback);
-		wr_data(ep, &wr[n], &sge[n], seg, seq, signaled,
-			piggyback | (first ? IMM_FIRST : 0) | (last ? IMM_LAST : 0));
+		seq = wr_data(ep, &wr[n], &sge[n], seg, signaled,
+			      (first ? IMM_FIRST : 0) | (last ? IMM_LAST : 0));
 		n++;
 		if (last) {
 			ep->track[seq & ep->track_mask].msg = q_pop(&ep->tx_head, &ep->tx_tail);
@@ -1005,6 +1009,24 @@ rdp_msg_alloc(struct rdp_ep *ep, uint32_t len)
 	return rdp_msg_alloc_bulk(ep, &m, 1, len) == 0 ? m : NULL;
 }
 
+/* @p n messages of one chunk each, from the send pool; 0 or -1 (rte_errno). */
+static __rte_always_inline int
+alloc_one_chunk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t len)
+{
+	uint16_t i;
+
+	if (unlikely(rdp_pool_get_bulk(ep->lc->send_pool, msgs, n) < 0)) {
+		rte_errno = ENOBUFS;
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		msgs[i]->data_len = len;
+		msgs[i]->pkt_len = len;
+		msgs[i]->ep = ep;
+	}
+	return 0;
+}
+
 int
 rdp_msg_alloc_bulk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t len)
 {
@@ -1016,31 +1038,10 @@ rdp_msg_alloc_bulk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_
 		rte_errno = EMSGSIZE;
 		return -1;
 	}
-	if (n == 1 && likely(len <= seg)) {
-		/* a request or a reply: one buffer, inline */
-		struct rdp_msg *m = rdp_pool_get_one(ep->lc->send_pool);
-
-		if (unlikely(m == NULL)) {
-			rte_errno = ENOBUFS;
-			return -1;
-		}
-		m->data_len = len;
-		m->pkt_len = len;
-		m->ep = ep;
-		msgs[0] = m;
-		return 0;
-	}
 	if (likely(len <= seg && n <= RDP_POOL_CACHE_BATCH)) {
-		if (unlikely(rdp_pool_get_bulk(ep->lc->send_pool, msgs, n) < 0)) {
-			rte_errno = ENOBUFS;
-			return -1;
-		}
-		for (i = 0; i < n; i++) {
-			msgs[i]->data_len = len;
-			msgs[i]->pkt_len = len;
-			msgs[i]->ep = ep;
-		}
-		return 0;
+		/* one message, a request or a reply, is the common case: n known */
+		return n == 1 ? alloc_one_chunk(ep, msgs, 1, len) :
+				alloc_one_chunk(ep, msgs, n, len);
 	}
 	/* chains of segments, one message at a time */
 	for (i = 0; i < n; i++) {

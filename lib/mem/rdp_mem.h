@@ -188,24 +188,6 @@ rdp_pool_cache_fill(struct rdp_pool *pool, unsigned int n)
 	return len >= n;
 }
 
-/* A header as a fresh single segment of @p pool. */
-static __rte_always_inline void
-rdp_msg_reset_(struct rdp_pool *pool, struct rdp_msg *m)
-{
-	m->data = pool->base + (size_t)m->idx * pool->buf_size;
-	m->data_len = 0;
-	m->pkt_len = 0;
-	m->next = NULL;
-	m->nb_segs = 1;
-	m->event = 0;
-	m->flags = 0;
-	m->status = 0;
-	m->user_data = 0;
-	m->ep = NULL;
-	m->aux = 0;
-	m->link = NULL;
-}
-
 static inline int
 rdp_pool_get_bulk(struct rdp_pool *pool, struct rdp_msg **msgs, unsigned int n)
 {
@@ -228,25 +210,23 @@ rdp_pool_get_bulk(struct rdp_pool *pool, struct rdp_msg **msgs, unsigned int n)
 			return -ENOBUFS;
 		RDP_HANDOFF_ACQUIRE(pool->free);
 	}
-	for (i = 0; i < n; i++)
-		rdp_msg_reset_(pool, msgs[i]);
+	for (i = 0; i < n; i++) {
+		struct rdp_msg *m = msgs[i];
+
+		m->data = pool->base + (size_t)m->idx * pool->buf_size;
+		m->data_len = 0;
+		m->pkt_len = 0;
+		m->next = NULL;
+		m->nb_segs = 1;
+		m->event = 0;
+		m->flags = 0;
+		m->status = 0;
+		m->user_data = 0;
+		m->ep = NULL;
+		m->aux = 0;
+		m->link = NULL;
+	}
 	return 0;
-}
-
-/* One buffer: rdp_pool_get_bulk() of one, the owner's common case inline. NULL when empty. */
-static __rte_always_inline struct rdp_msg *
-rdp_pool_get_one(struct rdp_pool *pool)
-{
-	struct rdp_msg *m;
-	uint32_t len;
-
-	/* the owner first: other threads must not read the cache */
-	if (unlikely(!rdp_pool_is_owner(pool) || (len = pool->cache_len) == 0))
-		return rdp_pool_get_bulk(pool, &m, 1) == 0 ? m : NULL;
-	m = pool->cache[--len];
-	__atomic_store_n(&pool->cache_len, len, __ATOMIC_RELAXED);
-	rdp_msg_reset_(pool, m);
-	return m;
 }
 
 /**
