@@ -105,8 +105,8 @@ rdp_thread_self(void)
 	rte_log(RTE_LOG_ ## level, type, "rdp." lib ": " fmt "\n", ##__VA_ARGS__)
 
 /*
- * Ownership handed over through a multi-producer rte_ring, made visible to
- * ThreadSanitizer. DPDK's ring orders a producer after earlier producers
+ * Ownership handed over through a multi-producer rte_ring (or through a
+ * peer, see connect_qp()), made visible to ThreadSanitizer. DPDK's ring orders a producer after earlier producers
  * with a relaxed wait, so in the C11 model a consumer synchronises with the
  * last producer only (x86 is TSO: the ring is correct there). Producers
  * release the ring before they enqueue, consumers acquire it after they

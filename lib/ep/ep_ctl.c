@@ -320,9 +320,19 @@ connect_qp(struct rdp_ep *ep, const struct rdp_hello *peer, char *why, size_t le
 		attr.state = RDP_QPS_RTS;
 		ret = rdp_qp_modify(ep->qp, &attr, RDP_QP_ATTR_STATE | RDP_QP_ATTR_CONN);
 	}
-	if (ret < 0)
+	if (ret < 0) {
 		snprintf(why, len, "cannot connect the QP: %s", rdp_err_msg());
-	return ret;
+		return ret;
+	}
+	/*
+	 * The poller may reap this QP's first completions before the
+	 * handover, and reads the state set above. The peer sends nothing
+	 * before our next handshake message, so the order holds, but it runs
+	 * through the peer, often another process, where ThreadSanitizer
+	 * cannot follow it: say it here (ep_complete() acquires).
+	 */
+	RDP_HANDOFF_RELEASE(ep);
+	return 0;
 }
 
 static void

@@ -600,6 +600,7 @@ ep_complete(void *client, const struct rdp_wc *wc, uint16_t n)
 	struct rdp_ep *ep = client;
 	uint16_t i;
 
+	RDP_HANDOFF_ACQUIRE(ep); /* what connect_qp() set up (ThreadSanitizer only) */
 	for (i = 0; i < n; i++) {
 		if (rdp_wrid_kind(wc[i].wr_id) == RDP_WRK_RECV)
 			recv_complete(ep, &wc[i]);
