@@ -138,6 +138,13 @@ int rdp_init(const struct rdp_cfg *cfg);
  * Stop rdmaplane: close every endpoint (draining what can be sent and
  * reporting the rest failed), stop the pollers, free everything.
  *
+ * rdp_fini() closes the listeners first, but nobody serves the pipeline
+ * rings while it waits. An application that streams into them should close
+ * its listeners (rdp_listen_close()), close its endpoints and serve its
+ * rings until rdp_endpoint_count() is 0, then call rdp_fini(): otherwise a
+ * peer admitted at the last moment can leave received messages in a ring,
+ * held, and rdp_fini() fails.
+ *
  * @return
  *   0, or -EBUSY when messages are still held by the application (they are
  *   leaked, and counted in the log); a pipeline CLOSED event not yet freed
