@@ -56,6 +56,7 @@ static struct {
 	double duration;
 	uint64_t iters;
 	unsigned int endpoints;
+	unsigned int busy;      /* endpoints that carry traffic: the first ones */
 	unsigned int window;
 	bool pipeline;
 	const char *json;
@@ -398,6 +399,7 @@ struct perf_result {
 	double cpu_ns_per_msg;
 	uint64_t p50, p99, p999, max;
 	double mean;                /* one-way, of the same samples */
+	unsigned int active;        /* endpoints that completed a message in the phase */
 	struct rdp_ep_stats credit; /* deltas over the measurement */
 };
 
@@ -524,6 +526,7 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 {
 	uint64_t m0, b0, f0, m1, b1, f1, last_m, last_b;
 	struct rdp_ep_stats s0, s1, sp;
+	static uint64_t done_before[MAX_EPS];
 	struct perf_hist all;
 	double t0, t1, c0, c1, tick, end, warm;
 	unsigned int i;
@@ -532,13 +535,16 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	__atomic_store_n(&phase.size, size, __ATOMIC_RELAXED);
 	__atomic_store_n(&phase.window, mode == MODE_LAT ? 1 : opt.window, __ATOMIC_RELAXED);
 	memset(&all, 0, sizeof(all));
-	for (i = 0; i < opt.endpoints; i++)
+	for (i = 0; i < opt.endpoints; i++) {
 		memset(&peps[i].hist, 0, sizeof(peps[i].hist));
+		done_before[i] = __atomic_load_n(&peps[i].completed, __ATOMIC_RELAXED);
+	}
 	__atomic_store_n(&phase.measuring, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&phase.running, true, __ATOMIC_RELEASE);
 	/* the first window goes where the endpoint's events are handled;
-	 * completions keep it full from then on */
-	for (i = 0; i < opt.endpoints; i++) {
+	 * completions keep it full from then on; endpoints past --busy are
+	 * never started and stay idle */
+	for (i = 0; i < opt.busy; i++) {
 		if (opt.pipeline)
 			fill(&peps[i], 0);
 		else
@@ -591,9 +597,13 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 		return -1;
 	}
 	sum_stats(&s1);
-	for (i = 0; i < opt.endpoints; i++)
-		hist_merge(&all, &peps[i].hist);
 	memset(r, 0, sizeof(*r));
+	for (i = 0; i < opt.endpoints; i++) {
+		hist_merge(&all, &peps[i].hist);
+		/* drain() acquired every count in flight: these are final */
+		if (__atomic_load_n(&peps[i].completed, __ATOMIC_RELAXED) != done_before[i])
+			r->active++;
+	}
 	r->mode = mode;
 	r->size = size;
 	r->messages = m1 - m0;
@@ -653,17 +663,19 @@ write_json(const struct perf_result *r, unsigned int n)
 		return -1;
 	}
 	fprintf(f, "{\n  \"driver\": \"%s\",\n  \"endpoints\": %u,\n  \"window\": %u,\n"
-		"  \"run_mode\": \"%s\",\n  \"results\": [\n", rdp_driver_info(), opt.endpoints,
-		opt.window, opt.pipeline ? "pipeline" : "rtc");
+		"  \"busy\": %u,\n  \"run_mode\": \"%s\",\n  \"results\": [\n",
+		rdp_driver_info(), opt.endpoints, opt.window, opt.busy,
+		opt.pipeline ? "pipeline" : "rtc");
 	for (i = 0; i < n; i++)
-		fprintf(f, "    {\"mode\": \"%s\", \"size\": %u, \"messages\": %" PRIu64
+		fprintf(f, "    {\"mode\": \"%s\", \"size\": %u, \"endpoints_active\": %u, "
+			"\"messages\": %" PRIu64
 			", \"seconds\": %.3f, \"msg_rate\": %.1f, \"gbps\": %.4f, \"lat_p50_ns\": %"
 			PRIu64 ", \"lat_p99_ns\": %" PRIu64 ", \"lat_p999_ns\": %" PRIu64
 			", \"lat_max_ns\": %" PRIu64 ", \"lat_mean_ns\": %.1f, \"cpu_ns_per_msg\": %.1f, \"credit\": "
 			"{\"enomem\": %" PRIu64 ", \"rnr\": %" PRIu64 ", \"sq_stalls\": %" PRIu64
 			", \"remote_stalls\": %" PRIu64 ", \"acks\": %" PRIu64 ", \"reclaims\": %"
-			PRIu64 "}}%s\n", mode_names[r[i].mode], r[i].size, r[i].messages,
-			r[i].seconds, r[i].msg_rate, r[i].gbps, r[i].p50, r[i].p99, r[i].p999,
+			PRIu64 "}}%s\n", mode_names[r[i].mode], r[i].size, r[i].active,
+			r[i].messages, r[i].seconds, r[i].msg_rate, r[i].gbps, r[i].p50, r[i].p99, r[i].p999,
 			r[i].max, r[i].mean, r[i].cpu_ns_per_msg, r[i].credit.enomem, r[i].credit.rnr,
 			r[i].credit.sq_stalls, r[i].credit.remote_stalls, r[i].credit.acks,
 			r[i].credit.reclaims, i + 1 < n ? "," : "");
@@ -736,6 +748,9 @@ run_client(void)
 	if (!opt.quiet)
 		printf("rdp-perf: %u endpoint(s) to %s, %s mode, window %u\n", opt.endpoints,
 		       opt.connect, opt.pipeline ? "pipeline" : "run-to-completion", opt.window);
+	if (!opt.quiet && opt.busy < opt.endpoints)
+		printf("rdp-perf: only the first %u carry traffic (--busy), the others stay idle\n",
+		       opt.busy);
 	for (m = 0; m < MODE_MAX && ret == 0; m++) {
 		for (i = 0; i < opt.nb_sizes && opt.modes[m] && !quitting(); i++) {
 			if (run_phase((enum perf_mode)m, opt.sizes[i], &results[nr]) < 0) {
@@ -786,6 +801,8 @@ usage(FILE *f)
 "  -n, --iters N          stop after N messages instead\n"
 "  -e, --endpoints N      endpoints (default 1), spread over poller lcores\n"
 "  -w, --window N         messages in flight per endpoint in bw/bidir (default 64)\n"
+"  --busy N               only the first N endpoints carry traffic; the others\n"
+"                         stay connected and idle (default: all)\n"
 "\n"
 "How:\n"
 "  -c, --config FILE      per-core configuration (see docs/configuration.md)\n"
@@ -863,6 +880,7 @@ parse_args(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'n' },
 		{ "endpoints", required_argument, NULL, 'e' },
 		{ "window", required_argument, NULL, 'w' },
+		{ "busy", required_argument, NULL, 'B' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "driver", required_argument, NULL, 'D' },
 		{ "pipeline", no_argument, NULL, 'P' },
@@ -873,6 +891,7 @@ parse_args(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *busy_arg = NULL;
 	char *end;
 	int c;
 
@@ -912,6 +931,9 @@ parse_args(int argc, char **argv)
 			if (*end != '\0' || opt.endpoints < 1 || opt.endpoints > MAX_EPS)
 				return bad_option("--endpoints", optarg, "expected 1..1024");
 			break;
+		case 'B':
+			busy_arg = optarg;
+			break;
 		case 'w':
 			opt.window = strtoul(optarg, &end, 10);
 			if (*end != '\0' || opt.window < 1 || opt.window > 65536)
@@ -930,6 +952,15 @@ parse_args(int argc, char **argv)
 	}
 	if (optind < argc)
 		return bad_option("argument", argv[optind], "unexpected");
+	opt.busy = opt.endpoints;
+	if (busy_arg != NULL) {
+		char rule[64];
+
+		opt.busy = strtoul(busy_arg, &end, 10);
+		snprintf(rule, sizeof(rule), "expected 1..%u (the endpoints)", opt.endpoints);
+		if (*busy_arg == '\0' || *end != '\0' || opt.busy < 1 || opt.busy > opt.endpoints)
+			return bad_option("--busy", busy_arg, rule);
+	}
 	if (opt.server && opt.connect[0] != '\0')
 		return bad_option("--server", "--connect", "choose one role");
 	opt.loopback = !opt.server && opt.connect[0] == '\0';

@@ -60,6 +60,7 @@ each_number(const char *json, const char *key, int (*ok)(unsigned long long), ch
 
 static int positive(unsigned long long v) { return v > 0; }
 static int zero(unsigned long long v) { return v == 0; }
+static int three(unsigned long long v) { return v == 3; }
 
 /*
  * Run rdp-perf with @p args and --json into a fresh directory; its output
@@ -111,6 +112,30 @@ RDP_TEST(perf, rdp_perf_loopback_reports_rates_and_zero_enomem_rnr)
 	return 0;
 }
 
+/*
+ * --busy K streams on the first K endpoints only: the others stay connected
+ * and idle on the same pollers (how much the connections alone cost).
+ */
+RDP_TEST(perf, rdp_perf_busy_streams_on_that_many_endpoints_the_rest_stay_idle)
+{
+	static char out[1 << 16], text[1 << 16];
+	char bad[128] = "";
+
+	run_perf_json("-e 8 --busy 3 -m bw,bidir -s 64 -w 4 -n 3000 -q", out, sizeof(out), text,
+		      sizeof(text));
+	RDP_ASSERT_MSG(strstr(text, "\"endpoints\": 8,") != NULL, "%s", text);
+	RDP_ASSERT_MSG(strstr(text, "\"busy\": 3,") != NULL, "%s", text);
+	RDP_ASSERT_EQ(each_number(text, "messages", positive, bad, sizeof(bad)), 2);
+	RDP_ASSERT_MSG(bad[0] == '\0', "%s in\n%s", bad, text);
+	RDP_ASSERT_EQ(each_number(text, "endpoints_active", three, bad, sizeof(bad)), 2);
+	RDP_ASSERT_MSG(bad[0] == '\0', "%s in\n%s", bad, text);
+	/* without it, every endpoint streams */
+	run_perf_json("-e 8 -m bw -s 64 -w 4 -n 3000 -q", out, sizeof(out), text, sizeof(text));
+	RDP_ASSERT_MSG(strstr(text, "\"busy\": 8,") != NULL, "%s", text);
+	RDP_ASSERT_MSG(strstr(text, "\"endpoints_active\": 8,") != NULL, "%s", text);
+	return 0;
+}
+
 RDP_TEST(perf, rdp_perf_refuses_bad_arguments_naming_the_option)
 {
 	static char out[8192];
@@ -126,6 +151,12 @@ RDP_TEST(perf, rdp_perf_refuses_bad_arguments_naming_the_option)
 	snprintf(cmd, sizeof(cmd), "%s -- --driver nosuch -d 0.1 2>&1", perf_bin());
 	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 1);
 	RDP_ASSERT_MSG(strstr(out, "unknown driver 'nosuch'") != NULL, "%s", out);
+	snprintf(cmd, sizeof(cmd), "%s -- --endpoints 4 --busy 5 2>&1", perf_bin());
+	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 2);
+	RDP_ASSERT_MSG(strstr(out, "--busy 5: expected 1..4 (the endpoints)") != NULL, "%s", out);
+	snprintf(cmd, sizeof(cmd), "%s -- --busy 0 2>&1", perf_bin());
+	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 2);
+	RDP_ASSERT_MSG(strstr(out, "--busy 0: expected 1..1 (the endpoints)") != NULL, "%s", out);
 	snprintf(cmd, sizeof(cmd), "%s -- --help 2>&1", perf_bin());
 	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 0);
 	RDP_ASSERT(strstr(out, "--connect HOST:PORT") != NULL);

@@ -257,7 +257,8 @@ def main():
             ('credits', 'credit', 'rdp', ('bw4096', 'msg_rate')),
             ('bypassed', 'credit', 'rdp-nocredit', ('bw4096', 'msg_rate'))]),
         ('64 B rate by endpoints on one poller', 'msg/s', 'high', [
-            ('%d ep' % e, 'eps%d' % e, 'rdp', ('bw64', 'msg_rate')) for e in eps]),
+            ('%d ep' % e, 'eps%d' % e, 'rdp', ('bw64', 'msg_rate')) for e in eps] + [
+            ('%d ep, 1 busy' % eps[-1], 'busy1', 'rdp', ('bw64', 'msg_rate'))]),
         ('pipeline ring handoff (probe-ring)', 'ns', 'low', [
             ('one-way handoff p50', 'ring', 'ring', ('handoff_ns_p50',))]),
         ('pipeline ring stream (probe-ring)', 'msg/s', 'high', [
@@ -280,7 +281,9 @@ def main():
         ('64 B rate: credits / bypassed', 5, 'credits', 'bypassed', ('>=', 0.97)),
         ('4 KiB rate: credits / bypassed', 6, 'credits', 'bypassed', None),
     ] + [('endpoints: %d / 1' % e, 7, '%d ep' % e, '1 ep', ('>=', 0.8) if e == 1024 else None)
-         for e in eps if e != 1]
+         for e in eps if e != 1] + [
+        ('endpoints: %d connected, 1 busy / 1' % eps[-1], 7, '%d ep, 1 busy' % eps[-1], '1 ep',
+         None)]
 
     def value(rnd, row, label):
         for (lab, test, tool, path) in rows[row][3]:

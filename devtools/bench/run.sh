@@ -304,6 +304,9 @@ for r in $(seq 1 "$rounds"); do
 			TOLERATE=1 NO_RETRY=1 rdp_run "$r" "eps$e" rdp "$rdp" -c "$cfg/scale.ini" -e "$e" -w 16 \
 				-m bw -s 64
 		done
+		# what the connections alone cost: as many endpoints, one of them busy
+		TOLERATE=1 NO_RETRY=1 rdp_run "$r" busy1 rdp "$rdp" -c "$cfg/scale.ini" \
+			-e "${eps_list##* }" --busy 1 -w 16 -m bw -s 64
 
 		# the pipeline's ring handoff
 		run_tool "$r" ring ring 60 "$probe-ring" --cpu-a "$cpu_a" --cpu-b "$cpu_b" \
