@@ -675,8 +675,8 @@ write_json(const struct perf_result *r, unsigned int n)
 			"{\"enomem\": %" PRIu64 ", \"rnr\": %" PRIu64 ", \"sq_stalls\": %" PRIu64
 			", \"remote_stalls\": %" PRIu64 ", \"acks\": %" PRIu64 ", \"reclaims\": %"
 			PRIu64 "}}%s\n", mode_names[r[i].mode], r[i].size, r[i].active,
-			r[i].messages, r[i].seconds, r[i].msg_rate, r[i].gbps, r[i].p50, r[i].p99, r[i].p999,
-			r[i].max, r[i].mean, r[i].cpu_ns_per_msg, r[i].credit.enomem, r[i].credit.rnr,
+			r[i].messages, r[i].seconds, r[i].msg_rate, r[i].gbps, r[i].p50, r[i].p99,
+			r[i].p999, r[i].max, r[i].mean, r[i].cpu_ns_per_msg, r[i].credit.enomem, r[i].credit.rnr,
 			r[i].credit.sq_stalls, r[i].credit.remote_stalls, r[i].credit.acks,
 			r[i].credit.reclaims, i + 1 < n ? "," : "");
 	/* every message of the run, warm-ups and drains included (profiles divide by it) */
