@@ -106,11 +106,12 @@ rdp_thread_self(void)
 
 /*
  * Ownership handed over through a multi-producer rte_ring (or through a
- * peer, see connect_qp()), made visible to ThreadSanitizer. DPDK's ring orders a producer after earlier producers
- * with a relaxed wait, so in the C11 model a consumer synchronises with the
- * last producer only (x86 is TSO: the ring is correct there). Producers
- * release the ring before they enqueue, consumers acquire it after they
- * dequeue. Compiled out unless built with ThreadSanitizer.
+ * peer, see connect_qp()), made visible to ThreadSanitizer. DPDK's ring
+ * orders a producer after earlier producers with a relaxed wait, so in the
+ * C11 model a consumer synchronises with the last producer only (x86 is
+ * TSO: the ring is correct there). Producers release the ring before they
+ * enqueue, consumers acquire it after they dequeue. Compiled out unless
+ * built with ThreadSanitizer.
  */
 #if defined(__SANITIZE_THREAD__)
 #define RDP_TSAN 1
