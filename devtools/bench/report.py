@@ -106,7 +106,7 @@ def parse_run(out, run):
     base = os.path.join(out, 'raw', run['file'])
     text = read_text(base + '.out')
     tool, test = run['tool'], run['test']
-    if tool in ('cacheline', 'spsc', 'ring'):
+    if tool in ('cacheline', 'spsc', 'ring', 'rings'):
         return last_json(text)
     if tool.startswith('rdp'):
         return parse_rdp(base + '.json')
@@ -258,7 +258,10 @@ def main():
             ('bypassed', 'credit', 'rdp-nocredit', ('bw4096', 'msg_rate'))]),
         ('64 B rate by endpoints on one poller', 'msg/s', 'high', [
             ('%d ep' % e, 'eps%d' % e, 'rdp', ('bw64', 'msg_rate')) for e in eps] + [
-            ('%d ep, 1 busy' % eps[-1], 'busy1', 'rdp', ('bw64', 'msg_rate'))]),
+            ('%d ep, 1 busy' % eps[-1], 'busy1', 'rdp', ('bw64', 'msg_rate'))] + [
+            ('limit: %d ring%s%s' % (e, 's' if e > 1 else '', ', work %d' % w if w else ''),
+             'rings%d-w%d' % (e, w), 'rings', ('msg_rate',))
+            for w in (0, 40) for e in sorted({1, eps[-1]})]),
         ('pipeline ring handoff (probe-ring)', 'ns', 'low', [
             ('one-way handoff p50', 'ring', 'ring', ('handoff_ns_p50',))]),
         ('pipeline ring stream (probe-ring)', 'msg/s', 'high', [
@@ -283,7 +286,11 @@ def main():
     ] + [('endpoints: %d / 1' % e, 7, '%d ep' % e, '1 ep', ('>=', 0.8) if e == 1024 else None)
          for e in eps if e != 1] + [
         ('endpoints: %d connected, 1 busy / 1' % eps[-1], 7, '%d ep, 1 busy' % eps[-1], '1 ep',
-         None)]
+         None)] + [
+        ('limit: %d rings / 1 ring%s' % (eps[-1], ', work %d a message' % w if w else ''), 7,
+         'limit: %d rings%s' % (eps[-1], ', work %d' % w if w else ''),
+         'limit: 1 ring%s' % (', work %d' % w if w else ''), None)
+        for w in (0, 40) if eps[-1] != 1]
 
     def value(rnd, row, label):
         for (lab, test, tool, path) in rows[row][3]:
@@ -339,7 +346,7 @@ def main():
     # ---- every expected run happened ----
     expected_tools = set()
     if args.only != 'peers':
-        expected_tools |= {'rdp', 'rdp-nocredit', 'cacheline', 'spsc', 'ring'}
+        expected_tools |= {'rdp', 'rdp-nocredit', 'cacheline', 'spsc', 'ring', 'rings'}
     if args.only != 'ours':
         if args.have_ucx:
             expected_tools.add('ucx')

@@ -108,7 +108,7 @@ if want_ours; then
 	build_tree "$nocredit_dir" --buildtype=release -Dtests=false -Dbench_no_credit=true
 	rdp=$bin_dir/apps/rdp-perf/rdp-perf
 	rdp_nc=$nocredit_dir/apps/rdp-perf/rdp-perf
-	for b in "$rdp" "$rdp_nc" "$bin_dir"/devtools/bench/probe-{cacheline,spsc,ring}; do
+	for b in "$rdp" "$rdp_nc" "$bin_dir"/devtools/bench/probe-{cacheline,spsc,ring,rings}; do
 		[ -x "$b" ] || { echo "run.sh: $b is missing" >&2; exit 1; }
 	done
 	probe=$bin_dir/devtools/bench/probe
@@ -307,6 +307,15 @@ for r in $(seq 1 "$rounds"); do
 		# what the connections alone cost: as many endpoints, one of them busy
 		TOLERATE=1 NO_RETRY=1 rdp_run "$r" busy1 rdp "$rdp" -c "$cfg/scale.ini" \
 			-e "${eps_list##* }" --busy 1 -w 16 -m bw -s 64
+		# the limit: one ring per connection, bare and with a stack's work per message
+		rings_list=$(printf '%s\n' 1 "${eps_list##* }" | sort -nu)
+		for w in 0 40; do
+			for e in $rings_list; do
+				run_tool "$r" "rings$e-w$w" rings 60 "$probe-rings" --rings "$e" --work "$w" \
+					--cpu-a "$cpu_a" --cpu-b "$cpu_b" --duration "$probe_s" ||
+					failures=$((failures + 1))
+			done
+		done
 
 		# the pipeline's ring handoff
 		run_tool "$r" ring ring 60 "$probe-ring" --cpu-a "$cpu_a" --cpu-b "$cpu_b" \
