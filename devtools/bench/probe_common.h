@@ -13,6 +13,7 @@
 #endif
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -79,6 +80,60 @@ probe_opt(int argc, char **argv, const char *name, double def)
 			return v;
 		}
 	return def;
+}
+
+/*
+ * The measured window of a streaming probe: a tenth of the duration to
+ * warm up, then the duration. A probe counts what it took and calls
+ * probe_window_done() with the time and its count now and then.
+ */
+struct probe_window {
+	uint64_t warm;        /* measuring starts at this time */
+	uint64_t end;         /* and ends at this one */
+	uint64_t t_start;     /* when it started (0: not yet) */
+	uint64_t start_count; /* the count then */
+	uint64_t t_last;      /* time of the last call */
+	uint64_t count;       /* count at the last call */
+};
+
+static inline void
+probe_window_init(struct probe_window *w, double duration)
+{
+	uint64_t now = rdp_clock_ns();
+
+	memset(w, 0, sizeof(*w));
+	w->warm = now + (uint64_t)(duration * 1e9 / 10);
+	w->end = w->warm + (uint64_t)(duration * 1e9);
+}
+
+/*
+ * Is the window over? It ends once something was measured, or 10 s late
+ * when a loaded machine starved the probe.
+ */
+static inline bool
+probe_window_done(struct probe_window *w, uint64_t now, uint64_t count)
+{
+	w->t_last = now;
+	w->count = count;
+	if (w->t_start == 0 && now >= w->warm) {
+		w->t_start = now;
+		w->start_count = count;
+	}
+	return now >= w->end && ((w->t_start != 0 && count > w->start_count && now > w->t_start) ||
+				 now >= w->end + 10 * 1000000000ull);
+}
+
+/* Seconds measured and what was counted in them. */
+static inline double
+probe_window_secs(const struct probe_window *w)
+{
+	return w->t_start != 0 ? (w->t_last - w->t_start) / 1e9 : 0;
+}
+
+static inline uint64_t
+probe_window_count(const struct probe_window *w)
+{
+	return w->count - w->start_count;
 }
 
 /* Start @fn on a new thread (it pins itself). */

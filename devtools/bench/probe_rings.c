@@ -51,7 +51,7 @@ struct ring_side {
 	uint64_t posts[RING_ENTRIES];
 };
 
-struct rings {
+struct ring_set {
 	struct ring **ring;
 	struct ring_side **side;
 	uint32_t nb_rings;
@@ -76,7 +76,7 @@ map_or_die(size_t len)
 static void *
 producer(void *arg)
 {
-	struct rings *rs = arg;
+	struct ring_set *rs = arg;
 	uint64_t *head = calloc(rs->nb_rings, sizeof(*head));
 	uint8_t src[PAYLOAD];
 	uint32_t i;
@@ -109,7 +109,7 @@ producer(void *arg)
 
 /* One visit to ring @p i: every message ready, in order; returns how many, or -1 (corrupt). */
 static int
-take(struct rings *rs, uint64_t *tails, uint32_t i, uint64_t *sink)
+take(struct ring_set *rs, uint64_t *tails, uint32_t i, uint64_t *sink)
 {
 	struct ring *r = rs->ring[i];
 	struct ring_side *s = rs->side[i];
@@ -149,10 +149,11 @@ take(struct rings *rs, uint64_t *tails, uint32_t i, uint64_t *sink)
 int
 main(int argc, char **argv)
 {
-	static struct rings rs;
+	static struct ring_set rs;
 	double duration = probe_opt(argc, argv, "--duration", 1.0);
 	int cpu_b = (int)probe_opt(argc, argv, "--cpu-b", 1);
-	uint64_t count = 0, start_count = 0, sink = 0, now = 0, t_start = 0, t_end, warm;
+	uint64_t count = 0, sink = 0;
+	struct probe_window win;
 	uint64_t *tails;
 	uint32_t i;
 	pthread_t th;
@@ -179,9 +180,7 @@ main(int argc, char **argv)
 	if (probe_pin(cpu_b) != 0)
 		fprintf(stderr, "probe-rings: cannot pin to CPU %d\n", cpu_b);
 	probe_spawn(&th, producer, &rs);
-	now = rdp_clock_ns();
-	warm = now + (uint64_t)(duration * 1e9 / 10);
-	t_end = warm + (uint64_t)(duration * 1e9);
+	probe_window_init(&win, duration);
 	for (;;) {
 		for (i = 0; i < rs.nb_rings; i++) {
 			int n = take(&rs, tails, i, &sink);
@@ -190,26 +189,19 @@ main(int argc, char **argv)
 				return 1;
 			count += (uint64_t)n;
 		}
-		now = rdp_clock_ns();
-		if (t_start == 0 && now >= warm) {
-			t_start = now;
-			start_count = count;
-		}
-		/* measure something even when a loaded machine starves us */
-		if (now >= t_end && ((t_start != 0 && count > start_count && now > t_start) ||
-				     now >= t_end + 10 * 1000000000ull))
+		if (probe_window_done(&win, rdp_clock_ns(), count))
 			break;
 	}
 	__atomic_store_n(&rs.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
 	{
-		double secs = t_start != 0 ? (now - t_start) / 1e9 : 0;
-		double rate = secs > 0 ? (count - start_count) / secs : 0;
+		double secs = probe_window_secs(&win);
+		double rate = secs > 0 ? probe_window_count(&win) / secs : 0;
 
 		printf("{\"probe\": \"rings\", \"cpu_a\": %d, \"cpu_b\": %d, \"rings\": %u, "
 		       "\"window\": %u, \"work\": %u, \"messages\": %" PRIu64 ", \"seconds\": %.3f, "
 		       "\"msg_rate\": %.1f, \"sink\": %" PRIu64 "}\n", rs.cpu_a, cpu_b, rs.nb_rings,
-		       rs.window, rs.work, count - start_count, secs, rate, sink & 1);
+		       rs.window, rs.work, probe_window_count(&win), secs, rate, sink & 1);
 	}
 	for (i = 0; i < rs.nb_rings; i++) {
 		munmap(rs.ring[i], sizeof(struct ring));

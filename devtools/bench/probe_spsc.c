@@ -76,8 +76,8 @@ main(int argc, char **argv)
 	static struct spsc r;
 	double duration = probe_opt(argc, argv, "--duration", 1.0);
 	int cpu_b = (int)probe_opt(argc, argv, "--cpu-b", 1);
-	uint64_t t = 0, head = 0, pending = 0, count = 0, bad = 0, start_count = 0;
-	uint64_t now, t_start = 0, t_end, warm;
+	uint64_t t = 0, head = 0, pending = 0, count = 0, bad = 0;
+	struct probe_window win;
 	pthread_t th;
 
 	r.size = (size_t)probe_opt(argc, argv, "--size", 64);
@@ -106,9 +106,7 @@ main(int argc, char **argv)
 	if (probe_pin(cpu_b) != 0)
 		fprintf(stderr, "probe-spsc: cannot pin to CPU %d\n", cpu_b);
 	probe_spawn(&th, producer, &r);
-	now = rdp_clock_ns();
-	warm = now + (uint64_t)(duration * 1e9 / 10);
-	t_end = warm + (uint64_t)(duration * 1e9);
+	probe_window_init(&win, duration);
 	for (;;) {
 		if (t == head) {
 			if (pending > 0) {
@@ -138,27 +136,20 @@ main(int argc, char **argv)
 				pending = 0;
 			}
 		}
-		now = rdp_clock_ns();
-		if (t_start == 0 && now >= warm) {
-			t_start = now;
-			start_count = count;
-		}
-		/* measure something even when a loaded machine starves us */
-		if (now >= t_end && ((t_start != 0 && count > start_count && now > t_start) ||
-				     now >= t_end + 10 * 1000000000ull))
+		if (probe_window_done(&win, rdp_clock_ns(), count))
 			break;
 	}
 	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&r.tail, t, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
 	{
-		double secs = t_start != 0 ? (now - t_start) / 1e9 : 0;
-		double rate = secs > 0 ? (count - start_count) / secs : 0;
+		double secs = probe_window_secs(&win);
+		double rate = secs > 0 ? probe_window_count(&win) / secs : 0;
 
 		printf("{\"probe\": \"spsc\", \"cpu_a\": %d, \"cpu_b\": %d, \"size\": %zu, "
 		       "\"batch\": %" PRIu64 ", \"slots\": %" PRIu64 ", \"messages\": %" PRIu64
 		       ", \"seconds\": %.3f, \"msg_rate\": %.1f, \"gbps\": %.4f}\n", r.cpu_a, cpu_b,
-		       r.size, r.batch, r.nslots, count - start_count, secs, rate,
+		       r.size, r.batch, r.nslots, probe_window_count(&win), secs, rate,
 		       rate * (double)r.size * 8 / 1e9);
 	}
 	free(r.slots);
