@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -867,6 +868,39 @@ bad_option(const char *name, const char *value, const char *rule)
 	return -1;
 }
 
+/* What a client measures with: a server takes it from the client, never from its own options. */
+static const struct {
+	int c;
+	const char *name;
+} client_opts[] = {
+	{ 'm', "--mode" }, { 's', "--sizes" }, { 'd', "--duration" }, { 'n', "--iters" },
+	{ 'e', "--endpoints" }, { 'w', "--window" }, { 'B', "--busy" }, { 'J', "--json" },
+};
+
+/* An option the chosen role would ignore is an error (@p given: each option's argument by its letter). */
+static int
+check_roles(const char *const given[UCHAR_MAX + 1])
+{
+	size_t i;
+
+	if (opt.server && opt.connect[0] != '\0')
+		return bad_option("--server", "--connect", "choose one role");
+	if (opt.server) {
+		for (i = 0; i < RTE_DIM(client_opts); i++)
+			if (given[client_opts[i].c] != NULL)
+				return bad_option(client_opts[i].name, given[client_opts[i].c],
+						  "not with --server (the client sets the load)");
+	}
+	if ((opt.server || opt.connect[0] != '\0') && given['R'] != NULL)
+		return bad_option("--server-lcores", given['R'], opt.server ?
+				  "not with --server (only a loopback run starts a server)" :
+				  "not with --connect (only a loopback run starts a server)");
+	if (opt.connect[0] != '\0' && given['L'] != NULL)
+		return bad_option("--listen", given['L'],
+				  "not with --connect (that is the server's address)");
+	return 0;
+}
+
 static int
 parse_args(int argc, char **argv)
 {
@@ -891,6 +925,7 @@ parse_args(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *given[UCHAR_MAX + 1] = { NULL };
 	const char *busy_arg = NULL;
 	char *end;
 	int c;
@@ -902,6 +937,8 @@ parse_args(int argc, char **argv)
 	opt.nb_sizes = 3;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "m:s:d:n:e:w:c:qh", opts, NULL)) != -1) {
+		if (c > 0 && c <= UCHAR_MAX)
+			given[c] = optarg != NULL ? optarg : "";
 		switch (c) {
 		case 'S': opt.server = true; break;
 		case 'C': snprintf(opt.connect, sizeof(opt.connect), "%s", optarg); break;
@@ -961,8 +998,8 @@ parse_args(int argc, char **argv)
 		if (*busy_arg == '\0' || *end != '\0' || opt.busy < 1 || opt.busy > opt.endpoints)
 			return bad_option("--busy", busy_arg, rule);
 	}
-	if (opt.server && opt.connect[0] != '\0')
-		return bad_option("--server", "--connect", "choose one role");
+	if (check_roles(given) < 0)
+		return -1;
 	opt.loopback = !opt.server && opt.connect[0] == '\0';
 	return 0;
 }

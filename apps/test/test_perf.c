@@ -164,6 +164,42 @@ RDP_TEST(perf, rdp_perf_refuses_bad_arguments_naming_the_option)
 }
 
 /*
+ * An option of the other role is refused, not ignored: a server takes its
+ * load from the client, a client does not listen, and only a loopback run
+ * starts a server process. (The old binary served on with --window given
+ * to --server: the timeout bounds that case.)
+ */
+RDP_TEST(perf, rdp_perf_refuses_an_option_of_the_other_role)
+{
+	static const char *const server_only_not[][2] = {
+		{ "--mode", "bw" }, { "--sizes", "64" }, { "--duration", "1" },
+		{ "--iters", "10" }, { "--endpoints", "2" }, { "--window", "8" },
+		{ "--busy", "1" }, { "--json", "out.json" }, { "--server-lcores", "1" },
+	};
+	static char out[8192];
+	char cmd[512], want[128];
+	size_t i;
+
+	for (i = 0; i < sizeof(server_only_not) / sizeof(server_only_not[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "timeout 10 %s -- --server --listen 127.0.0.1:0 %s %s 2>&1",
+			 perf_bin(), server_only_not[i][0], server_only_not[i][1]);
+		RDP_ASSERT_MSG(run(cmd, out, sizeof(out)) == 2, "%s: %s", cmd, out);
+		snprintf(want, sizeof(want), "%s %s: not with --server", server_only_not[i][0],
+			 server_only_not[i][1]);
+		RDP_ASSERT_MSG(strstr(out, want) != NULL, "%s: %s", cmd, out);
+	}
+	snprintf(cmd, sizeof(cmd), "timeout 10 %s -- --connect 127.0.0.1:1 --listen 0.0.0.0:5 2>&1",
+		 perf_bin());
+	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 2);
+	RDP_ASSERT_MSG(strstr(out, "--listen 0.0.0.0:5: not with --connect") != NULL, "%s", out);
+	snprintf(cmd, sizeof(cmd), "timeout 10 %s -- --connect 127.0.0.1:1 --server-lcores 1 2>&1",
+		 perf_bin());
+	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 2);
+	RDP_ASSERT_MSG(strstr(out, "--server-lcores 1: not with --connect") != NULL, "%s", out);
+	return 0;
+}
+
+/*
  * A server that takes the TCP connection and never answers the HELLO: the
  * client waits as long as its configuration's handshake deadline says
  * (12 s here, past the 10 s rdp-perf used to allow itself), then says why
