@@ -868,7 +868,7 @@ bad_option(const char *name, const char *value, const char *rule)
 	return -1;
 }
 
-/* What a client measures with: a server takes it from the client, never from its own options. */
+/* What a client measures with: a server takes it from the client, not from its own options. */
 static const struct {
 	int c;
 	const char *name;
@@ -877,7 +877,10 @@ static const struct {
 	{ 'e', "--endpoints" }, { 'w', "--window" }, { 'B', "--busy" }, { 'J', "--json" },
 };
 
-/* An option the chosen role would ignore is an error (@p given: each option's argument by its letter). */
+/*
+ * An option the chosen role would ignore is an error. @p given holds each
+ * option's argument by its letter ("" for a flag), NULL when not given.
+ */
 static int
 check_roles(const char *const given[UCHAR_MAX + 1])
 {
