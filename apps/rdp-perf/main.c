@@ -113,6 +113,7 @@ struct perf_ep {
 	uint64_t ts_tail;
 	uint32_t inflight;      /* awaiting completion (bw) or echo (lat, bidir) */
 	uint64_t completed;     /* messages completed */
+	uint64_t completed_before; /* completed when the phase began (main thread) */
 	uint64_t bytes;         /* their payload */
 	uint64_t failed;        /* sends reported failed */
 	bool established;
@@ -527,7 +528,6 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 {
 	uint64_t m0, b0, f0, m1, b1, f1, last_m, last_b;
 	struct rdp_ep_stats s0, s1, sp;
-	static uint64_t done_before[MAX_EPS];
 	struct perf_hist all;
 	double t0, t1, c0, c1, tick, end, warm;
 	unsigned int i;
@@ -538,7 +538,7 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	memset(&all, 0, sizeof(all));
 	for (i = 0; i < opt.endpoints; i++) {
 		memset(&peps[i].hist, 0, sizeof(peps[i].hist));
-		done_before[i] = __atomic_load_n(&peps[i].completed, __ATOMIC_RELAXED);
+		peps[i].completed_before = __atomic_load_n(&peps[i].completed, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&phase.measuring, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&phase.running, true, __ATOMIC_RELEASE);
@@ -602,7 +602,7 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	for (i = 0; i < opt.endpoints; i++) {
 		hist_merge(&all, &peps[i].hist);
 		/* drain() acquired every count in flight: these are final */
-		if (__atomic_load_n(&peps[i].completed, __ATOMIC_RELAXED) != done_before[i])
+		if (__atomic_load_n(&peps[i].completed, __ATOMIC_RELAXED) != peps[i].completed_before)
 			r->active++;
 	}
 	r->mode = mode;
@@ -894,10 +894,13 @@ check_roles(const char *const given[UCHAR_MAX + 1])
 				return bad_option(client_opts[i].name, given[client_opts[i].c],
 						  "not with --server (the client sets the load)");
 	}
-	if ((opt.server || opt.connect[0] != '\0') && given['R'] != NULL)
-		return bad_option("--server-lcores", given['R'], opt.server ?
-				  "not with --server (only a loopback run starts a server)" :
-				  "not with --connect (only a loopback run starts a server)");
+	if ((opt.server || opt.connect[0] != '\0') && given['R'] != NULL) {
+		char rule[80];
+
+		snprintf(rule, sizeof(rule), "not with %s (only a loopback run starts a server)",
+			 opt.server ? "--server" : "--connect");
+		return bad_option("--server-lcores", given['R'], rule);
+	}
 	if (opt.connect[0] != '\0' && given['L'] != NULL)
 		return bad_option("--listen", given['L'],
 				  "not with --connect (that is the server's address)");

@@ -13,9 +13,9 @@
 #endif
 #include <errno.h>
 #include <inttypes.h>
-#include <stdbool.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

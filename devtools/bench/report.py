@@ -227,6 +227,11 @@ def main():
 
     # ---- what is compared: (row, unit, better, [(label, test, tool, path)]) ----
     eps = [int(e) for e in args.eps.split()]
+
+    def ring_label(e, w):
+        """The rings probe's row: E rings, W units of work a message."""
+        return 'limit: %d ring%s%s' % (e, 's' if e > 1 else '', ', work %d' % w if w else '')
+
     rows = [
         ('64 B latency p50, one-way', 'ns', 'low', [
             ('rdmaplane', 'lat64', 'rdp', ('lat64', 'lat_p50_ns')),
@@ -259,8 +264,7 @@ def main():
         ('64 B rate by endpoints on one poller', 'msg/s', 'high', [
             ('%d ep' % e, 'eps%d' % e, 'rdp', ('bw64', 'msg_rate')) for e in eps] + [
             ('%d ep, 1 busy' % eps[-1], 'busy1', 'rdp', ('bw64', 'msg_rate'))] + [
-            ('limit: %d ring%s%s' % (e, 's' if e > 1 else '', ', work %d' % w if w else ''),
-             'rings%d-w%d' % (e, w), 'rings', ('msg_rate',))
+            (ring_label(e, w), 'rings%d-w%d' % (e, w), 'rings', ('msg_rate',))
             for w in (0, 40) for e in sorted({1, eps[-1]})]),
         ('pipeline ring handoff (probe-ring)', 'ns', 'low', [
             ('one-way handoff p50', 'ring', 'ring', ('handoff_ns_p50',))]),
@@ -288,8 +292,7 @@ def main():
         ('endpoints: %d connected, 1 busy / 1' % eps[-1], 7, '%d ep, 1 busy' % eps[-1], '1 ep',
          None)] + [
         ('limit: %d rings / 1 ring%s' % (eps[-1], ', work %d a message' % w if w else ''), 7,
-         'limit: %d rings%s' % (eps[-1], ', work %d' % w if w else ''),
-         'limit: 1 ring%s' % (', work %d' % w if w else ''), None)
+         ring_label(eps[-1], w), ring_label(1, w), None)
         for w in (0, 40) if eps[-1] != 1]
 
     def value(rnd, row, label):
