@@ -7,7 +7,7 @@ build_pkgs="gcc libc6-dev meson ninja-build pkg-config python3 dpdk-dev libdpdk-
             libibverbs-dev libnuma-dev libbsd-dev libsodium-dev"
 test_pkgs="$build_pkgs clang llvm libclang-rt-14-dev spin valgrind qemu-system-x86
            busybox-static cpio kmod xz-utils iproute2 rdma-core ibverbs-providers
-           ibverbs-utils ucx-utils libfabric-bin"
+           ibverbs-utils ucx-utils libfabric-bin linux-perf"
 bench_pkgs="$build_pkgs ucx-utils libfabric-bin valgrind linux-perf"
 
 case "${1:-}" in

@@ -7,15 +7,21 @@ Each PREFIX names a stalls.sh run (PREFIX.txt, .json, .meta). The runs of a
 set are averaged. With one set it prints where each side spends its time;
 with two, both and the difference (OTHER minus PREFIX), largest first.
 
-The sides are told apart by rdp-perf's own callbacks: the process with
-samples in the client's (c_on_*) is the client, the one with the server's
-(s_on_*) the server. A sample is 1/freq s of one CPU, so a side's total is
+The sides are told apart by rdp-perf's own functions: the process with
+samples in the client's (c_on_*, fill...) is the client, the one with the
+server's (s_on_*...) the server; when only one side has such samples, the
+other process is the other side. A sample is 1/freq s of one CPU, so a side's total is
 its CPU's time per message, idle polls included.
 """
 import collections
 import json
 import sys
 
+# rdp-perf's own functions, by the side that runs them
+SIDES = {
+    'client': {'c_on_recv', 'c_on_send', 'client_sent', 'client_received', 'fill'},
+    'server': {'s_on_recv', 's_on_send', 'run_server'},
+}
 
 def load(prefix):
     meta = json.load(open(prefix + '.meta'))
@@ -30,12 +36,17 @@ def load(prefix):
         pid = f[2].split(':')[0]
         sym = f[3].replace('[.] ', '').replace('[k] ', 'kernel:')
         rows.append((pid, sym, f[4], int(f[1])))
-        if sym.startswith('c_on_'):
-            owner.setdefault(pid, 'client')
-        elif sym.startswith('s_on_'):
-            owner.setdefault(pid, 'server')
-    if sorted(owner.values()) != ['client', 'server']:
-        sys.exit(f'stalls.py: {prefix}.txt: cannot tell client from server ({owner})')
+        for side, marks in SIDES.items():
+            if sym in marks:
+                owner.setdefault(pid, side)
+    pids = set(r[0] for r in rows)
+    if len(set(owner.values())) == 1 and len(pids) == 2:
+        # one side named itself: the other process is the other side
+        (other,) = pids - set(owner)
+        owner[other] = 'server' if 'client' in owner.values() else 'client'
+    if sorted(set(owner.values())) != ['client', 'server'] or len(owner) != 2:
+        sys.exit(f'stalls.py: {prefix}.txt: cannot tell client from server '
+                 f'(processes {sorted(pids)}, named {owner})')
     out = collections.defaultdict(float)
     for pid, sym, src, n in rows:
         if pid in owner:

@@ -10,8 +10,12 @@
 # it both read the fast state (--any-state takes the first run).
 #
 #   devtools/bench/stalls.sh [--bin-dir DIR] [--out PREFIX] [--tries N]
-#                            [--freq HZ] [--any-state] [--cpus A,B]
+#                            [--freq HZ] [--any-state] [--cpus A,B] [--smoke]
 #                            [-- RDP-PERF-ARGS]
+#
+# --smoke (the test command's): no build (--bin-dir must hold one), one short
+# run in any state, and stalls.py must find both sides in it. It exits 77
+# (skipped) when perf is missing or cannot sample on this machine.
 #
 # RDP-PERF-ARGS default to the scaling test at 1024 endpoints. Writes
 # PREFIX.txt (perf report: samples by process, symbol and line),
@@ -29,6 +33,7 @@ out=$top/bench-results/stalls/run
 tries=6
 freq=10000
 any_state=0
+smoke=0
 cpus=
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -37,6 +42,7 @@ while [ $# -gt 0 ]; do
 	--tries) tries=$2; shift ;;
 	--freq) freq=$2; shift ;;
 	--any-state) any_state=1 ;;
+	--smoke) smoke=1; any_state=1; tries=1 ;;
 	--cpus) cpus=$2; shift ;;
 	--) shift; break ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -44,14 +50,25 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ $# -gt 0 ] || set -- -d 3 -c "$here/scale.ini" -e 1024 -w 16 -m bw -s 64
-command -v perf >/dev/null || { echo "stalls.sh: needs perf (linux-perf)" >&2; exit 1; }
-perf stat -e cpu-clock true >/dev/null 2>&1 ||
-	{ echo "stalls.sh: perf cannot sample here (kernel.perf_event_paranoid?)" >&2; exit 1; }
-if [ ! -f "$bin_dir/build.ninja" ]; then
-	meson setup "$bin_dir" "$top" --buildtype=release -Ddebug=true -Dtests=false >/dev/null
+if [ $# -eq 0 ]; then
+	if [ $smoke = 1 ]; then
+		set -- -d 0.2 -m bw -s 64
+	else
+		set -- -d 3 -c "$here/scale.ini" -e 1024 -w 16 -m bw -s 64
+	fi
 fi
-ninja -C "$bin_dir" >/dev/null
+no_perf=1
+[ $smoke = 1 ] && no_perf=77
+command -v perf >/dev/null ||
+	{ echo "stalls.sh: needs perf (devtools/deps.sh bench installs linux-perf)" >&2; exit $no_perf; }
+perf record -q -e cpu-clock -o /dev/null -- true >/dev/null 2>&1 ||
+	{ echo "stalls.sh: perf cannot sample here (kernel.perf_event_paranoid?)" >&2; exit $no_perf; }
+if [ $smoke = 0 ]; then
+	if [ ! -f "$bin_dir/build.ninja" ]; then
+		meson setup "$bin_dir" "$top" --buildtype=release -Ddebug=true -Dtests=false >/dev/null
+	fi
+	ninja -C "$bin_dir" >/dev/null
+fi
 rdp=$bin_dir/apps/rdp-perf/rdp-perf
 probe=$bin_dir/devtools/bench/probe-cacheline
 [ -n "$cpus" ] || cpus=$(bench_default_cpus)
@@ -78,7 +95,11 @@ for try in $(seq "$tries"); do
 		perf report -i "$out.data" -n --no-children --sort pid,sym,srcline -q -t '|' \
 			>"$out.txt" 2>/dev/null
 		rm -f "$out.data"
-		echo "stalls.sh: wrote $out.txt; devtools/bench/stalls.py $out"
+		if [ $smoke = 1 ]; then
+			"$here/stalls.py" "$out" --top 3
+		else
+			echo "stalls.sh: wrote $out.txt; devtools/bench/stalls.py $out"
+		fi
 		exit 0
 	fi
 done
