@@ -7,7 +7,8 @@
 # One rdp-perf loopback run under `perf record -e cpu-clock` (both processes,
 # both pollers), in a build with debug info so that samples name their lines.
 # The run is repeated until the cache-line probes just before and just after
-# it both read the fast state (--any-state takes the first run).
+# it both read the fast state, by report.py's rule (--any-state takes the
+# first run).
 #
 #   devtools/bench/stalls.sh [--bin-dir DIR] [--out PREFIX] [--tries N]
 #                            [--freq HZ] [--any-state] [--cpus A,B] [--smoke]
@@ -74,12 +75,16 @@ probe=$bin_dir/devtools/bench/probe-cacheline
 [ -n "$cpus" ] || cpus=$(bench_default_cpus)
 mkdir -p "$(dirname "$out")"
 
-# one_way_ns: the probe's p50, the machine's state just now
+# one_way_ns: the probe's 10th percentile, the machine's state just now
 one_way_ns() {
 	"$probe" --cpu-a "${cpus%,*}" --cpu-b "${cpus#*,}" |
-		python3 -c 'import json, sys; print(json.load(sys.stdin)["oneway_ns_p50"])'
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["oneway_ns_p10"])'
 }
-fast() { python3 -c "import sys; sys.exit(0 if $1 < 80 else 1)"; }
+# fast NS: the fast state by report.py's rule, the one every bench table uses
+fast() {
+	python3 -c "import sys; sys.path.insert(0, sys.argv[1]); from report import FAST_BELOW_NS; \
+sys.exit(0 if float(sys.argv[2]) < FAST_BELOW_NS else 1)" "$here" "$1"
+}
 
 for try in $(seq "$tries"); do
 	before=$(one_way_ns)
@@ -90,7 +95,7 @@ for try in $(seq "$tries"); do
 	rate=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["results"][0]["msg_rate"])' "$out.json")
 	echo "stalls.sh: try $try: $rate msg/s, probes $before ns / $after ns"
 	if [ $any_state = 1 ] || { fast "$before" && fast "$after"; }; then
-		printf '{"freq": %s, "msg_rate": %s, "probe_before_ns": %s, "probe_after_ns": %s}\n' \
+		printf '{"freq": %s, "msg_rate": %s, "probe_p10_before_ns": %s, "probe_p10_after_ns": %s}\n' \
 			"$freq" "$rate" "$before" "$after" >"$out.meta"
 		perf report -i "$out.data" -n --no-children --sort pid,sym,srcline -q -t '|' \
 			>"$out.txt" 2>/dev/null
