@@ -28,7 +28,7 @@ reposts_owing_nothing(const struct rdp_ep *ep)
 	uint32_t n = 0;
 
 	for (m = ep->rp_head; m != NULL; m = m->link)
-		n += m->aux == 0;
+		n += (m->flags & MSG_F_OWED) == 0;
 	return n;
 }
 

@@ -374,7 +374,7 @@ pool_free_side(void *arg)
 			if (s->data_len > 0 && (p[0] != (expect & 0xff) ||
 						p[s->data_len - 1] != (expect & 0xff)))
 				px.bad++;
-			px.seen[s->idx]++;
+			px.seen[rdp_pool_msg_idx(px.pool, s)]++;
 		}
 		rdp_pool_put_chain(m);
 		expect++;
@@ -458,8 +458,8 @@ RDP_TEST(eal, mem_pool_owner_cache_spills_and_refills_without_losing_a_buffer)
 		held[i] = rdp_pool_alloc_msg(pool, 100, 256);
 		RDP_ASSERT_MSG(held[i] != NULL, "buffer %u of %u", i, POOL_BUFS);
 		RDP_ASSERT_EQ(held[i]->pkt_len, 100);
-		RDP_ASSERT_EQ(taken[held[i]->idx], 0);
-		taken[held[i]->idx] = 1;
+		RDP_ASSERT_EQ(taken[rdp_pool_msg_idx(pool, held[i])], 0);
+		taken[rdp_pool_msg_idx(pool, held[i])] = 1;
 		RDP_ASSERT_EQ(rdp_pool_avail(pool), POOL_BUFS - i - 1);
 	}
 	RDP_ASSERT(rdp_pool_alloc_msg(pool, 1, 256) == NULL);

@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <rte_prefetch.h>
+
 #include "ep_private.h"
 #include "rdp_hop.h"
 
@@ -395,9 +397,12 @@ finalize(struct rdp_ep *ep)
 static void
 repost(struct rdp_ep *ep, struct rdp_msg *m, bool owed)
 {
-	m->aux = owed;
-	if (!owed)
+	if (owed) {
+		m->flags |= MSG_F_OWED;
+	} else {
+		m->flags &= (uint8_t)~MSG_F_OWED;
 		ep->rp_acks++;
+	}
 	q_push(&ep->rp_head, &ep->rp_tail, m);
 	ep_busy(ep);
 }
@@ -429,16 +434,19 @@ post_recv_burst(struct rdp_ep *ep, int *err)
 {
 	struct rdp_recv_wr wr[RX_BURST];
 	struct rdp_sge sge[RX_BURST];
+	const struct rdp_pool *pool = ep->recv_pool;
 	struct rdp_msg *m = ep->rp_head;
 	uint16_t n = 0, k, i;
 	uint32_t owed = 0;
 
 	*err = 0;
 	for (; m != NULL && n < RX_BURST; m = m->link, n++) {
-		sge[n].addr = (uintptr_t)ep->recv_pool->base + (size_t)m->idx * m->buf_size;
-		sge[n].length = m->buf_size;
-		sge[n].lkey = m->lkey;
-		wr[n].wr_id = rdp_wrid(RDP_WRK_RECV, ep->slot, m->idx);
+		uint32_t idx = rdp_pool_msg_idx(pool, m);
+
+		sge[n].addr = (uintptr_t)pool->base + (size_t)idx * pool->buf_size;
+		sge[n].length = pool->buf_size;
+		sge[n].lkey = pool->lkey;
+		wr[n].wr_id = rdp_wrid(RDP_WRK_RECV, ep->slot, idx);
 		wr[n].sg_list = &sge[n];
 		wr[n].num_sge = 1;
 	}
@@ -447,8 +455,9 @@ post_recv_burst(struct rdp_ep *ep, int *err)
 	k = rdp_post_recv(ep->qp, wr, n, err);
 	for (i = 0; i < k; i++) {
 		m = q_pop(&ep->rp_head, &ep->rp_tail);
-		owed += m->aux;
-		if (!m->aux)
+		if (m->flags & MSG_F_OWED)
+			owed++;
+		else
 			ep->rp_acks--;
 	}
 	ep->recv_posted += k;
@@ -519,7 +528,7 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 			rdp_pool_put_bulk(ep->recv_pool, &m, 1);
 		return;
 	}
-	m->data = ep->recv_pool->base + (size_t)m->idx * m->buf_size;
+	m->data = ep->recv_pool->base + (size_t)idx * ep->recv_pool->buf_size;
 	m->data_len = wc->byte_len;
 	m->next = NULL;
 	if (wc->imm & IMM_FIRST)
@@ -594,6 +603,27 @@ send_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 		ep_busy(ep);
 }
 
+/*
+ * Ask for the headers of a batch's receive buffers all at once, before the
+ * first is read. Their addresses come from the completions alone (no load
+ * of anything cold), so the misses overlap. With many endpoints every
+ * header is a line last used thousands of messages ago, and taken one at a
+ * time each would be a wait of its own (docs/performance.md, finding 32).
+ */
+static inline void
+prefetch_recv_headers(const struct rdp_ep *ep, const struct rdp_wc *wc, uint16_t n)
+{
+	const struct rdp_pool *pool = ep->recv_pool;
+	uint16_t i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t idx = rdp_wrid_low(wc[i].wr_id);
+
+		if (rdp_wrid_kind(wc[i].wr_id) == RDP_WRK_RECV && idx < pool->nb_bufs)
+			rte_prefetch0(rdp_pool_msg(pool, (uint32_t)idx));
+	}
+}
+
 static void
 ep_complete(void *client, const struct rdp_wc *wc, uint16_t n)
 {
@@ -601,6 +631,7 @@ ep_complete(void *client, const struct rdp_wc *wc, uint16_t n)
 	uint16_t i;
 
 	RDP_HANDOFF_ACQUIRE(ep); /* what connect_qp() set up (ThreadSanitizer only) */
+	prefetch_recv_headers(ep, wc, n);
 	for (i = 0; i < n; i++) {
 		if (rdp_wrid_kind(wc[i].wr_id) == RDP_WRK_RECV)
 			recv_complete(ep, &wc[i]);
@@ -636,7 +667,7 @@ wr_data(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
 
 	sge->addr = (uintptr_t)seg->data;
 	sge->length = seg->data_len;
-	sge->lkey = seg->lkey;
+	sge->lkey = seg->pool->lkey;
 	wr->wr_id = rdp_wrid(RDP_WRK_DATA, ep->slot, seq);
 	wr->sg_list = sge;
 	wr->num_sge = seg->data_len > 0;
@@ -988,7 +1019,7 @@ ep_post_initial_recvs(struct rdp_ep *ep)
 	for (i = 0; i < ep->recv_pool->nb_bufs; i++) {
 		if (rdp_pool_get_bulk(ep->recv_pool, &m, 1) < 0)
 			return rdp_err_set(ENOBUFS, "endpoint %u: receive pool short", ep->id);
-		m->aux = 0; /* owes nothing: the peer starts with these credits */
+		m->flags &= (uint8_t)~MSG_F_OWED; /* the peer starts with these credits */
 		ep->rp_acks++;
 		q_push(&ep->rp_head, &ep->rp_tail, m);
 	}

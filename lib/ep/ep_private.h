@@ -81,6 +81,8 @@ untag_ptr(const void *v)
 #define MSG_F_EVENT (1u << 1)  /* a state event (heap, not pool) */
 #define MSG_F_APP_REF (1u << 2) /* a pipeline CLOSED event: freeing it drops the
 				 * application's reference to its endpoint */
+#define MSG_F_OWED (1u << 3)   /* a receive buffer waiting to go back whose
+				 * repost owes the peer a credit (not a pure ack's) */
 
 /* Runtime of one poller lcore. */
 struct ep_lcore {

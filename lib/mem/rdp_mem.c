@@ -81,13 +81,11 @@ rdp_pool_create(const char *name, struct rdp_pd *pd, uint32_t nb_bufs, uint32_t 
 		goto fail;
 	}
 	pool->base = pool->mr->addr;
+	pool->lkey = pool->mr->lkey;
 	for (i = 0; i < nb_bufs; i++) {
 		struct rdp_msg *m = &pool->hdrs[i];
 
 		m->pool = pool;
-		m->idx = i;
-		m->buf_size = buf_size;
-		m->lkey = pool->mr->lkey;
 		rte_ring_enqueue(pool->free, m);
 	}
 	return pool;

@@ -43,7 +43,15 @@ extern "C" {
 struct rdp_ep;
 struct rdp_pool;
 
-/** A message segment; the first segment describes the whole message. */
+/**
+ * A message segment; the first segment describes the whole message.
+ *
+ * One cache line (64 bytes), headers packed one after another in their
+ * pool's array: a message in flight costs its header one line on each
+ * side, and consecutive buffers' headers are consecutive lines. What the
+ * header does not carry comes from its pool: the buffer's index
+ * (rdp_pool_msg_idx()), capacity and key.
+ */
 struct rdp_msg {
 	void *data;              /**< payload of this segment */
 	uint32_t data_len;       /**< bytes in this segment */
@@ -57,12 +65,11 @@ struct rdp_msg {
 	struct rdp_ep *ep;       /**< endpoint it came from or goes to */
 	/* private below */
 	struct rdp_pool *pool;   /**< owner pool */
-	uint32_t idx;            /**< buffer index in the pool */
-	uint32_t buf_size;       /**< capacity of this segment */
-	uint32_t lkey;           /**< key of the pool's MR */
-	uint32_t aux;            /**< library-private (e.g. reassembly state) */
 	struct rdp_msg *link;    /**< library-private queue link */
 } __rte_cache_aligned;
+
+_Static_assert(sizeof(struct rdp_msg) == RTE_CACHE_LINE_SIZE,
+	       "a message header is one cache line");
 
 /** Buffers the owner's cache keeps after it spills to, or fills from, the ring. */
 #define RDP_POOL_CACHE_BATCH 64u
@@ -78,6 +85,7 @@ struct rdp_pool {
 	struct rdp_msg *hdrs;    /**< one header per buffer */
 	uint8_t *base;           /**< first buffer */
 	struct rdp_mr *mr;       /**< registration of all buffers */
+	uint32_t lkey;           /**< mr's key, next to base and buf_size */
 	uint32_t buf_size;       /**< bytes per buffer */
 	uint32_t nb_bufs;        /**< buffers */
 	int socket;              /**< NUMA node, -1 unknown */
@@ -139,6 +147,38 @@ struct rdp_pool *rdp_pool_create(const char *name, struct rdp_pd *pd, uint32_t n
  *   from deregistration.
  */
 int rdp_pool_destroy(struct rdp_pool *pool);
+
+/**
+ * Header of buffer @p idx.
+ *
+ * @param pool
+ *   The pool.
+ * @param idx
+ *   Buffer index, < nb_bufs.
+ * @return
+ *   Its header.
+ */
+static inline struct rdp_msg *
+rdp_pool_msg(const struct rdp_pool *pool, uint32_t idx)
+{
+	return &pool->hdrs[idx];
+}
+
+/**
+ * Index of the buffer whose header is @p m (the inverse of rdp_pool_msg()).
+ *
+ * @param pool
+ *   Its pool.
+ * @param m
+ *   One of the pool's headers.
+ * @return
+ *   Its index, < nb_bufs.
+ */
+static inline uint32_t
+rdp_pool_msg_idx(const struct rdp_pool *pool, const struct rdp_msg *m)
+{
+	return (uint32_t)(m - pool->hdrs);
+}
 
 /**
  * Make the calling thread the pool's owner: from now on its gets and puts
@@ -213,7 +253,7 @@ rdp_pool_get_bulk(struct rdp_pool *pool, struct rdp_msg **msgs, unsigned int n)
 	for (i = 0; i < n; i++) {
 		struct rdp_msg *m = msgs[i];
 
-		m->data = pool->base + (size_t)m->idx * pool->buf_size;
+		m->data = pool->base + (size_t)rdp_pool_msg_idx(pool, m) * pool->buf_size;
 		m->data_len = 0;
 		m->pkt_len = 0;
 		m->next = NULL;
@@ -223,7 +263,6 @@ rdp_pool_get_bulk(struct rdp_pool *pool, struct rdp_msg **msgs, unsigned int n)
 		m->status = 0;
 		m->user_data = 0;
 		m->ep = NULL;
-		m->aux = 0;
 		m->link = NULL;
 	}
 	return 0;
@@ -285,22 +324,6 @@ rdp_pool_put_chain(struct rdp_msg *m)
 			n = 0;
 		}
 	}
-}
-
-/**
- * Header of buffer @p idx.
- *
- * @param pool
- *   The pool.
- * @param idx
- *   Buffer index, < nb_bufs.
- * @return
- *   Its header.
- */
-static inline struct rdp_msg *
-rdp_pool_msg(const struct rdp_pool *pool, uint32_t idx)
-{
-	return &pool->hdrs[idx];
 }
 
 /**
