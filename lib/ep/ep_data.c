@@ -52,6 +52,55 @@ q_pop(struct rdp_msg **head, struct rdp_msg **tail)
 	return m;
 }
 
+static inline bool
+txq_empty(const struct ep_txq *q)
+{
+	return q->head == q->tail && q->ov_head == NULL;
+}
+
+/* Exactly one message queued. */
+static inline bool
+txq_single(const struct ep_txq *q)
+{
+	uint32_t in_ring = q->tail - q->head;
+
+	return in_ring == 1 ? q->ov_head == NULL : in_ring == 0 && q->ov_head != NULL &&
+		q->ov_head == q->ov_tail;
+}
+
+static inline struct rdp_msg *
+txq_first(const struct ep_txq *q)
+{
+	return q->head != q->tail ? q->ring[q->head % EP_TXQ_RING] : q->ov_head;
+}
+
+static inline void
+txq_push(struct ep_txq *q, struct rdp_msg *m)
+{
+	if (q->ov_head == NULL && q->tail - q->head < EP_TXQ_RING)
+		q->ring[q->tail++ % EP_TXQ_RING] = m;
+	else
+		q_push(&q->ov_head, &q->ov_tail, m);
+}
+
+static inline struct rdp_msg *
+txq_pop(struct ep_txq *q)
+{
+	if (q->head != q->tail)
+		return q->ring[q->head++ % EP_TXQ_RING];
+	return q_pop(&q->ov_head, &q->ov_tail);
+}
+
+/* Ask for the headers of the next @p n queued messages in the ring at once. */
+static inline void
+txq_prefetch(const struct ep_txq *q, uint32_t n)
+{
+	uint32_t i, end = q->head + RTE_MIN(n, q->tail - q->head);
+
+	for (i = q->head; i != end; i++)
+		rte_prefetch0(q->ring[i % EP_TXQ_RING]);
+}
+
 static inline void
 ep_busy(struct rdp_ep *ep)
 {
@@ -361,8 +410,8 @@ finalize(struct rdp_ep *ep)
 			t->msg = NULL;
 		}
 	}
-	while (ep->tx_head != NULL)
-		send_done(ep, q_pop(&ep->tx_head, &ep->tx_tail), err);
+	while (!txq_empty(&ep->txq))
+		send_done(ep, txq_pop(&ep->txq), err);
 	ep->tx_seg = NULL;
 	if (ep->rx_head != NULL) {
 		rdp_pool_put_chain(ep->rx_head);
@@ -518,7 +567,7 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 	credits = wc->imm & IMM_CREDITS;
 	if (credits > 0) {
 		rdp_credit_granted(&ep->credit, credits);
-		if (ep->tx_head != NULL)
+		if (!txq_empty(&ep->txq))
 			ep_busy(ep);
 	}
 	if (wc->imm & IMM_ACK) {
@@ -598,7 +647,7 @@ send_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 			t->msg = NULL;
 		}
 	}
-	if (ep->tx_head != NULL || rdp_credit_ack_due(&ep->credit) ||
+	if (!txq_empty(&ep->txq) || rdp_credit_ack_due(&ep->credit) ||
 	    ep_get_state(ep) == RDP_EP_DRAINING)
 		ep_busy(ep);
 }
@@ -769,9 +818,11 @@ post_sends(struct rdp_ep *ep)
 	c->rc = UINT32_MAX / 2;
 	c->owed = 0;
 #endif
-	while (ep->tx_head != NULL && n < TX_BURST) {
-		struct rdp_msg *seg = ep->tx_seg != NULL ? ep->tx_seg : ep->tx_head;
-		bool first = seg == ep->tx_head, last = seg->next == NULL;
+	txq_prefetch(&ep->txq, TX_BURST);
+	while (!txq_empty(&ep->txq) && n < TX_BURST) {
+		struct rdp_msg *head = txq_first(&ep->txq);
+		struct rdp_msg *seg = ep->tx_seg != NULL ? ep->tx_seg : head;
+		bool first = seg == head, last = seg->next == NULL;
 		bool signaled;
 
 		v = rdp_credit_data_check(c);
@@ -781,12 +832,12 @@ post_sends(struct rdp_ep *ep)
 		 * Also signal the end of what is queued: nothing might follow to
 		 * make its success visible, and the application waits for it.
 		 */
-		signaled = v == RDP_CREDIT_GO_SIGNALED || (last && ep->tx_head->link == NULL);
+		signaled = v == RDP_CREDIT_GO_SIGNALED || (last && txq_single(&ep->txq));
 		seq = wr_data(ep, &wr[n], &sge[n], seg, signaled,
 			      (first ? IMM_FIRST : 0) | (last ? IMM_LAST : 0));
 		n++;
 		if (last) {
-			ep->track[seq & ep->track_mask].msg = q_pop(&ep->tx_head, &ep->tx_tail);
+			ep->track[seq & ep->track_mask].msg = txq_pop(&ep->txq);
 			ep->tx_seg = NULL;
 		} else {
 			ep->tx_seg = seg->next;
@@ -810,7 +861,7 @@ post_sends(struct rdp_ep *ep)
 			}
 			break;
 		}
-	} else if (ep->tx_head == NULL && rdp_credit_flush_due(c)) {
+	} else if (txq_empty(&ep->txq) && rdp_credit_flush_due(c)) {
 		/* closing: make the last WRs' success visible */
 		seq = rdp_credit_reclaim_posted(c);
 		wr_control(ep, &wr[n++], RDP_WRK_RECLAIM, seq, 0);
@@ -823,7 +874,7 @@ post_sends(struct rdp_ep *ep)
 		return k;
 	}
 	/* v is the last data verdict: GO means the burst filled up, more to send */
-	if (ep->tx_head != NULL && (v == RDP_CREDIT_GO_SIGNALED || v == RDP_CREDIT_GO_UNSIGNALED))
+	if (!txq_empty(&ep->txq) && (v == RDP_CREDIT_GO_SIGNALED || v == RDP_CREDIT_GO_UNSIGNALED))
 		ep_busy(ep);
 	return n;
 }
@@ -848,7 +899,7 @@ ep_progress(void *client)
 			if (!tearing_down(ep))
 				work += post_sends(ep);
 			if (ep_get_state(ep) == RDP_EP_DRAINING && !tearing_down(ep) &&
-			    ep->tx_head == NULL && rdp_credit_sq_idle(&ep->credit))
+			    txq_empty(&ep->txq) && rdp_credit_sq_idle(&ep->credit))
 				start_teardown(ep);
 		}
 	}
@@ -937,7 +988,7 @@ ep_accept_send(struct rdp_ep *ep, struct rdp_msg *m)
 		send_done(ep, m, ep->err != 0 ? ep->err : -ENOTCONN);
 		return;
 	}
-	q_push(&ep->tx_head, &ep->tx_tail, m);
+	txq_push(&ep->txq, m);
 	ep_busy(ep);
 }
 
@@ -1111,7 +1162,7 @@ rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n)
 		}
 	}
 	if (rdp_poller_is_self(ep->lc->poller)) {
-		bool idle = ep->tx_head == NULL;
+		bool idle = txq_empty(&ep->txq);
 
 		if (n == 0)
 			return 0;
@@ -1120,7 +1171,7 @@ rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n)
 			return 1;
 		}
 		for (i = 0; i < n; i++)
-			q_push(&ep->tx_head, &ep->tx_tail, msgs[i]);
+			txq_push(&ep->txq, msgs[i]);
 		/*
 		 * Nothing was queued before: post now rather than in the poller's
 		 * next pass over its busy endpoints, so that a reply leaves before

@@ -112,6 +112,23 @@ struct ep_track {
 	struct rdp_msg *msg;  /* message whose last chunk this WR carries, else NULL */
 };
 
+/*
+ * The send queue: a ring of pointers first, a list through the headers
+ * when the ring is full. The ring's addresses are known without a load of
+ * the headers, so post_sends() asks for a burst's headers all at once; a
+ * list would make each one wait for the previous (docs/performance.md,
+ * finding 32). Once the list holds anything, new messages go to it too, so
+ * the order stays the order of acceptance.
+ */
+#define EP_TXQ_RING 32u
+struct ep_txq {
+	uint32_t head;                  /* ring: next to pop */
+	uint32_t tail;                  /* ring: next free */
+	struct rdp_msg *ov_head;        /* the list after the ring */
+	struct rdp_msg *ov_tail;
+	struct rdp_msg *ring[EP_TXQ_RING];
+};
+
 struct rdp_ep {
 	struct rdp_poll_busy busy;      /* poller busy-list hook */
 	struct ep_lcore *lc;            /* owning lcore */
@@ -125,9 +142,8 @@ struct rdp_ep {
 	uint32_t chunk_size;
 	uint32_t max_send_msg;          /* largest message we send */
 	uint32_t max_inline;
-	struct rdp_msg *tx_head;        /* accepted messages, in order */
-	struct rdp_msg *tx_tail;
-	struct rdp_msg *tx_seg;         /* next chunk of tx_head to post, NULL: start */
+	struct ep_txq txq;              /* accepted messages, in order */
+	struct rdp_msg *tx_seg;         /* next chunk of the first to post, NULL: start */
 	struct ep_track *track;         /* [seq & track_mask] */
 	uint32_t track_mask;
 	uint64_t err_seq;               /* lowest sequence with an error completion */
