@@ -10,9 +10,13 @@
 # it both read the fast state, by report.py's rule (--any-state takes the
 # first run).
 #
-#   devtools/bench/stalls.sh [--bin-dir DIR] [--out PREFIX] [--tries N]
-#                            [--freq HZ] [--any-state] [--cpus A,B] [--smoke]
-#                            [-- RDP-PERF-ARGS]
+#   devtools/bench/stalls.sh [--bin-dir DIR] [--no-build] [--out PREFIX]
+#                            [--tries N] [--freq HZ] [--any-state] [--cpus A,B]
+#                            [--smoke] [-- RDP-PERF-ARGS]
+#
+# --no-build takes --bin-dir as it is: a copy of a build tree (one per
+# variant of an A/B comparison) would otherwise be rebuilt from the sources
+# it was configured for.
 #
 # --smoke (the test command's): no build (--bin-dir must hold one), one short
 # run in any state, and stalls.py must find both sides in it. It exits 77
@@ -35,6 +39,7 @@ tries=6
 freq=10000
 any_state=0
 smoke=0
+build=1
 cpus=
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -43,6 +48,7 @@ while [ $# -gt 0 ]; do
 	--tries) tries=$2; shift ;;
 	--freq) freq=$2; shift ;;
 	--any-state) any_state=1 ;;
+	--no-build) build=0 ;;
 	--smoke) smoke=1; any_state=1; tries=1 ;;
 	--cpus) cpus=$2; shift ;;
 	--) shift; break ;;
@@ -64,7 +70,7 @@ command -v perf >/dev/null ||
 	{ echo "stalls.sh: needs perf (devtools/deps.sh bench installs linux-perf)" >&2; exit $no_perf; }
 perf record -q -e cpu-clock -o /dev/null -- true >/dev/null 2>&1 ||
 	{ echo "stalls.sh: perf cannot sample here (kernel.perf_event_paranoid?)" >&2; exit $no_perf; }
-if [ $smoke = 0 ]; then
+if [ $smoke = 0 ] && [ $build = 1 ]; then
 	if [ ! -f "$bin_dir/build.ninja" ]; then
 		meson setup "$bin_dir" "$top" --buildtype=release -Ddebug=true -Dtests=false >/dev/null
 	fi
