@@ -127,7 +127,8 @@ ev_push(struct rdp_ep *ep, struct rdp_msg *m)
 static void
 ev_state(struct rdp_ep *ep, enum rdp_ep_state state, int err)
 {
-	struct rdp_msg *m = calloc(1, sizeof(*m));
+	/* a header is a cache-aligned type: malloc()'s alignment is not enough */
+	struct rdp_msg *m = aligned_alloc(RTE_CACHE_LINE_SIZE, sizeof(*m));
 
 	if (m == NULL) {
 		/* out of memory on a state change: say it, the state is still readable */
@@ -135,6 +136,7 @@ ev_state(struct rdp_ep *ep, enum rdp_ep_state state, int err)
 		       rdp_ep_state_str(state));
 		return;
 	}
+	memset(m, 0, sizeof(*m));
 	m->event = RDP_EV_STATE;
 	m->flags = MSG_F_EVENT;
 	m->user_data = state;
