@@ -14,6 +14,10 @@
 #                            [--tries N] [--freq HZ] [--any-state] [--cpus A,B]
 #                            [--smoke] [-- RDP-PERF-ARGS]
 #
+# --freq defaults to 2000 samples a second on each CPU (10000 in --smoke):
+# at 10000 the sampling itself slowed the 1024-endpoint run to 7.1-7.3 M
+# msg/s, against about 12 without perf (docs/performance.md, finding 32).
+#
 # --no-build takes --bin-dir as it is: a copy of a build tree (one per
 # variant of an A/B comparison) would otherwise be rebuilt from the sources
 # it was configured for.
@@ -36,7 +40,7 @@ top=$(cd "$here/../.." && pwd)
 bin_dir=$top/build-stalls
 out=$top/bench-results/stalls/run
 tries=6
-freq=10000
+freq=
 any_state=0
 smoke=0
 build=1
@@ -61,9 +65,10 @@ if [ $# -eq 0 ]; then
 	if [ $smoke = 1 ]; then
 		set -- -d 0.2 -m bw -s 64
 	else
-		set -- -d 3 -c "$here/scale.ini" -e 1024 -w 16 -m bw -s 64
+		set -- -d 6 -c "$here/scale.ini" -e 1024 -w 16 -m bw -s 64
 	fi
 fi
+[ -n "$freq" ] || { [ $smoke = 1 ] && freq=10000 || freq=2000; }
 no_perf=1
 [ $smoke = 1 ] && no_perf=77
 command -v perf >/dev/null ||
