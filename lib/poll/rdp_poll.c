@@ -185,6 +185,27 @@ serve_resize(struct rdp_poller *p)
 	__atomic_store_n(&p->resize_req, 0, __ATOMIC_RELEASE);
 }
 
+/* End of the run of completions from @p i on that belong to one slot. */
+static inline int
+slot_run_end(const struct rdp_wc *wc, int i, int n)
+{
+	uint32_t slot = rdp_wrid_slot(wc[i].wr_id);
+	int j;
+
+	for (j = i + 1; j < n && rdp_wrid_slot(wc[j].wr_id) == slot; j++)
+		;
+	return j;
+}
+
+/* The client of completion @p wc, NULL for an empty or impossible slot. */
+static inline void *
+wc_client(const struct rdp_poller *p, const struct rdp_wc *wc)
+{
+	uint32_t slot = rdp_wrid_slot(wc->wr_id);
+
+	return slot < p->max_slots ? p->slots[slot] : NULL;
+}
+
 static unsigned int
 poll_cq(struct rdp_poller *p)
 {
@@ -202,12 +223,21 @@ poll_cq(struct rdp_poller *p)
 		}
 		return 0;
 	}
+	/* a look ahead only helps a poll that serves more than one client */
+	if (p->ops->prefetch != NULL && n > 0 && slot_run_end(wc, 0, n) < n) {
+		for (i = 0; i < n; i = j) {
+			void *client = wc_client(p, &wc[i]);
+
+			j = slot_run_end(wc, i, n);
+			if (likely(client != NULL))
+				p->ops->prefetch(client, &wc[i], (uint16_t)(j - i));
+		}
+	}
 	for (i = 0; i < n; i = j) {
 		uint32_t slot = rdp_wrid_slot(wc[i].wr_id);
-		void *client = slot < p->max_slots ? p->slots[slot] : NULL;
+		void *client = wc_client(p, &wc[i]);
 
-		for (j = i + 1; j < n && rdp_wrid_slot(wc[j].wr_id) == slot; j++)
-			;
+		j = slot_run_end(wc, i, n);
 		if (unlikely(client == NULL)) {
 			STAT_ADD(p, stray_wc, j - i);
 			if (p->strays_logged < STRAYS_LOGGED_MAX) {

@@ -108,6 +108,14 @@ rdp_wrid_low(uint64_t wr_id)
 struct rdp_poll_ops {
 	/** Completions of one client, in CQ order. */
 	void (*complete)(void *client, const struct rdp_wc *wc, uint16_t n);
+	/**
+	 * Optional (NULL: none). When a poll's completions belong to more
+	 * than one client, called for each of them before the poll's first
+	 * complete(), with the same arguments: it may only ask for memory
+	 * (prefetch), so that a client served later in the poll finds its
+	 * lines on their way.
+	 */
+	void (*prefetch)(void *client, const struct rdp_wc *wc, uint16_t n);
 	/** Work handed over through the inbox (tagged pointers). */
 	void (*inbox)(struct rdp_poller *p, void *const *items, unsigned int n);
 	/** Progress a busy client; return work done. The client is off the
