@@ -272,6 +272,123 @@ RDP_TEST(eal, poll_slot_freed_twice_goes_to_one_client_only)
 	return 0;
 }
 
+/* What the poller asked of a look-ahead client layer, in order. */
+static struct {
+	char log[16][16];
+	unsigned int n;
+} la;
+
+static void
+la_note(const char *what, void *client, uint16_t n)
+{
+	if (la.n < RTE_DIM(la.log))
+		snprintf(la.log[la.n], sizeof(la.log[0]), "%s %c%u", what, *(char *)client,
+			 (unsigned int)n);
+	la.n++;
+}
+
+static void
+la_complete(void *client, const struct rdp_wc *wc, uint16_t n)
+{
+	RTE_SET_USED(wc);
+	la_note("complete", client, n);
+}
+
+static void
+la_prefetch(void *client, const struct rdp_wc *wc, uint16_t n)
+{
+	RTE_SET_USED(wc);
+	la_note("prefetch", client, n);
+}
+
+static const struct rdp_poll_ops la_ops = {
+	.complete = la_complete,
+	.prefetch = la_prefetch,
+	.inbox = ho_inbox,
+	.progress = ho_progress,
+};
+
+/* Receives on a QP in error complete at once, flushed, on the poller's CQ. */
+static void
+la_flush(struct rdp_qp *qp, struct rdp_mr *mr, const int *slots, unsigned int n)
+{
+	struct rdp_recv_wr wr = { 0 };
+	struct rdp_sge sge = { (uintptr_t)mr->addr, 64, mr->lkey };
+	unsigned int i;
+	int err;
+
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	for (i = 0; i < n; i++) {
+		wr.wr_id = rdp_wrid(RDP_WRK_RECV, (uint32_t)slots[i], i);
+		RDP_ASSERT_EQ(rdp_post_recv(qp, &wr, 1, &err), 1);
+	}
+}
+
+/*
+ * The look-ahead op: when one poll's completions belong to several clients,
+ * every one of them is offered for prefetching before the first is served;
+ * a poll of one client's completions skips it.
+ */
+RDP_TEST(eal, poll_prefetch_sees_every_client_of_a_poll_before_the_first_completes)
+{
+	static char client_a = 'a', client_b = 'b';
+	struct rdp_qp_init_attr ia = { 0 };
+	struct rdp_qp_attr err_state = { .state = RDP_QPS_ERR };
+	struct rdp_poller *p;
+	struct rdp_dev *dev;
+	struct rdp_pd *pd;
+	struct rdp_mr *mr;
+	struct rdp_qp *qp;
+	int a, b;
+
+	rdp_test_eal_init("0@0");
+	dev = rdp_dev_open("shm");
+	RDP_ASSERT(dev != NULL);
+	p = make_poller(dev, &la_ops, 64, 64);
+	a = rdp_poller_slot_alloc(p, &client_a);
+	b = rdp_poller_slot_alloc(p, &client_b);
+	RDP_ASSERT(a >= 0 && b >= 0);
+	pd = rdp_pd_alloc(dev);
+	RDP_ASSERT(pd != NULL);
+	mr = rdp_mr_alloc(pd, 4096, -1, RDP_ACCESS_LOCAL_WRITE);
+	RDP_ASSERT_MSG(mr != NULL, "rdp_mr_alloc: %s", rdp_err_msg());
+	ia.send_cq = rdp_poller_cq(p);
+	ia.recv_cq = rdp_poller_cq(p);
+	ia.cap.max_send_wr = 8;
+	ia.cap.max_recv_wr = 8;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	qp = rdp_qp_create(pd, &ia);
+	RDP_ASSERT_MSG(qp != NULL, "rdp_qp_create: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_qp_modify(qp, &err_state, RDP_QP_ATTR_STATE), 0);
+
+	/* a, a, b in one poll: both offered, then both served */
+	la_flush(qp, mr, (const int[]){ a, a, b }, 3);
+	RDP_ASSERT_EQ(rdp_poller_poll(p), 3);
+	RDP_ASSERT_EQ(la.n, 4);
+	RDP_ASSERT_STR_EQ(la.log[0], "prefetch a2");
+	RDP_ASSERT_STR_EQ(la.log[1], "prefetch b1");
+	RDP_ASSERT_STR_EQ(la.log[2], "complete a2");
+	RDP_ASSERT_STR_EQ(la.log[3], "complete b1");
+
+	/* one client's completions only: served, not offered */
+	la.n = 0;
+	la_flush(qp, mr, (const int[]){ b, b }, 2);
+	RDP_ASSERT_EQ(rdp_poller_poll(p), 2);
+	RDP_ASSERT_EQ(la.n, 1);
+	RDP_ASSERT_STR_EQ(la.log[0], "complete b2");
+
+	RDP_ASSERT_EQ(rdp_qp_destroy(qp), 0);
+	RDP_ASSERT_EQ(rdp_mr_free(mr), 0);
+	RDP_ASSERT_EQ(rdp_pd_free(pd), 0);
+	rdp_poller_slot_free(p, (uint32_t)a);
+	rdp_poller_slot_free(p, (uint32_t)b);
+	RDP_ASSERT_EQ(rdp_poller_destroy(p), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
+	return 0;
+}
+
 RDP_TEST(eal, poll_cq_growth_asked_by_other_threads_is_served_by_the_running_poller)
 {
 	struct rdp_dev *dev;
