@@ -46,7 +46,7 @@ echo_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 		RDP_ASSERT_EQ(rdp_ep_send_burst(ep, &r, 1), 1);
 		/* what tells the direct send to post the reposts first is exact */
 		RDP_ASSERT_EQ(ep->rp_acks, reposts_owing_nothing(ep));
-		if (ep->txq.head == ep->txq.tail && ep->txq.ov_head == NULL)
+		if (txq_empty(&ep->txq))
 			__atomic_fetch_add(&replies_posted_at_once, 1, __ATOMIC_RELAXED);
 		else
 			__atomic_fetch_add(&replies_queued, 1, __ATOMIC_RELAXED);

@@ -52,12 +52,6 @@ q_pop(struct rdp_msg **head, struct rdp_msg **tail)
 	return m;
 }
 
-static inline bool
-txq_empty(const struct ep_txq *q)
-{
-	return q->head == q->tail && q->ov_head == NULL;
-}
-
 /* Exactly one message queued. */
 static inline bool
 txq_single(const struct ep_txq *q)
@@ -494,7 +488,7 @@ post_recv_burst(struct rdp_ep *ep, int *err)
 	for (; m != NULL && n < RX_BURST; m = m->link, n++) {
 		uint32_t idx = rdp_pool_msg_idx(pool, m);
 
-		sge[n].addr = (uintptr_t)pool->base + (size_t)idx * pool->buf_size;
+		sge[n].addr = (uintptr_t)rdp_pool_buf(pool, idx);
 		sge[n].length = pool->buf_size;
 		sge[n].lkey = pool->lkey;
 		wr[n].wr_id = rdp_wrid(RDP_WRK_RECV, ep->slot, idx);
@@ -579,7 +573,7 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 			rdp_pool_put_bulk(ep->recv_pool, &m, 1);
 		return;
 	}
-	m->data = ep->recv_pool->base + (size_t)idx * ep->recv_pool->buf_size;
+	m->data = rdp_pool_buf(ep->recv_pool, (uint32_t)idx);
 	m->data_len = wc->byte_len;
 	m->next = NULL;
 	if (wc->imm & IMM_FIRST)
@@ -1053,9 +1047,10 @@ ep_release_on_poller(struct rdp_ep *ep)
 }
 
 /*
- * The poller's look ahead (rdp_poll_ops.prefetch): the endpoint's datapath
- * lines, everything the poller thread reads of it before the application
- * part. With many endpoints each is cold at every visit; asked for before
+ * The poller's look ahead (rdp_poll_ops.prefetch): the endpoint's lines
+ * that the poller thread reads, the datapath and the application's
+ * callbacks and context, everything before the control thread's part
+ * (ctl_next on). With many endpoints each is cold at every visit; asked for before
  * the poll's first endpoint is served, the lines of the second and third
  * are on their way while the first one's completions run.
  */

@@ -129,6 +129,13 @@ struct ep_txq {
 	struct rdp_msg *ring[EP_TXQ_RING];
 };
 
+/* Nothing queued to send. */
+static inline bool
+txq_empty(const struct ep_txq *q)
+{
+	return q->head == q->tail && q->ov_head == NULL;
+}
+
 struct rdp_ep {
 	struct rdp_poll_busy busy;      /* poller busy-list hook */
 	struct ep_lcore *lc;            /* owning lcore */

@@ -165,6 +165,22 @@ rdp_pool_msg(const struct rdp_pool *pool, uint32_t idx)
 }
 
 /**
+ * Payload of buffer @p idx.
+ *
+ * @param pool
+ *   The pool.
+ * @param idx
+ *   Buffer index, < nb_bufs.
+ * @return
+ *   Its first byte (buf_size bytes, registered with the pool's lkey).
+ */
+static inline uint8_t *
+rdp_pool_buf(const struct rdp_pool *pool, uint32_t idx)
+{
+	return pool->base + (size_t)idx * pool->buf_size;
+}
+
+/**
  * Index of the buffer whose header is @p m (the inverse of rdp_pool_msg()).
  *
  * @param pool
@@ -253,7 +269,7 @@ rdp_pool_get_bulk(struct rdp_pool *pool, struct rdp_msg **msgs, unsigned int n)
 	for (i = 0; i < n; i++) {
 		struct rdp_msg *m = msgs[i];
 
-		m->data = pool->base + (size_t)rdp_pool_msg_idx(pool, m) * pool->buf_size;
+		m->data = rdp_pool_buf(pool, rdp_pool_msg_idx(pool, m));
 		m->data_len = 0;
 		m->pkt_len = 0;
 		m->next = NULL;
