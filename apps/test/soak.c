@@ -852,6 +852,8 @@ close_all(struct stack *k, struct ring_info *const *rings, unsigned int nb_rings
 			return;
 		if (rdp_clock_ns() > deadline) {
 			log_dump();
+			fprintf(stderr, "--- endpoints alive\n");
+			rdp_endpoints_dump(stderr);
 			rdp_test_fail(__FILE__, __LINE__, "%u endpoints not released 10 s after "
 				      "close", rdp_endpoint_count());
 		}

@@ -6,6 +6,9 @@
  * failure. (White-box where a fault has to land at an exact point.)
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -260,6 +263,30 @@ RDP_TEST(e2e, ep_send_events_keep_send_order_when_sends_meet_a_failure)
 /* A CLOSED event in a ring still names a live endpoint                    */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * rdp_endpoints_dump() prints @p n endpoints, and the line of @p ep says
+ * @p what: what a program stuck on rdp_endpoint_count() would read.
+ */
+static void
+expect_dump_line(const struct rdp_ep *ep, unsigned int n, const char *what)
+{
+	char head[48], *text = NULL, *line, *eol;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	RDP_ASSERT(f != NULL);
+	RDP_ASSERT_EQ(rdp_endpoints_dump(f), n);
+	RDP_ASSERT(fclose(f) == 0);
+	snprintf(head, sizeof(head), "endpoint %u peer ", rdp_ep_id(ep));
+	line = strstr(text, head);
+	RDP_ASSERT_MSG(line != NULL, "no line for endpoint %u in:\n%s", rdp_ep_id(ep), text);
+	eol = strchr(line, '\n');
+	RDP_ASSERT(eol != NULL);
+	*eol = '\0';
+	RDP_ASSERT_MSG(strstr(line, what) != NULL, "'%s' not in: %s", what, line);
+	free(text);
+}
+
 RDP_TEST(e2e, ep_pipeline_closed_event_keeps_its_endpoint_until_freed)
 {
 	struct rdp_ep_params psrv = { .ops = &sink_ops, .lcore = -1 };
@@ -292,6 +319,7 @@ RDP_TEST(e2e, ep_pipeline_closed_event_keeps_its_endpoint_until_freed)
 	usleep(300000);
 	RDP_ASSERT_MSG(rdp_endpoint_count() == 2, "%u endpoints alive: the one whose CLOSED "
 		       "event waits in the ring was released", rdp_endpoint_count());
+	expect_dump_line(cli, 2, "state CLOSED");
 	while (rdp_event_dequeue_burst(ring, &ev, 1) == 1) {
 		RDP_ASSERT(ev->event == RDP_EV_STATE && ev->ep == cli);
 		RDP_ASSERT(rdp_ep_get_ctx(ev->ep) == ring);

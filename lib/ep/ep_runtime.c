@@ -309,6 +309,44 @@ rdp_endpoint_count(void)
 	return n;
 }
 
+/*
+ * One endpoint's line of rdp_endpoints_dump(). Poller-owned fields read from
+ * here are the racy snapshot the API promises (see credit_snapshot()).
+ */
+__attribute__((no_sanitize("thread")))
+static void
+ep_dump_one(FILE *f, const struct rdp_ep *ep)
+{
+	const struct rdp_credit *c = &ep->credit;
+
+	fprintf(f, "endpoint %u peer %s lcore %u state %s err %d: app_visible %d handed %d "
+		"admitted %d closing %d retired %d | drain_posted %d drain_done %d "
+		"recv_posted %u sq_inflight %u txq %s | held %u held_ref %d refs %u "
+		"busy %d release_pending %d | control: qp_made %d handshake step %d\n",
+		ep->id, ep->peer, ep->lc->lcore_id, rdp_ep_state_str(ep_get_state(ep)), ep->err,
+		ep->app_visible, ep->handed, ep->admitted, ep->closing, ep->retired,
+		ep->drain_posted, ep->drain_done, ep->recv_posted,
+		(uint32_t)(c->sq_pi - c->sq_ci), txq_empty(&ep->txq) ? "empty" : "queued",
+		ep->held, ep->held_ref, atomic_load(&ep->refs), ep->busy.queued,
+		ep->release_pending, ep->qp_made, (int)ep->hs);
+}
+
+unsigned int
+rdp_endpoints_dump(FILE *f)
+{
+	struct rdp_ep *ep;
+	unsigned int n = 0;
+
+	pthread_mutex_lock(&rdp_rt.lock);
+	TAILQ_FOREACH(ep, &rdp_rt.all, all_next) {
+		ep_dump_one(f, ep);
+		n++;
+	}
+	pthread_mutex_unlock(&rdp_rt.lock);
+	fflush(f);
+	return n;
+}
+
 const char *
 rdp_ep_state_str(unsigned int state)
 {

@@ -40,6 +40,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <rte_ring.h>
 
@@ -391,6 +392,24 @@ void rdp_ep_stats_get(const struct rdp_ep *ep, struct rdp_ep_stats *stats);
  *   Count.
  */
 unsigned int rdp_endpoint_count(void);
+
+/**
+ * Print every endpoint alive in the process, one line each, with what its
+ * release waits for: its state, the teardown's progress (drain marker
+ * posted and completed, receives still posted), the received messages the
+ * application holds, the references left and the control thread's
+ * handshake step. For a program that finds rdp_endpoint_count() stuck
+ * above 0 after closing everything.
+ *
+ * The fields are read without stopping the pollers: a racy snapshot, each
+ * field whole, not consistent with one another.
+ *
+ * @param f
+ *   Where to print.
+ * @return
+ *   The number of endpoints printed.
+ */
+unsigned int rdp_endpoints_dump(FILE *f);
 
 /** Name of a state ("ESTABLISHED", ...). */
 const char *rdp_ep_state_str(unsigned int state);
