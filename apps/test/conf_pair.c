@@ -370,6 +370,33 @@ conf_pair_close(struct conf_pair *p)
 	RDP_ASSERT_MSG(rdp_dev_close(p->dev) == 0, "rdp_dev_close: %s", rdp_err_msg());
 }
 
+void
+conf_pair_open_more(struct conf_pair *p, const struct conf_pair *on, const struct conf_opts *o)
+{
+	struct rdp_qp_conn_params conn = {
+		.rnr_retry = o->rnr_retry, .retry_cnt = 7, .timeout = 14,
+		.min_rnr_timer = o->min_rnr_timer,
+	};
+	struct rdp_qp_addr aa, ba;
+
+	memset(p, 0, sizeof(*p));
+	p->dev = on->dev;
+	p->pd = on->pd;
+	side_open(p->dev, p->pd, &p->a, o);
+	side_open(p->dev, p->pd, &p->b, o);
+	RDP_ASSERT_EQ(rdp_qp_local_addr(p->a.qp, &aa), 0);
+	RDP_ASSERT_EQ(rdp_qp_local_addr(p->b.qp, &ba), 0);
+	RDP_ASSERT_MSG(rdp_qp_connect(p->a.qp, &ba, &conn) == 0, "connect a: %s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_qp_connect(p->b.qp, &aa, &conn) == 0, "connect b: %s", rdp_err_msg());
+}
+
+void
+conf_pair_close_more(struct conf_pair *p)
+{
+	side_close(&p->a);
+	side_close(&p->b);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Side operations                                                        */
 /* ---------------------------------------------------------------------- */

@@ -63,6 +63,16 @@ void conf_pair_open(struct conf_pair *p, const char *spec, const struct conf_opt
 /** Destroy everything; asserts every call succeeds. */
 void conf_pair_close(struct conf_pair *p);
 
+/**
+ * Connect another pair, both sides in this process, on the device and PD
+ * of @p on (whatever happened to that device meanwhile); asserts.
+ */
+void conf_pair_open_more(struct conf_pair *p, const struct conf_pair *on,
+			 const struct conf_opts *o);
+
+/** Destroy what conf_pair_open_more() made (not the device); asserts. */
+void conf_pair_close_more(struct conf_pair *p);
+
 /** Post one receive of [off, off+len) of the side's rx MR. Returns the post error. */
 int conf_post_recv(struct conf_side *s, uint64_t wr_id, uint32_t off, uint32_t len);
 

@@ -238,6 +238,45 @@ RDP_TEST(shm, shm_fail_after_takes_the_link_down_flushes_and_raises_port_err)
 	return 0;
 }
 
+/*
+ * A QP connected on a device whose link went down is no way round it: what
+ * it is asked to send fails, as on a port that stays down, instead of
+ * running one WR per post and leaving the rest queued with nothing to run
+ * them (the soak's teardown then waited for them for ever).
+ */
+RDP_TEST(shm, shm_qp_connected_after_the_link_went_down_fails_every_send)
+{
+	struct conf_opts o;
+	struct conf_pair p, q;
+	struct rdp_send_wr burst[2];
+	struct rdp_wc wc[16];
+	int i, n, err, ok = 0;
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, "shm:fail_after=1", &o);
+	RDP_ASSERT_EQ(post_write0(&p.a, 1, 0), 0);
+	RDP_ASSERT(wait_event(p.dev, RDP_EVENT_PORT_ERR, NULL, T_MS));
+	conf_pair_open_more(&q, &p, &o);
+	/* two WRs one by one, then a burst of two */
+	for (i = 1; i <= 2; i++)
+		RDP_ASSERT_EQ(post_write0(&q.a, i, RDP_SEND_SIGNALED), 0);
+	for (i = 0; i < 2; i++)
+		burst[i] = (struct rdp_send_wr){ .wr_id = 3 + i, .opcode = RDP_WR_RDMA_WRITE,
+						 .flags = RDP_SEND_SIGNALED };
+	RDP_ASSERT_EQ(rdp_post_send(q.a.qp, burst, 2, &err), 2);
+	n = conf_poll(&q.a, wc, 16, 200);
+	RDP_ASSERT_MSG(n == 4, "%d of 4 sends completed: the rest stay queued", n);
+	for (i = 0; i < n; i++) {
+		RDP_ASSERT_EQ(wc[i].wr_id, (uint64_t)i + 1);
+		ok += wc[i].status == RDP_WC_SUCCESS;
+	}
+	RDP_ASSERT_MSG(ok == 0, "%d sends succeeded over a link that is down", ok);
+	RDP_ASSERT_EQ(conf_qp_state(&q.a), RDP_QPS_ERR);
+	conf_pair_close_more(&q);
+	conf_pair_close(&p);
+	return 0;
+}
+
 RDP_TEST(shm, shm_drop_peer_moves_the_qp_to_err_with_a_qp_fatal_event)
 {
 	struct conf_opts o;
