@@ -312,6 +312,14 @@ exec_one(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 
 	if (unlikely(e->status != RDP_WC_SUCCESS))
 		return e->status;
+	/*
+	 * A link that went down (fail_after) stays down: a QP connected after
+	 * it, which the link's fall did not move to error, gets no answer
+	 * either and gives up as a real transport would.
+	 */
+	if (unlikely(qp->sd->fail_after != 0) &&
+	    unlikely(__atomic_load_n(&qp->sd->link_down, __ATOMIC_RELAXED)))
+		return RDP_WC_RETRY_EXC_ERR;
 	/* a peer QP in error answers nothing: the transport gives up */
 	if (unlikely(__atomic_load_n(&peer->qseg->rq_claim, __ATOMIC_RELAXED) != qp->peer_rq_claimed))
 		return RDP_WC_RETRY_EXC_ERR;
