@@ -248,7 +248,7 @@ RDP_TEST(shm, shm_qp_connected_after_the_link_went_down_fails_every_send)
 {
 	struct conf_opts o;
 	struct conf_pair p, q;
-	struct rdp_send_wr burst[2];
+	struct rdp_send_wr burst[4];
 	struct rdp_wc wc[16];
 	int i, n, err, ok = 0;
 
@@ -257,15 +257,15 @@ RDP_TEST(shm, shm_qp_connected_after_the_link_went_down_fails_every_send)
 	RDP_ASSERT_EQ(post_write0(&p.a, 1, 0), 0);
 	RDP_ASSERT(wait_event(p.dev, RDP_EVENT_PORT_ERR, NULL, T_MS));
 	conf_pair_open_more(&q, &p, &o);
-	/* two WRs one by one, then a burst of two */
+	/* two WRs one by one, then a burst of four */
 	for (i = 1; i <= 2; i++)
 		RDP_ASSERT_EQ(post_write0(&q.a, i, RDP_SEND_SIGNALED), 0);
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 4; i++)
 		burst[i] = (struct rdp_send_wr){ .wr_id = 3 + i, .opcode = RDP_WR_RDMA_WRITE,
 						 .flags = RDP_SEND_SIGNALED };
-	RDP_ASSERT_EQ(rdp_post_send(q.a.qp, burst, 2, &err), 2);
+	RDP_ASSERT_EQ(rdp_post_send(q.a.qp, burst, 4, &err), 4);
 	n = conf_poll(&q.a, wc, 16, 200);
-	RDP_ASSERT_MSG(n == 4, "%d of 4 sends completed: the rest stay queued", n);
+	RDP_ASSERT_MSG(n == 6, "%d of 6 sends completed: the rest stay queued", n);
 	for (i = 0; i < n; i++) {
 		RDP_ASSERT_EQ(wc[i].wr_id, (uint64_t)i + 1);
 		ok += wc[i].status == RDP_WC_SUCCESS;
