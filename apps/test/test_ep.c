@@ -953,6 +953,50 @@ RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 }
 
 /*
+ * A client that cannot finish its side (its QP would not connect) answers
+ * the HELLO_ACK with a REJECT and its reason. The server waiting for READY
+ * must log that reason as the peer's refusal, not call it a protocol error
+ * ("expected READY, got message type 4", which lost the client's words: seen
+ * in a 1024-endpoint run whose client's shm rendezvous timed out).
+ */
+RDP_TEST(e2e, ep_server_waiting_for_ready_logs_the_clients_reject_reason)
+{
+	uint8_t out[RDP_HELLO_LEN], back[RDP_HELLO_LEN];
+	struct rdp_hello h = client_hello(), ack, rej = { .type = RDP_HELLO_REJECT };
+	struct raw_client rc;
+	struct stream_side srv;
+	struct rdp_cfg *cfg;
+	double deadline;
+	int port, fd;
+
+	rdp_test_eal_init("0-1");
+	cfg = init_with("shm", NULL);
+	port = listen_stream_server(&srv);
+	rdp_test_log_capture();
+	raw_client_open(&rc, &h);
+	fd = raw_client_hello(port, &h, out, back, &ack);
+	snprintf(rej.reason, sizeof(rej.reason), "cannot connect the QP: test says no");
+	rdp_hello_encode(&rej, out);
+	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
+	/* nothing comes back: a refusal is not answered with another */
+	RDP_ASSERT_EQ(read_until_closed(fd, back, sizeof(back), 3), 0);
+	close(fd);
+	deadline = rdp_clock_s() + 3;
+	while (strstr(rdp_test_log, "peer refused: cannot connect the QP: test says no") == NULL ||
+	       rdp_endpoint_count() != 0) {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no refusal logged (%u endpoints):\n%s",
+			       rdp_endpoint_count(), rdp_test_log);
+		usleep(1000);
+	}
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "expected READY") == NULL, "%s", rdp_test_log);
+	rdp_test_log_release();
+	raw_client_close(&rc);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/*
  * A server endpoint waiting for READY already has its QP, its receives and
  * its poller slot. When that QP goes to error then (its peer QP destroyed),
  * the poller fails the endpoint and hands it back to the control thread,
