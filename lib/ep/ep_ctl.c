@@ -561,7 +561,10 @@ hs_readable(struct rdp_ep *ep)
 		on_ack(ep, &peer);
 		break;
 	case HS_RECV_READY:
-		if (peer.type != RDP_HELLO_READY) {
+		if (peer.type == RDP_HELLO_REJECT) {
+			/* the client could not finish its side: its reason is the news */
+			hs_fail(ep, -ECONNREFUSED, "peer refused: %s", peer.reason);
+		} else if (peer.type != RDP_HELLO_READY) {
 			hs_fail(ep, -EPROTO, "expected READY, got message type %u", peer.type);
 		} else if (rdp_rt.auth) {
 			uint8_t mac[RDP_HELLO_MAC_LEN];
