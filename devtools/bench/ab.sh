@@ -10,14 +10,17 @@
 #
 #   devtools/bench/ab.sh [--rounds N] [--duration S] [--config FILE]
 #                        [--out PREFIX] [--cpus A,B] [--smoke]
-#                        NAME=BUILD_DIR[:CONFIG] NAME=BUILD_DIR[:CONFIG] ...
-#                        [-- RDP-PERF-ARGS]
+#                        NAME=BUILD_DIR[:CONFIG[:ARGS]] ... [-- RDP-PERF-ARGS]
 #
 # The first variant is the reference. Each is a build tree that holds
 # apps/rdp-perf/rdp-perf and devtools/bench/probe-cacheline (copy a build
-# tree per variant: `cp -a build-release build-ab-base`), and optionally a config
-# file of its own instead of --config (default: scale.ini). The same build
-# with two configs compares configurations.
+# tree per variant: `cp -a build-release build-ab-base`), optionally a config
+# file of its own instead of --config (default: scale.ini), and optionally
+# rdp-perf arguments of its own, put after the common ones (rdp-perf takes
+# the last of a repeated option). The same build with two configs compares
+# configurations; with `-e 1` as one variant's ARGS, the scaling target
+# itself (1024 endpoints against one) is measured round by round:
+#   ab.sh one=build-stalls:devtools/bench/scale.ini:"-e 1" all=build-stalls
 #
 # RDP-PERF-ARGS default to the scaling test at 1024 endpoints
 # (`-e 1024 -w 16 -m bw -s 64`); `-d` comes from --duration (default 1.5)
@@ -59,19 +62,24 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-names=() dirs=() configs=()
+names=() dirs=() configs=() extras=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
 	case "$1" in
 	*=*) ;;
 	*) echo "ab.sh: '$1': expected NAME=BUILD_DIR[:CONFIG]" >&2; exit 2 ;;
 	esac
 	name=${1%%=*} spec=${1#*=}
-	dir=${spec%%:*} cfg=$config
-	[ "$spec" = "$dir" ] || cfg=${spec#*:}
+	dir=${spec%%:*} cfg=$config extra=
+	if [ "$spec" != "$dir" ]; then
+		cfg=${spec#*:}
+		case "$cfg" in
+		*:*) extra=${cfg#*:} cfg=${cfg%%:*} ;;
+		esac
+	fi
 	[ -x "$dir/apps/rdp-perf/rdp-perf" ] ||
 		{ echo "ab.sh: $name: no $dir/apps/rdp-perf/rdp-perf" >&2; exit 2; }
 	[ -f "$cfg" ] || { echo "ab.sh: $name: no config file $cfg" >&2; exit 2; }
-	names+=("$name") dirs+=("$dir") configs+=("$cfg")
+	names+=("$name") dirs+=("$dir") configs+=("$cfg") extras+=("$extra")
 	shift
 done
 [ $# -gt 0 ] && shift # the --
@@ -103,8 +111,10 @@ for round in $(seq "$rounds"); do
 		[ $((round % 2)) = 0 ] && i=$((n - 1 - k))
 		json=$out.${names[$i]}.json
 		rm -f "$json"
+		# the variant's own arguments are split into words on purpose
+		# shellcheck disable=SC2086
 		if ! taskset -c "$cpus" "${dirs[$i]}/apps/rdp-perf/rdp-perf" -- -q --json "$json" \
-			-d "$duration" -c "${configs[$i]}" "$@" >"$out.log" 2>&1; then
+			-d "$duration" -c "${configs[$i]}" "$@" ${extras[$i]} >"$out.log" 2>&1; then
 			echo "ab.sh: ${names[$i]}: rdp-perf failed in round $round:" >&2
 			tail -5 "$out.log" >&2
 			exit 1
