@@ -838,6 +838,19 @@ RDP_TEST(e2e, ep_shared_secret_admits_a_peer_that_knows_it)
 	return close_pair_and_fini(&srv, &cli, cfg);
 }
 
+/* Wait until the captured log says @p needle and no endpoint is left. */
+static void
+wait_logged_and_released(const char *needle, double secs)
+{
+	double deadline = rdp_clock_s() + secs;
+
+	while (strstr(rdp_test_log, needle) == NULL || rdp_endpoint_count() != 0) {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "log lacks \"%s\" or endpoints left "
+			       "(%u):\n%s", needle, rdp_endpoint_count(), rdp_test_log);
+		usleep(1000);
+	}
+}
+
 /* A hand-made client: a real QP of its own, named in the HELLO it sends. */
 struct raw_client {
 	struct rdp_dev *dev;
@@ -904,7 +917,6 @@ RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 	struct stream_side srv;
 	struct rdp_cfg *cfg;
 	char why[256];
-	double deadline;
 	int port, fd;
 
 	rdp_test_eal_init("0-1");
@@ -938,13 +950,7 @@ RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
 	read_until_closed(fd, back, sizeof(back), 3);
 	close(fd);
-	deadline = rdp_clock_s() + 3;
-	while (strstr(rdp_test_log, "the client failed authentication") == NULL ||
-	       rdp_endpoint_count() != 0) {
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no refusal (%u endpoints):\n%s",
-			       rdp_endpoint_count(), rdp_test_log);
-		usleep(1000);
-	}
+	wait_logged_and_released("the client failed authentication", 3);
 	rdp_test_log_release();
 	raw_client_close(&rc);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
@@ -966,7 +972,6 @@ RDP_TEST(e2e, ep_server_waiting_for_ready_logs_the_clients_reject_reason)
 	struct raw_client rc;
 	struct stream_side srv;
 	struct rdp_cfg *cfg;
-	double deadline;
 	int port, fd;
 
 	rdp_test_eal_init("0-1");
@@ -981,13 +986,7 @@ RDP_TEST(e2e, ep_server_waiting_for_ready_logs_the_clients_reject_reason)
 	/* nothing comes back: a refusal is not answered with another */
 	RDP_ASSERT_EQ(read_until_closed(fd, back, sizeof(back), 3), 0);
 	close(fd);
-	deadline = rdp_clock_s() + 3;
-	while (strstr(rdp_test_log, "peer refused: cannot connect the QP: test says no") == NULL ||
-	       rdp_endpoint_count() != 0) {
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no refusal logged (%u endpoints):\n%s",
-			       rdp_endpoint_count(), rdp_test_log);
-		usleep(1000);
-	}
+	wait_logged_and_released("peer refused: cannot connect the QP: test says no", 3);
 	RDP_ASSERT_MSG(strstr(rdp_test_log, "expected READY") == NULL, "%s", rdp_test_log);
 	rdp_test_log_release();
 	raw_client_close(&rc);
