@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -548,6 +549,51 @@ RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
 		printf("ok: %s\n", cases[i].what);
 	}
 	rdp_test_log_release();
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/* The size of this process's fd table ("FDSize" in /proc/self/status). */
+static unsigned long
+fd_table_size(void)
+{
+	char line[128];
+	unsigned long size = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	RDP_ASSERT(f != NULL);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "FDSize: %lu", &size) == 1)
+			break;
+	fclose(f);
+	RDP_ASSERT_MSG(size > 0, "no FDSize in /proc/self/status");
+	return size;
+}
+
+/*
+ * rdp_init() grows the fd table to what its endpoints will need before any
+ * poller spins. Grown later, by whichever thread first takes a descriptor
+ * past its end, Linux waits for an RCU grace period (expand_files), and
+ * with a poller spinning on every CPU that wait did not end: a shm
+ * rendezvous receiving the descriptor past 4096 hung in the device's
+ * monitor, and every later connection to that device timed out (the
+ * 1024-endpoint handshake failure of docs/reliability.md).
+ */
+RDP_TEST(e2e, ep_init_grows_the_fd_table_for_its_endpoints_before_pollers_spin)
+{
+	struct rlimit rl;
+	unsigned long want, before;
+	struct rdp_cfg *cfg;
+
+	rdp_test_eal_init("0-1");
+	before = fd_table_size();
+	cfg = init_with("shm", "max_endpoints", "1024", NULL);
+	RDP_ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	/* six descriptors an endpoint, as rdp_init() counts, within the limit */
+	want = RTE_MIN(1024ul * 6, (unsigned long)rl.rlim_cur);
+	RDP_ASSERT_MSG(fd_table_size() >= want, "fd table of %lu entries (%lu before "
+		       "rdp_init), %lu needed for 1024 endpoints", fd_table_size(), before, want);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
 	return 0;
