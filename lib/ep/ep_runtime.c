@@ -4,6 +4,8 @@
  * endpoint lifetime, and telemetry. Everything here is slow path.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -616,10 +618,52 @@ raise_fd_limit(void)
 	}
 }
 
+/* Descriptors an endpoint may hold at once: its control socket, a QP
+ * segment and a receive MR (shm), the rendezvous links both ways, and one
+ * spare for what a rendezvous receives before it maps and closes it. */
+#define EP_FDS_EACH 6u
+#define EP_FDS_SPARE 512u
+
+/*
+ * Grow the fd table now, to what @p endpoints will hold, while no poller
+ * spins. Linux grows it when a descriptor is first taken past its end
+ * (expand_files()), and if the process has several threads it first waits
+ * for an RCU grace period. With a poller busy on every CPU that wait
+ * lasted for ever on this project's VM: the shm device's monitor, taking
+ * the descriptors of the thousandth rendezvous, hung there, and every
+ * later connection to the device timed out (docs/reliability.md). The
+ * table never shrinks, so once is enough.
+ */
+static void
+grow_fd_table(unsigned int endpoints)
+{
+	struct rlimit rl;
+	uint64_t want = (uint64_t)endpoints * EP_FDS_EACH + EP_FDS_SPARE;
+	int base, high;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur != RLIM_INFINITY && want > rl.rlim_cur)
+		want = rl.rlim_cur;
+	if (want == 0)
+		return;
+	base = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (base < 0)
+		return;
+	/* the lowest free descriptor at or above want - 1: the table covers it */
+	high = fcntl(base, F_DUPFD_CLOEXEC, (int)(want - 1));
+	if (high < 0)
+		EP_LOG(WARNING, "cannot grow the fd table to %" PRIu64 " entries: %s", want,
+		       strerror(errno));
+	else
+		close(high);
+	close(base);
+}
+
 int
 rdp_init(const struct rdp_cfg *cfg)
 {
-	unsigned int ids[RTE_MAX_LCORE], n, i, id;
+	unsigned int ids[RTE_MAX_LCORE], n, i, id, endpoints = 0;
 	int ret;
 
 	if (rdp_rt.up)
@@ -653,7 +697,9 @@ rdp_init(const struct rdp_cfg *cfg)
 		ret = lcore_start(cfg, ids[i]);
 		if (ret < 0)
 			goto fail;
+		endpoints += rdp_cfg_lcore(cfg, ids[i])->max_endpoints;
 	}
+	grow_fd_table(endpoints);
 	ret = ctl_start();
 	if (ret < 0)
 		goto fail;
