@@ -323,12 +323,14 @@ ep_dump_one(FILE *f, const struct rdp_ep *ep)
 
 	fprintf(f, "endpoint %u peer %s lcore %u state %s err %d: app_visible %d handed %d "
 		"admitted %d closing %d retired %d | drain_posted %d drain_done %d "
-		"recv_posted %u sq_inflight %u txq %s | held %u held_ref %d refs %u "
-		"busy %d release_pending %d | control: qp_made %d handshake step %d\n",
+		"recv_posted %u sq_inflight %u remote_credits %u owed %u txq %s | held %u "
+		"held_ref %d refs %u busy %d release_pending %d | control: qp_made %d "
+		"handshake step %d\n",
 		ep->id, ep->peer, ep->lc->lcore_id, rdp_ep_state_str(ep_get_state(ep)), ep->err,
 		ep->app_visible, ep->handed, ep->admitted, ep->closing, ep->retired,
 		ep->drain_posted, ep->drain_done, ep->recv_posted,
-		(uint32_t)(c->sq_pi - c->sq_ci), txq_empty(&ep->txq) ? "empty" : "queued",
+		(uint32_t)(c->sq_pi - c->sq_ci), (uint32_t)c->rc, (uint32_t)c->owed,
+		txq_empty(&ep->txq) ? "empty" : "queued",
 		ep->held, ep->held_ref, atomic_load(&ep->refs), ep->busy.queued,
 		ep->release_pending, ep->qp_made, (int)ep->hs);
 }
