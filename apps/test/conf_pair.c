@@ -297,13 +297,20 @@ peer_in_process(void)
 	return e != NULL && strcmp(e, "process") == 0;
 }
 
-void
-conf_pair_open(struct conf_pair *p, const char *spec, const struct conf_opts *o)
+/* The connection parameters a pair's QPs are connected with. */
+static struct rdp_qp_conn_params
+conn_params(const struct conf_opts *o)
 {
-	struct rdp_qp_conn_params conn = {
+	return (struct rdp_qp_conn_params){
 		.rnr_retry = o->rnr_retry, .retry_cnt = 7, .timeout = 14,
 		.min_rnr_timer = o->min_rnr_timer,
 	};
+}
+
+void
+conf_pair_open(struct conf_pair *p, const char *spec, const struct conf_opts *o)
+{
+	struct rdp_qp_conn_params conn = conn_params(o);
 	bool remote = spec == NULL && peer_in_process();
 	struct rdp_qp_addr aa, ba;
 	struct agent_hello h;
@@ -373,10 +380,7 @@ conf_pair_close(struct conf_pair *p)
 void
 conf_pair_open_more(struct conf_pair *p, const struct conf_pair *on, const struct conf_opts *o)
 {
-	struct rdp_qp_conn_params conn = {
-		.rnr_retry = o->rnr_retry, .retry_cnt = 7, .timeout = 14,
-		.min_rnr_timer = o->min_rnr_timer,
-	};
+	struct rdp_qp_conn_params conn = conn_params(o);
 	struct rdp_qp_addr aa, ba;
 
 	memset(p, 0, sizeof(*p));

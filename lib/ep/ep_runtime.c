@@ -313,14 +313,16 @@ rdp_endpoint_count(void)
 
 /*
  * One endpoint's line of rdp_endpoints_dump(). Poller-owned fields read from
- * here are the racy snapshot the API promises (see credit_snapshot()).
+ * here are the racy snapshot the API promises; the credit state comes
+ * through rdp_ep_stats_get() (see credit_snapshot()).
  */
 __attribute__((no_sanitize("thread")))
 static void
 ep_dump_one(FILE *f, const struct rdp_ep *ep)
 {
-	const struct rdp_credit *c = &ep->credit;
+	struct rdp_ep_stats s;
 
+	rdp_ep_stats_get(ep, &s);
 	fprintf(f, "endpoint %u peer %s lcore %u state %s err %d: app_visible %d handed %d "
 		"admitted %d closing %d retired %d | drain_posted %d drain_done %d "
 		"recv_posted %u sq_inflight %u remote_credits %u owed %u txq %s | held %u "
@@ -328,9 +330,8 @@ ep_dump_one(FILE *f, const struct rdp_ep *ep)
 		"handshake step %d\n",
 		ep->id, ep->peer, ep->lc->lcore_id, rdp_ep_state_str(ep_get_state(ep)), ep->err,
 		ep->app_visible, ep->handed, ep->admitted, ep->closing, ep->retired,
-		ep->drain_posted, ep->drain_done, ep->recv_posted,
-		(uint32_t)(c->sq_pi - c->sq_ci), (uint32_t)c->rc, (uint32_t)c->owed,
-		txq_empty(&ep->txq) ? "empty" : "queued",
+		ep->drain_posted, ep->drain_done, s.recv_posted, s.sq_inflight,
+		s.remote_credits, s.owed, txq_empty(&ep->txq) ? "empty" : "queued",
 		ep->held, ep->held_ref, atomic_load(&ep->refs), ep->busy.queued,
 		ep->release_pending, ep->qp_made, (int)ep->hs);
 }
