@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Closing an endpoint while it still has messages to send: the drain sends
+ * them, and it keeps giving the peer credits for what it receives, because
+ * the peer may be draining towards it at the same moment.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ep_stream.h"
+#include "rdp_test.h"
+
+/* One side of the pair, as its callbacks see it (all fields atomic). */
+struct close_side {
+	struct rdp_ep *ep;  /**< set at ESTABLISHED */
+	uint64_t received;  /**< messages accepted */
+	uint64_t next_seq;  /**< the sequence number the next message must carry */
+	uint64_t done;      /**< sends reported done */
+	uint64_t failed;    /**< sends reported failed */
+	uint64_t disorder;  /**< messages received out of order or twice */
+	bool closed;        /**< CLOSED seen */
+};
+
+static bool refusing; /* (atomic) both applications refuse what arrives */
+
+static uint16_t
+close_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	struct close_side *s = arg;
+	uint16_t i;
+
+	RTE_SET_USED(ep);
+	if (__atomic_load_n(&refusing, __ATOMIC_ACQUIRE))
+		return 0;
+	for (i = 0; i < n; i++) {
+		uint64_t seq;
+
+		memcpy(&seq, msgs[i]->data, sizeof(seq));
+
+		if (seq != s->next_seq)
+			__atomic_fetch_add(&s->disorder, 1, __ATOMIC_RELAXED);
+		s->next_seq = seq + 1;
+		rdp_msg_free(msgs[i]);
+	}
+	__atomic_fetch_add(&s->received, n, __ATOMIC_RELEASE);
+	return n;
+}
+
+static void
+close_send(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	struct close_side *s = arg;
+	uint16_t i;
+
+	RTE_SET_USED(ep);
+	for (i = 0; i < n; i++) {
+		if (msgs[i]->status == 0)
+			__atomic_fetch_add(&s->done, 1, __ATOMIC_RELEASE);
+		else
+			__atomic_fetch_add(&s->failed, 1, __ATOMIC_RELEASE);
+		rdp_msg_free(msgs[i]);
+	}
+}
+
+static void
+close_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
+{
+	struct close_side *s = arg;
+
+	RTE_SET_USED(err);
+	if (st == RDP_EP_ESTABLISHED)
+		__atomic_store_n(&s->ep, ep, __ATOMIC_RELEASE);
+	if (st == RDP_EP_CLOSED)
+		__atomic_store_n(&s->closed, true, __ATOMIC_RELEASE);
+}
+
+static const struct rdp_ep_ops close_ops = {
+	.on_recv = close_recv, .on_send = close_send, .on_state = close_state,
+};
+
+/* @p n messages of 64 bytes numbered from 0, from any thread. */
+static void
+send_numbered(struct rdp_ep *ep, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct rdp_msg *m = rdp_msg_alloc(ep, 64);
+
+		RDP_ASSERT(m != NULL);
+		memcpy(m->data, &(uint64_t){ i }, sizeof(uint64_t));
+		RDP_ASSERT_EQ(rdp_ep_send_burst(ep, &m, 1), 1);
+	}
+}
+
+static uint64_t
+ld(const uint64_t *v)
+{
+	return __atomic_load_n(v, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Both applications close at once, each with messages queued behind a
+ * window the other filled. Neither can send until the other returns
+ * credits, and the other is draining too: a drain that stops acking waits
+ * for ever. Both must reach CLOSED, with every message reported done or
+ * failed once.
+ */
+RDP_TEST(e2e, ep_both_sides_closing_with_sends_waiting_for_credits_finish)
+{
+	enum { N = 200 };
+	struct close_side cs = { 0 }, ss = { 0 };
+	struct rdp_ep_params pcli = { .ops = &close_ops, .arg = &cs, .lcore = -1,
+				      .notify_send_ok = true };
+	struct rdp_ep_params psrv = { .ops = &close_ops, .arg = &ss, .lcore = -1,
+				      .notify_send_ok = true };
+	struct rdp_ep_stats st;
+	struct rdp_ep *cli, *srv;
+	struct rdp_cfg *cfg;
+	double deadline;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", 65536);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cli = stream_loopback_connect(&psrv, &pcli);
+	deadline = rdp_clock_s() + 5;
+	while ((srv = __atomic_load_n(&ss.ep, __ATOMIC_ACQUIRE)) == NULL)
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint did not come");
+	__atomic_store_n(&refusing, true, __ATOMIC_RELEASE);
+	send_numbered(cli, N);
+	send_numbered(srv, N);
+	/* both windows full (64 receives each way), the rest queued */
+	deadline = rdp_clock_s() + 5;
+	for (;;) {
+		struct rdp_ep_stats ss_st;
+
+		rdp_ep_stats_get(cli, &st);
+		rdp_ep_stats_get(srv, &ss_st);
+		if (st.remote_credits == 0 && ss_st.remote_credits == 0)
+			break;
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "remote credits %u and %u",
+			       st.remote_credits, ss_st.remote_credits);
+		usleep(1000);
+	}
+	RDP_ASSERT_EQ(rdp_ep_close(cli), 0);
+	RDP_ASSERT_EQ(rdp_ep_close(srv), 0);
+	__atomic_store_n(&refusing, false, __ATOMIC_RELEASE);
+	deadline = rdp_clock_s() + 10;
+	while (!__atomic_load_n(&cs.closed, __ATOMIC_ACQUIRE) ||
+	       !__atomic_load_n(&ss.closed, __ATOMIC_ACQUIRE)) {
+		if (rdp_clock_s() > deadline) {
+			rdp_endpoints_dump(stderr);
+			RDP_ASSERT_MSG(false,
+				       "not closed after 10 s: client %s (%" PRIu64 " done, %" PRIu64
+				       " failed, %" PRIu64 " received), server %s (%" PRIu64
+				       " done, %" PRIu64 " failed, %" PRIu64 " received)",
+				       cs.closed ? "closed" : "open", ld(&cs.done), ld(&cs.failed),
+				       ld(&cs.received), ss.closed ? "closed" : "open", ld(&ss.done),
+				       ld(&ss.failed), ld(&ss.received));
+		}
+		usleep(1000);
+	}
+	/*
+	 * Every message reported once, done or failed. What arrived after an
+	 * application closed is not delivered to it (it let the endpoint go),
+	 * so an application sees at most what its peer saw done, in order.
+	 */
+	RDP_ASSERT_EQ(ld(&cs.done) + ld(&cs.failed), N);
+	RDP_ASSERT_EQ(ld(&ss.done) + ld(&ss.failed), N);
+	RDP_ASSERT(ld(&ss.received) <= ld(&cs.done));
+	RDP_ASSERT(ld(&cs.received) <= ld(&ss.done));
+	RDP_ASSERT_EQ(ld(&cs.disorder) + ld(&ss.disorder), 0);
+	/* the credits flowed: more than a window went each way */
+	RDP_ASSERT_MSG(ld(&cs.done) > 64 && ld(&ss.done) > 64, "done %" PRIu64 " and %" PRIu64,
+		       ld(&cs.done), ld(&ss.done));
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
