@@ -839,8 +839,15 @@ post_sends(struct rdp_ep *ep)
 			ep->tx_seg = seg->next;
 		}
 	}
-	if (!draining) {
-		/* credits no data WR could carry: a pure ack, after a reclaim if due */
+	/*
+	 * Credits no data WR could carry: a pure ack, after a reclaim if due.
+	 * A draining endpoint acks while it has messages left to send: its
+	 * peer may be draining towards it, waiting for these credits as this
+	 * one waits for the peer's. With its queue empty it stops, so that a
+	 * peer that keeps sending cannot hold its teardown off; a reclaim then
+	 * makes the last WRs' success visible.
+	 */
+	if (!draining || !txq_empty(&ep->txq)) {
 		for (;;) {
 			enum rdp_credit_verdict a = rdp_credit_ack_check(c);
 
@@ -857,8 +864,7 @@ post_sends(struct rdp_ep *ep)
 			}
 			break;
 		}
-	} else if (txq_empty(&ep->txq) && rdp_credit_flush_due(c)) {
-		/* closing: make the last WRs' success visible */
+	} else if (rdp_credit_flush_due(c)) {
 		seq = rdp_credit_reclaim_posted(c);
 		wr_control(ep, &wr[n++], RDP_WRK_RECLAIM, seq, 0);
 	}
