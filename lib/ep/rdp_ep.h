@@ -222,7 +222,10 @@ int rdp_ep_wait_established(struct rdp_ep *ep, unsigned int timeout_ms);
 /**
  * Close an endpoint: no new sends; accepted messages are sent or reported
  * failed; then the QP is released. Call it once for every endpoint the
- * application was given; the pointer is invalid afterwards.
+ * application was given; the pointer is invalid afterwards. Messages that
+ * arrive after the close are not delivered; while accepted ones are left
+ * to send, their buffers still return credits to the peer, so that two
+ * endpoints closed at once finish their drains.
  *
  * @param ep
  *   The endpoint.
