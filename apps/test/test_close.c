@@ -22,7 +22,8 @@ struct close_side {
 	bool closed;        /**< CLOSED seen */
 };
 
-static bool refusing; /* (atomic) both applications refuse what arrives */
+static bool refusing;           /* (atomic) both applications refuse what arrives */
+static int32_t last_send_status; /* (atomic) of the last send failed */
 
 static uint16_t
 close_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
@@ -57,8 +58,10 @@ close_send(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 	for (i = 0; i < n; i++) {
 		if (msgs[i]->status == 0)
 			__atomic_fetch_add(&s->done, 1, __ATOMIC_RELEASE);
-		else
+		else {
+			__atomic_store_n(&last_send_status, msgs[i]->status, __ATOMIC_RELAXED);
 			__atomic_fetch_add(&s->failed, 1, __ATOMIC_RELEASE);
+		}
 		rdp_msg_free(msgs[i]);
 	}
 }
@@ -100,6 +103,26 @@ ld(const uint64_t *v)
 	return __atomic_load_n(v, __ATOMIC_ACQUIRE);
 }
 
+/* EAL, rdp_init(@p cfg) and a loopback pair of close_ops sides: the client. */
+static struct rdp_ep *
+start_close_pair(const struct rdp_cfg *cfg, struct close_side *cs, struct close_side *ss,
+		 struct rdp_ep **srv)
+{
+	struct rdp_ep_params pcli = { .ops = &close_ops, .arg = cs, .lcore = -1,
+				      .notify_send_ok = true };
+	struct rdp_ep_params psrv = { .ops = &close_ops, .arg = ss, .lcore = -1,
+				      .notify_send_ok = true };
+	struct rdp_ep *cli;
+	double deadline;
+
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cli = stream_loopback_connect(&psrv, &pcli);
+	deadline = rdp_clock_s() + 5;
+	while ((*srv = __atomic_load_n(&ss->ep, __ATOMIC_ACQUIRE)) == NULL)
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint did not come");
+	return cli;
+}
+
 /*
  * Both applications close at once, each with messages queued behind a
  * window the other filled. Neither can send until the other returns
@@ -111,10 +134,6 @@ RDP_TEST(e2e, ep_both_sides_closing_with_sends_waiting_for_credits_finish)
 {
 	enum { N = 200 };
 	struct close_side cs = { 0 }, ss = { 0 };
-	struct rdp_ep_params pcli = { .ops = &close_ops, .arg = &cs, .lcore = -1,
-				      .notify_send_ok = true };
-	struct rdp_ep_params psrv = { .ops = &close_ops, .arg = &ss, .lcore = -1,
-				      .notify_send_ok = true };
 	struct rdp_ep_stats st;
 	struct rdp_ep *cli, *srv;
 	struct rdp_cfg *cfg;
@@ -122,11 +141,7 @@ RDP_TEST(e2e, ep_both_sides_closing_with_sends_waiting_for_credits_finish)
 
 	rdp_test_eal_init("0-1");
 	cfg = stream_cfg("shm", 65536);
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
-	cli = stream_loopback_connect(&psrv, &pcli);
-	deadline = rdp_clock_s() + 5;
-	while ((srv = __atomic_load_n(&ss.ep, __ATOMIC_ACQUIRE)) == NULL)
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint did not come");
+	cli = start_close_pair(cfg, &cs, &ss, &srv);
 	__atomic_store_n(&refusing, true, __ATOMIC_RELEASE);
 	send_numbered(cli, N);
 	send_numbered(srv, N);
@@ -174,6 +189,65 @@ RDP_TEST(e2e, ep_both_sides_closing_with_sends_waiting_for_credits_finish)
 	/* the credits flowed: more than a window went each way */
 	RDP_ASSERT_MSG(ld(&cs.done) > 64 && ld(&ss.done) > 64, "done %" PRIu64 " and %" PRIu64,
 		       ld(&cs.done), ld(&ss.done));
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/*
+ * A peer that takes nothing (its application refuses every message) gives
+ * no credit back, so a drain towards it cannot end by itself. After
+ * drain_timeout_ms it gives up: what was not sent is reported failed with
+ * -ETIMEDOUT, and the endpoint reaches CLOSED.
+ */
+RDP_TEST(e2e, ep_drain_towards_a_peer_that_gives_no_credit_ends_after_drain_timeout_ms)
+{
+	enum { N = 200 };
+	struct close_side cs = { 0 }, ss = { 0 };
+	struct rdp_ep_stats st;
+	struct rdp_ep *cli, *srv;
+	struct rdp_cfg *cfg;
+	double deadline, closed_at, t0;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", 65536);
+	RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "drain_timeout_ms", "300", "test") == 0,
+		       "%s", rdp_err_msg());
+	cli = start_close_pair(cfg, &cs, &ss, &srv);
+	__atomic_store_n(&refusing, true, __ATOMIC_RELEASE);
+	send_numbered(cli, N);
+	deadline = rdp_clock_s() + 5;
+	do {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the client's window never filled");
+		usleep(1000);
+		rdp_ep_stats_get(cli, &st);
+	} while (st.remote_credits != 0);
+	t0 = rdp_clock_s();
+	RDP_ASSERT_EQ(rdp_ep_close(cli), 0);
+	/* not before the deadline: the peer is alive, it may still take them */
+	usleep(150000);
+	RDP_ASSERT_MSG(!__atomic_load_n(&cs.closed, __ATOMIC_ACQUIRE), "closed before its deadline");
+	RDP_ASSERT_EQ(ld(&cs.failed), 0);
+	deadline = rdp_clock_s() + 10;
+	while (!__atomic_load_n(&cs.closed, __ATOMIC_ACQUIRE)) {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "not closed 10 s after the close (%" PRIu64
+			       " done, %" PRIu64 " failed)", ld(&cs.done), ld(&cs.failed));
+		usleep(1000);
+	}
+	closed_at = rdp_clock_s() - t0;
+	RDP_ASSERT_MSG(closed_at >= 0.3, "closed %.3f s after the close", closed_at);
+	/* every message once: those the peer received done, the rest failed */
+	RDP_ASSERT_EQ(ld(&cs.done) + ld(&cs.failed), N);
+	RDP_ASSERT_MSG(ld(&cs.failed) >= N - 64, "%" PRIu64 " failed", ld(&cs.failed));
+	RDP_ASSERT_EQ(cs.disorder, 0);
+	RDP_ASSERT_EQ(last_send_status, -ETIMEDOUT);
+	__atomic_store_n(&refusing, false, __ATOMIC_RELEASE);
+	/* the server's endpoint saw its peer go */
+	deadline = rdp_clock_s() + 5;
+	while (rdp_ep_state(srv) != RDP_EP_FAILED)
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint is %s",
+			       rdp_ep_state_str(rdp_ep_state(srv)));
+	rdp_ep_close(srv);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
 	return 0;
