@@ -879,7 +879,7 @@ RDP_TEST(unit, cfg_docs_describe_every_key)
 			       row);
 		n++;
 	}
-	RDP_ASSERT_EQ(n, 31);
+	RDP_ASSERT_EQ(n, 32);
 	rdp_cfg_free(cfg);
 	return 0;
 }

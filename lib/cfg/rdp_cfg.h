@@ -110,6 +110,7 @@ struct rdp_cfg_lcore {
 	uint32_t connect_timeout_ms;   /**< TCP connect deadline */
 	uint32_t handshake_timeout_ms; /**< hello exchange deadline */
 	uint32_t max_handshakes;       /**< handshakes in progress at once */
+	uint32_t drain_timeout_ms;     /**< a closed endpoint's drain deadline; 0: none */
 	char secret[RDP_CFG_VALUE_MAX + 1]; /**< handshake secret; global-only */
 };
 

@@ -83,6 +83,7 @@ static struct {
 	size_t inbox_mem;
 	TAILQ_HEAD(, rdp_ep) handshakes;
 	TAILQ_HEAD(, rdp_ep) established;
+	TAILQ_HEAD(, rdp_ep) drains;  /* closed while established, by deadline */
 	TAILQ_HEAD(, listener) listeners;
 	unsigned int nb_server_handshakes;
 	bool accept_paused;   /* at max_handshakes: listeners not watched */
@@ -778,8 +779,16 @@ static void
 close_request(struct rdp_ep *ep)
 {
 	if (ep->hs == HS_DONE || ep->hs == HS_NONE) {
+		uint32_t ms = ep->lc->conf.drain_timeout_ms;
+
 		/* the poller owns it (or it failed): it marks it closing, drains
 		 * and says CLOSED; its fields are not ours to write any more */
+		if (ep->hs == HS_DONE && ms > 0 && !ep->drain_listed) {
+			/* constant per lcore, not across lcores: the list is scanned */
+			ep->deadline_ns = rdp_clock_ns() + ms * 1000000ull;
+			TAILQ_INSERT_TAIL(&ctl.drains, ep, drain_next);
+			ep->drain_listed = true;
+		}
 		poller_push(ep, TAG_CLOSE);
 		return;
 	}
@@ -788,8 +797,18 @@ close_request(struct rdp_ep *ep)
 }
 
 static void
+drain_unlist(struct rdp_ep *ep)
+{
+	if (ep->drain_listed) {
+		TAILQ_REMOVE(&ctl.drains, ep, drain_next);
+		ep->drain_listed = false;
+	}
+}
+
+static void
 retire(struct rdp_ep *ep)
 {
+	drain_unlist(ep);
 	if (ep->hs == HS_DONE) {
 		TAILQ_REMOVE(&ctl.established, ep, ctl_next);
 	} else if (ep->hs != HS_NONE) {
@@ -874,6 +893,41 @@ expire_handshakes(void)
 				ep->hs == HS_RECV_HELLO ? "waiting for HELLO" :
 				ep->hs == HS_RECV_ACK ? "waiting for HELLO_ACK" :
 				ep->hs == HS_RECV_READY ? "waiting for READY" : "sending");
+	}
+}
+
+/*
+ * A drain waits for the peer's credits to send what the application
+ * queued before its close. A peer that is alive but takes nothing gives
+ * none, and the drain would last for ever: past drain_timeout_ms the
+ * endpoint fails like one whose peer went away, and what it still holds is
+ * reported failed with -ETIMEDOUT.
+ */
+static void
+expire_drains(void)
+{
+	uint64_t now = rdp_clock_ns();
+	struct rdp_ep *ep, *next;
+
+	for (ep = TAILQ_FIRST(&ctl.drains); ep != NULL; ep = next) {
+		next = TAILQ_NEXT(ep, drain_next);
+		if (ep->hs != HS_DONE) {
+			/* failed meanwhile (peer gone, device event): that ends it */
+			drain_unlist(ep);
+			continue;
+		}
+		if (now <= ep->deadline_ns)
+			continue;
+		drain_unlist(ep);
+		EP_LOG(WARNING, "endpoint %u (peer %s, lcore %u): its drain did not end within "
+		       "drain_timeout_ms = %u (the peer returned no credit): giving up, what "
+		       "was not sent is reported failed", ep->id, ep->peer, ep->lc->lcore_id,
+		       ep->lc->conf.drain_timeout_ms);
+		close_fd(ep);
+		TAILQ_REMOVE(&ctl.established, ep, ctl_next);
+		ep->hs = HS_NONE;
+		ep->ctl_err = -ETIMEDOUT;
+		poller_push_fail(ep);
 	}
 }
 
@@ -965,6 +1019,7 @@ ctl_main(void *arg)
 		}
 		serve_inbox();
 		expire_handshakes();
+		expire_drains();
 	}
 	return NULL;
 }
@@ -1064,6 +1119,7 @@ ctl_start(void)
 	memset(&ctl, 0, sizeof(ctl));
 	TAILQ_INIT(&ctl.handshakes);
 	TAILQ_INIT(&ctl.established);
+	TAILQ_INIT(&ctl.drains);
 	TAILQ_INIT(&ctl.listeners);
 	ctl.inbox = rdp_mem_zalloc(sz, -1);
 	if (ctl.inbox == NULL || rte_ring_init(ctl.inbox, name, CTL_INBOX, RING_F_SC_DEQ) != 0)

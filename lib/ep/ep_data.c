@@ -1021,6 +1021,7 @@ ep_inbox(struct rdp_poller *p, void *const *items, unsigned int n)
 					"its QP went to error (device event)" : ep->ctl_err == -ENETDOWN ?
 					"the port went down" : ep->ctl_err == -EPROTO ?
 					"unexpected bytes on the control connection" :
+					ep->ctl_err == -ETIMEDOUT ? "its drain passed drain_timeout_ms" :
 					"the control connection to the peer closed (peer gone)");
 			ep_unref(ep); /* the item's reference (poller_push_fail()) */
 			break;

@@ -197,7 +197,9 @@ struct rdp_ep {
 					 * may retire it at any time and alone ends it */
 	enum hs_step hs;
 	enum hs_step hs_after_send;
-	uint64_t deadline_ns;
+	uint64_t deadline_ns;           /* the handshake's, then the drain's */
+	TAILQ_ENTRY(rdp_ep) drain_next; /* closed while established: drain deadlines */
+	bool drain_listed;              /* on that list */
 	uint8_t in_buf[RDP_HELLO_LEN];
 	uint32_t in_len;
 	uint8_t out_buf[RDP_HELLO_LEN];

@@ -765,15 +765,18 @@ close_and_wait_endpoints(unsigned int ms)
 int
 rdp_fini(void)
 {
+	unsigned int i, wait_ms = 0;
 	struct rdp_ep *ep;
-	unsigned int i;
 	int ret = 0;
 
 	if (!rdp_rt.up)
 		return 0;
 	/* nothing new is accepted while the endpoints go */
 	ctl_unlisten(0);
-	if (close_and_wait_endpoints(5000) != 0) {
+	/* the longest drain may run out its deadline, then the teardowns */
+	for (i = 0; i < rdp_rt.nb_lcores; i++)
+		wait_ms = RTE_MAX(wait_ms, rdp_rt.lcores[rdp_rt.order[i]]->conf.drain_timeout_ms);
+	if (close_and_wait_endpoints(wait_ms + 5000) != 0) {
 		unsigned int n = 0;
 
 		pthread_mutex_lock(&rdp_rt.lock);

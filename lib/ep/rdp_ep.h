@@ -137,7 +137,8 @@ int rdp_init(const struct rdp_cfg *cfg);
 
 /**
  * Stop rdmaplane: close every endpoint (draining what can be sent and
- * reporting the rest failed), stop the pollers, free everything.
+ * reporting the rest failed), stop the pollers, free everything. It waits
+ * up to the largest `drain_timeout_ms` plus 5 s for the endpoints to go.
  *
  * rdp_fini() closes the listeners first, but nobody serves the pipeline
  * rings while it waits. An application that streams into them should close
@@ -225,7 +226,10 @@ int rdp_ep_wait_established(struct rdp_ep *ep, unsigned int timeout_ms);
  * application was given; the pointer is invalid afterwards. Messages that
  * arrive after the close are not delivered; while accepted ones are left
  * to send, their buffers still return credits to the peer, so that two
- * endpoints closed at once finish their drains.
+ * endpoints closed at once finish their drains. A drain that has not ended
+ * after `drain_timeout_ms` (the peer gives no credit) gives up: the rest is
+ * reported failed with -ETIMEDOUT, the peer sees its endpoint fail, and
+ * the endpoint reaches RDP_EP_CLOSED.
  *
  * @param ep
  *   The endpoint.
