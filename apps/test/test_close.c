@@ -19,8 +19,16 @@ struct close_side {
 	uint64_t done;      /**< sends reported done */
 	uint64_t failed;    /**< sends reported failed */
 	uint64_t disorder;  /**< messages received out of order or twice */
+	uint64_t sent;      /**< messages the endpoint accepted (and the next number) */
+	bool refill;        /**< each send done is followed by a new one, on the poller */
 	bool closed;        /**< CLOSED seen */
 };
+
+static uint64_t
+ld(const uint64_t *v)
+{
+	return __atomic_load_n(v, __ATOMIC_ACQUIRE);
+}
 
 static bool refusing;           /* (atomic) both applications refuse what arrives */
 static int32_t last_send_status; /* (atomic) of the last send failed */
@@ -48,17 +56,36 @@ close_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 	return n;
 }
 
+/* One 64-byte message carrying the side's next number; false if refused. */
+static bool
+send_one(struct rdp_ep *ep, struct close_side *s)
+{
+	struct rdp_msg *m = rdp_msg_alloc(ep, 64);
+	uint64_t seq = ld(&s->sent);
+
+	if (m == NULL)
+		return false;
+	memcpy(m->data, &seq, sizeof(seq));
+	if (rdp_ep_send_burst(ep, &m, 1) != 1) {
+		rdp_msg_free(m);
+		return false;
+	}
+	__atomic_store_n(&s->sent, seq + 1, __ATOMIC_RELEASE);
+	return true;
+}
+
 static void
 close_send(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 {
 	struct close_side *s = arg;
 	uint16_t i;
 
-	RTE_SET_USED(ep);
 	for (i = 0; i < n; i++) {
-		if (msgs[i]->status == 0)
+		if (msgs[i]->status == 0) {
 			__atomic_fetch_add(&s->done, 1, __ATOMIC_RELEASE);
-		else {
+			if (__atomic_load_n(&s->refill, __ATOMIC_ACQUIRE))
+				send_one(ep, s);
+		} else {
 			__atomic_store_n(&last_send_status, msgs[i]->status, __ATOMIC_RELAXED);
 			__atomic_fetch_add(&s->failed, 1, __ATOMIC_RELEASE);
 		}
@@ -82,25 +109,14 @@ static const struct rdp_ep_ops close_ops = {
 	.on_recv = close_recv, .on_send = close_send, .on_state = close_state,
 };
 
-/* @p n messages of 64 bytes numbered from 0, from any thread. */
+/* @p n numbered messages, from a thread that is the side's only sender. */
 static void
-send_numbered(struct rdp_ep *ep, unsigned int n)
+send_numbered(struct rdp_ep *ep, struct close_side *s, unsigned int n)
 {
 	unsigned int i;
 
-	for (i = 0; i < n; i++) {
-		struct rdp_msg *m = rdp_msg_alloc(ep, 64);
-
-		RDP_ASSERT(m != NULL);
-		memcpy(m->data, &(uint64_t){ i }, sizeof(uint64_t));
-		RDP_ASSERT_EQ(rdp_ep_send_burst(ep, &m, 1), 1);
-	}
-}
-
-static uint64_t
-ld(const uint64_t *v)
-{
-	return __atomic_load_n(v, __ATOMIC_ACQUIRE);
+	for (i = 0; i < n; i++)
+		RDP_ASSERT(send_one(ep, s));
 }
 
 /* EAL, rdp_init(@p cfg) and a loopback pair of close_ops sides: the client. */
@@ -143,8 +159,8 @@ RDP_TEST(e2e, ep_both_sides_closing_with_sends_waiting_for_credits_finish)
 	cfg = stream_cfg("shm", 65536);
 	cli = start_close_pair(cfg, &cs, &ss, &srv);
 	__atomic_store_n(&refusing, true, __ATOMIC_RELEASE);
-	send_numbered(cli, N);
-	send_numbered(srv, N);
+	send_numbered(cli, &cs, N);
+	send_numbered(srv, &ss, N);
 	/* both windows full (64 receives each way), the rest queued */
 	deadline = rdp_clock_s() + 5;
 	for (;;) {
@@ -215,7 +231,7 @@ RDP_TEST(e2e, ep_drain_towards_a_peer_that_gives_no_credit_ends_after_drain_time
 		       "%s", rdp_err_msg());
 	cli = start_close_pair(cfg, &cs, &ss, &srv);
 	__atomic_store_n(&refusing, true, __ATOMIC_RELEASE);
-	send_numbered(cli, N);
+	send_numbered(cli, &cs, N);
 	deadline = rdp_clock_s() + 5;
 	do {
 		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the client's window never filled");
@@ -248,6 +264,68 @@ RDP_TEST(e2e, ep_drain_towards_a_peer_that_gives_no_credit_ends_after_drain_time
 		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint is %s",
 			       rdp_ep_state_str(rdp_ep_state(srv)));
 	rdp_ep_close(srv);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/* On the poller: the first window of a stream that refills itself. */
+static void
+start_stream(struct rdp_ep *ep, void *arg)
+{
+	struct close_side *s = arg;
+	unsigned int i;
+
+	__atomic_store_n(&s->refill, true, __ATOMIC_RELEASE);
+	for (i = 0; i < 32; i++)
+		send_one(ep, s);
+}
+
+/*
+ * A closed endpoint with nothing left to send ends at once, though its
+ * peer keeps sending: it acks no more, so the peer's stream cannot hold
+ * its teardown off (the drain deadline is far away here, so only the
+ * drain itself can end it). The peer's sends are all reported.
+ */
+RDP_TEST(e2e, ep_close_with_nothing_queued_ends_while_the_peer_keeps_sending)
+{
+	struct close_side cs = { 0 }, ss = { 0 };
+	struct rdp_ep *cli, *srv;
+	struct rdp_cfg *cfg;
+	double deadline;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", 65536);
+	RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "drain_timeout_ms", "60000", "test") == 0,
+		       "%s", rdp_err_msg());
+	cli = start_close_pair(cfg, &cs, &ss, &srv);
+	RDP_ASSERT_EQ(rdp_ep_call(srv, start_stream, &ss), 0);
+	deadline = rdp_clock_s() + 5;
+	while (ld(&cs.received) < 2000)
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the stream did not flow: %" PRIu64
+			       " received", ld(&cs.received));
+	RDP_ASSERT_EQ(rdp_ep_close(cli), 0);
+	deadline = rdp_clock_s() + 5;
+	while (!__atomic_load_n(&cs.closed, __ATOMIC_ACQUIRE)) {
+		if (rdp_clock_s() > deadline) {
+			rdp_endpoints_dump(stderr);
+			RDP_ASSERT_MSG(false, "not closed 5 s after the close, the peer still "
+				       "sending (%" PRIu64 " sent)", ld(&ss.sent));
+		}
+		usleep(1000);
+	}
+	deadline = rdp_clock_s() + 5;
+	while (rdp_ep_state(srv) != RDP_EP_FAILED)
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint is %s",
+			       rdp_ep_state_str(rdp_ep_state(srv)));
+	rdp_ep_close(srv);
+	deadline = rdp_clock_s() + 5;
+	while (!__atomic_load_n(&ss.closed, __ATOMIC_ACQUIRE))
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint did not close");
+	/* every message the peer sent reported once; the client saw a prefix, in order */
+	RDP_ASSERT_EQ(ld(&ss.done) + ld(&ss.failed), ld(&ss.sent));
+	RDP_ASSERT(ld(&cs.received) <= ld(&ss.done));
+	RDP_ASSERT_EQ(ld(&cs.disorder), 0);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
 	return 0;

@@ -355,6 +355,21 @@ close_fd(struct rdp_ep *ep)
 	}
 }
 
+/*
+ * An established endpoint's failure seen by the control thread (@p err:
+ * its control connection, a device event, its drain deadline): the control
+ * side lets it go and its poller tears it down.
+ */
+static void
+fail_established(struct rdp_ep *ep, int err)
+{
+	close_fd(ep);
+	TAILQ_REMOVE(&ctl.established, ep, ctl_next);
+	ep->hs = HS_NONE;
+	ep->ctl_err = err;
+	poller_push_fail(ep);
+}
+
 static void listeners_watch(bool on);
 
 static void
@@ -631,11 +646,7 @@ est_event(struct rdp_ep *ep)
 	EP_LOG(NOTICE, "endpoint %u: control connection to %s %s", ep->id, ep->peer,
 	       n == 0 ? "closed by the peer" : n > 0 ? "carried unexpected bytes" :
 	       strerror(errno));
-	close_fd(ep);
-	TAILQ_REMOVE(&ctl.established, ep, ctl_next);
-	ep->hs = HS_NONE;
-	ep->ctl_err = n > 0 ? -EPROTO : -ECONNRESET;
-	poller_push_fail(ep);
+	fail_established(ep, n > 0 ? -EPROTO : -ECONNRESET);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -923,11 +934,7 @@ expire_drains(void)
 		       "drain_timeout_ms = %u (the peer returned no credit): giving up, what "
 		       "was not sent is reported failed", ep->id, ep->peer, ep->lc->lcore_id,
 		       ep->lc->conf.drain_timeout_ms);
-		close_fd(ep);
-		TAILQ_REMOVE(&ctl.established, ep, ctl_next);
-		ep->hs = HS_NONE;
-		ep->ctl_err = -ETIMEDOUT;
-		poller_push_fail(ep);
+		fail_established(ep, -ETIMEDOUT);
 	}
 }
 
@@ -949,11 +956,7 @@ device_events(void)
 			if (ep != NULL) {
 				EP_LOG(NOTICE, "endpoint %u: its QP went to error (device event)",
 				       ep->id);
-				close_fd(ep);
-				TAILQ_REMOVE(&ctl.established, ep, ctl_next);
-				ep->hs = HS_NONE;
-				ep->ctl_err = -EIO;
-				poller_push_fail(ep);
+				fail_established(ep, -EIO);
 			}
 			break;
 		case RDP_EVENT_CQ_ERR:
@@ -963,13 +966,8 @@ device_events(void)
 		case RDP_EVENT_DEVICE_FATAL:
 			EP_LOG(ERR, "device %s: %s: failing every endpoint", rdp_rt.attr.name,
 			       ev.type == RDP_EVENT_PORT_ERR ? "port down" : "device fatal");
-			while ((ep = TAILQ_FIRST(&ctl.established)) != NULL) {
-				close_fd(ep);
-				TAILQ_REMOVE(&ctl.established, ep, ctl_next);
-				ep->hs = HS_NONE;
-				ep->ctl_err = -ENETDOWN;
-				poller_push_fail(ep);
-			}
+			while ((ep = TAILQ_FIRST(&ctl.established)) != NULL)
+				fail_established(ep, -ENETDOWN);
 			break;
 		case RDP_EVENT_PORT_ACTIVE:
 			EP_LOG(NOTICE, "device %s: port active", rdp_rt.attr.name);
