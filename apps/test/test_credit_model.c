@@ -271,3 +271,35 @@ RDP_TEST(model, model_without_ack_reserve_pure_ack_hits_rnr)
 	      "I2_no_rnr", &res);
 	return 0;
 }
+
+/*
+ * Both applications may close at any moment, each with a message handed
+ * over: every run ends a drain (the first one over ends the other side).
+ */
+RDP_TEST(model, model_ours_both_sides_closing_at_once_end_a_drain)
+{
+	int skip = skip_without_spin();
+
+	if (skip != 0)
+		return skip;
+	verifies(P1 " -DCLOSE -DTRAFFIC=TWOWAY -DN=3", SAFETY_AND_LIVENESS);
+	verifies(P2 " -DCLOSE -DTRAFFIC=TWOWAY -DN=3", SAFETY_AND_LIVENESS);
+	return 0;
+}
+
+/* A closing side that never acks: two sides closed at once wait for each other. */
+RDP_TEST(model, model_drain_without_acks_deadlocks_when_both_sides_close)
+{
+	struct spin_result res;
+	int skip = skip_without_spin();
+
+	if (skip != 0)
+		return skip;
+	finds(P2 " -DCLOSE -DMUTANT_DRAIN_NO_ACK -DTRAFFIC=TWOWAY -DN=3", SAFETY_AND_LIVENESS,
+	      "acceptance cycle", &res);
+	RDP_ASSERT_MSG(strstr(res.trail, "side 0 closes") != NULL &&
+		       strstr(res.trail, "side 1 closes") != NULL,
+		       "the counterexample does not close both sides:\n%s", res.trail);
+	printf("counterexample:\n%s", res.trail);
+	return 0;
+}

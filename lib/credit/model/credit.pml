@@ -47,9 +47,21 @@
  *         moves eventually, so no completion, transmission, free or post is
  *         withheld forever.
  *
+ * Closing (-DCLOSE, with POLICY_OURS and finite streams): each application
+ * may close its side at any moment (rdp_ep_close()). A closing side hands
+ * over nothing new, still sends what was handed over, no longer delivers
+ * what arrives (the entry is reposted at once and owed), acks only while
+ * it has data left to send, and then posts the reclaim that makes its last
+ * WRs' success visible (rdp_credit_flush_due()). Its drain is over when
+ * nothing is left to send and its SQ is idle; the teardown that follows
+ * ends the peer's endpoint too (its QP then fails what it has left). So
+ * `live` is then <> (one drain is over).
+ *
  * Mutants, each a check that the model can fail:
  *   -DMUTANT_ACK_NO_RECLAIM  acks ignore the signal interval, no reclaim
  *   -DMUTANT_NO_ACK_RESERVE  the sender may fill the peer's whole RQ
+ *   -DMUTANT_DRAIN_NO_ACK    (with -DCLOSE) a closing side never acks, as
+ *                            lib/ep did before 2026-11-30
  *
  * Build one configuration: spin -a -DTRAFFIC=TWOWAY -DN=3 credit.pml
  */
@@ -133,6 +145,21 @@ byte dlv[2];		/* messages of stream k delivered */
 #if TRAFFIC == REQRESP
 byte due;		/* requests side 1 received and has not answered yet */
 byte outq;		/* requests side 0 sent and got no answer for yet */
+#endif
+
+#ifdef CLOSE
+bit closing[2];		/* the application closed its side */
+#define DRAINED(i) (closing[i] && backlog[i] == 0 && infl[i] == 0)
+#ifdef MUTANT_DRAIN_NO_ACK
+#define MAY_ACK(i) (!closing[i])
+#else
+#define MAY_ACK(i) (!closing[i] || backlog[i] > 0)
+#endif
+/* rdp_credit_flush_due(), asked once nothing is left to send */
+#define FLUSH_DUE(i) (closing[i] && backlog[i] == 0 && infl[i] > 0 && unsig[i] > 0 && infl[i] < S)
+#else
+#define MAY_ACK(i) true
+#define FLUSH_DUE(i) false
 #endif
 
 hidden byte p, q, w, k;	/* scratch, dead between steps */
@@ -226,8 +253,9 @@ proctype Ep(byte i)
 {
 	do
 	:: d_step { SEND_DATA(i) -> post_data(i) }
-	:: d_step { !SEND_DATA(i) && ACK_GO(i) -> post_ack(i) }
-	:: d_step { !SEND_DATA(i) && RECLAIM_FIRST(i) -> post_reclaim(i) }
+	:: d_step { !SEND_DATA(i) && MAY_ACK(i) && ACK_GO(i) -> post_ack(i) }
+	:: d_step { !SEND_DATA(i) && MAY_ACK(i) && RECLAIM_FIRST(i) -> post_reclaim(i) }
+	:: d_step { !SEND_DATA(i) && !MAY_ACK(i) && FLUSH_DUE(i) -> post_reclaim(i) }
 	od
 }
 
@@ -336,6 +364,15 @@ proctype PollRecv(byte i)
 			printf("side %d polls ACK imm=%d: window %d\n", i, w, rc[i]);
 			/* an entry a pure ack used goes back at once, never owed */
 			rq_posted[i]++
+#ifdef CLOSE
+		:: k != ACK && closing[i] ->
+			/* closed: not delivered, the entry goes back and is owed */
+			printf("side %d polls DATA imm=%d after its close: window %d\n", i, w,
+			       rc[i]);
+			rq_posted[i]++;
+			owed[i]++;
+			CQ_CHECK(i)
+#endif
 		:: else ->
 			printf("side %d polls DATA imm=%d: window %d\n", i, w, rc[i]);
 			held[i]++;
@@ -379,7 +416,11 @@ proctype AppFree(byte i)
 #define MAY_HAND_OVER(i) (backlog[i] == 0)
 #define HAND_OVER(i) backlog[i]++
 #else
+#ifdef CLOSE
+#define MAY_HAND_OVER(i) (left[i] > 0 && backlog[i] == 0 && !closing[i])
+#else
 #define MAY_HAND_OVER(i) (left[i] > 0 && backlog[i] == 0)
+#endif
 #define HAND_OVER(i) left[i]--; backlog[i]++
 #endif
 
@@ -392,6 +433,9 @@ proctype AppSend(byte i)
 #else
 	:: d_step { MAY_HAND_OVER(i) -> HAND_OVER(i) }
 #endif
+#ifdef CLOSE
+	:: d_step { !closing[i] -> closing[i] = 1; printf("side %d closes\n", i) }
+#endif
 	od
 }
 
@@ -402,7 +446,9 @@ ltl live { []<> par[0] && []<> !par[0] }
 ltl live { []<> par[0] && []<> !par[0] && []<> par[1] && []<> !par[1] }
 #endif
 #else
-#if TRAFFIC == ONEWAY
+#if defined(CLOSE)
+#define DONE (DRAINED(0) || DRAINED(1))
+#elif TRAFFIC == ONEWAY
 #define DONE (dlv[0] == N && held[1] == 0)
 #else
 #define DONE (dlv[0] == N && dlv[1] == N && held[0] == 0 && held[1] == 0)
