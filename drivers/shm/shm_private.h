@@ -331,71 +331,65 @@ struct shm_cq {
 
 struct shm_qp {
 	struct rdp_qp head;
-	/*
-	 * What one visit of the poller reads, packed after the head (the
-	 * structure is cache-line aligned): with many busy QPs every visit
-	 * finds these lines cold, so they are as few as the fields allow.
-	 */
-	struct shm_cq *scq;
-	struct shm_cq *rcq;
-	uint64_t sq_pi;             /**< WRs posted */
-	uint64_t sq_exec;           /**< WRs executed or flushed */
-	uint8_t *ents;
-	struct shm_rpost *rq_post;  /**< per entry: what we posted (the peer cannot change it) */
-	struct shm_lsge *rq_sge;    /**< per entry: max_recv_sge SGEs */
-	uint64_t rq_posted;         /**< (atomic) the poster's: receives posted */
-	uint64_t rq_reaped;         /**< (atomic) the poller's: receives completed */
-	uint32_t rq_mask;
-	uint32_t rq_stride;
-	uint32_t rq_inline;         /**< payload bytes an entry holds */
-	uint32_t max_recv_sge;
-	uint32_t rslot;
-	/* error state (atomic) */
-	int state;                  /**< enum rdp_qp_state */
-	uint8_t rq_closed;          /**< rq_final is valid */
-	uint8_t peer_dead;          /**< the peer can no longer write anything */
-	uint8_t sq_flushed;         /**< owner: flush done for [sq_exec, sq_pi) */
-	/* send queue (owner thread), what a post and a run of the engine read */
-	uint32_t sslot;
+	struct shm_dev *sd;
+	/* send queue (owner thread) */
 	uint8_t *sq;
 	uint32_t sq_stride;
 	uint32_t sq_mask;
 	uint32_t sq_depth;          /**< ENOMEM threshold (asked + grant_extra) */
 	uint32_t max_send_sge;
 	uint32_t max_inline;
-	uint8_t rnr_left;
-	uint8_t rnr_waiting;
-	uint8_t rnr_retry;
-	uint8_t min_rnr_timer;
+	uint64_t sq_pi;             /**< WRs posted */
+	uint64_t sq_exec;           /**< WRs executed or flushed */
 	uint64_t sq_freed;          /**< one past the newest polled completion */
 	uint64_t peer_rq_ci;        /**< our claim index in the peer's RQ */
 	uint64_t peer_rq_posted;    /**< the peer's rq_posted when last read */
 	uint64_t peer_rq_claimed;   /**< claimed in the peer's RQ up to here (>= peer_rq_ci) */
-	struct shm_peer *peer;      /**< (atomic) set once by the monitor */
-	struct shm_dev *sd;
-	uint64_t drop_left;         /**< drop_peer budget */
-	uint64_t st_send_posted;    /**< counters (single writer: the owner) */
-	uint64_t bells_skipped;     /**< bursts published to an announced RQ without a doorbell */
 	uint64_t rnr_next_ns;       /**< earliest retry after an RNR */
-	/* receive queue, what a post reads beside the fields above */
+	uint8_t rnr_left;
+	uint8_t rnr_waiting;
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer;
+	uint64_t drop_left;         /**< drop_peer budget */
+	struct shm_peer *peer;      /**< (atomic) set once by the monitor */
+	struct shm_cq *scq;
+	struct shm_cq *rcq;
+	uint32_t sslot;
+	uint32_t rslot;
+	/* receive queue (owner thread) */
 	struct shm_qp_seg *seg;
+	uint8_t *ents;
+	struct shm_rpost *rq_post;  /**< per entry: what we posted (the peer cannot change it) */
+	struct shm_lsge *rq_sge;    /**< per entry: max_recv_sge SGEs */
+	uint32_t rq_mask;
+	uint32_t rq_stride;
+	uint32_t rq_inline;         /**< payload bytes an entry holds */
+	uint32_t max_recv_sge;
 	uint32_t mr_limit;          /**< MR ids below this were shared with the peer */
 	uint32_t nb_peer_mr;        /**< 0: every receive MR of the PD is shared */
-	uint64_t st_recv_posted;
-	/* receive queue, the rest (owner thread) */
+	uint32_t peer_mr[RDP_QP_MAX_PEER_MRS]; /**< else: the ids shared, only these */
+	uint64_t rq_posted;         /**< (atomic) the poster's: receives posted */
+	uint64_t rq_reaped;         /**< (atomic) the poller's: receives completed */
 	uint64_t rq_counted;        /**< entries counted in the CQ (flushes) */
 	uint64_t rq_checked;        /**< rq_reaped when rq_done was last checked */
+	/* error state (atomic) */
+	int state;                  /**< enum rdp_qp_state */
+	uint8_t rq_closed;          /**< rq_final is valid */
+	uint8_t peer_dead;          /**< the peer can no longer write anything */
+	uint8_t sq_flushed;         /**< owner: flush done for [sq_exec, sq_pi) */
 	uint64_t rq_final;          /**< claim index when the RQ was closed */
-	uint32_t peer_mr[RDP_QP_MAX_PEER_MRS]; /**< else: the ids shared, only these */
 	/* counters (single writer: the owner) */
+	uint64_t st_send_posted;
+	uint64_t st_recv_posted;
 	uint64_t st_enomem;
 	uint64_t st_rnr;
+	uint64_t bells_skipped;     /**< bursts published to an announced RQ without a doorbell */
 	/* slow path */
 	int memfd;
 	size_t seg_len;
 	struct rdp_qp_attr attr;
 	TAILQ_ENTRY(shm_qp) next;
-} __rte_cache_aligned;
+};
 
 struct shm_link {
 	int fd;

@@ -246,11 +246,9 @@ shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 			return NULL;
 		}
 	}
-	/* aligned: its hot fields are packed into as few lines as they take */
-	qp = aligned_alloc(RTE_CACHE_LINE_SIZE, sizeof(*qp));
+	qp = calloc(1, sizeof(*qp));
 	if (qp == NULL)
 		goto nomem;
-	memset(qp, 0, sizeof(*qp));
 	qp->memfd = -1;
 	qp->sd = sd;
 	qp->scq = to_scq(attr->send_cq);
