@@ -144,48 +144,59 @@ struct rdp_ep {
 	_Atomic uint8_t state;          /* enum rdp_ep_state */
 	int err;                        /* errno (negative) that failed it */
 
-	/* --- poller-owned datapath --- */
+	/*
+	 * --- poller-owned datapath ---
+	 * Ordered by use: what every visit of the poller reads first (the
+	 * credit state), then what a receive touches, then the send queue,
+	 * then what only failures, teardown and the handover read. With many
+	 * endpoints every visit finds these lines cold, so a receive-only visit
+	 * should touch as few of them as the fields allow.
+	 */
 	struct rdp_credit credit;
-	uint32_t chunk_size;
-	uint32_t max_send_msg;          /* largest message we send */
-	uint32_t max_inline;
-	struct ep_txq txq;              /* accepted messages, in order */
-	struct rdp_msg *tx_seg;         /* next chunk of the first to post, NULL: start */
-	struct ep_track *track;         /* [seq & track_mask] */
-	uint32_t track_mask;
-	uint64_t err_seq;               /* lowest sequence with an error completion */
-	uint64_t drain_seq;             /* sequence of the drain marker */
-	bool drain_posted;
-	bool drain_done;
+	/* receive side */
+	struct rdp_pool *recv_pool;     /* this endpoint's receive buffers */
+	uint32_t recv_posted;           /* entries in the RQ */
 	bool closing;                   /* application closed it */
 	bool retired;                   /* handed back to the control thread */
 	bool app_visible;               /* (atomic) the application knows it: events flow */
 	bool release_pending;           /* free it when it leaves the busy list */
-	struct rdp_pool *recv_pool;     /* this endpoint's receive buffers */
-	uint32_t recv_posted;           /* entries in the RQ */
 	bool admitted;                  /* the poller took it over: its events may flow */
+	bool held_ref;                  /* they hold a reference (kept until retired) */
+	bool backpressured;
+	bool drain_posted;
+	bool drain_done;
 	bool handed;                    /* the control thread handed it over (TAG_ADMIT) */
-	int early_err;                  /* first error before that; the control thread,
-					 * which still owns the handshake, is told */
-	struct rdp_msg *early_head;     /* messages completed before that, in order */
-	struct rdp_msg *early_tail;
 	struct ep_frame frame;          /* receive framing state */
+	uint32_t held;                  /* received messages the application holds */
+	uint32_t rp_acks;               /* of which owe nothing: pure acks' buffers
+					 * (and the initial receives, before the handover) */
 	struct rdp_msg *rx_head;        /* message being reassembled */
 	struct rdp_msg *rx_tail;
 	struct rdp_msg *rp_head;        /* buffers to post again */
 	struct rdp_msg *rp_tail;
-	uint32_t rp_acks;               /* of which owe nothing: pure acks' buffers
-					 * (and the initial receives, before the handover) */
 	struct rdp_msg *ev_head;        /* events waiting for the application */
 	struct rdp_msg *ev_tail;
-	uint32_t held;                  /* received messages the application holds */
-	bool held_ref;                  /* they hold a reference (kept until retired) */
-	bool backpressured;
-	struct rdp_ep_stats stats;
 
-	/* --- application --- */
+	/* --- application (read by every delivery) --- */
 	struct rdp_ep_params prm;
 	void *ctx;
+	struct rdp_ep_stats stats;
+
+	/* send side */
+	uint32_t chunk_size;
+	uint32_t max_send_msg;          /* largest message we send */
+	uint32_t max_inline;
+	uint32_t track_mask;
+	struct ep_track *track;         /* [seq & track_mask] */
+	struct rdp_msg *tx_seg;         /* next chunk of the first to post, NULL: start */
+	struct ep_txq txq;              /* accepted messages, in order */
+	/* failures, teardown, handover */
+	uint64_t err_seq;               /* lowest sequence with an error completion */
+	uint64_t drain_seq;             /* sequence of the drain marker */
+	int early_err;                  /* first error before the handover; the control
+					 * thread, which still owns the handshake, is told */
+	struct rdp_msg *early_head;     /* messages completed before that, in order */
+	struct rdp_msg *early_tail;
 
 	/* --- control thread --- */
 	TAILQ_ENTRY(rdp_ep) ctl_next;   /* handshakes / established */
