@@ -355,14 +355,26 @@ close_fd(struct rdp_ep *ep)
 	}
 }
 
+/* Off the drain deadlines' list (closed while established), if on it. */
+static void
+drain_unlist(struct rdp_ep *ep)
+{
+	if (ep->drain_listed) {
+		TAILQ_REMOVE(&ctl.drains, ep, drain_next);
+		ep->drain_listed = false;
+	}
+}
+
 /*
  * An established endpoint's failure seen by the control thread (@p err:
  * its control connection, a device event, its drain deadline): the control
- * side lets it go and its poller tears it down.
+ * side lets it go and its poller tears it down. A failed endpoint has no
+ * drain left to time.
  */
 static void
 fail_established(struct rdp_ep *ep, int err)
 {
+	drain_unlist(ep);
 	close_fd(ep);
 	TAILQ_REMOVE(&ctl.established, ep, ctl_next);
 	ep->hs = HS_NONE;
@@ -808,15 +820,6 @@ close_request(struct rdp_ep *ep)
 }
 
 static void
-drain_unlist(struct rdp_ep *ep)
-{
-	if (ep->drain_listed) {
-		TAILQ_REMOVE(&ctl.drains, ep, drain_next);
-		ep->drain_listed = false;
-	}
-}
-
-static void
 retire(struct rdp_ep *ep)
 {
 	drain_unlist(ep);
@@ -922,14 +925,8 @@ expire_drains(void)
 
 	for (ep = TAILQ_FIRST(&ctl.drains); ep != NULL; ep = next) {
 		next = TAILQ_NEXT(ep, drain_next);
-		if (ep->hs != HS_DONE) {
-			/* failed meanwhile (peer gone, device event): that ends it */
-			drain_unlist(ep);
-			continue;
-		}
 		if (now <= ep->deadline_ns)
 			continue;
-		drain_unlist(ep);
 		EP_LOG(WARNING, "endpoint %u (peer %s, lcore %u): its drain did not end within "
 		       "drain_timeout_ms = %u (the peer returned no credit): giving up, what "
 		       "was not sent is reported failed", ep->id, ep->peer, ep->lc->lcore_id,
