@@ -139,6 +139,31 @@ start_close_pair(const struct rdp_cfg *cfg, struct close_side *cs, struct close_
 	return cli;
 }
 
+/* Wait up to @p secs for @p s to see CLOSED; false if it did not. */
+static bool
+await_closed(const struct close_side *s, double secs)
+{
+	double deadline = rdp_clock_s() + secs;
+
+	while (!__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE)) {
+		if (rdp_clock_s() > deadline)
+			return false;
+		usleep(1000);
+	}
+	return true;
+}
+
+/* The server's endpoint must see its peer go (FAILED) within 5 s. */
+static void
+await_peer_failed(struct rdp_ep *srv)
+{
+	double deadline = rdp_clock_s() + 5;
+
+	while (rdp_ep_state(srv) != RDP_EP_FAILED)
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint is %s",
+			       rdp_ep_state_str(rdp_ep_state(srv)));
+}
+
 /*
  * Both applications close at once, each with messages queued behind a
  * window the other filled. Neither can send until the other returns
@@ -177,20 +202,15 @@ RDP_TEST(e2e, ep_both_sides_closing_with_sends_waiting_for_credits_finish)
 	RDP_ASSERT_EQ(rdp_ep_close(cli), 0);
 	RDP_ASSERT_EQ(rdp_ep_close(srv), 0);
 	__atomic_store_n(&refusing, false, __ATOMIC_RELEASE);
-	deadline = rdp_clock_s() + 10;
-	while (!__atomic_load_n(&cs.closed, __ATOMIC_ACQUIRE) ||
-	       !__atomic_load_n(&ss.closed, __ATOMIC_ACQUIRE)) {
-		if (rdp_clock_s() > deadline) {
-			rdp_endpoints_dump(stderr);
-			RDP_ASSERT_MSG(false,
-				       "not closed after 10 s: client %s (%" PRIu64 " done, %" PRIu64
-				       " failed, %" PRIu64 " received), server %s (%" PRIu64
-				       " done, %" PRIu64 " failed, %" PRIu64 " received)",
-				       cs.closed ? "closed" : "open", ld(&cs.done), ld(&cs.failed),
-				       ld(&cs.received), ss.closed ? "closed" : "open", ld(&ss.done),
-				       ld(&ss.failed), ld(&ss.received));
-		}
-		usleep(1000);
+	if (!await_closed(&cs, 10) || !await_closed(&ss, 10)) {
+		rdp_endpoints_dump(stderr);
+		RDP_ASSERT_MSG(false,
+			       "not closed after 10 s: client %s (%" PRIu64 " done, %" PRIu64
+			       " failed, %" PRIu64 " received), server %s (%" PRIu64
+			       " done, %" PRIu64 " failed, %" PRIu64 " received)",
+			       cs.closed ? "closed" : "open", ld(&cs.done), ld(&cs.failed),
+			       ld(&cs.received), ss.closed ? "closed" : "open", ld(&ss.done),
+			       ld(&ss.failed), ld(&ss.received));
 	}
 	/*
 	 * Every message reported once, done or failed. What arrived after an
@@ -244,12 +264,8 @@ RDP_TEST(e2e, ep_drain_towards_a_peer_that_gives_no_credit_ends_after_drain_time
 	usleep(150000);
 	RDP_ASSERT_MSG(!__atomic_load_n(&cs.closed, __ATOMIC_ACQUIRE), "closed before its deadline");
 	RDP_ASSERT_EQ(ld(&cs.failed), 0);
-	deadline = rdp_clock_s() + 10;
-	while (!__atomic_load_n(&cs.closed, __ATOMIC_ACQUIRE)) {
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "not closed 10 s after the close (%" PRIu64
-			       " done, %" PRIu64 " failed)", ld(&cs.done), ld(&cs.failed));
-		usleep(1000);
-	}
+	RDP_ASSERT_MSG(await_closed(&cs, 10), "not closed 10 s after the close (%" PRIu64
+		       " done, %" PRIu64 " failed)", ld(&cs.done), ld(&cs.failed));
 	closed_at = rdp_clock_s() - t0;
 	RDP_ASSERT_MSG(closed_at >= 0.3, "closed %.3f s after the close", closed_at);
 	/* every message once: those the peer received done, the rest failed */
@@ -259,10 +275,7 @@ RDP_TEST(e2e, ep_drain_towards_a_peer_that_gives_no_credit_ends_after_drain_time
 	RDP_ASSERT_EQ(last_send_status, -ETIMEDOUT);
 	__atomic_store_n(&refusing, false, __ATOMIC_RELEASE);
 	/* the server's endpoint saw its peer go */
-	deadline = rdp_clock_s() + 5;
-	while (rdp_ep_state(srv) != RDP_EP_FAILED)
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint is %s",
-			       rdp_ep_state_str(rdp_ep_state(srv)));
+	await_peer_failed(srv);
 	rdp_ep_close(srv);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
@@ -305,23 +318,14 @@ RDP_TEST(e2e, ep_close_with_nothing_queued_ends_while_the_peer_keeps_sending)
 		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the stream did not flow: %" PRIu64
 			       " received", ld(&cs.received));
 	RDP_ASSERT_EQ(rdp_ep_close(cli), 0);
-	deadline = rdp_clock_s() + 5;
-	while (!__atomic_load_n(&cs.closed, __ATOMIC_ACQUIRE)) {
-		if (rdp_clock_s() > deadline) {
-			rdp_endpoints_dump(stderr);
-			RDP_ASSERT_MSG(false, "not closed 5 s after the close, the peer still "
-				       "sending (%" PRIu64 " sent)", ld(&ss.sent));
-		}
-		usleep(1000);
+	if (!await_closed(&cs, 5)) {
+		rdp_endpoints_dump(stderr);
+		RDP_ASSERT_MSG(false, "not closed 5 s after the close, the peer still "
+			       "sending (%" PRIu64 " sent)", ld(&ss.sent));
 	}
-	deadline = rdp_clock_s() + 5;
-	while (rdp_ep_state(srv) != RDP_EP_FAILED)
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint is %s",
-			       rdp_ep_state_str(rdp_ep_state(srv)));
+	await_peer_failed(srv);
 	rdp_ep_close(srv);
-	deadline = rdp_clock_s() + 5;
-	while (!__atomic_load_n(&ss.closed, __ATOMIC_ACQUIRE))
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint did not close");
+	RDP_ASSERT_MSG(await_closed(&ss, 5), "the server's endpoint did not close");
 	/* every message the peer sent reported once; the client saw a prefix, in order */
 	RDP_ASSERT_EQ(ld(&ss.done) + ld(&ss.failed), ld(&ss.sent));
 	RDP_ASSERT(ld(&cs.received) <= ld(&ss.done));
