@@ -32,14 +32,13 @@
 #include "rdp_clock.h"
 #include "app_launch.h"
 #include "perf_hist.h"
+#include "perf_wire.h"
 #include "rdp_build_config.h"
 #include "rdp_cfg.h"
 #include "rdp_ep.h"
 
 #define MAX_SIZES 16
 #define MAX_EPS 1024
-#define FLAG_ECHO 'E'
-#define FLAG_SINK 'S'
 
 enum perf_mode { MODE_LAT = 0, MODE_BW, MODE_BIDIR, MODE_MAX };
 static const char *const mode_names[] = { "lat", "bw", "bidir" };
@@ -116,6 +115,12 @@ struct perf_ep {
 	uint64_t completed_before; /* completed when the phase began (main thread) */
 	uint64_t bytes;         /* their payload */
 	uint64_t failed;        /* sends reported failed */
+	uint64_t extra;         /* completions with nothing in flight */
+	struct perf_seq seq;    /* what we send, and the server's echoes */
+	uint8_t query;          /* this phase's QUERY: enum query_state (atomic) */
+	uint64_t query_seq;     /* its number */
+	bool answered;          /* its ANSWER came (atomic, release) */
+	uint64_t answer[PERF_ANS_WORDS];
 	bool established;
 	int err;
 	struct perf_hist hist;
@@ -129,6 +134,13 @@ static inline bool
 ph_running(void)
 {
 	return __atomic_load_n(&phase.running, __ATOMIC_ACQUIRE);
+}
+
+/* A message's kind; an empty one has none (0). */
+static inline uint8_t
+msg_kind(const struct rdp_msg *m)
+{
+	return m->data_len > 0 ? *(const uint8_t *)m->data : 0;
 }
 
 /* Most messages fill() allocates and hands over in one burst. */
@@ -166,11 +178,14 @@ fill(struct perf_ep *pe, uint64_t now)
 		if (mode != MODE_BW && now == 0)
 			now = rte_rdtsc();
 		for (i = 0; i < n; i++) {
-			*(uint8_t *)m[i]->data = mode == MODE_BW ? FLAG_SINK : FLAG_ECHO;
+			perf_stamp(m[i]->data, m[i]->data_len,
+				   mode == MODE_BW ? PERF_SINK : PERF_ECHO, pe->seq.next_tx++);
 			if (mode != MODE_BW)
 				pe->ts[pe->ts_head++ & pe->ts_mask] = now;
 		}
 		k = rdp_ep_send_burst(pe->ep, m, n);
+		/* the refused ones give their numbers back */
+		pe->seq.next_tx -= n - k;
 		if (mode != MODE_BW)
 			pe->ts_head -= n - k;
 		__atomic_store_n(&pe->inflight, pe->inflight + k, __ATOMIC_RELAXED);
@@ -188,16 +203,59 @@ kick(struct rdp_ep *ep, void *arg)
 	fill(arg, 0);
 }
 
+/* The end-of-phase QUERY of an endpoint (sync_phase()). */
+enum query_state {
+	QUERY_TO_SEND = 0, /* the main thread asks for it */
+	QUERY_ASKED,       /* send_query() is on its way to the poller */
+	QUERY_SENT,
+};
+
+/* Send this phase's QUERY, where the endpoint's sends are made. */
+static void
+send_query(struct rdp_ep *ep, void *arg)
+{
+	struct perf_ep *pe = arg;
+	struct rdp_msg *q = rdp_msg_alloc(ep, PERF_ANSWER_LEN);
+
+	if (q != NULL) {
+		pe->query_seq = pe->seq.next_tx;
+		perf_stamp(q->data, q->data_len, PERF_QUERY, pe->seq.next_tx++);
+		if (rdp_ep_send_burst(ep, &q, 1) == 1) {
+			__atomic_store_n(&pe->query, QUERY_SENT, __ATOMIC_RELAXED);
+			return;
+		}
+		pe->seq.next_tx--;
+		rdp_msg_free(q);
+	}
+	/* pool or inbox full: the main thread asks again */
+	__atomic_store_n(&pe->query, QUERY_TO_SEND, __ATOMIC_RELAXED);
+}
+
 /*
- * One message done. The count in flight goes last, with release: drain()
- * acquires it, and the main thread then reads the histogram and the counts.
+ * One message left the window. The count in flight goes last, with
+ * release: drain() acquires it, and the main thread then reads the
+ * histogram and the counts. A completion with nothing in flight would be
+ * a message completed twice: it is counted, never wrapped around.
  */
+static void
+inflight_sub(struct perf_ep *pe)
+{
+	if (unlikely(pe->inflight == 0)) {
+		if (pe->extra == 0)
+			fprintf(stderr, "rdp-perf: endpoint %u: a message completed with none in "
+				"flight (completed twice?)\n", rdp_ep_id(pe->ep));
+		__atomic_store_n(&pe->extra, pe->extra + 1, __ATOMIC_RELAXED);
+		return;
+	}
+	__atomic_store_n(&pe->inflight, pe->inflight - 1, __ATOMIC_RELEASE);
+}
+
 static void
 complete(struct perf_ep *pe, uint32_t len)
 {
 	__atomic_store_n(&pe->completed, pe->completed + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&pe->bytes, pe->bytes + len, __ATOMIC_RELAXED);
-	__atomic_store_n(&pe->inflight, pe->inflight - 1, __ATOMIC_RELEASE);
+	inflight_sub(pe);
 }
 
 static void
@@ -206,10 +264,13 @@ client_sent(struct perf_ep *pe, struct rdp_msg **msgs, uint16_t n)
 	uint16_t i;
 
 	for (i = 0; i < n; i++) {
+		uint8_t kind = msg_kind(msgs[i]);
+
 		if (msgs[i]->event == RDP_EV_SEND_FAILED) {
 			__atomic_store_n(&pe->failed, pe->failed + 1, __ATOMIC_RELAXED);
-			__atomic_store_n(&pe->inflight, pe->inflight - 1, __ATOMIC_RELEASE);
-		} else if (*(const uint8_t *)msgs[i]->data == FLAG_SINK) {
+			if (kind != PERF_QUERY)
+				inflight_sub(pe);
+		} else if (kind == PERF_SINK) {
 			/*
 			 * A stream's message is done when its send is. Ask the
 			 * message, not the phase: a ping-pong's send completion
@@ -222,6 +283,23 @@ client_sent(struct perf_ep *pe, struct rdp_msg **msgs, uint16_t n)
 	fill(pe, 0);
 }
 
+/* The server's ANSWER to this phase's QUERY. */
+static void
+client_answered(struct perf_ep *pe, const struct rdp_msg *m)
+{
+	unsigned int w;
+
+	if (m->data_len < PERF_ANSWER_LEN) {
+		fprintf(stderr, "rdp-perf: endpoint %u: an answer of %u bytes, expected %u\n",
+			rdp_ep_id(pe->ep), m->data_len, PERF_ANSWER_LEN);
+		pe->answer[PERF_ANS_RECEIVED] = UINT64_MAX;
+	} else {
+		for (w = 0; w < PERF_ANS_WORDS; w++)
+			pe->answer[w] = perf_get_u64((const uint8_t *)m->data + PERF_ANS_OFF + 8 * w, 8);
+	}
+	__atomic_store_n(&pe->answered, true, __ATOMIC_RELEASE);
+}
+
 static void
 client_received(struct perf_ep *pe, struct rdp_msg **msgs, uint16_t n)
 {
@@ -230,8 +308,19 @@ client_received(struct perf_ep *pe, struct rdp_msg **msgs, uint16_t n)
 	uint16_t i;
 
 	for (i = 0; i < n; i++) {
-		uint64_t sent = pe->ts[pe->ts_tail++ & pe->ts_mask];
+		const uint8_t *data = msgs[i]->data;
+		uint64_t sent, expected, seen;
 
+		if (!perf_seq_check(&pe->seq, data, msgs[i]->data_len, &expected, &seen))
+			fprintf(stderr, "rdp-perf: endpoint %u: exactly-once broken: the server's "
+				"message %" PRIu64 " came where %" PRIu64 " was expected (%s)\n",
+				rdp_ep_id(pe->ep), seen, expected,
+				seen < expected ? "a duplicate or an old one" : "messages lost");
+		if (msg_kind(msgs[i]) == PERF_ANSWER) {
+			client_answered(pe, msgs[i]);
+			continue;
+		}
+		sent = pe->ts[pe->ts_tail++ & pe->ts_mask];
 		if (measuring)
 			hist_add(&pe->hist, now - sent);
 		complete(pe, msgs[i]->pkt_len);
@@ -307,27 +396,70 @@ pump_events(void)
 /* Server                                                                 */
 /* ---------------------------------------------------------------------- */
 
-static uint64_t srv_msgs, srv_eps;
+static uint64_t srv_msgs, srv_eps, srv_seq_errors;
+
+/* A server endpoint's own state (its ctx). */
+struct srv_ep {
+	struct perf_seq seq;
+};
+
+/*
+ * What answers a message: an echo of the same length, an ANSWER with the
+ * counts (the query included, as @p seq already holds it), or nothing.
+ */
+static struct rdp_msg *
+srv_reply(struct rdp_ep *ep, const struct rdp_msg *m, struct perf_seq *seq)
+{
+	uint8_t kind = msg_kind(m);
+	struct rdp_msg *r;
+
+	if (kind != PERF_ECHO && kind != PERF_QUERY)
+		return NULL;
+	r = rdp_msg_alloc(ep, kind == PERF_ECHO ? m->pkt_len : PERF_ANSWER_LEN);
+	if (r == NULL)
+		return NULL;
+	perf_stamp(r->data, r->data_len, kind == PERF_ECHO ? PERF_ECHO : PERF_ANSWER,
+		   seq->next_tx++);
+	if (kind == PERF_QUERY) {
+		uint8_t *w = (uint8_t *)r->data + PERF_ANS_OFF;
+
+		perf_put_u64(w + 8 * PERF_ANS_RECEIVED, 8, seq->next_rx);
+		perf_put_u64(w + 8 * PERF_ANS_ERRORS, 8, seq->errors);
+		perf_put_u64(w + 8 * PERF_ANS_EXPECTED, 8, seq->first_expected);
+		perf_put_u64(w + 8 * PERF_ANS_SEEN, 8, seq->first_seen);
+	}
+	return r;
+}
 
 static uint16_t
 s_on_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 {
+	struct srv_ep *se = rdp_ep_get_ctx(ep);
 	uint16_t i;
 
 	RTE_SET_USED(arg);
 	for (i = 0; i < n; i++) {
-		struct rdp_msg *m = msgs[i];
+		struct rdp_msg *m = msgs[i], *r;
+		uint8_t kind = msg_kind(m);
+		/* checked on a copy: a message refused for now is offered again */
+		struct perf_seq seq = se->seq;
+		uint64_t expected, seen;
+		bool in_order = perf_seq_check(&seq, m->data, m->data_len, &expected, &seen);
 
-		if (*(const uint8_t *)m->data == FLAG_ECHO) {
-			struct rdp_msg *r = rdp_msg_alloc(ep, m->pkt_len);
-
-			if (r == NULL)
-				break; /* no send buffer: refuse the rest for now */
-			*(uint8_t *)r->data = FLAG_ECHO;
-			if (rdp_ep_send_burst(ep, &r, 1) != 1) {
-				rdp_msg_free(r);
-				break;
-			}
+		r = srv_reply(ep, m, &seq);
+		if (r == NULL && (kind == PERF_ECHO || kind == PERF_QUERY))
+			break; /* no send buffer: refuse the rest for now */
+		if (r != NULL && rdp_ep_send_burst(ep, &r, 1) != 1) {
+			rdp_msg_free(r);
+			break;
+		}
+		se->seq = seq;
+		if (!in_order) {
+			__atomic_fetch_add(&srv_seq_errors, 1, __ATOMIC_RELAXED);
+			fprintf(stderr, "rdp-perf server: endpoint %u from %s: exactly-once broken: "
+				"message %" PRIu64 " came where %" PRIu64 " was expected (%s)\n",
+				rdp_ep_id(ep), rdp_ep_peer(ep), seen, expected,
+				seen < expected ? "a duplicate or an old one" : "messages lost");
 		}
 		rdp_msg_free(m);
 	}
@@ -348,10 +480,21 @@ s_on_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
 {
 	RTE_SET_USED(arg);
 	RTE_SET_USED(err);
-	if (st == RDP_EP_ESTABLISHED)
+	if (st == RDP_EP_ESTABLISHED) {
+		struct srv_ep *se = calloc(1, sizeof(*se));
+
+		if (se == NULL) {
+			fprintf(stderr, "rdp-perf server: endpoint %u: out of memory\n", rdp_ep_id(ep));
+			rdp_ep_close(ep);
+			return;
+		}
+		rdp_ep_set_ctx(ep, se);
 		__atomic_fetch_add(&srv_eps, 1, __ATOMIC_RELAXED);
-	else if (st == RDP_EP_FAILED)
+	} else if (st == RDP_EP_FAILED) {
 		rdp_ep_close(ep); /* the client left: let it go */
+	} else if (st == RDP_EP_CLOSED) {
+		free(rdp_ep_get_ctx(ep));
+	}
 }
 
 static const struct rdp_ep_ops server_ops = {
@@ -382,9 +525,9 @@ run_server(void)
 	while (!quitting())
 		usleep(10000);
 	if (!opt.quiet)
-		printf("rdp-perf server: %" PRIu64 " endpoints, %" PRIu64 " messages\n",
-		       srv_eps, srv_msgs);
-	return 0;
+		printf("rdp-perf server: %" PRIu64 " endpoints, %" PRIu64 " messages, %" PRIu64
+		       " out of sequence\n", srv_eps, srv_msgs, srv_seq_errors);
+	return srv_seq_errors == 0 ? 0 : 1;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -402,6 +545,7 @@ struct perf_result {
 	uint64_t p50, p99, p999, max;
 	double mean;                /* one-way, of the same samples */
 	unsigned int active;        /* endpoints that completed a message in the phase */
+	uint64_t seq_errors;        /* exactly-once violations seen in the phase, both sides */
 	struct rdp_ep_stats credit; /* deltas over the measurement */
 };
 
@@ -523,10 +667,81 @@ dump_stuck(void)
 	}
 }
 
+/*
+ * The end of a phase: a QUERY on every endpoint, and the server's ANSWER
+ * says how many messages it received there and what its check saw. Any
+ * difference from what this side sent, and anything this side's check
+ * saw, is an exactly-once violation: counted in @p errors (cumulative per
+ * endpoint, so the caller takes differences) and said on stderr. Returns
+ * false when an endpoint did not answer.
+ */
+static bool
+sync_phase(uint64_t *errors, double timeout_s)
+{
+	double deadline = rdp_clock_s() + timeout_s;
+	unsigned int i, left;
+
+	for (i = 0; i < opt.endpoints; i++) {
+		__atomic_store_n(&peps[i].answered, false, __ATOMIC_RELAXED);
+		__atomic_store_n(&peps[i].query, QUERY_TO_SEND, __ATOMIC_RELAXED);
+	}
+	do {
+		left = 0;
+		for (i = 0; i < opt.endpoints; i++) {
+			struct perf_ep *pe = &peps[i];
+
+			if (__atomic_load_n(&pe->answered, __ATOMIC_ACQUIRE))
+				continue;
+			left++;
+			if (__atomic_load_n(&pe->query, __ATOMIC_RELAXED) != QUERY_TO_SEND)
+				continue;
+			__atomic_store_n(&pe->query, QUERY_ASKED, __ATOMIC_RELAXED);
+			if (opt.pipeline)
+				send_query(pe->ep, pe);
+			else if (rdp_ep_call(pe->ep, send_query, pe) < 0)
+				__atomic_store_n(&pe->query, QUERY_TO_SEND, __ATOMIC_RELAXED);
+		}
+		if (opt.pipeline)
+			pump_events();
+		else if (left > 0)
+			usleep(200);
+		if (any_failed())
+			return false;
+	} while (left > 0 && rdp_clock_s() < deadline);
+	if (left > 0) {
+		fprintf(stderr, "rdp-perf: %u endpoint(s) did not answer the end-of-phase query "
+			"in %.0f s\n", left, timeout_s);
+		return false;
+	}
+	*errors = 0;
+	for (i = 0; i < opt.endpoints; i++) {
+		struct perf_ep *pe = &peps[i];
+		const uint64_t *a = pe->answer;
+		uint32_t id = rdp_ep_id(pe->ep);
+
+		*errors += pe->seq.errors + pe->extra + a[PERF_ANS_ERRORS];
+		if (a[PERF_ANS_ERRORS] > 0)
+			fprintf(stderr, "rdp-perf: endpoint %u: the server saw %" PRIu64 " message(s) "
+				"out of sequence, the first %" PRIu64 " where %" PRIu64 " was expected\n",
+				id, a[PERF_ANS_ERRORS], a[PERF_ANS_SEEN], a[PERF_ANS_EXPECTED]);
+		if (a[PERF_ANS_RECEIVED] != pe->query_seq + 1) {
+			/* the next phase starts from here: count the difference once */
+			fprintf(stderr, "rdp-perf: endpoint %u: exactly-once broken: sent %" PRIu64
+				" messages, the server received %" PRIu64 "\n", id, pe->query_seq + 1,
+				a[PERF_ANS_RECEIVED]);
+			*errors += 1;
+		}
+	}
+	return true;
+}
+
+/* Violations counted by the phases before (sync_phase() counts from the start). */
+static uint64_t seq_errors_before;
+
 static int
 run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 {
-	uint64_t m0, b0, f0, m1, b1, f1, last_m, last_b;
+	uint64_t m0, b0, f0, m1, b1, f1, last_m, last_b, seq_errors;
 	struct rdp_ep_stats s0, s1, sp;
 	struct perf_hist all;
 	double t0, t1, c0, c1, tick, end, warm;
@@ -597,6 +812,8 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 		dump_stuck();
 		return -1;
 	}
+	if (!sync_phase(&seq_errors, 10))
+		return -1;
 	sum_stats(&s1);
 	memset(r, 0, sizeof(*r));
 	for (i = 0; i < opt.endpoints; i++) {
@@ -607,6 +824,8 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	}
 	r->mode = mode;
 	r->size = size;
+	r->seq_errors = seq_errors - seq_errors_before;
+	seq_errors_before = seq_errors;
 	r->messages = m1 - m0;
 	r->seconds = t1 - t0;
 	r->msg_rate = r->messages / r->seconds;
@@ -628,6 +847,11 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	r->credit.remote_stalls = s1.remote_stalls - s0.remote_stalls;
 	r->credit.acks = s1.acks - s0.acks;
 	r->credit.reclaims = s1.reclaims - s0.reclaims;
+	if (r->seq_errors > 0) {
+		fprintf(stderr, "rdp-perf: %s %u B: %" PRIu64 " exactly-once violation(s)\n",
+			mode_names[mode], size, r->seq_errors);
+		return 1;
+	}
 	return 0;
 }
 
@@ -672,17 +896,20 @@ write_json(const struct perf_result *r, unsigned int n)
 			"\"messages\": %" PRIu64
 			", \"seconds\": %.3f, \"msg_rate\": %.1f, \"gbps\": %.4f, \"lat_p50_ns\": %"
 			PRIu64 ", \"lat_p99_ns\": %" PRIu64 ", \"lat_p999_ns\": %" PRIu64
-			", \"lat_max_ns\": %" PRIu64 ", \"lat_mean_ns\": %.1f, \"cpu_ns_per_msg\": %.1f, \"credit\": "
+			", \"lat_max_ns\": %" PRIu64 ", \"lat_mean_ns\": %.1f, \"cpu_ns_per_msg\": %.1f, "
+			"\"seq_errors\": %" PRIu64 ", \"credit\": "
 			"{\"enomem\": %" PRIu64 ", \"rnr\": %" PRIu64 ", \"sq_stalls\": %" PRIu64
 			", \"remote_stalls\": %" PRIu64 ", \"acks\": %" PRIu64 ", \"reclaims\": %"
 			PRIu64 "}}%s\n", mode_names[r[i].mode], r[i].size, r[i].active,
 			r[i].messages, r[i].seconds, r[i].msg_rate, r[i].gbps, r[i].p50, r[i].p99,
-			r[i].p999, r[i].max, r[i].mean, r[i].cpu_ns_per_msg, r[i].credit.enomem, r[i].credit.rnr,
+			r[i].p999, r[i].max, r[i].mean, r[i].cpu_ns_per_msg, r[i].seq_errors,
+			r[i].credit.enomem, r[i].credit.rnr,
 			r[i].credit.sq_stalls, r[i].credit.remote_stalls, r[i].credit.acks,
 			r[i].credit.reclaims, i + 1 < n ? "," : "");
 	/* every message of the run, warm-ups and drains included (profiles divide by it) */
 	sum_counts(&all_msgs, &all_bytes, &all_failed);
-	fprintf(f, "  ],\n  \"messages_completed\": %" PRIu64 "\n}\n", all_msgs);
+	fprintf(f, "  ],\n  \"messages_completed\": %" PRIu64 ",\n  \"seq_errors\": %" PRIu64
+		"\n}\n", all_msgs, seq_errors_before);
 	return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -754,11 +981,14 @@ run_client(void)
 		       opt.busy);
 	for (m = 0; m < MODE_MAX && ret == 0; m++) {
 		for (i = 0; i < opt.nb_sizes && opt.modes[m] && !quitting(); i++) {
-			if (run_phase((enum perf_mode)m, opt.sizes[i], &results[nr]) < 0) {
+			int rc = run_phase((enum perf_mode)m, opt.sizes[i], &results[nr]);
+
+			if (rc >= 0)
+				nr++; /* measured; rc 1: and exactly-once broken */
+			if (rc != 0) {
 				ret = 1;
 				break;
 			}
-			nr++;
 		}
 	}
 	if (nr > 0)
