@@ -216,6 +216,17 @@ add_elf "$rdp_test" /lane/bin/rdp-test
 for f in "$build"/apps/*/rdp-*; do
 	[ -f "$f" ] && [ -x "$f" ] && [ "$f" != "$rdp_test" ] && add_elf "$f" "/lane/bin/$(basename "$f")"
 done
+[ -x "$build/rxe-retry-dup" ] && add_elf "$build/rxe-retry-dup" /lane/bin/rxe-retry-dup
+# the lane's own guest scripts (devtools/rxe-guest)
+for f in "$here"/rxe-guest/*.sh; do
+	cp "$f" "$root/lane/bin/$(basename "$f")"
+done
+# glibc loads libgcc_s itself when a thread is cancelled (pthread_cancel):
+# ldd does not list it, and without it a process aborts at exit
+libgcc=$(readlink -f "$(gcc -print-file-name=libgcc_s.so.1)")
+[ -f "$libgcc" ] || fail_lane "libgcc_s.so.1 not found (gcc -print-file-name)"
+mkdir -p "$root$(dirname "$libgcc")"
+cp "$libgcc" "$root$libgcc"
 for tool in ip rdma ibv_devinfo; do
 	p=$(command -v "$tool") || skip_lane "$tool is not installed"
 	add_elf "$p" "/usr/sbin/$tool"
@@ -347,6 +358,17 @@ say "guest root ready at $(elapsed) s: $(du -sh "$work/initrd.cpio" | cut -f1), 
 # Written out so that a person can boot the same guest by hand (docs/rxe-lane.md).
 mac_a=52:54:00:72:78:0a
 mac_b=52:54:00:72:78:0b
+# RXE_VM_PCAP=DIR: what each NIC sends, as qemu's hub port sees it, in
+# DIR/wire_a.pcap and DIR/wire_b.pcap (first 80 bytes of every frame:
+# the RoCE headers; devtools/roce_pcap.py reads them)
+pcap_args=
+if [ -n "${RXE_VM_PCAP:-}" ]; then
+	mkdir -p "$RXE_VM_PCAP"
+	pcap_dir=$(cd "$RXE_VM_PCAP" && pwd)
+	for w in wire_a wire_b; do
+		pcap_args="$pcap_args -object filter-dump,id=dump_$w,netdev=$w,file=$pcap_dir/$w.pcap,maxlen=80"
+	done
+fi
 # each command ends itself in time for the guest to report it
 cmd_timeout=$((deadline > 40 ? deadline - 20 : deadline / 2))
 cat > "$work/qemu.sh" <<EOF
@@ -359,7 +381,7 @@ exec $qemu -M q35 -accel tcg,thread=$tcg_thread -cpu max -smp $smp -m $mem \\
 	-nodefaults -display none -no-reboot -serial stdio \\
 	-kernel $kernel -initrd $work/initrd.cpio \\
 	-netdev hubport,id=wire_a,hubid=0 -device virtio-net-pci,netdev=wire_a,mac=$mac_a \\
-	-netdev hubport,id=wire_b,hubid=0 -device virtio-net-pci,netdev=wire_b,mac=$mac_b \\
+	-netdev hubport,id=wire_b,hubid=0 -device virtio-net-pci,netdev=wire_b,mac=$mac_b $pcap_args \\
 	-append "console=ttyS0 quiet loglevel=3 panic=-1 mitigations=off no_timer_check rxe_mac_a=$mac_a \\
 rxe_mac_b=$mac_b rxe_ip_a=10.77.0.1 rxe_ip_b=10.77.0.2 rxe_cmd_timeout=$cmd_timeout \$*"
 EOF
