@@ -150,9 +150,14 @@ init_with(const char *driver, ...)
 	return cfg;
 }
 
-/* Both sides in this process, on one poller lcore: a two-way checked stream. */
+/*
+ * Both sides in this process, on one poller lcore: a two-way checked
+ * stream. @p st, when given, receives both endpoints' counters (server,
+ * client) once the streams are done.
+ */
 static int
-stream_in_process(const char *driver, bool pipeline, uint64_t count)
+stream_in_process_stats(const char *driver, bool pipeline, uint64_t count,
+			struct rdp_ep_stats st[2])
 {
 	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
 	struct rdp_ep_params psrv, pcli;
@@ -179,7 +184,17 @@ stream_in_process(const char *driver, bool pipeline, uint64_t count)
 	printf("%" PRIu64 " messages each way in %.2f s\n", count, rdp_clock_s() - t0);
 	assert_clean(&srv);
 	assert_clean(&cli);
+	if (st != NULL) {
+		rdp_ep_stats_get(stream_ep(&srv), &st[0]);
+		rdp_ep_stats_get(stream_ep(&cli), &st[1]);
+	}
 	return close_pair_and_fini(&srv, &cli, cfg);
+}
+
+static int
+stream_in_process(const char *driver, bool pipeline, uint64_t count)
+{
+	return stream_in_process_stats(driver, pipeline, count, NULL);
 }
 
 RDP_TEST(e2e, ep_stream_rtc_in_process_recv_first_is_exact)
@@ -192,6 +207,34 @@ RDP_TEST(e2e, ep_stream_pipeline_in_process_random_order_is_exact)
 {
 	return stream_in_process(rdp_test_driver_or("shm:cqe_order=random:7"), true,
 				 env_count("RDP_E2E_COUNT", 250000));
+}
+
+/*
+ * A transport that delivers a SEND a second time, empty and with the same
+ * immediate data: what rxe sends when it retransmits a SEND its peer had
+ * acknowledged (docs/rxe-lane.md); shm's dup_send does it to every 67th,
+ * less often than the 64 receives of stream_cfg() can all be in use, so at
+ * most one copy waits at a time as on rxe. Data chunks and pure acks are
+ * duplicated alike. Each copy is dropped before it is delivered or its
+ * credits count, both streams stay exact with no RNR (the spare receive
+ * takes the copy), and each endpoint counts the copies it dropped.
+ */
+RDP_TEST(e2e, ep_send_delivered_twice_by_the_transport_is_dropped_and_counted)
+{
+	struct rdp_ep_stats st[2];
+	uint64_t count = env_count("RDP_E2E_COUNT", 250000) / 5;
+	int i;
+
+	RDP_ASSERT_EQ(stream_in_process_stats("shm:cqe_order=recv_first,dup_send=67", false,
+					      count, st), 0);
+	for (i = 0; i < 2; i++) {
+		printf("%s dropped %" PRIu64 " duplicates\n", i == 0 ? "server" : "client",
+		       st[i].dups_dropped);
+		RDP_ASSERT_MSG(st[i].dups_dropped >= count / 67,
+			       "%s dropped %" PRIu64 " duplicates of %" PRIu64 " messages",
+			       i == 0 ? "server" : "client", st[i].dups_dropped, count);
+	}
+	return 0;
 }
 
 /* ---------------------------------------------------------------------- */

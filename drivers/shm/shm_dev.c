@@ -123,7 +123,8 @@ shm_event_get(struct rdp_dev *dev, struct rdp_event *ev)
 /* ---------------------------------------------------------------------- */
 
 static const char *const shm_keys[] = {
-	"cqe_order", "send_cqe_delay", "fail_after", "drop_peer", "grant_extra", NULL,
+	"cqe_order", "send_cqe_delay", "fail_after", "drop_peer", "grant_extra", "dup_send",
+	NULL,
 };
 
 static int
@@ -155,7 +156,7 @@ parse_args(struct shm_dev *sd, const char *args)
 {
 	struct rte_kvargs *kv = rdp_drv_args_parse("shm", args, shm_keys);
 	char order[64] = "fifo";
-	uint64_t delay = 0, extra = 0;
+	uint64_t delay = 0, extra = 0, dup = 0;
 	int ret;
 
 	if (kv == NULL)
@@ -171,7 +172,10 @@ parse_args(struct shm_dev *sd, const char *args)
 		ret = rdp_drv_arg_u64("shm", kv, "drop_peer", &sd->drop_peer, 1, UINT64_MAX);
 	if (ret == 0)
 		ret = rdp_drv_arg_u64("shm", kv, "grant_extra", &extra, 0, 4096);
+	if (ret == 0)
+		ret = rdp_drv_arg_u64("shm", kv, "dup_send", &dup, 1, UINT32_MAX);
 	rte_kvargs_free(kv);
+	sd->dup_send = (uint32_t)dup;
 	sd->delay = (uint32_t)delay;
 	sd->grant_extra = (uint32_t)extra;
 	return ret;

@@ -351,6 +351,8 @@ struct shm_qp {
 	uint8_t rnr_retry;
 	uint8_t min_rnr_timer;
 	uint64_t drop_left;         /**< drop_peer budget */
+	uint32_t dup_every;         /**< dup_send: every Nth SEND arrives twice, 0 = off */
+	uint32_t dup_count;         /**< SENDs run since the last duplicate */
 	struct shm_peer *peer;      /**< (atomic) set once by the monitor */
 	struct shm_cq *scq;
 	struct shm_cq *rcq;
@@ -407,6 +409,7 @@ struct shm_dev {
 	uint64_t fail_after;        /**< 0 = off */
 	uint64_t drop_peer;         /**< 0 = off */
 	uint32_t grant_extra;
+	uint32_t dup_send;          /**< 0 = off */
 	uint64_t executed;          /**< (atomic) send WRs executed, with fail_after */
 	uint8_t link_down;          /**< (atomic) */
 	/* addressing */

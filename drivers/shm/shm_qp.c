@@ -288,6 +288,7 @@ shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 	for (i = 0; i < attr->nb_peer_mrs; i++)
 		qp->peer_mr[i] = to_smr(attr->peer_mrs[i])->id;
 	qp->drop_left = sd->drop_peer;
+	qp->dup_every = sd->dup_send;
 	qp->state = RDP_QPS_RESET;
 	qp->head.post_send = shm_post_send;
 	qp->head.post_recv = shm_post_recv;

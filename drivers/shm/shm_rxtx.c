@@ -328,11 +328,42 @@ exec_one(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	return exec_send(qp, b, e);
 }
 
+/*
+ * dup_send: a SEND that ran arrives once more, into the next receive
+ * entry, with no payload and the same immediate data. That is what rxe's
+ * requester sends when it retransmits a SEND its peer had acknowledged
+ * (docs/rxe-lane.md): the receiver gets a message nobody sent. Never into
+ * the last free receive entry: rxe makes one such copy per retransmission,
+ * far apart, and a receiver that keeps a receive spare (lib/ep does) then
+ * never runs short; back-to-back copies here would.
+ */
+static void
+dup_send(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
+{
+	/* a WQE with room for any SGE list, though the copy carries none */
+	_Alignas(struct shm_swqe) uint8_t store[sizeof(struct shm_swqe) +
+						SHM_MAX_SGE * sizeof(struct shm_lsge)];
+	struct shm_swqe *ghost = (struct shm_swqe *)store;
+
+	if (e->opcode == RDP_WR_RDMA_WRITE || ++qp->dup_count < qp->dup_every)
+		return;
+	qp->dup_count = 0;
+	if (__atomic_load_n(&b->peer->qseg->rq_posted, __ATOMIC_ACQUIRE) - qp->peer_rq_ci < 2)
+		return;
+	memcpy(ghost, e, sizeof(*ghost));
+	ghost->total_len = 0;
+	ghost->num_sge = 0;
+	(void)exec_send(qp, b, ghost);
+}
+
 /* Fault knobs, after each executed WR. Returns true when the QP went down. */
 static bool
-faults(struct shm_qp *qp)
+faults(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 {
 	struct shm_dev *sd = qp->sd;
+
+	if (qp->dup_every != 0)
+		dup_send(qp, b, e);
 
 	if (qp->drop_left != 0 && --qp->drop_left == 0) {
 		if (shm_qp_set_error(qp))
@@ -507,10 +538,13 @@ sq_run(struct shm_qp *qp)
 
 		if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_ERR))
 			break;
-		st = sq_exec_one(qp, &b, shm_wqe(qp, qp->sq_exec));
+		const struct shm_swqe *e = shm_wqe(qp, qp->sq_exec);
+
+		st = sq_exec_one(qp, &b, e);
 		if (st != RDP_WC_SUCCESS)
 			break;
-		if (unlikely(qp->drop_left != 0 || qp->sd->fail_after != 0) && faults(qp))
+		if (unlikely(qp->drop_left != 0 || qp->sd->fail_after != 0 || qp->dup_every != 0) &&
+		    faults(qp, &b, e))
 			break;
 	}
 	sq_publish(qp, &b);
@@ -637,7 +671,7 @@ shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *e
 		return 0;
 	}
 	direct = qp->sq_exec == qp->sq_pi && qp->drop_left == 0 && qp->sd->fail_after == 0 &&
-		 sq_can_run(qp, &b);
+		 qp->dup_every == 0 && sq_can_run(qp, &b);
 	for (i = 0; i < n; i++) {
 		const struct rdp_send_wr *w = &wr[i];
 

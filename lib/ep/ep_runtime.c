@@ -295,6 +295,7 @@ rdp_ep_stats_get(const struct rdp_ep *ep, struct rdp_ep_stats *s)
 	s->backpressure = EP_STAT_READ(ep, backpressure);
 	s->enomem = EP_STAT_READ(ep, enomem);
 	s->rnr = EP_STAT_READ(ep, rnr);
+	s->dups_dropped = EP_STAT_READ(ep, dups_dropped);
 	credit_snapshot(ep, s);
 }
 

@@ -111,6 +111,8 @@ struct rdp_ep_stats {
 	uint64_t backpressure;    /**< deliveries the application refused for now */
 	uint64_t enomem;          /**< post_send refusals: must stay 0 */
 	uint64_t rnr;             /**< RNR errors: must stay 0 */
+	uint64_t dups_dropped;    /**< SENDs the transport delivered twice, dropped (see
+				   *   docs/architecture.md, "Immediate data") */
 	uint32_t sq_inflight;     /**< WRs outstanding */
 	uint32_t remote_credits;  /**< data WRs the peer can still take */
 	uint32_t owed;            /**< credits we owe the peer */
