@@ -6,10 +6,12 @@
  * Input: chunk size (1 byte), max_msg_size (2 bytes), then records of 7
  * bytes: flags (bit 0: with immediate data, bits 1-3: data WRs we post
  * before this completion arrives), the immediate data (4 bytes) and the
- * byte length (2 bytes). As in the datapath, the first violation ends the
- * stream. Properties:
+ * byte length (2 bytes). As in the datapath, a SEND delivered again (its
+ * number behind the one expected) is dropped, and the first violation ends
+ * the stream. Properties:
  * - the rules accept exactly what a plain restatement of the wire format
- *   (docs/architecture.md, "Immediate data") accepts;
+ *   (docs/architecture.md, "Immediate data") accepts, and the SEND numbers
+ *   are judged as it judges them;
  * - the peer never returns more credits than we used;
  * - a message in progress and every message delivered stay within
  *   max_msg_size, each chunk within the chunk size, and a message has as
@@ -35,13 +37,22 @@ ref_accepts(const struct ref *r, bool with_imm, uint32_t imm, uint32_t byte_len,
 {
 	bool ack = imm >> 16 & 1, first = imm >> 17 & 1, last = imm >> 18 & 1;
 
-	if (!with_imm || imm >> 19 != 0 || (imm & 0xffff) > returnable)
+	if (!with_imm || (imm & 0xffff) > returnable)
 		return false;
 	if (ack)
 		return byte_len == 0 && !first && !last;
 	if (byte_len > r->chunk_size || first == r->in_msg)
 		return false;
 	return (first ? 0 : r->len) + byte_len <= r->max_msg;
+}
+
+/* A SEND's number against the one expected: 0 next, 1 again (dropped), 2 a gap. */
+static int
+ref_seq(uint32_t next, uint32_t imm)
+{
+	uint32_t ahead = ((imm >> 19) - next) % 8192;
+
+	return ahead == 0 ? 0 : ahead >= 4096 ? 1 : 2;
 }
 
 static inline uint32_t
@@ -56,6 +67,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ep_frame f = { 0 };
 	struct ref r = { 0 };
 	uint64_t posted = 0, granted = 0;
+	uint32_t next = 0;
 	size_t off;
 
 	if (size < 3)
@@ -70,6 +82,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		bool ended, ok;
 
 		posted += rec[0] >> 1 & 7;
+		if (with_imm) {
+			int want = ref_seq(next, imm);
+			enum ep_seq_verdict v = ep_frame_seq(&f, imm);
+
+			FUZZ_ASSERT((int)v == want);
+			next += want == 0;
+			FUZZ_ASSERT(f.next_seq == next);
+			if (v == EP_SEQ_AGAIN)
+				continue; /* a copy: dropped, the stream goes on */
+			if (v == EP_SEQ_GAP)
+				return 0; /* SENDs lost: the endpoint fails */
+		}
 		ok = ref_accepts(&r, with_imm, imm, len, posted - granted);
 		why = ep_frame_check(&f, with_imm, imm, len, posted - granted, &value);
 		FUZZ_ASSERT((why == NULL) == ok);

@@ -574,6 +574,7 @@ sum_stats(struct rdp_ep_stats *s)
 		s->remote_stalls += e.remote_stalls;
 		s->acks += e.acks;
 		s->reclaims += e.reclaims;
+		s->dups_dropped += e.dups_dropped;
 	}
 }
 
@@ -847,6 +848,7 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	r->credit.remote_stalls = s1.remote_stalls - s0.remote_stalls;
 	r->credit.acks = s1.acks - s0.acks;
 	r->credit.reclaims = s1.reclaims - s0.reclaims;
+	r->credit.dups_dropped = s1.dups_dropped - s0.dups_dropped;
 	if (r->seq_errors > 0) {
 		fprintf(stderr, "rdp-perf: %s %u B: %" PRIu64 " exactly-once violation(s)\n",
 			mode_names[mode], size, r->seq_errors);
@@ -900,12 +902,12 @@ write_json(const struct perf_result *r, unsigned int n)
 			"\"seq_errors\": %" PRIu64 ", \"credit\": "
 			"{\"enomem\": %" PRIu64 ", \"rnr\": %" PRIu64 ", \"sq_stalls\": %" PRIu64
 			", \"remote_stalls\": %" PRIu64 ", \"acks\": %" PRIu64 ", \"reclaims\": %"
-			PRIu64 "}}%s\n", mode_names[r[i].mode], r[i].size, r[i].active,
+			PRIu64 ", \"dups_dropped\": %" PRIu64 "}}%s\n", mode_names[r[i].mode], r[i].size, r[i].active,
 			r[i].messages, r[i].seconds, r[i].msg_rate, r[i].gbps, r[i].p50, r[i].p99,
 			r[i].p999, r[i].max, r[i].mean, r[i].cpu_ns_per_msg, r[i].seq_errors,
 			r[i].credit.enomem, r[i].credit.rnr,
 			r[i].credit.sq_stalls, r[i].credit.remote_stalls, r[i].credit.acks,
-			r[i].credit.reclaims, i + 1 < n ? "," : "");
+			r[i].credit.reclaims, r[i].credit.dups_dropped, i + 1 < n ? "," : "");
 	/* every message of the run, warm-ups and drains included (profiles divide by it) */
 	sum_counts(&all_msgs, &all_bytes, &all_failed);
 	fprintf(f, "  ],\n  \"messages_completed\": %" PRIu64 ",\n  \"seq_errors\": %" PRIu64

@@ -402,15 +402,15 @@ RDP_TEST(unit, cfg_rejects_bad_numbers_ranges_and_choices)
 {
 	tmp_enter();
 	EXPECT_REJECTED("[global]\nsq_size = 12k\n",
-			"bad.ini:2: [global] sq_size = 12k: must be an integer in [2, 32768]");
+			"bad.ini:2: [global] sq_size = 12k: must be an integer in [2, 4096]");
 	EXPECT_REJECTED("[global]\nsq_size =\n",
-			"bad.ini:2: [global] sq_size = \"\": must be an integer in [2, 32768]");
+			"bad.ini:2: [global] sq_size = \"\": must be an integer in [2, 4096]");
 	EXPECT_REJECTED("[global]\nsq_size = 0x100\n",
-			"bad.ini:2: [global] sq_size = 0x100: must be an integer in [2, 32768]");
+			"bad.ini:2: [global] sq_size = 0x100: must be an integer in [2, 4096]");
 	EXPECT_REJECTED("[global]\nsq_size = -4\n",
-			"bad.ini:2: [global] sq_size = -4: must be an integer in [2, 32768]");
+			"bad.ini:2: [global] sq_size = -4: must be an integer in [2, 4096]");
 	EXPECT_REJECTED("[global]\nsq_size = 1\n",
-			"bad.ini:2: [global] sq_size = 1: must be an integer in [2, 32768]");
+			"bad.ini:2: [global] sq_size = 1: must be an integer in [2, 4096]");
 	EXPECT_REJECTED("[lcore.4]\nrq_size = 32769\n",
 			"bad.ini:2: [lcore.4] rq_size = 32769: must be an integer in [2, 32768]");
 	EXPECT_REJECTED("[global]\nmax_msg_size = 99999999999999999999999\n",

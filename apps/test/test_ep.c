@@ -557,7 +557,7 @@ RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
 	rdp_hello_encode(&h, cases[1].bytes);
 	cases[1].bytes[5] = 9;
 	cases[1].len = RDP_HELLO_LEN;
-	cases[1].log = "field 'version' = 9, this build speaks version 1";
+	cases[1].log = "field 'version' = 9, this build speaks version 2";
 	cases[1].reject = NULL; /* a peer of another version may not parse ours anyway */
 
 	cases[2].what = "truncated hello";
@@ -873,7 +873,8 @@ RDP_TEST(e2e, ep_cq_admission_grows_the_cq_then_refuses_with_the_numbers)
 
 	rdp_test_eal_init("0-1");
 	cfg = stream_cfg("shm", MAX_MSG);
-	/* one QP needs 64 + 1 + 64 = 129 entries; two fit in 300 */
+	/* one QP needs 64 + 1 + 64 + 1 = 130 entries (S, the drain marker, R and the
+	 * spare receive); two fit in 300 */
 	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "cq_size", "300", "test"), 0);
 	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_endpoints", "4", "test"), 0);
 	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
@@ -893,11 +894,11 @@ RDP_TEST(e2e, ep_cq_admission_grows_the_cq_then_refuses_with_the_numbers)
 			RDP_ASSERT_EQ(rdp_ep_wait_established(ep[i], 5000), 0);
 	}
 	/* the second connection grew the CQ to what 4 endpoints need */
-	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: CQ grown to 516 entries") != NULL, "%s", rdp_test_log);
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: CQ grown to 520 entries") != NULL, "%s", rdp_test_log);
 	/* the third one does not fit: refused, naming the lcore and the budget */
 	RDP_ASSERT_EQ(rdp_ep_wait_established(ep[2], 5000), -ENOSPC);
-	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: CQ budget exhausted: 516 entries reserved, "
-			      "this endpoint needs 129 more") != NULL, "%s", rdp_test_log);
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: CQ budget exhausted: 520 entries reserved, "
+			      "this endpoint needs 130 more") != NULL, "%s", rdp_test_log);
 	rdp_test_log_release();
 	for (i = 0; i < 3; i++) {
 		rdp_ep_close(ep[i]);

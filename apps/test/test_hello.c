@@ -36,7 +36,7 @@ decode_damaged(void (*poke)(uint8_t *buf), char *why, size_t len)
 }
 
 static void poke_magic(uint8_t *b) { b[0] = 0x12; }
-static void poke_version(uint8_t *b) { b[5] = 2; }
+static void poke_version(uint8_t *b) { b[5] = 1; }
 static void poke_type(uint8_t *b) { b[6] = 9; }
 static void poke_flags(uint8_t *b) { b[7] = 0x80; }
 static void poke_sq_zero(uint8_t *b) { b[12] = b[13] = b[14] = b[15] = 0; }
@@ -79,7 +79,7 @@ RDP_TEST(unit, hello_rejects_each_bad_field_by_name)
 	} cases[] = {
 		{ poke_magic, -EPROTO, "field 'magic' = 0x12445048, expected 0x52445048 "
 		  "(not an rdmaplane peer)" },
-		{ poke_version, -EPROTONOSUPPORT, "field 'version' = 2, this build speaks version 1" },
+		{ poke_version, -EPROTONOSUPPORT, "field 'version' = 1, this build speaks version 2" },
 		{ poke_type, -EPROTO, "field 'type' = 9, expected 1..4" },
 		{ poke_flags, -EPROTO, "field 'flags' = 0x80 has unknown bits" },
 		{ poke_reserved, -EPROTO, "reserved bytes at offset 10 are not zero" },

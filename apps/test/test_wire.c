@@ -178,9 +178,14 @@ raw_handshake(struct raw_peer *r, int port, bool send_ready)
 		raw_send_ready(r);
 }
 
-/* One raw frame: SEND_WITH_IMM (or a plain SEND) of @p len bytes. */
+/*
+ * One raw frame: SEND_WITH_IMM (or a plain SEND) of @p len bytes. raw_send()
+ * numbers each SEND_WITH_IMM as an endpoint does (IMM_SEQ()), unless the
+ * frame carries a number of its own.
+ */
 struct frame {
 	bool no_imm;
+	bool own_seq;   /* imm holds its SEND number: keep it */
 	uint32_t imm;
 	uint32_t len;
 };
@@ -191,6 +196,7 @@ raw_send(struct raw_peer *r, const struct frame *f, unsigned int n)
 {
 	unsigned int i, ok = 0, done = 0;
 	double deadline = rdp_clock_s() + 5;
+	uint32_t seq = 0;
 
 	for (i = 0; i < n; i++) {
 		struct rdp_sge sge = { .addr = (uintptr_t)r->mr->addr + (i % RAW_SQ) * RAW_BUF,
@@ -198,10 +204,13 @@ raw_send(struct raw_peer *r, const struct frame *f, unsigned int n)
 		struct rdp_send_wr wr = {
 			.wr_id = i, .sg_list = &sge, .num_sge = f[i].len > 0,
 			.opcode = f[i].no_imm ? RDP_WR_SEND : RDP_WR_SEND_WITH_IMM,
-			.flags = RDP_SEND_SIGNALED, .imm = f[i].imm,
+			.flags = RDP_SEND_SIGNALED,
+			.imm = f[i].own_seq || f[i].no_imm ? f[i].imm : f[i].imm | IMM_SEQ(seq),
 		};
 		int err;
 
+		if (!f[i].no_imm)
+			seq++;
 		memset((void *)(uintptr_t)sge.addr, 0x5a, RTE_MIN(f[i].len, (uint32_t)RAW_BUF));
 		RDP_ASSERT_EQ(rdp_post_send(r->qp, &wr, 1, &err), 1);
 		/* one at a time: the server sees them in order, and we see each verdict */
@@ -263,9 +272,18 @@ static const struct wire_case cases[] = {
 	{ "a send without immediate data",
 	  { { .imm = F1, .len = 10 }, { .no_imm = true, .len = 10 } }, 2, 1, -EPROTO,
 	  "broke the protocol: message without immediate data" },
-	{ "reserved immediate bits",
-	  { { .imm = F1 | (1u << 19), .len = 10 } }, 1, 0, -EPROTO,
-	  "broke the protocol: reserved immediate-data bits set (0x" },
+	{ "a SEND number skipped",
+	  { { .imm = F1, .len = 10 }, { .own_seq = true, .imm = F1 | IMM_SEQ(5), .len = 10 } },
+	  2, 1, -EPROTO,
+	  "SEND 5 (mod 8192) arrived where 1 was expected: the transport lost SENDs" },
+	/* a copy (as rxe makes them: empty, same immediate data) is dropped, not
+	 * delivered; the stream goes on until a number is skipped */
+	{ "a SEND delivered twice",
+	  { { .imm = F1, .len = 10 }, { .own_seq = true, .imm = F1 | IMM_SEQ(0), .len = 0 },
+	    { .own_seq = true, .imm = F1 | IMM_SEQ(1), .len = 10 },
+	    { .own_seq = true, .imm = F1 | IMM_SEQ(9), .len = 10 } }, 4, 2, -EPROTO,
+	  "SEND 0 (mod 8192) arrived again where 1 was expected: the transport delivered it "
+	  "twice; dropped (1 so far)" },
 	{ "credits returned that were never used",
 	  { { .imm = F1, .len = 10 }, { .imm = F1 | 3, .len = 10 } }, 2, 1, -EPROTO,
 	  "broke the protocol: more credits returned than used (0x3)" },

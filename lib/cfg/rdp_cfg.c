@@ -100,7 +100,7 @@ static const struct key keys[] = {
 	STR(device,               "",                          0),
 	U32(port,                 "0",       0, 255,           0),
 	I32(gid_index,            "-1",     -1, 255,           0),
-	U32(sq_size,              "256",     2, 32768,         F_CREDIT),
+	U32(sq_size,              "256",     2, 4096,          F_CREDIT),
 	U32(rq_size,              "256",     2, 32768,         F_CREDIT),
 	U32(cq_size,              "0",       0, 4194304,       0),
 	U32(buf_size,             "8192",    64, 1048576,      F_ALIGN64),

@@ -526,8 +526,41 @@ post_recvs(struct rdp_ep *ep)
 		done += post_recv_burst(ep, &err);
 	if (err != 0)
 		ep_fail(ep, err, "post_recv refused a receive (%d) with %u posted of %u",
-			err, ep->recv_posted, ep->lc->credit.rq_size);
+			err, ep->recv_posted, ep_recv_depth(ep->lc));
 	return done;
+}
+
+/*
+ * A SEND out of its number's order (ep_frame_seq()). One received before
+ * is a copy the transport made (rxe retransmits SENDs its peer had
+ * acknowledged, docs/rxe-lane.md): it is dropped before its payload or its
+ * credits count, and its receive entry goes back owing nothing, as a pure
+ * ack's does. A number ahead means SENDs were lost, which RC never does:
+ * the stream is broken and the endpoint fails.
+ */
+static void
+recv_out_of_order(struct rdp_ep *ep, struct rdp_msg *m, uint32_t imm, enum ep_seq_verdict v)
+{
+	uint32_t seen = imm >> IMM_SEQ_SHIFT, want = ep->frame.next_seq & IMM_SEQ_MASK;
+	uint64_t dups;
+
+	if (v == EP_SEQ_GAP) {
+		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+		ep_fail(ep, -EPROTO, "SEND %u (mod 8192) arrived where %u was expected: the "
+			"transport lost SENDs, or peer %s breaks the protocol", seen, want, ep->peer);
+		return;
+	}
+	dups = EP_STAT_READ(ep, dups_dropped) + 1;
+	EP_STAT_ADD(ep, dups_dropped, 1);
+	/* the first, then each power of two: a transport that keeps doing it is news once */
+	if ((dups & (dups - 1)) == 0)
+		EP_LOG(WARNING, "endpoint %u (peer %s, lcore %u): SEND %u (mod 8192) arrived "
+		       "again where %u was expected: the transport delivered it twice; dropped "
+		       "(%" PRIu64 " so far)", ep->id, ep->peer, ep->lc->lcore_id, seen, want, dups);
+	if (!tearing_down(ep))
+		repost(ep, m, false);
+	else
+		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
 }
 
 static void
@@ -550,6 +583,14 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 		ep_fail(ep, wc_errno(wc->status), "receive completed with %s",
 			rdp_wc_status_str(wc->status));
 		return;
+	}
+	if (likely(wc->wc_flags & RDP_WC_WITH_IMM)) {
+		enum ep_seq_verdict sv = ep_frame_seq(&ep->frame, wc->imm);
+
+		if (unlikely(sv != EP_SEQ_NEXT)) {
+			recv_out_of_order(ep, m, wc->imm, sv);
+			return;
+		}
 	}
 	violation = ep_frame_check(&ep->frame, wc->wc_flags & RDP_WC_WITH_IMM, wc->imm,
 				   wc->byte_len, ep->credit.stats.data_posted -
@@ -719,7 +760,7 @@ wr_data(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
 	wr->opcode = RDP_WR_SEND_WITH_IMM;
 	wr->flags = (signaled ? RDP_SEND_SIGNALED : 0) |
 		    (seg->data_len <= ep->max_inline ? RDP_SEND_INLINE : 0);
-	wr->imm = piggyback | pos;
+	wr->imm = piggyback | pos | IMM_SEQ(ep->send_seq++);
 	wr->remote_addr = 0;
 	wr->rkey = 0;
 	return seq;
@@ -737,9 +778,10 @@ wr_control(struct rdp_ep *ep, struct rdp_send_wr *wr, unsigned int kind, uint64_
 		wr->opcode = RDP_WR_RDMA_WRITE;
 		wr->flags = RDP_SEND_SIGNALED;
 	} else {
-		/* pure ack: never signaled */
+		/* pure ack: never signaled; numbered as every SEND */
 		wr->opcode = RDP_WR_SEND_WITH_IMM;
 		wr->flags = RDP_SEND_INLINE;
+		imm |= IMM_SEQ(ep->send_seq++);
 	}
 	wr->imm = imm;
 	wr->remote_addr = 0;

@@ -8,7 +8,8 @@
  *
  * Immediate data of every SEND (see docs/architecture.md):
  *   bits 0-15 credits returned, 16 pure ack, 17 first chunk, 18 last chunk,
- *   19-31 reserved (zero).
+ *   19-31 the SEND's number on the endpoint (data chunks and pure acks
+ *   alike), modulo 2^13.
  */
 
 #include <stdbool.h>
@@ -18,7 +19,17 @@
 #define IMM_ACK (1u << 16)           /* pure ack: no payload */
 #define IMM_FIRST (1u << 17)         /* first chunk of a message */
 #define IMM_LAST (1u << 18)          /* last chunk of a message */
-#define IMM_RESERVED (~0x7ffffu)     /* must be zero */
+#define IMM_SEQ_SHIFT 19             /* the SEND's number, from this bit up */
+#define IMM_SEQ_MASK 0x1fffu         /* ... of this many bits */
+/* The number field for the SEND numbered @p n. */
+#define IMM_SEQ(n) (((uint32_t)(n) & IMM_SEQ_MASK) << IMM_SEQ_SHIFT)
+
+/* Where a received SEND's number stands against the one expected. */
+enum ep_seq_verdict {
+	EP_SEQ_NEXT = 0, /* the one expected */
+	EP_SEQ_AGAIN,    /* one received before: the transport delivered it twice */
+	EP_SEQ_GAP,      /* one ahead: SENDs in between were lost */
+};
 
 /* Reassembly state of one endpoint's receive direction. */
 struct ep_frame {
@@ -27,7 +38,29 @@ struct ep_frame {
 	bool in_msg;         /* a message is being reassembled */
 	uint32_t msg_len;    /* its bytes so far */
 	uint32_t msg_chunks; /* its chunks so far */
+	uint32_t next_seq;   /* number of the next SEND expected */
 };
+
+/*
+ * Check a received SEND's number (@p imm) and, when it is the one expected,
+ * expect the next. RC delivers each SEND once and in order, so anything
+ * else is the transport's fault (or a peer's that breaks the protocol): a
+ * number of the half of the number space behind the one expected is a
+ * SEND received before, one of the half ahead means SENDs were lost. The
+ * number spaces of both sides are far wider than a send queue, so a copy
+ * of a SEND still in the peer's queue is never taken for a new one.
+ */
+static inline enum ep_seq_verdict
+ep_frame_seq(struct ep_frame *f, uint32_t imm)
+{
+	uint32_t ahead = ((imm >> IMM_SEQ_SHIFT) - f->next_seq) & IMM_SEQ_MASK;
+
+	if (ahead == 0) {
+		f->next_seq++;
+		return EP_SEQ_NEXT;
+	}
+	return ahead > IMM_SEQ_MASK / 2 ? EP_SEQ_AGAIN : EP_SEQ_GAP;
+}
 
 /*
  * Check one successful receive completion. @p returnable is how many credits
@@ -42,8 +75,6 @@ ep_frame_check(const struct ep_frame *f, bool with_imm, uint32_t imm, uint32_t b
 	*value = imm;
 	if (!with_imm)
 		return "message without immediate data";
-	if (imm & IMM_RESERVED)
-		return "reserved immediate-data bits set";
 	if ((imm & IMM_CREDITS) > returnable) {
 		*value = imm & IMM_CREDITS;
 		return "more credits returned than used";

@@ -467,6 +467,7 @@ tel_endpoint(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(d, "backpressure", s.backpressure);
 		rte_tel_data_add_dict_u64(d, "enomem", s.enomem);
 		rte_tel_data_add_dict_u64(d, "rnr", s.rnr);
+		rte_tel_data_add_dict_u64(d, "dups_dropped", s.dups_dropped);
 		ret = 0;
 		break;
 	}

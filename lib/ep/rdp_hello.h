@@ -31,7 +31,7 @@ extern "C" {
 /** "RDPH" */
 #define RDP_HELLO_MAGIC 0x52445048u
 /** Protocol version spoken by this build. */
-#define RDP_HELLO_VERSION 1
+#define RDP_HELLO_VERSION 2
 /** Bytes of every handshake message. */
 #define RDP_HELLO_LEN 200
 /** Bytes of a nonce. */
