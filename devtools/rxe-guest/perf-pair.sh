@@ -5,7 +5,9 @@
 #   perf-pair.sh RUNS [rdp-perf client options...]
 #
 # Environment: PERF_CFG, lines of the [global] section both sides load
-# (default: rnr_retry = 0, pollers that sleep when idle, 20 s handshakes).
+# (default: rnr_retry = 0 so that an RNR is fatal, a 1 s transport timeout
+# as docs/rxe-lane.md advises for rxe in a VM, pollers that sleep when
+# idle, 20 s handshakes).
 # Each run's JSON must show every phase measured with no exactly-once
 # violation (seq_errors), ENOMEM 0 and RNR 0; both processes must exit 0.
 # rxe's hw_counters that moved during a run are printed after it: they
@@ -14,7 +16,7 @@
 runs=${1:?usage: perf-pair.sh RUNS [client options]}
 shift
 cfg=/tmp/perf-pair.ini
-printf '[global]\n%b\n' "${PERF_CFG:-rnr_retry = 0\nidle_sleep_us = 20\nhandshake_timeout_ms = 20000\nconnect_timeout_ms = 20000}" > $cfg
+printf '[global]\n%b\n' "${PERF_CFG:-rnr_retry = 0\ntimeout = 18\nidle_sleep_us = 20\nhandshake_timeout_ms = 20000\nconnect_timeout_ms = 20000}" > $cfg
 port=18515
 counters() {	# counters FILE: every rxe hw counter, "dev/name value"
 	for d in /sys/class/infiniband/rxe*; do

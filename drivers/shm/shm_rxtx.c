@@ -334,8 +334,8 @@ exec_one(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
  * requester sends when it retransmits a SEND its peer had acknowledged
  * (docs/rxe-lane.md): the receiver gets a message nobody sent. Never into
  * the last free receive entry: rxe makes one such copy per retransmission,
- * far apart, and a receiver that keeps a receive spare (lib/ep does) then
- * never runs short; back-to-back copies here would.
+ * far apart, while back-to-back copies here could leave a receiver short
+ * of the receives its peer has credit for (an RNR).
  */
 static void
 dup_send(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)

@@ -239,7 +239,7 @@ setup_qp(struct rdp_ep *ep)
 		return ret;
 	ep->slot = (uint32_t)ret;
 	snprintf(name, sizeof(name), "rx_ep%u", ep->id);
-	ep->recv_pool = rdp_pool_create(name, rdp_rt.pd, ep_recv_depth(lc), lc->conf.buf_size,
+	ep->recv_pool = rdp_pool_create(name, rdp_rt.pd, lc->credit.rq_size, lc->conf.buf_size,
 					ep->lc->socket, RDP_ACCESS_LOCAL_WRITE);
 	if (ep->recv_pool == NULL)
 		return -rte_errno;
@@ -251,7 +251,7 @@ setup_qp(struct rdp_ep *ep)
 	ia.send_cq = ia.recv_cq = rdp_poller_cq(ep->lc->poller);
 	/* S for the protocol, one more for the drain marker of a teardown */
 	ia.cap.max_send_wr = lc->credit.sq_size + 1;
-	ia.cap.max_recv_wr = ep_recv_depth(lc);
+	ia.cap.max_recv_wr = lc->credit.rq_size;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = ep->lc->max_inline;

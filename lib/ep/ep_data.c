@@ -526,7 +526,7 @@ post_recvs(struct rdp_ep *ep)
 		done += post_recv_burst(ep, &err);
 	if (err != 0)
 		ep_fail(ep, err, "post_recv refused a receive (%d) with %u posted of %u",
-			err, ep->recv_posted, ep_recv_depth(ep->lc));
+			err, ep->recv_posted, ep->lc->credit.rq_size);
 	return done;
 }
 

@@ -292,27 +292,11 @@ ep_get_state(const struct rdp_ep *ep)
 	return (enum rdp_ep_state)atomic_load_explicit(&ep->state, memory_order_acquire);
 }
 
-/*
- * Receives an endpoint posts beyond the R its credits count. A SEND the
- * transport delivers a second time (rxe does, docs/rxe-lane.md) takes a
- * receive before the endpoint drops it and posts that receive again; the
- * spare keeps it from taking the one a SEND the peer had credit for needs,
- * which would be an RNR.
- */
-#define EP_SPARE_RECVS 1u
-
-/* Receives an endpoint keeps posted: R and the spare. */
-static inline uint32_t
-ep_recv_depth(const struct ep_lcore *lc)
-{
-	return lc->credit.rq_size + EP_SPARE_RECVS;
-}
-
-/* Per-QP CQ entries: S + R, the drain marker's slot and the spare receive. */
+/* Per-QP CQ entries: S + R, plus the drain marker's slot. */
 static inline uint32_t
 ep_cq_budget(const struct ep_lcore *lc)
 {
-	return rdp_credit_cq_budget(&lc->credit) + 1 + EP_SPARE_RECVS;
+	return rdp_credit_cq_budget(&lc->credit) + 1;
 }
 
 #endif /* RDP_EP_PRIVATE_H */
