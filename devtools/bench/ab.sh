@@ -2,9 +2,9 @@
 # Compare builds (or configurations) of rdp-perf side by side, in many short
 # interleaved runs, and say how finely the comparison resolves (ab.py).
 #
-# On this VM one long run of a build proves little: in the fast state the
-# same build read 5.9 to 11.2 M msg/s at 1024 endpoints
-# (docs/performance.md, finding 31). Many short runs, alternated, each
+# On a noisy machine one long run of a build proves little: the same build
+# varies from run to run by more than most changes are worth
+# (docs/performance.md, "Method"). Many short runs, alternated, each
 # bracketed by cache-line probes, with the ratio taken within rounds, give
 # a ratio and an interval one can act on.
 #

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Where the time goes on the hot path (docs/performance.md, "Profile").
+# Where the time goes on the hot path (docs/performance.md, "Where the time
+# goes").
 #
 # callgrind counts instructions, which does not depend on the VM's fast or
 # slow state nor on other processes, so the breakdown is repeatable. One

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Where a run's time goes, by source line, in nanoseconds per message on each
-# side (docs/performance.md, finding 31). Throughput pairs cannot resolve a
-# change of 10 % at 1024 endpoints on this VM; this can, and it shows where
-# a stall went when a change only moved it.
+# side (docs/performance.md, "Where the time goes"). It resolves changes
+# that throughput runs on a noisy machine cannot, and it shows where a
+# stall went when a change only moved it.
 #
 # One rdp-perf loopback run under `perf record -e cpu-clock` (both processes,
 # both pollers), in a build with debug info so that samples name their lines.
@@ -15,8 +15,8 @@
 #                            [--smoke] [-- RDP-PERF-ARGS]
 #
 # --freq defaults to 2000 samples a second on each CPU (10000 in --smoke):
-# at 10000 the sampling itself slowed the 1024-endpoint run to 7.1-7.3 M
-# msg/s, against about 12 without perf (docs/performance.md, finding 32).
+# sampling much faster slows the run it measures and overstates what a
+# change saves (docs/performance.md, "Reproduce").
 #
 # --no-build takes --bin-dir as it is: a copy of a build tree (one per
 # variant of an A/B comparison) would otherwise be rebuilt from the sources

@@ -484,7 +484,8 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 	 * Read the entry the next SEND writes while this burst is out: the
 	 * peer's repost left its line modified in the peer's cache, and the
 	 * next SEND then only upgrades a line it shares instead of fetching it
-	 * on the message's path (ping-pong mean 0.99x, finding 17).
+	 * on the message's path (docs/performance.md, "The next entry is read
+	 * after a burst").
 	 */
 	if (b->nremote > 0 && qp->peer_rq_ci != qp->peer_rq_posted)
 		rte_prefetch0(shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride,
@@ -1166,8 +1167,8 @@ shm_poll_cq(struct rdp_cq *c, struct rdp_wc *wc, uint16_t n)
 	 * Only the doorbell words the summary names. A load first, the
 	 * exchange only when it reads non-zero: a ringing sender's line is
 	 * then fetched twice, but most polls find no doorbell (an announced
-	 * RQ rings none), and a locked exchange on every poll cost the
-	 * ping-pong 4 % (finding 27).
+	 * RQ rings none), and a locked exchange on every poll would delay the
+	 * ping-pong (docs/performance.md, "An idle poll is two loads").
 	 */
 	sum = __atomic_load_n(&seg->bell_sum, __ATOMIC_RELAXED);
 	if (sum != 0)
