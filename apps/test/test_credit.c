@@ -684,3 +684,45 @@ RDP_TEST(unit, credit_closing_flush_is_due_only_for_uncovered_unsignaled_wrs)
 	RDP_ASSERT(rdp_credit_ack_due(&c));
 	return 0;
 }
+
+RDP_TEST(unit, credit_returnable_counts_data_wrs_no_credit_answered_yet)
+{
+	struct rdp_credit c;
+
+	/* R = 1024, A_rq = 512: the peer starts with nothing to return */
+	endpoint(&c, 64, 4, 1);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c), 0);
+	post_data(&c);
+	post_data(&c);
+	post_data(&c);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c), 3);
+	rdp_credit_granted(&c, 2);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c), 1);
+	rdp_credit_granted(&c, 1);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c), 0);
+	RDP_ASSERT_EQ(c.rc, 512);
+	return 0;
+}
+
+RDP_TEST(unit, credit_closing_side_acks_only_while_it_has_sends_left)
+{
+	struct rdp_credit c;
+	uint32_t credits;
+
+	endpoint(&c, 64, 4, 2);
+	rdp_credit_recv_reposted(&c, 2);
+	/* sends left: an ack as any endpoint would post */
+	RDP_ASSERT_EQ(rdp_credit_ack_check_closing(&c, true), RDP_CREDIT_GO_UNSIGNALED);
+	RDP_ASSERT_EQ(rdp_credit_ack_check(&c), RDP_CREDIT_GO_UNSIGNALED);
+	/* none left: owed credits stay with us, the peer cannot hold the close off */
+	RDP_ASSERT_EQ(rdp_credit_ack_check_closing(&c, false), RDP_CREDIT_NONE);
+	/* an unsignaled WR out: a reclaim makes its success visible, once */
+	rdp_credit_ack_posted(&c, &credits);
+	RDP_ASSERT_EQ(credits, 2);
+	rdp_credit_recv_reposted(&c, 2);
+	RDP_ASSERT_EQ(rdp_credit_ack_check_closing(&c, false), RDP_CREDIT_RECLAIM_FIRST);
+	rdp_credit_reclaim_posted(&c);
+	RDP_ASSERT_EQ(rdp_credit_ack_check_closing(&c, false), RDP_CREDIT_NONE);
+	RDP_ASSERT_EQ(c.owed, 2);
+	return 0;
+}

@@ -111,5 +111,6 @@ rdp_credit_init(struct rdp_credit *c, const struct rdp_credit_params *local,
 	c->signal_interval = local->signal_interval;
 	c->ack_threshold = local->ack_threshold;
 	c->rc = peer->rq_size - peer->ack_reserve;
+	c->rc_max = c->rc;
 	return 0;
 }

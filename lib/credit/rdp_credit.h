@@ -81,6 +81,7 @@ struct rdp_credit {
 	uint32_t signal_interval; /**< T_sig */
 	uint32_t unsig_run;      /**< WRs posted since the last signaled one */
 	uint32_t rc;             /**< data WRs the peer can still receive */
+	uint32_t rc_max;         /**< C_peer = R_peer - A_rq_peer: rc with nothing in flight */
 	uint32_t owed;           /**< credits we owe the peer */
 	uint32_t ack_threshold;  /**< T_ack */
 	uint8_t stalled;         /**< enum rdp_credit_verdict of the current stall, 0 if none */
@@ -198,6 +199,22 @@ rdp_credit_ack_due(const struct rdp_credit *c)
 }
 
 /**
+ * Credits the peer may still return: data WRs we posted that no credit in
+ * its immediate data has answered yet (`C_peer - rc`). Immediate data that
+ * returns more breaks the protocol.
+ *
+ * @param c
+ *   State.
+ * @return
+ *   `rc_max - rc`.
+ */
+static inline uint32_t
+rdp_credit_returnable(const struct rdp_credit *c)
+{
+	return c->rc_max - c->rc;
+}
+
+/**
  * Closing: must a reclaim be posted so that the last unsignaled WRs' success
  * becomes visible, and is there a slot for it? Nothing else will be posted
  * after them, so no later signaled WR would cover them.
@@ -275,6 +292,34 @@ rdp_credit_ack_check(struct rdp_credit *c)
 	if (inflight + 1 > c->sq_size - 1)
 		return rdp_credit_stall_(c, RDP_CREDIT_WAIT_SQ);
 	return RDP_CREDIT_GO_UNSIGNALED;
+}
+
+/**
+ * rdp_credit_ack_check() for an endpoint the application closed, which
+ * sends what it accepted before the close and nothing else.
+ *
+ * While messages are left to send it acks as any endpoint does: its peer
+ * may be closing towards it, waiting for these credits as this side waits
+ * for the peer's, and two endpoints closed at once would otherwise wait
+ * for each other for ever. With none left it never acks, so that a peer
+ * that keeps sending cannot hold the close off; a reclaim then makes the
+ * last WRs' success visible (rdp_credit_flush_due()).
+ *
+ * @param c
+ *   State.
+ * @param sends_left
+ *   Messages are still queued to send.
+ * @return
+ *   As rdp_credit_ack_check() while @p sends_left; else
+ *   RDP_CREDIT_RECLAIM_FIRST (post a reclaim, then ask again) or
+ *   RDP_CREDIT_NONE.
+ */
+static inline enum rdp_credit_verdict
+rdp_credit_ack_check_closing(struct rdp_credit *c, bool sends_left)
+{
+	if (sends_left)
+		return rdp_credit_ack_check(c);
+	return rdp_credit_flush_due(c) ? RDP_CREDIT_RECLAIM_FIRST : RDP_CREDIT_NONE;
 }
 
 static inline uint64_t
@@ -401,6 +446,24 @@ rdp_credit_granted(struct rdp_credit *c, uint32_t credits)
 	c->rc += credits;
 	c->stats.credits_granted += credits;
 }
+
+#ifdef RDP_BENCH_NO_CREDIT
+/**
+ * Benchmark-only builds (-Dbench_no_credit=true): forget remote credits and
+ * owed credits, keep SQ accounting. It measures what the credit protocol
+ * costs; with a slow receiver it can meet RNR. Never in production.
+ *
+ * @param c
+ *   State.
+ */
+static inline void
+rdp_credit_bench_bypass(struct rdp_credit *c)
+{
+	c->rc = UINT32_MAX / 2;
+	c->rc_max = UINT32_MAX;
+	c->owed = 0;
+}
+#endif
 
 /**
  * Note that a receive entry consumed by peer data was freed by the

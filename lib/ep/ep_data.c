@@ -593,8 +593,7 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 		}
 	}
 	violation = ep_frame_check(&ep->frame, wc->wc_flags & RDP_WC_WITH_IMM, wc->imm,
-				   wc->byte_len, ep->credit.stats.data_posted -
-				   ep->credit.stats.credits_granted, &value);
+				   wc->byte_len, rdp_credit_returnable(&ep->credit), &value);
 	if (unlikely(violation != NULL)) {
 		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
 		ep_fail(ep, -EPROTO, "peer %s broke the protocol: %s (0x%x)", ep->peer,
@@ -694,7 +693,8 @@ send_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
  * first is read. Their addresses come from the completions alone (no load
  * of anything cold), so the misses overlap. With many endpoints every
  * header is a line last used thousands of messages ago, and taken one at a
- * time each would be a wait of its own (docs/performance.md, finding 32).
+ * time each would be a wait of its own (docs/performance.md, "Receive
+ * headers prefetched in batches").
  */
 static inline void
 prefetch_recv_headers(const struct rdp_ep *ep, const struct rdp_wc *wc, uint16_t n)
@@ -848,13 +848,7 @@ post_sends(struct rdp_ep *ep)
 	int err;
 
 #ifdef RDP_BENCH_NO_CREDIT
-	/*
-	 * Benchmark-only build (-Dbench_no_credit=true): remote credits and
-	 * acks are ignored, SQ accounting is kept. It measures what the credit
-	 * protocol costs; with a slow receiver it can hit RNR.
-	 */
-	c->rc = UINT32_MAX / 2;
-	c->owed = 0;
+	rdp_credit_bench_bypass(c);
 #endif
 	txq_prefetch(&ep->txq, TX_BURST);
 	while (!txq_empty(&ep->txq) && n < TX_BURST) {
@@ -881,34 +875,24 @@ post_sends(struct rdp_ep *ep)
 			ep->tx_seg = seg->next;
 		}
 	}
-	/*
-	 * Credits no data WR could carry: a pure ack, after a reclaim if due.
-	 * A draining endpoint acks while it has messages left to send: its
-	 * peer may be draining towards it, waiting for these credits as this
-	 * one waits for the peer's. With its queue empty it stops, so that a
-	 * peer that keeps sending cannot hold its teardown off; a reclaim then
-	 * makes the last WRs' success visible.
-	 */
-	if (!draining || !txq_empty(&ep->txq)) {
-		for (;;) {
-			enum rdp_credit_verdict a = rdp_credit_ack_check(c);
+	/* credits no data WR could carry: a pure ack, after a reclaim if due */
+	for (;;) {
+		enum rdp_credit_verdict a = draining ?
+			rdp_credit_ack_check_closing(c, !txq_empty(&ep->txq)) :
+			rdp_credit_ack_check(c);
 
-			if (a == RDP_CREDIT_RECLAIM_FIRST) {
-				seq = rdp_credit_reclaim_posted(c);
-				wr_control(ep, &wr[n++], RDP_WRK_RECLAIM, seq, 0);
-				continue;
-			}
-			if (a == RDP_CREDIT_GO_UNSIGNALED) {
-				uint32_t credits;
-
-				seq = rdp_credit_ack_posted(c, &credits);
-				wr_control(ep, &wr[n++], RDP_WRK_ACK, seq, credits | IMM_ACK);
-			}
-			break;
+		if (a == RDP_CREDIT_RECLAIM_FIRST) {
+			seq = rdp_credit_reclaim_posted(c);
+			wr_control(ep, &wr[n++], RDP_WRK_RECLAIM, seq, 0);
+			continue;
 		}
-	} else if (rdp_credit_flush_due(c)) {
-		seq = rdp_credit_reclaim_posted(c);
-		wr_control(ep, &wr[n++], RDP_WRK_RECLAIM, seq, 0);
+		if (a == RDP_CREDIT_GO_UNSIGNALED) {
+			uint32_t credits;
+
+			seq = rdp_credit_ack_posted(c, &credits);
+			wr_control(ep, &wr[n++], RDP_WRK_ACK, seq, credits | IMM_ACK);
+		}
+		break;
 	}
 	if (n == 0)
 		return 0;

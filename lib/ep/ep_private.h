@@ -117,8 +117,9 @@ struct ep_track {
  * when the ring is full. The ring's addresses are known without a load of
  * the headers, so post_sends() asks for a burst's headers all at once; a
  * list would make each one wait for the previous (docs/performance.md,
- * finding 32). Once the list holds anything, new messages go to it too, so
- * the order stays the order of acceptance.
+ * "The send queue is a ring before it is a list"). Once the list holds
+ * anything, new messages go to it too, so the order stays the order of
+ * acceptance.
  */
 #define EP_TXQ_RING 32u
 struct ep_txq {
