@@ -1159,7 +1159,7 @@ qp_error_call(struct rdp_ep *ep, void *arg)
 
 	RTE_SET_USED(arg);
 	/* on the poller, in order with its events: the QP is still ours */
-	if (!ep->retired && ep->qp != NULL)
+	if (ep_phase_get(ep) < EP_PH_RETIRED && ep->qp != NULL)
 		rdp_qp_modify(ep->qp, &a, RDP_QP_ATTR_STATE);
 }
 

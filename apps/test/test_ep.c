@@ -759,7 +759,7 @@ RDP_TEST(e2e, ep_msg_alloc_bulk_is_all_or_none_and_free_bulk_loses_nothing)
 	RDP_ASSERT_EQ(rdp_ep_wait_established(stream_ep(&cli), 5000), 0);
 	RDP_ASSERT_EQ(stream_pump(sides, 2, 30), 0);
 
-	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(stream_ep(&cli), extra, 4, MAX_MSG + 1), -1);
+	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(stream_ep(&cli), extra, 4, MAX_MSG + 1), -EMSGSIZE);
 	RDP_ASSERT_EQ(rte_errno, EMSGSIZE);
 	/* what this thread can take (the poller's cache may keep a few) */
 	total = drain_send_pool(stream_ep(&cli), held, CAP, 64, 100);
@@ -769,7 +769,7 @@ RDP_TEST(e2e, ep_msg_alloc_bulk_is_all_or_none_and_free_bulk_loses_nothing)
 		RDP_ASSERT_EQ(held[i]->pkt_len, 100);
 	/* all or none: a burst larger than what is left takes nothing */
 	rdp_msg_free_bulk(&held[total - 10], 10);
-	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(stream_ep(&cli), extra, 64, 100), -1);
+	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(stream_ep(&cli), extra, 64, 100), -ENOBUFS);
 	RDP_ASSERT_EQ(rte_errno, ENOBUFS);
 	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(stream_ep(&cli), &held[total - 10], 10, 100), 0);
 	/* free in bursts with holes; then every buffer must be there again */

@@ -514,12 +514,13 @@ shm_links_close(struct shm_dev *sd, struct shm_qp *qp)
 }
 
 /*
- * Send our receive side to the peer's device and wait for its monitor to
- * attach it. The QP's peer_mrs are shared, or else every receive MR of the
- * QP's PD that exists now: other MRs cannot receive on this QP.
+ * Send our receive side to the peer's device: its monitor attaches it and
+ * answers. The QP's peer_mrs are shared, or else every receive MR of the
+ * QP's PD that exists now: other MRs cannot receive on this QP. The answer
+ * comes on the socket left in qp->connect_fd (shm_connect_poll()).
  */
 int
-shm_connect(struct shm_qp *qp, const struct rdp_qp_addr *remote)
+shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 {
 	struct shm_dev *sd = qp->sd;
 	union {
@@ -529,15 +530,12 @@ shm_connect(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 	size_t hlen = sizeof(struct shm_hello) + SHM_MAX_FDS * sizeof(struct shm_hello_mr);
 	struct shm_hello *h = calloc(1, hlen);
 	int *fds = calloc(SHM_MAX_FDS, sizeof(int));
-	struct shm_reply reply;
 	struct sockaddr_un sa;
 	struct msghdr msg = { 0 };
 	struct cmsghdr *cm;
 	struct iovec iov;
-	struct pollfd pfd;
 	uint32_t i, nfd = 0, limit;
 	socklen_t salen;
-	ssize_t r;
 	int fd = -1, ret;
 
 	if (h == NULL || fds == NULL) {
@@ -604,43 +602,82 @@ shm_connect(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 				  strerror(errno));
 		goto out;
 	}
-	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
-	if (poll(&pfd, 1, 5000) <= 0) {
-		ret = rdp_err_set(ETIMEDOUT, "driver shm: QP %u: the peer device did not answer "
-				  "the rendezvous within 5 s", qp->head.qp_num);
-		goto out;
-	}
-	memset(&reply, 0, sizeof(reply));
-	r = recv(fd, &reply, sizeof(reply), 0);
-	if (r != (ssize_t)sizeof(reply) || reply.magic != SHM_HELLO_MAGIC) {
-		ret = rdp_err_set(ECONNRESET, "driver shm: QP %u: the peer device closed the "
-				  "rendezvous", qp->head.qp_num);
-		goto out;
-	}
-	if (reply.status != 0) {
-		reply.msg[sizeof(reply.msg) - 1] = '\0';
-		ret = rdp_err_set(reply.status < 0 && reply.status > -4096 ? -reply.status : EPROTO,
-				  "driver shm: QP %u -> peer QP %u refused: %s", qp->head.qp_num,
-				  remote->qpn, reply.msg);
-		goto out;
-	}
-	/* watch the socket: if the peer goes away, so does this QP */
-	pthread_mutex_lock(&sd->lock);
-	ret = link_add_locked(sd, fd, qp);
-	pthread_mutex_unlock(&sd->lock);
-	if (ret < 0) {
-		ret = rdp_err_set(-ret, "driver shm: cannot watch the peer link: %s",
-				  strerror(-ret));
-		goto out;
-	}
+	qp->connect_fd = fd;
+	qp->connect_dst = remote->qpn;
 	fd = -1;
-	ret = 0;
+	ret = -EINPROGRESS;
 out:
 	if (fd >= 0)
 		close(fd);
 	free(h);
 	free(fds);
 	return ret;
+}
+
+int
+shm_connect_poll(struct shm_qp *qp)
+{
+	struct shm_dev *sd = qp->sd;
+	struct shm_reply reply;
+	ssize_t r;
+	int ret;
+
+	memset(&reply, 0, sizeof(reply));
+	r = recv(qp->connect_fd, &reply, sizeof(reply), MSG_DONTWAIT);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return -EINPROGRESS;
+	if (r != (ssize_t)sizeof(reply) || reply.magic != SHM_HELLO_MAGIC) {
+		ret = rdp_err_set(ECONNRESET, "driver shm: QP %u: the peer device closed the "
+				  "rendezvous", qp->head.qp_num);
+		goto fail;
+	}
+	if (reply.status != 0) {
+		reply.msg[sizeof(reply.msg) - 1] = '\0';
+		ret = rdp_err_set(reply.status < 0 && reply.status > -4096 ? -reply.status : EPROTO,
+				  "driver shm: QP %u -> peer QP %u refused: %s", qp->head.qp_num,
+				  qp->connect_dst, reply.msg);
+		goto fail;
+	}
+	/* watch the socket: if the peer goes away, so does this QP */
+	pthread_mutex_lock(&sd->lock);
+	ret = link_add_locked(sd, qp->connect_fd, qp);
+	pthread_mutex_unlock(&sd->lock);
+	if (ret < 0) {
+		ret = rdp_err_set(-ret, "driver shm: cannot watch the peer link: %s",
+				  strerror(-ret));
+		goto fail;
+	}
+	qp->connect_fd = -1;
+	return 0;
+fail:
+	shm_connect_abort(qp);
+	return ret;
+}
+
+void
+shm_connect_abort(struct shm_qp *qp)
+{
+	if (qp->connect_fd >= 0)
+		close(qp->connect_fd);
+	qp->connect_fd = -1;
+}
+
+/* The blocking rendezvous (rdp_qp_modify()): start it, wait up to 5 s for the answer. */
+int
+shm_connect(struct shm_qp *qp, const struct rdp_qp_addr *remote)
+{
+	struct pollfd pfd;
+	int ret = shm_connect_start(qp, remote);
+
+	if (ret != -EINPROGRESS)
+		return ret;
+	pfd = (struct pollfd){ .fd = qp->connect_fd, .events = POLLIN };
+	if (poll(&pfd, 1, 5000) <= 0) {
+		shm_connect_abort(qp);
+		return rdp_err_set(ETIMEDOUT, "driver shm: QP %u: the peer device did not answer "
+				   "the rendezvous within 5 s", qp->head.qp_num);
+	}
+	return shm_connect_poll(qp);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1010,6 +1047,9 @@ static const struct rdp_driver_ops shm_ops = {
 	.cq_destroy = shm_cq_destroy,
 	.qp_create = shm_qp_create,
 	.qp_modify = shm_qp_modify,
+	.qp_modify_start = shm_qp_modify_start,
+	.qp_modify_poll = shm_qp_modify_poll,
+	.qp_modify_abort = shm_qp_modify_abort,
 	.qp_query = shm_qp_query,
 	.qp_local_addr = shm_qp_local_addr,
 	.qp_destroy = shm_qp_destroy,

@@ -390,6 +390,10 @@ struct shm_qp {
 	int memfd;
 	size_t seg_len;
 	struct rdp_qp_attr attr;
+	int connect_fd;             /**< a rendezvous waiting for its answer, else -1 */
+	uint32_t connect_dst;       /**< ... to this peer QP */
+	struct rdp_qp_attr connect_attr; /**< the RTR it completes */
+	unsigned int connect_mask;
 	TAILQ_ENTRY(shm_qp) next;
 };
 
@@ -503,7 +507,11 @@ void shm_event_push(struct shm_dev *sd, enum rdp_event_type type, struct rdp_qp 
 void shm_event_forget(struct shm_dev *sd, const struct rdp_qp *qp, const struct rdp_cq *cq);
 void shm_link_down(struct shm_dev *sd);
 void shm_peer_unmap(struct shm_peer *p);
+/* The rendezvous of RTR: blocking (shm_connect), or started, polled, abandoned. */
 int shm_connect(struct shm_qp *qp, const struct rdp_qp_addr *remote);
+int shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote);
+int shm_connect_poll(struct shm_qp *qp);
+void shm_connect_abort(struct shm_qp *qp);
 void shm_links_close(struct shm_dev *sd, struct shm_qp *qp);
 int shm_monitor_start(struct shm_dev *sd);
 void shm_monitor_stop(struct shm_dev *sd);
@@ -517,6 +525,10 @@ int shm_cq_resize(struct rdp_cq *cq, uint32_t cqe);
 int shm_cq_destroy(struct rdp_cq *cq);
 struct rdp_qp *shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr);
 int shm_qp_modify(struct rdp_qp *qp, const struct rdp_qp_attr *attr, unsigned int mask);
+int shm_qp_modify_start(struct rdp_qp *qp, const struct rdp_qp_attr *attr, unsigned int mask,
+			int *fd);
+int shm_qp_modify_poll(struct rdp_qp *qp);
+void shm_qp_modify_abort(struct rdp_qp *qp);
 int shm_qp_query(struct rdp_qp *qp, struct rdp_qp_attr *attr);
 int shm_qp_local_addr(struct rdp_qp *qp, struct rdp_qp_addr *addr);
 int shm_qp_destroy(struct rdp_qp *qp);

@@ -203,6 +203,7 @@ qp_free(struct shm_qp *qp)
 		munmap(qp->seg, qp->seg_len);
 	if (qp->memfd >= 0)
 		close(qp->memfd);
+	shm_connect_abort(qp);
 	free(qp->sq);
 	free(qp->rq_post);
 	free(qp->rq_sge);
@@ -250,6 +251,7 @@ shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 	if (qp == NULL)
 		goto nomem;
 	qp->memfd = -1;
+	qp->connect_fd = -1;
 	qp->sd = sd;
 	qp->scq = to_scq(attr->send_cq);
 	qp->rcq = to_scq(attr->recv_cq);
@@ -376,6 +378,35 @@ move(struct shm_qp *qp, int from, int to)
 	return 0;
 }
 
+/* The rendezvous answered: the QP is connected (RTR). */
+static int
+rtr_done(struct shm_qp *qp, const struct rdp_qp_attr *attr, unsigned int mask)
+{
+	/* the peer has its own reference now; spare the descriptor */
+	close(qp->memfd);
+	qp->memfd = -1;
+	qp->attr.remote = attr->remote;
+	if (mask & RDP_QP_ATTR_CONN)
+		qp->attr.conn = attr->conn;
+	return move(qp, RDP_QPS_INIT, RDP_QPS_RTR);
+}
+
+/* Is RTR from the current state with @p mask a legal change? 0 or -EINVAL. */
+static int
+rtr_check(struct shm_qp *qp, int cur, unsigned int mask)
+{
+	if (cur != RDP_QPS_INIT)
+		return rdp_err_set(EINVAL, "driver shm: QP %u: no transition from %s to RTR",
+				   qp->head.qp_num, rdp_qp_state_str(cur));
+	if (!(mask & RDP_QP_ATTR_REMOTE))
+		return rdp_err_set(EINVAL, "driver shm: QP %u: RTR needs the remote "
+				   "address (RDP_QP_ATTR_REMOTE)", qp->head.qp_num);
+	if (qp->connect_fd >= 0)
+		return rdp_err_set(EINVAL, "driver shm: QP %u: a rendezvous is already in "
+				   "progress", qp->head.qp_num);
+	return 0;
+}
+
 int
 shm_qp_modify(struct rdp_qp *q, const struct rdp_qp_attr *attr, unsigned int mask)
 {
@@ -403,21 +434,10 @@ shm_qp_modify(struct rdp_qp *q, const struct rdp_qp_attr *attr, unsigned int mas
 			return move(qp, cur, RDP_QPS_INIT);
 		break;
 	case RDP_QPS_RTR:
-		if (cur != RDP_QPS_INIT)
-			break;
-		if (!(mask & RDP_QP_ATTR_REMOTE))
-			return rdp_err_set(EINVAL, "driver shm: QP %u: RTR needs the remote "
-					   "address (RDP_QP_ATTR_REMOTE)", q->qp_num);
-		ret = shm_connect(qp, &attr->remote);
-		if (ret < 0)
-			return ret;
-		/* the peer has its own reference now; spare the descriptor */
-		close(qp->memfd);
-		qp->memfd = -1;
-		qp->attr.remote = attr->remote;
-		if (mask & RDP_QP_ATTR_CONN)
-			qp->attr.conn = attr->conn;
-		return move(qp, cur, RDP_QPS_RTR);
+		ret = rtr_check(qp, cur, mask);
+		if (ret == 0)
+			ret = shm_connect(qp, &attr->remote);
+		return ret < 0 ? ret : rtr_done(qp, attr, mask);
 	case RDP_QPS_RTS:
 		if (cur != RDP_QPS_RTR && cur != RDP_QPS_RTS)
 			break;
@@ -431,6 +451,49 @@ shm_qp_modify(struct rdp_qp *q, const struct rdp_qp_attr *attr, unsigned int mas
 	}
 	return rdp_err_set(EINVAL, "driver shm: QP %u: no transition from %s to %s", q->qp_num,
 			   rdp_qp_state_str(cur), rdp_qp_state_str(to));
+}
+
+int
+shm_qp_modify_start(struct rdp_qp *q, const struct rdp_qp_attr *attr, unsigned int mask,
+		    int *fd)
+{
+	struct shm_qp *qp = to_sqp(q);
+	int ret;
+
+	if (!(mask & RDP_QP_ATTR_STATE) || attr->state != RDP_QPS_RTR)
+		return shm_qp_modify(q, attr, mask);
+	if ((mask & RDP_QP_ATTR_CONN) && attr->conn.rnr_retry > 7)
+		return rdp_err_set(EINVAL, "driver shm: rnr_retry=%u: expected 0..7",
+				   attr->conn.rnr_retry);
+	ret = rtr_check(qp, __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE), mask);
+	if (ret == 0)
+		ret = shm_connect_start(qp, &attr->remote);
+	if (ret != -EINPROGRESS)
+		return ret < 0 ? ret : rtr_done(qp, attr, mask);
+	qp->connect_attr = *attr;
+	qp->connect_mask = mask;
+	*fd = qp->connect_fd;
+	return -EINPROGRESS;
+}
+
+int
+shm_qp_modify_poll(struct rdp_qp *q)
+{
+	struct shm_qp *qp = to_sqp(q);
+	int ret;
+
+	if (qp->connect_fd < 0)
+		return rdp_err_set(EINVAL, "driver shm: QP %u: no change in progress", q->qp_num);
+	ret = shm_connect_poll(qp);
+	if (ret < 0)
+		return ret;
+	return rtr_done(qp, &qp->connect_attr, qp->connect_mask);
+}
+
+void
+shm_qp_modify_abort(struct rdp_qp *q)
+{
+	shm_connect_abort(to_sqp(q));
 }
 
 int

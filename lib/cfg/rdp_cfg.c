@@ -28,6 +28,7 @@
 #include <rte_cfgfile.h>
 
 #include "rdp_cfg.h"
+#include "rdp_hostport.h"
 
 RTE_LOG_REGISTER(rdp_cfg_logtype, rdp.cfg, INFO);
 #define CFG_LOG(level, fmt, ...) RDP_LOG(level, rdp_cfg_logtype, "cfg", fmt, ##__VA_ARGS__)
@@ -399,93 +400,6 @@ driver_check(const char *s, char *why, size_t len)
 	}
 }
 
-static bool
-host_name_ok(const char *h, size_t n)
-{
-	size_t i, label = 0;
-
-	if (n == 0 || n > 253)
-		return false;
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)h[i];
-
-		if (c == '.') {
-			if (label == 0 || h[i - 1] == '-')
-				return false;
-			label = 0;
-		} else if (isalnum(c) || (c == '-' && label > 0)) {
-			if (++label > 63)
-				return false;
-		} else {
-			return false;
-		}
-	}
-	return label > 0 && h[n - 1] != '-';
-}
-
-/* Is the @p n characters at @p h an address of family @p af? */
-static bool
-addr_ok(int af, const char *h, size_t n)
-{
-	char addr[INET6_ADDRSTRLEN + 1];
-	unsigned char bin[sizeof(struct in6_addr)];
-
-	if (n >= sizeof(addr))
-		return false;
-	memcpy(addr, h, n);
-	addr[n] = '\0';
-	return inet_pton(af, addr, bin) == 1;
-}
-
-/* HOST:PORT with HOST an IPv4 address, [IPv6] or a host name. */
-static int
-hostport_parse(const char *s, char *host, size_t host_len, uint16_t *port,
-	       char *why, size_t len)
-{
-	const char *h = s, *colon;
-	int64_t p;
-	size_t n;
-
-	if (s[0] == '[') {
-		const char *close = strchr(s, ']');
-
-		if (close == NULL || close[1] != ':')
-			return rule(why, len, "expected [IPv6]:PORT");
-		h = s + 1;
-		n = (size_t)(close - h);
-		colon = close + 1;
-		if (!addr_ok(AF_INET6, h, n))
-			return rule(why, len, "'%.*s' is not an IPv6 address", (int)n, h);
-	} else {
-		colon = strrchr(s, ':');
-		if (colon == NULL)
-			return rule(why, len, "expected HOST:PORT");
-		if (strchr(s, ':') != colon)
-			return rule(why, len, "an IPv6 address needs brackets, as in [::1]:18515");
-		n = (size_t)(colon - s);
-		if (n == 0)
-			return rule(why, len, "missing host before ':'");
-		if (strspn(s, "0123456789.") >= n) {
-			if (!addr_ok(AF_INET, h, n))
-				return rule(why, len, "'%.*s' is not an IPv4 address", (int)n, h);
-		} else if (!host_name_ok(h, n)) {
-			return rule(why, len, "'%.*s' is not a host name "
-				    "(letters, digits, '-', '.')", (int)n, h);
-		}
-	}
-	if (parse_int(colon + 1, &p) < 0 || colon[1] == '-' || p < 1 || p > 65535)
-		return rule(why, len, "port must be an integer in [1, 65535]");
-	if (host != NULL) {
-		if (n >= host_len)
-			return -ENOSPC;
-		memcpy(host, h, n);
-		host[n] = '\0';
-	}
-	if (port != NULL)
-		*port = (uint16_t)p;
-	return 0;
-}
-
 static int
 range_rule(const struct key *k, char *why, size_t len)
 {
@@ -554,7 +468,7 @@ value_parse(const struct key *k, const char *s, size_t raw_len, struct rdp_cfg_l
 		if ((k->flags & F_DRIVER) && driver_check(s, why, len) < 0)
 			return -EINVAL;
 		if ((k->flags & F_HOSTPORT) && s[0] != '\0' &&
-		    hostport_parse(s, NULL, 0, NULL, why, len) < 0)
+		    rdp_hostport_split(s, 0, NULL, 0, NULL, why, len) < 0)
 			return -EINVAL;
 		snprintf(field, k->size, "%s", s);
 		return 0;
@@ -1344,15 +1258,5 @@ rdp_cfg_dump(const struct rdp_cfg *cfg, FILE *out)
 int
 rdp_cfg_hostport(const char *spec, char *host, size_t len, uint16_t *port)
 {
-	char why[128];
-	int ret;
-
-	if (spec == NULL || host == NULL || port == NULL)
-		return rdp_err_set(EINVAL, "rdp_cfg_hostport: NULL argument");
-	ret = hostport_parse(spec, host, len, port, why, sizeof(why));
-	if (ret == -ENOSPC)
-		return rdp_err_set(ENOSPC, "'%s': host longer than %zu characters", spec, len - 1);
-	if (ret < 0)
-		return rdp_err_set(EINVAL, "'%s': %s", spec, why);
-	return 0;
+	return rdp_hostport_parse(spec, 0, host, len, port);
 }

@@ -31,6 +31,18 @@
 extern "C" {
 #endif
 
+/**
+ * Add @p n to a counter with one writer thread that other threads read
+ * (statistics, telemetry): relaxed atomic loads and stores, plain moves on
+ * x86, keep every value whole for the readers.
+ */
+#define RDP_STAT_ADD(ctr, n) \
+	__atomic_store_n(&(ctr), __atomic_load_n(&(ctr), __ATOMIC_RELAXED) + (n), \
+			 __ATOMIC_RELAXED)
+
+/** Read a counter that another thread writes (RDP_STAT_ADD()). */
+#define RDP_STAT_READ(ctr) __atomic_load_n(&(ctr), __ATOMIC_RELAXED)
+
 /** Longest error detail kept by rdp_err_set(), including the NUL. */
 #define RDP_ERR_MSG_MAX 512
 

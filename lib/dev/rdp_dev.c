@@ -349,6 +349,29 @@ rdp_qp_modify(struct rdp_qp *qp, const struct rdp_qp_attr *attr, unsigned int ma
 }
 
 int
+rdp_qp_modify_start(struct rdp_qp *qp, const struct rdp_qp_attr *attr, unsigned int mask,
+		    int *fd)
+{
+	*fd = -1;
+	if (qp->dev->drv->ops->qp_modify_start == NULL)
+		return rdp_qp_modify(qp, attr, mask);
+	return qp->dev->drv->ops->qp_modify_start(qp, attr, mask, fd);
+}
+
+int
+rdp_qp_modify_poll(struct rdp_qp *qp)
+{
+	return CALL_OP(qp->dev, qp_modify_poll, qp);
+}
+
+void
+rdp_qp_modify_abort(struct rdp_qp *qp)
+{
+	if (qp->dev->drv->ops->qp_modify_abort != NULL)
+		qp->dev->drv->ops->qp_modify_abort(qp);
+}
+
+int
 rdp_qp_query(struct rdp_qp *qp, struct rdp_qp_attr *attr)
 {
 	memset(attr, 0, sizeof(*attr));

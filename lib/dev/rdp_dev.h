@@ -651,6 +651,49 @@ struct rdp_qp *rdp_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *a
 int rdp_qp_modify(struct rdp_qp *qp, const struct rdp_qp_attr *attr, unsigned int mask);
 
 /**
+ * rdp_qp_modify() without waiting on the network: a driver whose change
+ * waits for its peer (the shm driver's RTR rendezvous) starts it and
+ * returns -EINPROGRESS; the caller watches @p fd and calls
+ * rdp_qp_modify_poll() when it is readable (or gives up with
+ * rdp_qp_modify_abort()). Other drivers change the state at once.
+ *
+ * @param qp
+ *   The QP.
+ * @param attr
+ *   New values.
+ * @param mask
+ *   RDP_QP_ATTR_* bits saying which fields of @p attr apply.
+ * @param fd
+ *   Receives the descriptor to watch for input when -EINPROGRESS.
+ * @return
+ *   0 (done), -EINPROGRESS (in progress), or as rdp_qp_modify().
+ */
+int rdp_qp_modify_start(struct rdp_qp *qp, const struct rdp_qp_attr *attr, unsigned int mask,
+			int *fd);
+
+/**
+ * Go on with a change rdp_qp_modify_start() left in progress (without
+ * waiting).
+ *
+ * @param qp
+ *   The QP.
+ * @return
+ *   0 (done: the QP is in the new state), -EINPROGRESS (not yet), or the
+ *   errno of its failure, with a detail in rdp_err_msg() (the change is
+ *   over; the QP stays in its former state).
+ */
+int rdp_qp_modify_poll(struct rdp_qp *qp);
+
+/**
+ * Give up a change rdp_qp_modify_start() left in progress: its descriptor
+ * is closed and the QP stays in its former state. Nothing when none is.
+ *
+ * @param qp
+ *   The QP.
+ */
+void rdp_qp_modify_abort(struct rdp_qp *qp);
+
+/**
  * Read the QP's current state.
  *
  * @param qp

@@ -60,6 +60,16 @@ struct rdp_driver_ops {
 	struct rdp_qp *(*qp_create)(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr);
 	int (*qp_modify)(struct rdp_qp *qp, const struct rdp_qp_attr *attr,
 			 unsigned int mask);
+	/**
+	 * Optional (NULL: qp_modify() at once). qp_modify() that returns
+	 * -EINPROGRESS and a descriptor to watch instead of waiting on the
+	 * network; qp_modify_poll() goes on with it, qp_modify_abort() gives
+	 * it up. A driver that has qp_modify_start has all three.
+	 */
+	int (*qp_modify_start)(struct rdp_qp *qp, const struct rdp_qp_attr *attr,
+			       unsigned int mask, int *fd);
+	int (*qp_modify_poll)(struct rdp_qp *qp);
+	void (*qp_modify_abort)(struct rdp_qp *qp);
 	int (*qp_query)(struct rdp_qp *qp, struct rdp_qp_attr *attr);
 	int (*qp_local_addr)(struct rdp_qp *qp, struct rdp_qp_addr *addr);
 	int (*qp_destroy)(struct rdp_qp *qp);
@@ -158,14 +168,6 @@ int rdp_drv_arg_u64(const char *drv, struct rte_kvargs *kv, const char *key,
  */
 int rdp_drv_arg_str(const char *drv, struct rte_kvargs *kv, const char *key,
 		    char *val, size_t len);
-
-/** Add @p n to a single-writer counter so concurrent readers see whole values. */
-#define RDP_STAT_ADD(ctr, n) \
-	__atomic_store_n(&(ctr), __atomic_load_n(&(ctr), __ATOMIC_RELAXED) + (n), \
-			 __ATOMIC_RELAXED)
-
-/** Read a counter written by another thread. */
-#define RDP_STAT_READ(ctr) __atomic_load_n(&(ctr), __ATOMIC_RELAXED)
 
 #ifdef __cplusplus
 }

@@ -3,17 +3,29 @@
 #define RDP_EP_PRIVATE_H
 
 /*
- * Endpoint internals shared by the datapath (ep_data.c, poller lcores), the
- * control thread (ep_ctl.c) and the runtime (ep_runtime.c).
+ * Endpoint internals shared by lib/ep's files:
+ *   ep_phase.c     the lifecycle: phases and the moves between them
+ *   ep_life.c      admission, failure, the flush that ends a QP, release
+ *   ep_rx.c        completions, receive, reassembly, reposts
+ *   ep_tx.c        the send queue, posting, send completions
+ *   ep_deliver.c   events to the application
+ *   ep_poller.c    what the poller calls: progress, inbox, look-ahead
+ *   ep_hs.c        the handshake (control thread)
+ *   ep_ctl.c       the control thread's loop, requests and deadlines
+ *   ep_runtime.c   rdp_init/rdp_fini, the registry, the API's getters
+ *   ep_telemetry.c telemetry and the endpoint dump
  *
- * Ownership: an endpoint belongs to the control thread until it is admitted
- * to its poller through the inbox; from then on only the poller touches its
- * datapath fields. The poller hands it back for teardown through the
- * control thread's inbox. The state field is the only one read anywhere.
+ * Ownership: an endpoint belongs to the control thread until it is handed
+ * to its poller through the inbox (EP_PH_HANDOVER); from then on only the
+ * poller touches its datapath fields and moves its phase on. The control
+ * thread keeps the control socket of an established endpoint until the
+ * poller says it retired (REQ_RETIRE). The state and the phase are the
+ * only fields read by other threads (atomics).
  */
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <sys/queue.h>
 
 #include "rdp_cfg.h"
@@ -28,16 +40,6 @@ extern int rdp_ep_logtype;
 #define EP_LOG(level, fmt, ...) RDP_LOG(level, rdp_ep_logtype, "ep", fmt, ##__VA_ARGS__)
 
 _Static_assert(IMM_CREDITS == RDP_CREDIT_IMM_MAX, "credit field width");
-
-/*
- * Endpoint counters have one writer, the owning poller, and readers on any
- * thread (rdp_ep_stats_get(), telemetry): relaxed atomic loads and stores,
- * plain moves on x86, keep every value whole.
- */
-#define EP_STAT_ADD(ep, field, n) \
-	__atomic_store_n(&(ep)->stats.field, \
-			 __atomic_load_n(&(ep)->stats.field, __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
-#define EP_STAT_READ(ep, field) __atomic_load_n(&(ep)->stats.field, __ATOMIC_RELAXED)
 
 /* ---- inbox items: pointers (64-byte aligned) tagged in their low bits ---- */
 enum inbox_tag {
@@ -96,16 +98,50 @@ struct ep_lcore {
 	uint32_t max_inline;              /* min(config, device) */
 };
 
-/* Handshake progress (control thread only). */
+/* Handshake steps (control thread only), while ctl_list is CTL_HANDSHAKE. */
 enum hs_step {
-	HS_NONE = 0,
-	HS_TCP_CONNECT,  /* client: waiting for connect() */
-	HS_SEND,         /* sending out_buf, then next_step */
-	HS_RECV_ACK,     /* client: waiting for HELLO_ACK */
-	HS_RECV_HELLO,   /* server: waiting for HELLO */
-	HS_RECV_READY,   /* server: waiting for READY */
-	HS_DONE,         /* admitted; the socket watches for peer death */
+	HS_TCP_CONNECT = 0, /* client: waiting for connect() */
+	HS_SEND,            /* sending out_buf, then hs_after_send */
+	HS_RECV_ACK,        /* client: waiting for HELLO_ACK */
+	HS_RECV_HELLO,      /* server: waiting for HELLO */
+	HS_RECV_READY,      /* server: waiting for READY */
+	HS_QP_CONNECT,      /* waiting for the driver to connect the QP (a shm
+			     * rendezvous), then the next message goes out */
+	HS_ADMIT,           /* (as hs_after_send only) the client's READY is out: admit */
 };
+
+/* What the control thread holds of an endpoint (control thread only). */
+enum ctl_list {
+	CTL_NONE = 0,    /* nothing: not started, failed or retired */
+	CTL_HANDSHAKE,   /* a handshake, on the handshakes list, with its deadline */
+	CTL_ESTABLISHED, /* its control socket, watched for peer death, on the established list */
+};
+
+/*
+ * The phases of an endpoint's life (docs/architecture.md, "Endpoint
+ * lifecycle", has the table of moves; a test holds the two together). A
+ * phase has one owner, the only thread that moves the endpoint out of it:
+ * the control thread for HANDSHAKE and RELEASED, the poller for the rest
+ * (HANDOVER is left by the poller that takes the endpoint). ep_phase_set()
+ * refuses a move the table does not list.
+ */
+enum ep_phase {
+	EP_PH_HANDSHAKE = 0, /* TCP connect and hello exchange; its QP may exist */
+	EP_PH_HANDOVER,      /* in its poller's inbox: the handshake ended, well or not */
+	EP_PH_ESTABLISHED,   /* messages flow */
+	EP_PH_DRAINING,      /* closed by the application: what it accepted goes out */
+	EP_PH_FLUSHING,      /* QP in error, flush marker posted: every WR comes back */
+	EP_PH_FLUSHED,       /* the flush marker is back: the last receives come back */
+	EP_PH_RETIRED,       /* QP destroyed, every message reported; references keep it */
+	EP_PH_RELEASING,     /* the last reference went while it was on the busy list */
+	EP_PH_RELEASED,      /* freed */
+	EP_PH_COUNT
+};
+
+/* May an endpoint move from phase @p from to phase @p to? */
+bool ep_phase_allowed(enum ep_phase from, enum ep_phase to);
+/* A phase's name, as docs/architecture.md writes it. */
+const char *ep_phase_name(enum ep_phase p);
 
 /* Per-WR record of the send queue, indexed by sequence. */
 struct ep_track {
@@ -137,6 +173,52 @@ txq_empty(const struct ep_txq *q)
 	return q->head == q->tail && q->ov_head == NULL;
 }
 
+/* Exactly one message queued. */
+static inline bool
+txq_single(const struct ep_txq *q)
+{
+	uint32_t in_ring = q->tail - q->head;
+
+	return in_ring == 1 ? q->ov_head == NULL : in_ring == 0 && q->ov_head != NULL &&
+		q->ov_head == q->ov_tail;
+}
+
+static inline struct rdp_msg *
+txq_first(const struct ep_txq *q)
+{
+	return q->head != q->tail ? q->ring[q->head % EP_TXQ_RING] : q->ov_head;
+}
+
+static inline void
+txq_push(struct ep_txq *q, struct rdp_msg *m)
+{
+	if (q->ov_head == NULL && q->tail - q->head < EP_TXQ_RING)
+		q->ring[q->tail++ % EP_TXQ_RING] = m;
+	else {
+		m->link = NULL;
+		if (q->ov_tail != NULL)
+			q->ov_tail->link = m;
+		else
+			q->ov_head = m;
+		q->ov_tail = m;
+	}
+}
+
+static inline struct rdp_msg *
+txq_pop(struct ep_txq *q)
+{
+	struct rdp_msg *m;
+
+	if (q->head != q->tail)
+		return q->ring[q->head++ % EP_TXQ_RING];
+	m = q->ov_head;
+	q->ov_head = m->link;
+	if (q->ov_head == NULL)
+		q->ov_tail = NULL;
+	m->link = NULL;
+	return m;
+}
+
 struct rdp_ep {
 	struct rdp_poll_busy busy;      /* poller busy-list hook */
 	struct ep_lcore *lc;            /* owning lcore */
@@ -157,16 +239,13 @@ struct rdp_ep {
 	/* receive side */
 	struct rdp_pool *recv_pool;     /* this endpoint's receive buffers */
 	uint32_t recv_posted;           /* entries in the RQ */
-	bool closing;                   /* application closed it */
-	bool retired;                   /* handed back to the control thread */
+	_Atomic uint8_t phase;          /* enum ep_phase (ep_phase_get/set) */
+	bool closing;                   /* the application closed it */
+	bool announced;                 /* ESTABLISHED went to the application: messages
+					 * that arrive are delivered, not dropped */
 	bool app_visible;               /* (atomic) the application knows it: events flow */
-	bool release_pending;           /* free it when it leaves the busy list */
-	bool admitted;                  /* the poller took it over: its events may flow */
 	bool held_ref;                  /* they hold a reference (kept until retired) */
 	bool backpressured;
-	bool drain_posted;
-	bool drain_done;
-	bool handed;                    /* the control thread handed it over (TAG_ADMIT) */
 	struct ep_frame frame;          /* receive framing state */
 	uint32_t held;                  /* received messages the application holds */
 	uint32_t rp_acks;               /* of which owe nothing: pure acks' buffers
@@ -192,9 +271,11 @@ struct rdp_ep {
 	struct ep_track *track;         /* [seq & track_mask] */
 	struct rdp_msg *tx_seg;         /* next chunk of the first to post, NULL: start */
 	struct ep_txq txq;              /* accepted messages, in order */
-	/* failures, teardown, handover */
+	/* failures, the flush, handover */
 	uint64_t err_seq;               /* lowest sequence with an error completion */
-	uint64_t drain_seq;             /* sequence of the drain marker */
+	uint64_t flush_seq;             /* sequence of the flush marker */
+	bool ctl_keeps;                 /* at the handover: the control thread keeps its
+					 * socket and must hear of its retirement */
 	int early_err;                  /* first error before the handover; the control
 					 * thread, which still owns the handshake, is told */
 	struct rdp_msg *early_head;     /* messages completed before that, in order */
@@ -208,8 +289,11 @@ struct rdp_ep {
 	bool is_server;
 	bool qp_made;                   /* its QP exists: its poller sees its completions,
 					 * may retire it at any time and alone ends it */
+	enum ctl_list ctl_list;
 	enum hs_step hs;
 	enum hs_step hs_after_send;
+	int qp_connect_fd;              /* HS_QP_CONNECT: the driver's descriptor to watch */
+	uint32_t path_mtu;              /* agreed in the handshake */
 	uint64_t deadline_ns;           /* the handshake's, then the drain's */
 	TAILQ_ENTRY(rdp_ep) drain_next; /* closed while established: drain deadlines */
 	bool drain_listed;              /* on that list */
@@ -231,14 +315,129 @@ struct rdp_ep {
 					 * poller reads it after the close request) */
 };
 
-/* ---- datapath (ep_data.c), poller thread ---- */
-extern const struct rdp_poll_ops ep_poll_ops;
-/* Post the initial receives (control thread, before the QP is handed over). */
-int ep_post_initial_recvs(struct rdp_ep *ep);
+/* ---- the lifecycle (ep_phase.c, ep_life.c) ---- */
+static inline enum ep_phase
+ep_phase_get(const struct rdp_ep *ep)
+{
+	return (enum ep_phase)atomic_load_explicit(&ep->phase, memory_order_acquire);
+}
+
+/* Move @p ep to phase @p to (its owner thread); a move the table lacks panics. */
+void ep_phase_set(struct rdp_ep *ep, enum ep_phase to);
+
+/* Its QP is being flushed or is gone: no post, no new message. */
+static inline bool
+ep_tearing_down(const struct rdp_ep *ep)
+{
+	return ep_phase_get(ep) >= EP_PH_FLUSHING;
+}
+
+/* Take over an endpoint the control thread handed over (TAG_ADMIT). */
+void ep_admit(struct rdp_ep *ep);
+/* The application closed it (TAG_CLOSE). */
+void ep_close_local(struct rdp_ep *ep);
+/* Fail it: its QP is flushed and every message it holds reported. */
+void ep_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Errno for a completion status. */
+int ep_wc_errno(uint8_t status);
+/* Move its QP to error and post the flush marker behind everything. */
+void ep_flush_qp(struct rdp_ep *ep);
+/* Everything came back: report, destroy the QP, retire (from ep_progress()). */
+void ep_finalize(struct rdp_ep *ep);
 /* The last reference is gone; called on the owning poller's thread. */
 void ep_release_on_poller(struct rdp_ep *ep);
 
-/* ---- control thread (ep_ctl.c) ---- */
+/* ---- completions and receive (ep_rx.c), poller thread ---- */
+void ep_complete(void *client, const struct rdp_wc *wc, uint16_t n);
+/* Post every buffer waiting to go back; returns how many. */
+unsigned int ep_post_recvs(struct rdp_ep *ep);
+/* Post the initial receives (control thread, before the QP is handed over). */
+int ep_post_initial_recvs(struct rdp_ep *ep);
+/* Buffers to post again go back to their pool (the QP is in error). */
+void ep_recv_drop_reposts(struct rdp_ep *ep);
+/* A received message freed on another thread, handed over (TAG_FREE). */
+void ep_recv_freed(struct rdp_msg *m);
+
+/* ---- send (ep_tx.c), poller thread ---- */
+/* Post what the credits allow of the send queue, then an ack or reclaim due. */
+unsigned int ep_post_sends(struct rdp_ep *ep);
+void ep_send_complete(struct rdp_ep *ep, const struct rdp_wc *wc);
+/* A send handed over from another thread (TAG_SEND). */
+void ep_accept_send(struct rdp_ep *ep, struct rdp_msg *m);
+
+/*
+ * Post what waits, receives first: a pure ack's buffer must be back before
+ * data that spends the credits the ack brought leaves, or the peer's next
+ * ack could find the reserve short (docs/credit-protocol.md). With
+ * @p all_reposts the buffers that only owe credits go too (the poller's
+ * pass); a send made from a callback leaves before those.
+ */
+static inline unsigned int
+ep_flush(struct rdp_ep *ep, bool all_reposts)
+{
+	unsigned int work = 0;
+
+	if (ep->rp_head != NULL && (all_reposts || ep->rp_acks > 0))
+		work += ep_post_recvs(ep);
+	if (!ep_tearing_down(ep))
+		work += ep_post_sends(ep);
+	return work;
+}
+
+/* ---- events to the application (ep_deliver.c), poller thread ---- */
+static inline void
+ep_busy(struct rdp_ep *ep)
+{
+	rdp_poller_busy(ep->lc->poller, &ep->busy);
+}
+
+static inline void
+ep_q_push(struct rdp_msg **head, struct rdp_msg **tail, struct rdp_msg *m)
+{
+	m->link = NULL;
+	if (*tail != NULL)
+		(*tail)->link = m;
+	else
+		*head = m;
+	*tail = m;
+}
+
+static inline struct rdp_msg *
+ep_q_pop(struct rdp_msg **head, struct rdp_msg **tail)
+{
+	struct rdp_msg *m = *head;
+
+	*head = m->link;
+	if (*head == NULL)
+		*tail = NULL;
+	m->link = NULL;
+	return m;
+}
+
+static inline void
+ep_ev_push(struct rdp_ep *ep, struct rdp_msg *m)
+{
+	ep_q_push(&ep->ev_head, &ep->ev_tail, m);
+	ep_busy(ep);
+}
+
+/* Queue a state event. */
+void ep_ev_state(struct rdp_ep *ep, enum rdp_ep_state state, int err);
+/* A message left the send path: report it (or free it when nobody asked). */
+void ep_send_done(struct rdp_ep *ep, struct rdp_msg *m, int status);
+/* Hand queued events over; with @p recv_only only received messages. */
+unsigned int ep_deliver(struct rdp_ep *ep, bool recv_only);
+/* Received messages the application holds: one more, @p n fewer. */
+void ep_held_inc(struct rdp_ep *ep, unsigned int n);
+void ep_held_sub(struct rdp_ep *ep, unsigned int n);
+/* The messages' reference goes once none is held and the endpoint is retired. */
+void ep_held_ref_settle(struct rdp_ep *ep);
+
+/* ---- what the poller calls (ep_poller.c) ---- */
+extern const struct rdp_poll_ops ep_poll_ops;
+
+/* ---- control thread (ep_ctl.c, ep_hs.c) ---- */
 int ctl_start(void);
 void ctl_stop(void);
 /* Hand a retired endpoint back (poller thread). */
@@ -280,6 +479,10 @@ struct rdp_ep *ep_new(struct ep_lcore *lc, const struct rdp_ep_params *prm, bool
 void ep_unref(struct rdp_ep *ep);
 /* Free an endpoint's memory and resources (control thread). */
 void ep_free(struct rdp_ep *ep);
+/* One endpoint's line of rdp_endpoints_dump() (ep_telemetry.c). */
+void ep_dump_one(FILE *f, const struct rdp_ep *ep);
+/* Register the telemetry commands, once (ep_telemetry.c). */
+void ep_telemetry_register(void);
 
 static inline void
 ep_set_state(struct rdp_ep *ep, enum rdp_ep_state s)
@@ -293,7 +496,7 @@ ep_get_state(const struct rdp_ep *ep)
 	return (enum rdp_ep_state)atomic_load_explicit(&ep->state, memory_order_acquire);
 }
 
-/* Per-QP CQ entries: S + R, plus the drain marker's slot. */
+/* Per-QP CQ entries: S + R, plus the flush marker's slot. */
 static inline uint32_t
 ep_cq_budget(const struct ep_lcore *lc)
 {

@@ -30,68 +30,8 @@ struct ep_runtime rdp_rt = {
 };
 
 /* ---------------------------------------------------------------------- */
-/* Endpoint objects                                                       */
+/* Pollers                                                                */
 /* ---------------------------------------------------------------------- */
-
-struct rdp_ep *
-ep_new(struct ep_lcore *lc, const struct rdp_ep_params *prm, bool app_visible)
-{
-	struct rdp_ep *ep;
-
-	if (posix_memalign((void **)&ep, RTE_CACHE_LINE_SIZE, sizeof(*ep)) != 0) {
-		rdp_err_set(ENOMEM, "out of memory for an endpoint");
-		return NULL;
-	}
-	memset(ep, 0, sizeof(*ep));
-	ep->lc = lc;
-	ep->prm = *prm;
-	ep->fd = -1;
-	ep->slot = UINT32_MAX;
-	ep->err_seq = UINT64_MAX;
-	ep->busy.client = ep;
-	ep->app_visible = app_visible;
-	atomic_init(&ep->refs, app_visible ? 2 : 1);
-	ep_set_state(ep, RDP_EP_CONNECTING);
-	pthread_mutex_lock(&rdp_rt.lock);
-	ep->id = ++rdp_rt.next_id;
-	TAILQ_INSERT_TAIL(&rdp_rt.all, ep, all_next);
-	pthread_mutex_unlock(&rdp_rt.lock);
-	return ep;
-}
-
-void
-ep_unref(struct rdp_ep *ep)
-{
-	void *item;
-
-	if (atomic_fetch_sub(&ep->refs, 1) != 1)
-		return;
-	/* the owning poller may still have it on its busy list */
-	if (rdp_poller_is_self(ep->lc->poller)) {
-		ep_release_on_poller(ep);
-		return;
-	}
-	item = tag_ptr(ep, TAG_RELEASE);
-	while (rdp_poller_inbox_put(ep->lc->poller, &item, 1) != 1)
-		usleep(10);
-}
-
-void
-ep_free(struct rdp_ep *ep)
-{
-	int missing;
-
-	pthread_mutex_lock(&rdp_rt.lock);
-	TAILQ_REMOVE(&rdp_rt.all, ep, all_next);
-	pthread_mutex_unlock(&rdp_rt.lock);
-	if (ep->cq_reserved > 0)
-		rdp_poller_unreserve(ep->lc->poller, ep->cq_reserved);
-	missing = rdp_pool_destroy(ep->recv_pool);
-	if (missing > 0)
-		EP_LOG(ERR, "endpoint %u: %d receive buffers missing at release", ep->id, missing);
-	free(ep->track);
-	free(ep);
-}
 
 struct ep_lcore *
 rt_pick_lcore(int lcore)
@@ -287,15 +227,15 @@ void
 rdp_ep_stats_get(const struct rdp_ep *ep, struct rdp_ep_stats *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->msgs_sent = EP_STAT_READ(ep, msgs_sent);
-	s->msgs_failed = EP_STAT_READ(ep, msgs_failed);
-	s->msgs_received = EP_STAT_READ(ep, msgs_received);
-	s->bytes_sent = EP_STAT_READ(ep, bytes_sent);
-	s->bytes_received = EP_STAT_READ(ep, bytes_received);
-	s->backpressure = EP_STAT_READ(ep, backpressure);
-	s->enomem = EP_STAT_READ(ep, enomem);
-	s->rnr = EP_STAT_READ(ep, rnr);
-	s->dups_dropped = EP_STAT_READ(ep, dups_dropped);
+	s->msgs_sent = RDP_STAT_READ(ep->stats.msgs_sent);
+	s->msgs_failed = RDP_STAT_READ(ep->stats.msgs_failed);
+	s->msgs_received = RDP_STAT_READ(ep->stats.msgs_received);
+	s->bytes_sent = RDP_STAT_READ(ep->stats.bytes_sent);
+	s->bytes_received = RDP_STAT_READ(ep->stats.bytes_received);
+	s->backpressure = RDP_STAT_READ(ep->stats.backpressure);
+	s->enomem = RDP_STAT_READ(ep->stats.enomem);
+	s->rnr = RDP_STAT_READ(ep->stats.rnr);
+	s->dups_dropped = RDP_STAT_READ(ep->stats.dups_dropped);
 	credit_snapshot(ep, s);
 }
 
@@ -309,47 +249,6 @@ rdp_endpoint_count(void)
 	TAILQ_FOREACH(ep, &rdp_rt.all, all_next)
 		n++;
 	pthread_mutex_unlock(&rdp_rt.lock);
-	return n;
-}
-
-/*
- * One endpoint's line of rdp_endpoints_dump(). Poller-owned fields read from
- * here are the racy snapshot the API promises; the credit state comes
- * through rdp_ep_stats_get() (see credit_snapshot()).
- */
-__attribute__((no_sanitize("thread")))
-static void
-ep_dump_one(FILE *f, const struct rdp_ep *ep)
-{
-	struct rdp_ep_stats s;
-
-	rdp_ep_stats_get(ep, &s);
-	fprintf(f, "endpoint %u peer %s lcore %u state %s err %d: app_visible %d handed %d "
-		"admitted %d closing %d retired %d | drain_posted %d drain_done %d "
-		"recv_posted %u sq_inflight %u remote_credits %u owed %u txq %s | held %u "
-		"held_ref %d refs %u busy %d release_pending %d | control: qp_made %d "
-		"handshake step %d\n",
-		ep->id, ep->peer, ep->lc->lcore_id, rdp_ep_state_str(ep_get_state(ep)), ep->err,
-		ep->app_visible, ep->handed, ep->admitted, ep->closing, ep->retired,
-		ep->drain_posted, ep->drain_done, s.recv_posted, s.sq_inflight,
-		s.remote_credits, s.owed, txq_empty(&ep->txq) ? "empty" : "queued",
-		ep->held, ep->held_ref, atomic_load(&ep->refs), ep->busy.queued,
-		ep->release_pending, ep->qp_made, (int)ep->hs);
-}
-
-unsigned int
-rdp_endpoints_dump(FILE *f)
-{
-	struct rdp_ep *ep;
-	unsigned int n = 0;
-
-	pthread_mutex_lock(&rdp_rt.lock);
-	TAILQ_FOREACH(ep, &rdp_rt.all, all_next) {
-		ep_dump_one(f, ep);
-		n++;
-	}
-	pthread_mutex_unlock(&rdp_rt.lock);
-	fflush(f);
 	return n;
 }
 
@@ -369,126 +268,6 @@ const char *
 rdp_driver_info(void)
 {
 	return rdp_rt.driver_info;
-}
-
-/* ---------------------------------------------------------------------- */
-/* Telemetry                                                              */
-/* ---------------------------------------------------------------------- */
-
-static int
-tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
-{
-	unsigned int i;
-
-	RTE_SET_USED(cmd);
-	RTE_SET_USED(params);
-	rte_tel_data_start_dict(d);
-	for (i = 0; i < rdp_rt.nb_lcores; i++) {
-		struct ep_lcore *lc = rdp_rt.lcores[rdp_rt.order[i]];
-		struct rte_tel_data *o = rte_tel_data_alloc();
-		struct rdp_poll_stats ps;
-		uint32_t used, size, slots;
-		char key[16];
-
-		if (o == NULL)
-			return -ENOMEM;
-		rdp_poller_stats(lc->poller, &ps, &used, &size, &slots);
-		rte_tel_data_start_dict(o);
-		rte_tel_data_add_dict_u64(o, "polls", ps.polls);
-		rte_tel_data_add_dict_u64(o, "idle_polls", ps.idle_polls);
-		rte_tel_data_add_dict_u64(o, "completions", ps.completions);
-		rte_tel_data_add_dict_u64(o, "inbox_items", ps.inbox_items);
-		rte_tel_data_add_dict_u64(o, "stray_completions", ps.stray_wc);
-		rte_tel_data_add_dict_u64(o, "cq_errors", ps.cq_errors);
-		rte_tel_data_add_dict_u64(o, "cq_resizes", ps.cq_resizes);
-		rte_tel_data_add_dict_u64(o, "cq_reserved", used);
-		rte_tel_data_add_dict_u64(o, "cq_size", size);
-		rte_tel_data_add_dict_u64(o, "endpoints", slots);
-		rte_tel_data_add_dict_u64(o, "send_bufs_free", rdp_pool_avail(lc->send_pool));
-		snprintf(key, sizeof(key), "%u", lc->lcore_id);
-		rte_tel_data_add_dict_container(d, key, o, 0);
-	}
-	return 0;
-}
-
-static int
-tel_endpoints(const char *cmd, const char *params, struct rte_tel_data *d)
-{
-	struct rdp_ep *ep;
-
-	RTE_SET_USED(cmd);
-	RTE_SET_USED(params);
-	rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
-	pthread_mutex_lock(&rdp_rt.lock);
-	TAILQ_FOREACH(ep, &rdp_rt.all, all_next)
-		rte_tel_data_add_array_int(d, (int)ep->id);
-	pthread_mutex_unlock(&rdp_rt.lock);
-	return 0;
-}
-
-static int
-tel_endpoint(const char *cmd, const char *params, struct rte_tel_data *d)
-{
-	struct rdp_ep_stats s;
-	struct rdp_ep *ep;
-	unsigned long id;
-	char *end;
-	int ret = -ENOENT;
-
-	RTE_SET_USED(cmd);
-	if (params == NULL || params[0] == '\0')
-		return -EINVAL;
-	id = strtoul(params, &end, 10);
-	if (*end != '\0')
-		return -EINVAL;
-	pthread_mutex_lock(&rdp_rt.lock);
-	TAILQ_FOREACH(ep, &rdp_rt.all, all_next) {
-		if (ep->id != id)
-			continue;
-		rdp_ep_stats_get(ep, &s);
-		rte_tel_data_start_dict(d);
-		rte_tel_data_add_dict_u64(d, "id", ep->id);
-		rte_tel_data_add_dict_string(d, "state", rdp_ep_state_str(ep_get_state(ep)));
-		rte_tel_data_add_dict_string(d, "peer", ep->peer);
-		rte_tel_data_add_dict_u64(d, "lcore", ep->lc->lcore_id);
-		rte_tel_data_add_dict_u64(d, "msgs_sent", s.msgs_sent);
-		rte_tel_data_add_dict_u64(d, "msgs_failed", s.msgs_failed);
-		rte_tel_data_add_dict_u64(d, "msgs_received", s.msgs_received);
-		rte_tel_data_add_dict_u64(d, "bytes_sent", s.bytes_sent);
-		rte_tel_data_add_dict_u64(d, "bytes_received", s.bytes_received);
-		rte_tel_data_add_dict_u64(d, "sq_inflight", s.sq_inflight);
-		rte_tel_data_add_dict_u64(d, "remote_credits", s.remote_credits);
-		rte_tel_data_add_dict_u64(d, "owed", s.owed);
-		rte_tel_data_add_dict_u64(d, "recv_posted", s.recv_posted);
-		rte_tel_data_add_dict_u64(d, "acks", s.acks);
-		rte_tel_data_add_dict_u64(d, "reclaims", s.reclaims);
-		rte_tel_data_add_dict_u64(d, "sq_stalls", s.sq_stalls);
-		rte_tel_data_add_dict_u64(d, "remote_stalls", s.remote_stalls);
-		rte_tel_data_add_dict_u64(d, "backpressure", s.backpressure);
-		rte_tel_data_add_dict_u64(d, "enomem", s.enomem);
-		rte_tel_data_add_dict_u64(d, "rnr", s.rnr);
-		rte_tel_data_add_dict_u64(d, "dups_dropped", s.dups_dropped);
-		ret = 0;
-		break;
-	}
-	pthread_mutex_unlock(&rdp_rt.lock);
-	return ret;
-}
-
-static void
-telemetry_register(void)
-{
-	static bool done;
-
-	if (done)
-		return;
-	done = true;
-	rte_telemetry_register_cmd("/rdp/lcores", tel_lcores,
-				   "Poller lcores: polls, idle polls, completions, CQ budget. No parameters");
-	rte_telemetry_register_cmd("/rdp/endpoints", tel_endpoints,
-				   "Ids of live endpoints. No parameters");
-	rte_telemetry_register_cmd("/rdp/endpoint", tel_endpoint,
-				   "One endpoint: state, credits, stalls, ENOMEM, RNR. Parameter: id");
 }
 
 /* ---------------------------------------------------------------------- */
@@ -718,7 +497,7 @@ rdp_init(const struct rdp_cfg *cfg)
 			goto fail_launched;
 		}
 	}
-	telemetry_register();
+	ep_telemetry_register();
 	rdp_rt.up = true;
 	EP_LOG(INFO, "driver: %s; %u poller lcore(s)", rdp_rt.driver_info, rdp_rt.nb_lcores);
 	return 0;
@@ -786,6 +565,7 @@ rdp_fini(void)
 			EP_LOG(ERR, "rdp_fini: endpoint %u (%s) still held: state %s, %u received "
 			       "messages not freed", ep->id, ep->peer,
 			       rdp_ep_state_str(ep_get_state(ep)), ep->held);
+			ep_dump_one(stderr, ep);
 			n++;
 		}
 		pthread_mutex_unlock(&rdp_rt.lock);

@@ -269,7 +269,9 @@ struct rdp_msg *rdp_msg_alloc(struct rdp_ep *ep, uint32_t len);
  * @param len
  *   Payload bytes of each.
  * @return
- *   0, or -1 with nothing allocated and rte_errno as rdp_msg_alloc() sets it.
+ *   0, or with nothing allocated (and rte_errno set to the same value):
+ *   -EMSGSIZE (larger than the endpoint's max message size), -ENOBUFS
+ *   (pool empty: retry after completions).
  */
 int rdp_msg_alloc_bulk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t len);
 

@@ -26,15 +26,7 @@ RTE_LOG_REGISTER(rdp_poll_logtype, rdp.poll, INFO);
 #define STRAYS_LOGGED_MAX 8
 #define INBOX_BURST 64
 
-/*
- * Counters have one writer, the poller; telemetry reads them from other
- * threads. Relaxed atomic loads and stores (plain moves on x86) keep every
- * value whole for those readers.
- */
-#define STAT_ADD(p, field, n) \
-	__atomic_store_n(&(p)->stats.field, \
-			 __atomic_load_n(&(p)->stats.field, __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
-#define STAT_READ(p, field) __atomic_load_n(&(p)->stats.field, __ATOMIC_RELAXED)
+/* Counters have one writer, the poller; telemetry reads them (RDP_STAT_ADD). */
 
 struct rdp_poller {
 	struct rdp_poller_head head; /* first: the inline busy-list helpers use it */
@@ -178,7 +170,7 @@ serve_resize(struct rdp_poller *p)
 	ret = rdp_cq_resize(p->cq, want);
 	if (ret == 0) {
 		__atomic_store_n(&p->cq_cap, want, __ATOMIC_RELEASE);
-		STAT_ADD(p, cq_resizes, 1);
+		RDP_STAT_ADD(p->stats.cq_resizes, 1);
 		POLL_LOG(INFO, "lcore %u: CQ grown to %u entries", p->lcore_id, want);
 	}
 	__atomic_store_n(&p->resize_ret, ret, __ATOMIC_RELAXED);
@@ -215,7 +207,7 @@ poll_cq(struct rdp_poller *p)
 	n = rdp_poll_cq(p->cq, wc, p->burst);
 	RDP_HOP_MARK_IF(n > 0, RDP_HOP_POLLED);
 	if (unlikely(n < 0)) {
-		STAT_ADD(p, cq_errors, 1);
+		RDP_STAT_ADD(p->stats.cq_errors, 1);
 		if (!p->cq_error_logged) {
 			p->cq_error_logged = true;
 			POLL_LOG(ERR, "lcore %u: CQ in error (%d): completions were lost",
@@ -239,7 +231,7 @@ poll_cq(struct rdp_poller *p)
 
 		j = slot_run_end(wc, i, n);
 		if (unlikely(client == NULL)) {
-			STAT_ADD(p, stray_wc, j - i);
+			RDP_STAT_ADD(p->stats.stray_wc, j - i);
 			if (p->strays_logged < STRAYS_LOGGED_MAX) {
 				p->strays_logged++;
 				POLL_LOG(ERR, "lcore %u: %d completion(s) for empty slot %u dropped "
@@ -252,7 +244,7 @@ poll_cq(struct rdp_poller *p)
 		}
 		p->ops->complete(client, &wc[i], j - i);
 	}
-	STAT_ADD(p, completions, n);
+	RDP_STAT_ADD(p->stats.completions, n);
 	return n;
 }
 
@@ -272,7 +264,7 @@ progress_pass(struct rdp_poller *p)
 		b->queued = false;
 		b->next = NULL;
 		work += p->ops->progress(b->client);
-		STAT_ADD(p, progress_calls, 1);
+		RDP_STAT_ADD(p->stats.progress_calls, 1);
 		b = next;
 	}
 	return work;
@@ -308,15 +300,15 @@ rdp_poller_poll(struct rdp_poller *p)
 	if (n > 0) {
 		RDP_HANDOFF_ACQUIRE(p->inbox);
 		p->ops->inbox(p, items, n);
-		STAT_ADD(p, inbox_items, n);
+		RDP_STAT_ADD(p->stats.inbox_items, n);
 		work += n;
 	}
 	if (p->head.busy_head != NULL)
 		work += progress_busy(p);
 	serve_resize(p);
-	STAT_ADD(p, polls, 1);
+	RDP_STAT_ADD(p->stats.polls, 1);
 	if (work == 0)
-		STAT_ADD(p, idle_polls, 1);
+		RDP_STAT_ADD(p->stats.idle_polls, 1);
 	return (int)work;
 }
 
@@ -396,7 +388,7 @@ grow_cq(struct rdp_poller *p, uint32_t want)
 
 		if (ret == 0) {
 			__atomic_store_n(&p->cq_cap, want, __ATOMIC_RELEASE);
-			STAT_ADD(p, cq_resizes, 1);
+			RDP_STAT_ADD(p->stats.cq_resizes, 1);
 		}
 		return ret;
 	}
@@ -465,14 +457,14 @@ void
 rdp_poller_stats(const struct rdp_poller *p, struct rdp_poll_stats *stats,
 		 uint32_t *cq_used, uint32_t *cq_size, uint32_t *slots_used)
 {
-	stats->polls = STAT_READ(p, polls);
-	stats->idle_polls = STAT_READ(p, idle_polls);
-	stats->completions = STAT_READ(p, completions);
-	stats->inbox_items = STAT_READ(p, inbox_items);
-	stats->progress_calls = STAT_READ(p, progress_calls);
-	stats->stray_wc = STAT_READ(p, stray_wc);
-	stats->cq_errors = STAT_READ(p, cq_errors);
-	stats->cq_resizes = STAT_READ(p, cq_resizes);
+	stats->polls = RDP_STAT_READ(p->stats.polls);
+	stats->idle_polls = RDP_STAT_READ(p->stats.idle_polls);
+	stats->completions = RDP_STAT_READ(p->stats.completions);
+	stats->inbox_items = RDP_STAT_READ(p->stats.inbox_items);
+	stats->progress_calls = RDP_STAT_READ(p->stats.progress_calls);
+	stats->stray_wc = RDP_STAT_READ(p->stats.stray_wc);
+	stats->cq_errors = RDP_STAT_READ(p->stats.cq_errors);
+	stats->cq_resizes = RDP_STAT_READ(p->stats.cq_resizes);
 	if (cq_used != NULL)
 		*cq_used = __atomic_load_n(&p->cq_used, __ATOMIC_RELAXED);
 	if (cq_size != NULL)

@@ -1,0 +1,560 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The handshake, on the control thread (all messages RDP_HELLO_LEN bytes,
+ * see rdp_hello.h):
+ *   client: QP to INIT, receives posted, HELLO ->
+ *   server: checks, QP to RTS, receives posted, <- HELLO_ACK
+ *   client: checks, QP to RTS, READY ->   (client handed to its poller)
+ *   server: handed to its poller on READY, so it never sends to a QP
+ *           that is not ready to receive.
+ * Every step waits on a socket the control loop watches, never blocks: a
+ * driver whose QP connect waits on the network (shm's rendezvous) gives a
+ * descriptor to watch too (HS_QP_CONNECT). A handshake ends handed to its
+ * poller (EP_PH_HANDOVER), or freed when nothing of it exists yet.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "rdp_clock.h"
+#include "ep_ctl.h"
+
+/* Reserve the CQ, a slot, receive buffers and a QP; post the receives. */
+static int
+setup_qp(struct rdp_ep *ep)
+{
+	const struct ep_lcore *lc = ep->lc;
+	struct rdp_qp_init_attr ia = { 0 };
+	struct rdp_qp_attr init = { .state = RDP_QPS_INIT };
+	char name[32];
+	uint32_t budget = ep_cq_budget(lc), tracks;
+	int ret;
+
+	ret = rdp_poller_reserve(ep->lc->poller, budget);
+	if (ret < 0)
+		return ret;
+	ep->cq_reserved = budget;
+	ret = rdp_poller_slot_alloc(ep->lc->poller, ep);
+	if (ret < 0)
+		return ret;
+	ep->slot = (uint32_t)ret;
+	snprintf(name, sizeof(name), "rx_ep%u", ep->id);
+	ep->recv_pool = rdp_pool_create(name, rdp_rt.pd, lc->credit.rq_size, lc->conf.buf_size,
+					ep->lc->socket, RDP_ACCESS_LOCAL_WRITE);
+	if (ep->recv_pool == NULL)
+		return -rte_errno;
+	tracks = rte_align32pow2(lc->credit.sq_size + 1);
+	ep->track = calloc(tracks, sizeof(*ep->track));
+	if (ep->track == NULL)
+		return rdp_err_set(ENOMEM, "endpoint %u: out of memory", ep->id);
+	ep->track_mask = tracks - 1;
+	ia.send_cq = ia.recv_cq = rdp_poller_cq(ep->lc->poller);
+	/* S for the protocol, one more for the flush marker that ends the QP */
+	ia.cap.max_send_wr = lc->credit.sq_size + 1;
+	ia.cap.max_recv_wr = lc->credit.rq_size;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = ep->lc->max_inline;
+	ia.user_ctx = ep;
+	/* the peer writes into this endpoint's receive buffers and nothing else */
+	ia.peer_mrs = &ep->recv_pool->mr;
+	ia.nb_peer_mrs = 1;
+	ep->qp = rdp_qp_create(rdp_rt.pd, &ia);
+	if (ep->qp == NULL)
+		return -rte_errno;
+	ep->qp_made = true;
+	ret = rdp_qp_modify(ep->qp, &init, RDP_QP_ATTR_STATE);
+	if (ret < 0)
+		return ret;
+	ret = ep_post_initial_recvs(ep);
+	if (ret < 0)
+		return ret;
+	ep->max_inline = ep->lc->max_inline;
+	ep->err_seq = UINT64_MAX;
+	return rdp_qp_local_addr(ep->qp, &ep->local_hello.qp);
+}
+
+/* What we announce, before any resource exists (the QP address comes later). */
+static void
+hello_local(struct rdp_ep *ep)
+{
+	const struct ep_lcore *lc = ep->lc;
+	struct rdp_hello *h = &ep->local_hello;
+
+	memset(h, 0, sizeof(*h));
+	h->credit = lc->credit;
+	h->buf_size = lc->conf.buf_size;
+	h->max_msg_size = lc->conf.max_msg_size;
+	h->link_layer = rdp_rt.attr.link_layer;
+	h->qp.mtu = rdp_rt.attr.active_mtu;
+	snprintf(h->driver, sizeof(h->driver), "%s", rdp_rt.attr.driver);
+	if (rdp_rt.auth) {
+		h->flags |= RDP_HELLO_F_AUTH;
+		randombytes_buf(h->nonce, sizeof(h->nonce));
+	}
+}
+
+static void
+hs_remove(struct rdp_ep *ep)
+{
+	TAILQ_REMOVE(&rdp_ctl.handshakes, ep, ctl_next);
+	ep->ctl_list = CTL_NONE;
+	if (ep->is_server) {
+		rdp_ctl.nb_server_handshakes--;
+		ctl_listeners_watch(true); /* a slot is free: waiting peers go on */
+	}
+}
+
+/* Stop waiting for the driver's QP connect, if the handshake was. */
+static void
+qp_connect_abort(struct rdp_ep *ep)
+{
+	if (ep->qp_connect_fd < 0)
+		return;
+	epoll_ctl(rdp_ctl.epfd, EPOLL_CTL_DEL, ep->qp_connect_fd, NULL);
+	ep->qp_connect_fd = -1;
+	rdp_qp_modify_abort(ep->qp);
+}
+
+void
+hs_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
+{
+	struct rdp_hello rej = { .type = RDP_HELLO_REJECT };
+	uint8_t buf[RDP_HELLO_LEN];
+	char why[RDP_ERR_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (err != -ECANCELED)
+		EP_LOG(WARNING, "handshake %s peer %s failed: %s",
+		       ep->is_server ? "from" : "to", ep->peer, why);
+	if (ep->fd >= 0 && (err == -EPROTO || err == -EACCES)) {
+		/* best effort: a peer that speaks our protocol learns why */
+		memcpy(rej.reason, why, RTE_MIN(strlen(why), sizeof(rej.reason) - 1));
+		rdp_hello_encode(&rej, buf);
+		if (send(ep->fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+			EP_LOG(DEBUG, "reject to %s not sent: %s", ep->peer, strerror(errno));
+	}
+	qp_connect_abort(ep);
+	ctl_close_fd(ep);
+	hs_remove(ep);
+	ep->err = err;
+	/*
+	 * Not ep->qp: the poller clears it when it destroys the QP. Once it
+	 * exists its poller sees its completions and alone destroys it; an
+	 * endpoint the application knows is reported to it there too.
+	 */
+	if (ep->qp_made || ep->app_visible) {
+		/* the control thread keeps nothing of it: the poller ends it alone */
+		ep->ctl_keeps = false;
+		ep_phase_set(ep, EP_PH_HANDOVER);
+		ctl_poller_push(ep, TAG_ADMIT);
+		return;
+	}
+	/* a server endpoint nobody knew about, with nothing posted */
+	if (ep->slot != UINT32_MAX)
+		rdp_poller_slot_free(ep->lc->poller, ep->slot);
+	ep_free(ep);
+}
+
+/* Encode @p h for sending; @p copy keeps the bytes a MAC will cover. */
+static void
+hs_send(struct rdp_ep *ep, const struct rdp_hello *h, enum hs_step after, uint8_t *copy)
+{
+	rdp_hello_encode(h, ep->out_buf);
+	if (copy != NULL)
+		memcpy(copy, ep->out_buf, RDP_HELLO_LEN);
+	ep->out_len = RDP_HELLO_LEN;
+	ep->out_off = 0;
+	ep->hs = HS_SEND;
+	ep->hs_after_send = after;
+	ctl_watch(ep, EPOLLOUT);
+}
+
+/* The handshake succeeded: the control thread keeps the socket, the poller the rest. */
+static void
+admit(struct rdp_ep *ep)
+{
+	hs_remove(ep);
+	ep->ctl_list = CTL_ESTABLISHED;
+	TAILQ_INSERT_TAIL(&rdp_ctl.established, ep, ctl_next);
+	/* from now on the socket only tells us when the peer goes away */
+	ctl_watch(ep, EPOLLIN | EPOLLRDHUP);
+	ep->ctl_keeps = true;
+	ep_phase_set(ep, EP_PH_HANDOVER);
+	ctl_poller_push(ep, TAG_ADMIT);
+}
+
+static void
+after_send(struct rdp_ep *ep)
+{
+	if (ep->hs_after_send == HS_ADMIT) {
+		admit(ep);
+		return;
+	}
+	ep->hs = ep->hs_after_send;
+	ep->in_len = 0;
+	ctl_watch(ep, EPOLLIN | EPOLLRDHUP);
+}
+
+/* The QP is in RTR: to RTS, then the handshake's next message. */
+static void
+qp_connected(struct rdp_ep *ep)
+{
+	struct rdp_qp_attr attr = { .state = RDP_QPS_RTS, .conn = ep->lc->conn };
+
+	attr.conn.path_mtu = ep->path_mtu;
+	if (rdp_qp_modify(ep->qp, &attr, RDP_QP_ATTR_STATE | RDP_QP_ATTR_CONN) < 0) {
+		hs_fail(ep, -EPROTO, "cannot connect the QP: %s", rdp_err_msg());
+		return;
+	}
+	/*
+	 * The poller may reap this QP's first completions before the
+	 * handover, and reads the state set before. The peer sends nothing
+	 * before our next handshake message, so the order holds, but it runs
+	 * through the peer, often another process, where ThreadSanitizer
+	 * cannot follow it: say it here (ep_complete() acquires).
+	 */
+	RDP_HANDOFF_RELEASE(ep);
+	if (ep->is_server) {
+		struct rdp_hello ack = ep->local_hello;
+
+		ack.type = RDP_HELLO_ACK;
+		hs_send(ep, &ack, HS_RECV_READY, ep->hello_s);
+		if (rdp_rt.auth)
+			rdp_hello_auth(rdp_rt.auth_key, "rdp-ack", ep->hello_c, ep->hello_s,
+				       ep->out_buf + RDP_HELLO_MAC_OFFSET);
+	} else {
+		struct rdp_hello ready = { .type = RDP_HELLO_READY };
+
+		if (rdp_rt.auth)
+			rdp_hello_auth(rdp_rt.auth_key, "rdp-ready", ep->hello_c, ep->hello_s,
+				       ready.mac);
+		hs_send(ep, &ready, HS_ADMIT, NULL);
+	}
+}
+
+/*
+ * Agree with the peer, then connect the QP towards it (RTR, then RTS in
+ * qp_connected()). A driver that connects over the network without
+ * blocking leaves it in progress: the handshake waits for its descriptor.
+ */
+static void
+connect_qp(struct rdp_ep *ep, const struct rdp_hello *peer)
+{
+	const struct ep_lcore *lc = ep->lc;
+	struct rdp_hello_agreed agreed;
+	struct rdp_qp_attr attr = { .remote = peer->qp, .conn = lc->conn };
+	struct epoll_event ev = { .events = EPOLLIN };
+	char why[RDP_ERR_MSG_MAX];
+	int ret, fd = -1;
+
+	ret = rdp_hello_negotiate(&ep->local_hello, peer, &agreed, why, sizeof(why));
+	if (ret == 0)
+		ret = rdp_credit_init(&ep->credit, &lc->credit, &peer->credit, why, sizeof(why));
+	if (ret < 0) {
+		hs_fail(ep, -EPROTO, "%s", why);
+		return;
+	}
+	ep->chunk_size = agreed.chunk_size;
+	ep->max_send_msg = agreed.max_msg_size;
+	ep->frame = (struct ep_frame){ .chunk_size = agreed.chunk_size,
+				       .max_msg = lc->conf.max_msg_size };
+	/* RTS takes it too (qp_connected()) */
+	ep->path_mtu = agreed.path_mtu;
+	attr.conn.path_mtu = agreed.path_mtu;
+	attr.state = RDP_QPS_RTR;
+	ret = rdp_qp_modify_start(ep->qp, &attr, RDP_QP_ATTR_STATE | RDP_QP_ATTR_REMOTE |
+				  RDP_QP_ATTR_CONN, &fd);
+	if (ret == -EINPROGRESS) {
+		ep->hs = HS_QP_CONNECT;
+		ep->qp_connect_fd = fd;
+		ev.data.ptr = (void *)((uintptr_t)ep | OBJ_QP_CONNECT);
+		if (epoll_ctl(rdp_ctl.epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			hs_fail(ep, -EPROTO, "cannot watch the QP's connect: %s", strerror(errno));
+			return;
+		}
+		/* nothing to read on the control socket meanwhile */
+		ctl_watch(ep, EPOLLRDHUP);
+		return;
+	}
+	if (ret < 0) {
+		hs_fail(ep, -EPROTO, "cannot connect the QP: %s", rdp_err_msg());
+		return;
+	}
+	qp_connected(ep);
+}
+
+void
+hs_qp_connect_event(struct rdp_ep *ep)
+{
+	int ret;
+
+	if (ep->ctl_list != CTL_HANDSHAKE || ep->hs != HS_QP_CONNECT)
+		return; /* ended earlier in this batch */
+	ret = rdp_qp_modify_poll(ep->qp);
+	if (ret == -EINPROGRESS)
+		return;
+	epoll_ctl(rdp_ctl.epfd, EPOLL_CTL_DEL, ep->qp_connect_fd, NULL);
+	ep->qp_connect_fd = -1;
+	if (ret < 0) {
+		hs_fail(ep, -EPROTO, "cannot connect the QP: %s", rdp_err_msg());
+		return;
+	}
+	qp_connected(ep);
+}
+
+static void
+on_hello(struct rdp_ep *ep, const struct rdp_hello *peer)
+{
+	char why[RDP_ERR_MSG_MAX];
+	int ret;
+
+	if (peer->type != RDP_HELLO_HELLO) {
+		hs_fail(ep, -EPROTO, "expected HELLO, got message type %u", peer->type);
+		return;
+	}
+	if (rdp_rt.auth != !!(peer->flags & RDP_HELLO_F_AUTH)) {
+		/* short: the reason travels in a 64-byte REJECT */
+		hs_fail(ep, -EACCES, rdp_rt.auth ? "shared secret required (config key 'secret')" :
+			"this server has no shared secret");
+		return;
+	}
+	memcpy(ep->hello_c, ep->in_buf, RDP_HELLO_LEN);
+	/* refuse an incompatible peer before taking any resource for it */
+	hello_local(ep);
+	if (rdp_hello_negotiate(&ep->local_hello, peer, &(struct rdp_hello_agreed){ 0 },
+				why, sizeof(why)) < 0) {
+		hs_fail(ep, -EPROTO, "%s", why);
+		return;
+	}
+	ret = setup_qp(ep);
+	if (ret < 0) {
+		hs_fail(ep, -EPROTO, "%s", rdp_err_msg());
+		return;
+	}
+	connect_qp(ep, peer);
+}
+
+static void
+on_ack(struct rdp_ep *ep, const struct rdp_hello *peer)
+{
+	if (peer->type == RDP_HELLO_REJECT) {
+		hs_fail(ep, -ECONNREFUSED, "peer refused: %s", peer->reason);
+		return;
+	}
+	if (peer->type != RDP_HELLO_ACK) {
+		hs_fail(ep, -EPROTO, "expected HELLO_ACK, got message type %u", peer->type);
+		return;
+	}
+	memcpy(ep->hello_s, ep->in_buf, RDP_HELLO_LEN);
+	if (rdp_rt.auth) {
+		uint8_t mac[RDP_HELLO_MAC_LEN];
+
+		if (!(peer->flags & RDP_HELLO_F_AUTH)) {
+			hs_fail(ep, -EACCES, "the server did not authenticate (it has no "
+				"shared secret)");
+			return;
+		}
+		rdp_hello_auth(rdp_rt.auth_key, "rdp-ack", ep->hello_c, ep->hello_s, mac);
+		if (!rdp_hello_mac_equal(mac, peer->mac)) {
+			hs_fail(ep, -EACCES, "the server failed authentication (another "
+				"shared secret)");
+			return;
+		}
+	}
+	connect_qp(ep, peer);
+}
+
+static void
+on_ready(struct rdp_ep *ep, const struct rdp_hello *peer)
+{
+	uint8_t mac[RDP_HELLO_MAC_LEN];
+
+	if (peer->type == RDP_HELLO_REJECT) {
+		/* the client could not finish its side: its reason is the news */
+		hs_fail(ep, -ECONNREFUSED, "peer refused: %s", peer->reason);
+		return;
+	}
+	if (peer->type != RDP_HELLO_READY) {
+		hs_fail(ep, -EPROTO, "expected READY, got message type %u", peer->type);
+		return;
+	}
+	if (rdp_rt.auth) {
+		rdp_hello_auth(rdp_rt.auth_key, "rdp-ready", ep->hello_c, ep->hello_s, mac);
+		if (!rdp_hello_mac_equal(mac, peer->mac)) {
+			hs_fail(ep, -EACCES, "the client failed authentication (another shared "
+				"secret)");
+			return;
+		}
+	}
+	admit(ep);
+}
+
+/* Bytes arrived on a handshake socket. */
+static void
+hs_readable(struct rdp_ep *ep)
+{
+	struct rdp_hello peer;
+	char why[RDP_ERR_MSG_MAX];
+	ssize_t n;
+
+	n = recv(ep->fd, ep->in_buf + ep->in_len, RDP_HELLO_LEN - ep->in_len, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		hs_fail(ep, n == 0 ? -ECONNRESET : -errno, "connection closed after %u of %d "
+			"bytes of the handshake", ep->in_len, RDP_HELLO_LEN);
+		return;
+	}
+	ep->in_len += n;
+	if (ep->in_len < RDP_HELLO_LEN)
+		return;
+	if (rdp_hello_decode(ep->in_buf, ep->in_len, &peer, why, sizeof(why)) < 0) {
+		hs_fail(ep, -EPROTO, "%s", why);
+		return;
+	}
+	switch (ep->hs) {
+	case HS_RECV_HELLO:
+		on_hello(ep, &peer);
+		break;
+	case HS_RECV_ACK:
+		on_ack(ep, &peer);
+		break;
+	case HS_RECV_READY:
+		on_ready(ep, &peer);
+		break;
+	default:
+		hs_fail(ep, -EPROTO, "unexpected bytes");
+		break;
+	}
+}
+
+static void
+hs_writable(struct rdp_ep *ep)
+{
+	struct rdp_hello hello;
+	ssize_t n;
+	int soerr = 0;
+	socklen_t sl = sizeof(soerr);
+
+	if (ep->hs == HS_TCP_CONNECT) {
+		getsockopt(ep->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+		if (soerr != 0) {
+			hs_fail(ep, -soerr, "connect: %s", strerror(soerr));
+			return;
+		}
+		ep->deadline_ns = rdp_clock_ns() + ep->lc->conf.handshake_timeout_ms * 1000000ull;
+		hello = ep->local_hello;
+		hello.type = RDP_HELLO_HELLO;
+		hs_send(ep, &hello, HS_RECV_ACK, ep->hello_c);
+		return;
+	}
+	n = send(ep->fd, ep->out_buf + ep->out_off, ep->out_len - ep->out_off,
+		 MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n < 0) {
+		hs_fail(ep, -errno, "send: %s", strerror(errno));
+		return;
+	}
+	ep->out_off += n;
+	if (ep->out_off == ep->out_len)
+		after_send(ep);
+}
+
+void
+hs_event(struct rdp_ep *ep, uint32_t events)
+{
+	if (ep->hs == HS_QP_CONNECT) {
+		/* only the peer's going away can come on the socket meanwhile */
+		hs_fail(ep, -ECONNRESET, "the peer closed the connection while its QP "
+			"connected");
+		return;
+	}
+	if (events & EPOLLOUT)
+		hs_writable(ep);
+	else
+		hs_readable(ep);
+}
+
+const char *
+hs_waiting_for(const struct rdp_ep *ep)
+{
+	switch (ep->hs) {
+	case HS_TCP_CONNECT: return "TCP connect";
+	case HS_RECV_HELLO: return "waiting for HELLO";
+	case HS_RECV_ACK: return "waiting for HELLO_ACK";
+	case HS_RECV_READY: return "waiting for READY";
+	case HS_QP_CONNECT: return "the QP connecting to its peer";
+	default: return "sending";
+	}
+}
+
+void
+hs_start_connect(struct rdp_ep *ep)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int ret, one = 1;
+
+	TAILQ_INSERT_TAIL(&rdp_ctl.handshakes, ep, ctl_next);
+	ep->ctl_list = CTL_HANDSHAKE;
+	ep->qp_connect_fd = -1;
+	ep->deadline_ns = rdp_clock_ns() + ep->lc->conf.connect_timeout_ms * 1000000ull;
+	if (ep->closing) {
+		hs_fail(ep, -ECANCELED, "closed before connecting");
+		return;
+	}
+	hello_local(ep);
+	ret = setup_qp(ep);
+	if (ret < 0) {
+		hs_fail(ep, ret, "%s", rdp_err_msg());
+		return;
+	}
+	ret = ctl_resolve(ep->peer, false, &ss, &sl);
+	if (ret < 0) {
+		hs_fail(ep, ret, "%s", rdp_err_msg());
+		return;
+	}
+	ep->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ep->fd < 0) {
+		hs_fail(ep, -errno, "socket: %s", strerror(errno));
+		return;
+	}
+	setsockopt(ep->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	ep->hs = HS_TCP_CONNECT;
+	if (connect(ep->fd, (struct sockaddr *)&ss, sl) < 0 && errno != EINPROGRESS) {
+		hs_fail(ep, -errno, "connect: %s", strerror(errno));
+		return;
+	}
+	ctl_watch(ep, EPOLLOUT);
+}
+
+void
+hs_start_accept(struct rdp_ep *ep, int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	ep->fd = fd;
+	ep->is_server = true;
+	ep->qp_connect_fd = -1;
+	ep->hs = HS_RECV_HELLO;
+	ep->in_len = 0;
+	ep->deadline_ns = rdp_clock_ns() + ep->lc->conf.handshake_timeout_ms * 1000000ull;
+	TAILQ_INSERT_TAIL(&rdp_ctl.handshakes, ep, ctl_next);
+	ep->ctl_list = CTL_HANDSHAKE;
+	rdp_ctl.nb_server_handshakes++;
+	ctl_watch(ep, EPOLLIN | EPOLLRDHUP);
+}

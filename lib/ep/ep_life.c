@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * An endpoint's life on its poller: admission, the application's close,
+ * failure, the flush that ends a QP, retirement and release; and the
+ * endpoint object itself (ep_new, references, ep_free). The phases and
+ * their moves are in ep_phase.c.
+ *
+ * The flush, in one paragraph: the QP is moved to error and a signaled
+ * zero-length WRITE (the flush marker) is posted behind everything else.
+ * A QP in error completes every WR in order, so once the marker's
+ * completion and a completion for every posted receive have been polled,
+ * nothing is in flight. A WR with a sequence below the lowest error
+ * completion succeeded (an unsignaled WR that succeeded makes no
+ * completion, and WRs complete in order); every other WR failed.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ep_private.h"
+
+int
+ep_wc_errno(uint8_t status)
+{
+	switch (status) {
+	case RDP_WC_WR_FLUSH_ERR: return -ECONNABORTED;
+	case RDP_WC_RETRY_EXC_ERR: return -ETIMEDOUT;
+	case RDP_WC_RNR_RETRY_EXC_ERR: return -ENOBUFS;
+	case RDP_WC_REM_INV_REQ_ERR:
+	case RDP_WC_REM_ACCESS_ERR:
+	case RDP_WC_REM_OP_ERR: return -EREMOTEIO;
+	default: return -EIO;
+	}
+}
+
+void
+ep_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
+{
+	enum ep_phase ph = ep_phase_get(ep);
+	char why[RDP_ERR_MSG_MAX];
+	va_list ap;
+
+	if (ph >= EP_PH_FLUSHING)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (ph < EP_PH_ESTABLISHED) {
+		/*
+		 * Not taken over yet: the control thread may still configure
+		 * this QP. It ends the handshake, and the flush starts when the
+		 * endpoint is handed over (ep_admit() reads early_err).
+		 */
+		if (ep->early_err == 0) {
+			ep->early_err = err;
+			EP_LOG(NOTICE, "endpoint %u (peer %s, lcore %u) failed during its "
+			       "handshake: %s", ep->id, ep->peer, ep->lc->lcore_id, why);
+			ctl_handshake_qp_failed(ep);
+		}
+		return;
+	}
+	ep->err = err;
+	if (!ep->closing) {
+		/* a peer that went away (or flushed us) is news; the rest is an error */
+		if (err == -ECONNRESET || err == -ECONNABORTED)
+			EP_LOG(NOTICE, "endpoint %u (peer %s, lcore %u) failed: %s", ep->id,
+			       ep->peer, ep->lc->lcore_id, why);
+		else
+			EP_LOG(ERR, "endpoint %u (peer %s, lcore %u) failed: %s", ep->id, ep->peer,
+			       ep->lc->lcore_id, why);
+		ep_set_state(ep, RDP_EP_FAILED);
+	}
+	ep_flush_qp(ep);
+}
+
+void
+ep_flush_qp(struct rdp_ep *ep)
+{
+	struct rdp_qp_attr attr = { .state = RDP_QPS_ERR };
+	struct rdp_send_wr marker = {
+		.opcode = RDP_WR_RDMA_WRITE,
+		.flags = RDP_SEND_SIGNALED,
+	};
+	int ret, err;
+
+	ep_phase_set(ep, EP_PH_FLUSHING);
+	ret = rdp_qp_modify(ep->qp, &attr, RDP_QP_ATTR_STATE);
+	if (ret < 0)
+		EP_LOG(ERR, "endpoint %u: cannot move its QP to error: %s", ep->id,
+		       rdp_err_msg());
+	/* buffers waiting to be posted again go home; posting to an error QP
+	 * would only flush them */
+	ep_recv_drop_reposts(ep);
+	ep->flush_seq = ep->credit.sq_pi;
+	marker.wr_id = rdp_wrid(RDP_WRK_RECLAIM, ep->slot, ep->flush_seq);
+	if (rdp_post_send(ep->qp, &marker, 1, &err) != 1) {
+		/* the QP keeps one physical slot beyond S for this marker */
+		EP_LOG(ERR, "endpoint %u: flush marker refused (%d); sends not "
+		       "completed are reported failed", ep->id, err);
+		ep->err_seq = 0;
+		ep_phase_set(ep, EP_PH_FLUSHED);
+	}
+	ep_busy(ep);
+}
+
+/*
+ * The end of the poller's part: nothing of the endpoint is in flight any
+ * more (or nothing ever was). Its events are queued; the control thread
+ * hears of it when it still holds the endpoint's socket, and otherwise the
+ * engine's reference goes here. That may release the endpoint: the caller
+ * touches it no more.
+ */
+static void
+retire(struct rdp_ep *ep)
+{
+	ep_phase_set(ep, EP_PH_RETIRED);
+	/* not the last reference: the engine's goes below or after the handover */
+	ep_held_ref_settle(ep);
+	if (ep->closing) {
+		ep_set_state(ep, RDP_EP_CLOSED);
+		ep_ev_state(ep, RDP_EP_CLOSED, 0);
+	} else {
+		ep_set_state(ep, RDP_EP_FAILED);
+		if (ep->app_visible)
+			ep_ev_state(ep, RDP_EP_FAILED, ep->err != 0 ? ep->err : -ECONNABORTED);
+	}
+	if (ep->ctl_keeps) {
+		ctl_retire(ep);
+		return;
+	}
+	if (ep->cq_reserved > 0)
+		rdp_poller_unreserve(ep->lc->poller, ep->cq_reserved);
+	ep->cq_reserved = 0;
+	ep_unref(ep); /* the engine's reference */
+}
+
+void
+ep_finalize(struct rdp_ep *ep)
+{
+	int err = ep->err != 0 ? ep->err : -ECONNABORTED;
+	uint64_t q;
+
+	for (q = ep->credit.sq_ci; q < ep->credit.sq_pi; q++) {
+		struct ep_track *t = &ep->track[q & ep->track_mask];
+
+		if (t->msg != NULL) {
+			ep_send_done(ep, t->msg, q < ep->err_seq ? 0 : err);
+			t->msg = NULL;
+		}
+	}
+	while (!txq_empty(&ep->txq))
+		ep_send_done(ep, txq_pop(&ep->txq), err);
+	ep->tx_seg = NULL;
+	if (ep->rx_head != NULL) {
+		rdp_pool_put_chain(ep->rx_head);
+		ep->rx_head = ep->rx_tail = NULL;
+	}
+	while (ep->early_head != NULL)
+		rdp_pool_put_chain(ep_q_pop(&ep->early_head, &ep->early_tail));
+	/*
+	 * Nothing is in flight any more. Destroy the QP here, on the thread
+	 * that polls its CQ: a driver may touch the CQ when a QP goes away.
+	 */
+	if (rdp_qp_destroy(ep->qp) < 0)
+		EP_LOG(ERR, "endpoint %u: QP destroy failed: %s", ep->id, rdp_err_msg());
+	__atomic_store_n(&ep->qp, NULL, __ATOMIC_RELEASE);
+	rdp_poller_slot_free(ep->lc->poller, ep->slot);
+	retire(ep);
+}
+
+void
+ep_admit(struct rdp_ep *ep)
+{
+	if (unlikely(ep_phase_get(ep) != EP_PH_HANDOVER)) {
+		/* one handover per endpoint (ep_phase_set() makes sure): a bug */
+		EP_LOG(ERR, "endpoint %u handed over in phase %s: ignored", ep->id,
+		       ep_phase_name(ep_phase_get(ep)));
+		return;
+	}
+	if (ep->err == 0)
+		ep->err = ep->early_err;
+	if (ep->qp == NULL) {
+		/* the handshake failed before a QP existed: nothing to flush */
+		if (ep->slot != UINT32_MAX)
+			rdp_poller_slot_free(ep->lc->poller, ep->slot);
+		retire(ep);
+		return;
+	}
+	if (ep->err != 0 || ep->closing) {
+		/* receives were posted: flush them before the QP goes */
+		ep_set_state(ep, ep->closing ? RDP_EP_DRAINING : RDP_EP_FAILED);
+		ep_flush_qp(ep);
+		return;
+	}
+	if (!ep->app_visible) {
+		/* an accepted endpoint: the application holds it from now on */
+		atomic_fetch_add(&ep->refs, 1);
+		__atomic_store_n(&ep->app_visible, true, __ATOMIC_RELEASE);
+	}
+	ep->announced = true;
+	ep_phase_set(ep, EP_PH_ESTABLISHED);
+	ep_set_state(ep, RDP_EP_ESTABLISHED);
+	/* ESTABLISHED first, then what a fast peer sent before the admission */
+	ep_ev_state(ep, RDP_EP_ESTABLISHED, 0);
+	while (ep->early_head != NULL)
+		ep_ev_push(ep, ep_q_pop(&ep->early_head, &ep->early_tail));
+	ep_busy(ep);
+}
+
+void
+ep_close_local(struct rdp_ep *ep)
+{
+	enum ep_phase ph = ep_phase_get(ep);
+
+	ep->closing = true;
+	if (ph >= EP_PH_RETIRED) {
+		if (ep_get_state(ep) != RDP_EP_CLOSED) {
+			ep_set_state(ep, RDP_EP_CLOSED);
+			ep_ev_state(ep, RDP_EP_CLOSED, 0);
+		}
+		return;
+	}
+	if (ph == EP_PH_ESTABLISHED) {
+		ep_phase_set(ep, EP_PH_DRAINING);
+		ep_set_state(ep, RDP_EP_DRAINING);
+	}
+	ep_busy(ep);
+}
+
+void
+ep_release_on_poller(struct rdp_ep *ep)
+{
+	/* the busy list may still point at it: release it once it is visited */
+	if (ep->busy.queued) {
+		ep_phase_set(ep, EP_PH_RELEASING);
+		return;
+	}
+	ctl_release(ep);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The endpoint object                                                    */
+/* ---------------------------------------------------------------------- */
+
+struct rdp_ep *
+ep_new(struct ep_lcore *lc, const struct rdp_ep_params *prm, bool app_visible)
+{
+	struct rdp_ep *ep;
+
+	if (posix_memalign((void **)&ep, RTE_CACHE_LINE_SIZE, sizeof(*ep)) != 0) {
+		rdp_err_set(ENOMEM, "out of memory for an endpoint");
+		return NULL;
+	}
+	memset(ep, 0, sizeof(*ep));
+	ep->lc = lc;
+	ep->prm = *prm;
+	ep->fd = -1;
+	ep->slot = UINT32_MAX;
+	ep->err_seq = UINT64_MAX;
+	ep->busy.client = ep;
+	ep->app_visible = app_visible;
+	atomic_init(&ep->phase, EP_PH_HANDSHAKE);
+	atomic_init(&ep->refs, app_visible ? 2 : 1);
+	ep_set_state(ep, RDP_EP_CONNECTING);
+	pthread_mutex_lock(&rdp_rt.lock);
+	ep->id = ++rdp_rt.next_id;
+	TAILQ_INSERT_TAIL(&rdp_rt.all, ep, all_next);
+	pthread_mutex_unlock(&rdp_rt.lock);
+	return ep;
+}
+
+void
+ep_unref(struct rdp_ep *ep)
+{
+	void *item;
+
+	if (atomic_fetch_sub(&ep->refs, 1) != 1)
+		return;
+	/* the owning poller may still have it on its busy list */
+	if (rdp_poller_is_self(ep->lc->poller)) {
+		ep_release_on_poller(ep);
+		return;
+	}
+	item = tag_ptr(ep, TAG_RELEASE);
+	while (rdp_poller_inbox_put(ep->lc->poller, &item, 1) != 1)
+		usleep(10);
+}
+
+void
+ep_free(struct rdp_ep *ep)
+{
+	int missing;
+
+	ep_phase_set(ep, EP_PH_RELEASED);
+	pthread_mutex_lock(&rdp_rt.lock);
+	TAILQ_REMOVE(&rdp_rt.all, ep, all_next);
+	pthread_mutex_unlock(&rdp_rt.lock);
+	if (ep->cq_reserved > 0)
+		rdp_poller_unreserve(ep->lc->poller, ep->cq_reserved);
+	missing = rdp_pool_destroy(ep->recv_pool);
+	if (missing > 0)
+		EP_LOG(ERR, "endpoint %u: %d receive buffers missing at release", ep->id, missing);
+	free(ep->track);
+	free(ep);
+}

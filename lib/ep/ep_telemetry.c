@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What an operator reads of the endpoints: DPDK telemetry commands
+ * (/rdp/lcores, /rdp/endpoints, /rdp/endpoint,ID) and rdp_endpoints_dump().
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include <rte_telemetry.h>
+
+#include "ep_private.h"
+
+/*
+ * One endpoint's line of rdp_endpoints_dump(). Poller-owned fields read from
+ * here are the racy snapshot the API promises; the credit state comes
+ * through rdp_ep_stats_get() (see credit_snapshot()).
+ */
+__attribute__((no_sanitize("thread")))
+void
+ep_dump_one(FILE *f, const struct rdp_ep *ep)
+{
+	struct rdp_ep_stats s;
+
+	rdp_ep_stats_get(ep, &s);
+	fprintf(f, "endpoint %u peer %s lcore %u state %s phase %s err %d: app_visible %d "
+		"announced %d closing %d | recv_posted %u sq_inflight %u remote_credits %u "
+		"owed %u txq %s | held %u held_ref %d refs %u busy %d | control: %s, qp_made %d, "
+		"handshake step %d\n",
+		ep->id, ep->peer, ep->lc->lcore_id, rdp_ep_state_str(ep_get_state(ep)),
+		ep_phase_name(ep_phase_get(ep)), ep->err, ep->app_visible, ep->announced,
+		ep->closing, s.recv_posted, s.sq_inflight, s.remote_credits, s.owed,
+		txq_empty(&ep->txq) ? "empty" : "queued", ep->held, ep->held_ref,
+		atomic_load(&ep->refs), ep->busy.queued,
+		ep->ctl_list == CTL_ESTABLISHED ? "its socket watched" :
+		ep->ctl_list == CTL_HANDSHAKE ? "in its handshake" : "let go", ep->qp_made,
+		(int)ep->hs);
+}
+
+unsigned int
+rdp_endpoints_dump(FILE *f)
+{
+	struct rdp_ep *ep;
+	unsigned int n = 0;
+
+	pthread_mutex_lock(&rdp_rt.lock);
+	TAILQ_FOREACH(ep, &rdp_rt.all, all_next) {
+		ep_dump_one(f, ep);
+		n++;
+	}
+	pthread_mutex_unlock(&rdp_rt.lock);
+	fflush(f);
+	return n;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Telemetry                                                              */
+/* ---------------------------------------------------------------------- */
+
+static int
+tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	unsigned int i;
+
+	RTE_SET_USED(cmd);
+	RTE_SET_USED(params);
+	rte_tel_data_start_dict(d);
+	for (i = 0; i < rdp_rt.nb_lcores; i++) {
+		struct ep_lcore *lc = rdp_rt.lcores[rdp_rt.order[i]];
+		struct rte_tel_data *o = rte_tel_data_alloc();
+		struct rdp_poll_stats ps;
+		uint32_t used, size, slots;
+		char key[16];
+
+		if (o == NULL)
+			return -ENOMEM;
+		rdp_poller_stats(lc->poller, &ps, &used, &size, &slots);
+		rte_tel_data_start_dict(o);
+		rte_tel_data_add_dict_u64(o, "polls", ps.polls);
+		rte_tel_data_add_dict_u64(o, "idle_polls", ps.idle_polls);
+		rte_tel_data_add_dict_u64(o, "completions", ps.completions);
+		rte_tel_data_add_dict_u64(o, "inbox_items", ps.inbox_items);
+		rte_tel_data_add_dict_u64(o, "stray_completions", ps.stray_wc);
+		rte_tel_data_add_dict_u64(o, "cq_errors", ps.cq_errors);
+		rte_tel_data_add_dict_u64(o, "cq_resizes", ps.cq_resizes);
+		rte_tel_data_add_dict_u64(o, "cq_reserved", used);
+		rte_tel_data_add_dict_u64(o, "cq_size", size);
+		rte_tel_data_add_dict_u64(o, "endpoints", slots);
+		rte_tel_data_add_dict_u64(o, "send_bufs_free", rdp_pool_avail(lc->send_pool));
+		snprintf(key, sizeof(key), "%u", lc->lcore_id);
+		rte_tel_data_add_dict_container(d, key, o, 0);
+	}
+	return 0;
+}
+
+static int
+tel_endpoints(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct rdp_ep *ep;
+
+	RTE_SET_USED(cmd);
+	RTE_SET_USED(params);
+	rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
+	pthread_mutex_lock(&rdp_rt.lock);
+	TAILQ_FOREACH(ep, &rdp_rt.all, all_next)
+		rte_tel_data_add_array_int(d, (int)ep->id);
+	pthread_mutex_unlock(&rdp_rt.lock);
+	return 0;
+}
+
+static int
+tel_endpoint(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct rdp_ep_stats s;
+	struct rdp_ep *ep;
+	unsigned long id;
+	char *end;
+	int ret = -ENOENT;
+
+	RTE_SET_USED(cmd);
+	if (params == NULL || params[0] == '\0')
+		return -EINVAL;
+	id = strtoul(params, &end, 10);
+	if (*end != '\0')
+		return -EINVAL;
+	pthread_mutex_lock(&rdp_rt.lock);
+	TAILQ_FOREACH(ep, &rdp_rt.all, all_next) {
+		if (ep->id != id)
+			continue;
+		rdp_ep_stats_get(ep, &s);
+		rte_tel_data_start_dict(d);
+		rte_tel_data_add_dict_u64(d, "id", ep->id);
+		rte_tel_data_add_dict_string(d, "state", rdp_ep_state_str(ep_get_state(ep)));
+		rte_tel_data_add_dict_string(d, "peer", ep->peer);
+		rte_tel_data_add_dict_u64(d, "lcore", ep->lc->lcore_id);
+		rte_tel_data_add_dict_u64(d, "msgs_sent", s.msgs_sent);
+		rte_tel_data_add_dict_u64(d, "msgs_failed", s.msgs_failed);
+		rte_tel_data_add_dict_u64(d, "msgs_received", s.msgs_received);
+		rte_tel_data_add_dict_u64(d, "bytes_sent", s.bytes_sent);
+		rte_tel_data_add_dict_u64(d, "bytes_received", s.bytes_received);
+		rte_tel_data_add_dict_u64(d, "sq_inflight", s.sq_inflight);
+		rte_tel_data_add_dict_u64(d, "remote_credits", s.remote_credits);
+		rte_tel_data_add_dict_u64(d, "owed", s.owed);
+		rte_tel_data_add_dict_u64(d, "recv_posted", s.recv_posted);
+		rte_tel_data_add_dict_u64(d, "acks", s.acks);
+		rte_tel_data_add_dict_u64(d, "reclaims", s.reclaims);
+		rte_tel_data_add_dict_u64(d, "sq_stalls", s.sq_stalls);
+		rte_tel_data_add_dict_u64(d, "remote_stalls", s.remote_stalls);
+		rte_tel_data_add_dict_u64(d, "backpressure", s.backpressure);
+		rte_tel_data_add_dict_u64(d, "enomem", s.enomem);
+		rte_tel_data_add_dict_u64(d, "rnr", s.rnr);
+		rte_tel_data_add_dict_u64(d, "dups_dropped", s.dups_dropped);
+		ret = 0;
+		break;
+	}
+	pthread_mutex_unlock(&rdp_rt.lock);
+	return ret;
+}
+
+void
+ep_telemetry_register(void)
+{
+	static bool done;
+
+	if (done)
+		return;
+	done = true;
+	rte_telemetry_register_cmd("/rdp/lcores", tel_lcores,
+				   "Poller lcores: polls, idle polls, completions, CQ budget. No parameters");
+	rte_telemetry_register_cmd("/rdp/endpoints", tel_endpoints,
+				   "Ids of live endpoints. No parameters");
+	rte_telemetry_register_cmd("/rdp/endpoint", tel_endpoint,
+				   "One endpoint: state, credits, stalls, ENOMEM, RNR. Parameter: id");
+}
+

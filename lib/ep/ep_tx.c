@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The send side of an endpoint: the application's entry points (allocate,
+ * send), the send queue, posting as far as lib/credit allows, and send
+ * completions. Each chunk of a message is one SEND_WITH_IMM carrying the
+ * credits owed, its position in the message and its SEND number
+ * (docs/architecture.md, "Immediate data").
+ */
+#include <inttypes.h>
+
+#include <rte_prefetch.h>
+
+#include "ep_private.h"
+#include "rdp_hop.h"
+
+/* WRs built per post: data chunks, then room for a reclaim and an ack. */
+#define TX_BURST 32
+
+/* Ask for the headers of the next @p n queued messages in the ring at once. */
+static inline void
+txq_prefetch(const struct ep_txq *q, uint32_t n)
+{
+	uint32_t i, end = q->head + RTE_MIN(n, q->tail - q->head);
+
+	for (i = q->head; i != end; i++)
+		rte_prefetch0(q->ring[i % EP_TXQ_RING]);
+}
+
+/*
+ * The data WR of segment @p seg, after a GO verdict: accounted (it carries
+ * every owed credit) and built, its position flags (IMM_FIRST, IMM_LAST)
+ * in @p pos. Returns its sequence number.
+ */
+static inline uint64_t
+wr_data(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
+	const struct rdp_msg *seg, bool signaled, uint32_t pos)
+{
+	uint32_t piggyback;
+	uint64_t seq = rdp_credit_data_posted(&ep->credit, signaled, &piggyback);
+
+	sge->addr = (uintptr_t)seg->data;
+	sge->length = seg->data_len;
+	sge->lkey = seg->pool->lkey;
+	wr->wr_id = rdp_wrid(RDP_WRK_DATA, ep->slot, seq);
+	wr->sg_list = sge;
+	wr->num_sge = seg->data_len > 0;
+	wr->opcode = RDP_WR_SEND_WITH_IMM;
+	wr->flags = (signaled ? RDP_SEND_SIGNALED : 0) |
+		    (seg->data_len <= ep->max_inline ? RDP_SEND_INLINE : 0);
+	wr->imm = piggyback | pos | IMM_SEQ(ep->send_seq++);
+	wr->remote_addr = 0;
+	wr->rkey = 0;
+	return seq;
+}
+
+static inline void
+wr_control(struct rdp_ep *ep, struct rdp_send_wr *wr, unsigned int kind, uint64_t seq,
+	   uint32_t imm)
+{
+	wr->wr_id = rdp_wrid(kind, ep->slot, seq);
+	wr->sg_list = NULL;
+	wr->num_sge = 0;
+	if (kind == RDP_WRK_RECLAIM) {
+		/* signaled zero-length WRITE: no remote effect, frees what precedes it */
+		wr->opcode = RDP_WR_RDMA_WRITE;
+		wr->flags = RDP_SEND_SIGNALED;
+	} else {
+		/* pure ack: never signaled; numbered as every SEND */
+		wr->opcode = RDP_WR_SEND_WITH_IMM;
+		wr->flags = RDP_SEND_INLINE;
+		imm |= IMM_SEQ(ep->send_seq++);
+	}
+	wr->imm = imm;
+	wr->remote_addr = 0;
+	wr->rkey = 0;
+}
+
+/*
+ * Post @p n WRs built for the endpoint. A refusal breaks a flow-control
+ * invariant (or the QP is gone): the endpoint fails, and the WR refused and
+ * those after it count as failed. Returns how many were posted.
+ */
+static inline uint16_t
+post_wrs(struct rdp_ep *ep, const struct rdp_send_wr *wr, uint16_t n)
+{
+	struct rdp_credit *c = &ep->credit;
+	uint16_t k;
+	int err;
+
+	k = rdp_post_send(ep->qp, wr, n, &err);
+	if (likely(k == n))
+		return k;
+	if (err == -ENOMEM)
+		RDP_STAT_ADD(ep->stats.enomem, 1);
+	ep->err_seq = RTE_MIN(ep->err_seq, rdp_credit_seq_expand(c, rdp_wrid_low(wr[k].wr_id)));
+	ep_fail(ep, err, "post_send refused a WR (%d) with %u of %u SQ slots in use: "
+		"a flow-control invariant is broken", err, rdp_credit_sq_inflight(c), c->sq_size);
+	return k;
+}
+
+/*
+ * The common case of a request or a reply on an idle endpoint: one message
+ * of one chunk, with a credit and an SQ slot at hand, and no pure ack's
+ * buffer waiting to go back first (ep_flush()). It is posted at once, as
+ * ep_post_sends() would post it, without going through the send queue.
+ * Returns false, having done nothing, when it must take that general path.
+ * The caller checked: on the poller, nothing queued, not tearing down.
+ */
+static inline bool
+send_now(struct rdp_ep *ep, struct rdp_msg *m)
+{
+	struct rdp_credit *c = &ep->credit;
+	enum rdp_credit_verdict v;
+	struct rdp_send_wr wr;
+	struct rdp_sge sge;
+	uint64_t seq;
+
+	if (m->next != NULL || ep->rp_acks > 0)
+		return false;
+	/* a stall counts once per episode: asking again in ep_post_sends() is free */
+	v = rdp_credit_data_check(c);
+	if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
+		return false;
+	/* the last message queued is signaled, as in ep_post_sends(); owed goes with it */
+	seq = wr_data(ep, &wr, &sge, m, true, IMM_FIRST | IMM_LAST);
+	ep->track[seq & ep->track_mask].msg = m;
+	post_wrs(ep, &wr, 1);
+	return true;
+}
+
+unsigned int
+ep_post_sends(struct rdp_ep *ep)
+{
+	struct rdp_send_wr wr[TX_BURST + 2];
+	struct rdp_sge sge[TX_BURST];
+	enum rdp_credit_verdict v = RDP_CREDIT_NONE;
+	struct rdp_credit *c = &ep->credit;
+	bool draining = ep_phase_get(ep) == EP_PH_DRAINING;
+	uint16_t n = 0;
+	uint64_t seq;
+
+#ifdef RDP_BENCH_NO_CREDIT
+	rdp_credit_bench_bypass(c);
+#endif
+	txq_prefetch(&ep->txq, TX_BURST);
+	while (!txq_empty(&ep->txq) && n < TX_BURST) {
+		struct rdp_msg *head = txq_first(&ep->txq);
+		struct rdp_msg *seg = ep->tx_seg != NULL ? ep->tx_seg : head;
+		bool first = seg == head, last = seg->next == NULL;
+		bool signaled;
+
+		v = rdp_credit_data_check(c);
+		if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
+			break;
+		/*
+		 * Also signal the end of what is queued: nothing might follow to
+		 * make its success visible, and the application waits for it.
+		 */
+		signaled = v == RDP_CREDIT_GO_SIGNALED || (last && txq_single(&ep->txq));
+		seq = wr_data(ep, &wr[n], &sge[n], seg, signaled,
+			      (first ? IMM_FIRST : 0) | (last ? IMM_LAST : 0));
+		n++;
+		if (last) {
+			ep->track[seq & ep->track_mask].msg = txq_pop(&ep->txq);
+			ep->tx_seg = NULL;
+		} else {
+			ep->tx_seg = seg->next;
+		}
+	}
+	/* credits no data WR could carry: a pure ack, after a reclaim if due */
+	for (;;) {
+		enum rdp_credit_verdict a = draining ?
+			rdp_credit_ack_check_closing(c, !txq_empty(&ep->txq)) :
+			rdp_credit_ack_check(c);
+
+		if (a == RDP_CREDIT_RECLAIM_FIRST) {
+			seq = rdp_credit_reclaim_posted(c);
+			wr_control(ep, &wr[n++], RDP_WRK_RECLAIM, seq, 0);
+			continue;
+		}
+		if (a == RDP_CREDIT_GO_UNSIGNALED) {
+			uint32_t credits;
+
+			seq = rdp_credit_ack_posted(c, &credits);
+			wr_control(ep, &wr[n++], RDP_WRK_ACK, seq, credits | IMM_ACK);
+		}
+		break;
+	}
+	if (n == 0)
+		return 0;
+	if (unlikely(post_wrs(ep, wr, n) < n))
+		return n;
+	/* v is the last data verdict: GO means the burst filled up, more to send */
+	if (!txq_empty(&ep->txq) && (v == RDP_CREDIT_GO_SIGNALED || v == RDP_CREDIT_GO_UNSIGNALED))
+		ep_busy(ep);
+	return n;
+}
+
+void
+ep_send_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
+{
+	uint64_t seq = rdp_credit_seq_expand(&ep->credit, rdp_wrid_low(wc->wr_id));
+	enum ep_phase ph = ep_phase_get(ep);
+	uint64_t old, q;
+
+	if (ph == EP_PH_FLUSHING && seq == ep->flush_seq &&
+	    rdp_wrid_kind(wc->wr_id) == RDP_WRK_RECLAIM) {
+		ep_phase_set(ep, EP_PH_FLUSHED);
+		ep_busy(ep);
+		return;
+	}
+	if (unlikely(wc->status != RDP_WC_SUCCESS)) {
+		if (wc->status == RDP_WC_RNR_RETRY_EXC_ERR)
+			RDP_STAT_ADD(ep->stats.rnr, 1);
+		if (seq < ep->err_seq)
+			ep->err_seq = seq;
+		ep_fail(ep, ep_wc_errno(wc->status), "send completed with %s",
+			rdp_wc_status_str(wc->status));
+		return;
+	}
+	old = ep->credit.sq_ci;
+	if (rdp_credit_send_completed(&ep->credit, seq) == 0)
+		return;
+	for (q = old; q < ep->credit.sq_ci; q++) {
+		struct ep_track *t = &ep->track[q & ep->track_mask];
+
+		if (t->msg != NULL) {
+			ep_send_done(ep, t->msg, 0);
+			t->msg = NULL;
+		}
+	}
+	if (!txq_empty(&ep->txq) || rdp_credit_ack_due(&ep->credit) || ph == EP_PH_DRAINING)
+		ep_busy(ep);
+}
+
+/*
+ * A send handed over from another thread. rdp_ep_send_burst() accepted it
+ * while the endpoint was established, so it goes behind the others: sent
+ * by a drain, or reported failed by the flush after every earlier one.
+ * Only once the endpoint retired, everything reported, is it failed at once.
+ */
+void
+ep_accept_send(struct rdp_ep *ep, struct rdp_msg *m)
+{
+	if (ep_phase_get(ep) >= EP_PH_RETIRED) {
+		ep_send_done(ep, m, ep->err != 0 ? ep->err : -ENOTCONN);
+		return;
+	}
+	txq_push(&ep->txq, m);
+	ep_busy(ep);
+}
+
+struct rdp_msg *
+rdp_msg_alloc(struct rdp_ep *ep, uint32_t len)
+{
+	struct rdp_msg *m;
+
+	return rdp_msg_alloc_bulk(ep, &m, 1, len) == 0 ? m : NULL;
+}
+
+/* @p n messages of one chunk each, from the send pool; 0 or -ENOBUFS. */
+static __rte_always_inline int
+alloc_one_chunk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t len)
+{
+	uint16_t i;
+
+	if (unlikely(rdp_pool_get_bulk(ep->lc->send_pool, msgs, n) < 0)) {
+		rte_errno = ENOBUFS;
+		return -ENOBUFS;
+	}
+	for (i = 0; i < n; i++) {
+		msgs[i]->data_len = len;
+		msgs[i]->pkt_len = len;
+		msgs[i]->ep = ep;
+	}
+	return 0;
+}
+
+int
+rdp_msg_alloc_bulk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t len)
+{
+	uint32_t limit = ep->max_send_msg != 0 ? ep->max_send_msg : ep->lc->conf.max_msg_size;
+	uint32_t seg = ep->chunk_size != 0 ? ep->chunk_size : ep->lc->conf.buf_size;
+	uint16_t i;
+
+	if (unlikely(len > limit)) {
+		rte_errno = EMSGSIZE;
+		return -EMSGSIZE;
+	}
+	if (likely(len <= seg && n <= RDP_POOL_CACHE_BATCH)) {
+		/* one message, a request or a reply, is the common case: n known */
+		return n == 1 ? alloc_one_chunk(ep, msgs, 1, len) :
+				alloc_one_chunk(ep, msgs, n, len);
+	}
+	/* chains of segments, one message at a time */
+	for (i = 0; i < n; i++) {
+		msgs[i] = rdp_pool_alloc_msg(ep->lc->send_pool, len, seg);
+		if (msgs[i] == NULL) {
+			int err = rte_errno;
+
+			while (i-- > 0)
+				rdp_pool_put_chain(msgs[i]);
+			rte_errno = err;
+			return -err;
+		}
+		msgs[i]->ep = ep;
+	}
+	return 0;
+}
+
+uint16_t
+rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n)
+{
+	void *items[64];
+	uint16_t i, done = 0;
+
+	RDP_HOP_MARK(RDP_HOP_APP_SEND);
+	if (unlikely(ep_get_state(ep) != RDP_EP_ESTABLISHED)) {
+		rte_errno = ENOTCONN;
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		if (unlikely(msgs[i]->ep != ep || msgs[i]->pkt_len > ep->max_send_msg ||
+			     (msgs[i]->flags & (MSG_F_RECV | MSG_F_EVENT)) != 0)) {
+			n = i;
+			rte_errno = EINVAL;
+			break;
+		}
+	}
+	if (rdp_poller_is_self(ep->lc->poller)) {
+		/* ESTABLISHED (checked above): handed over, not tearing down */
+		bool idle = txq_empty(&ep->txq);
+
+		if (n == 0)
+			return 0;
+		if (idle && n == 1 && send_now(ep, msgs[0])) {
+			ep_busy(ep); /* the pass comes, as below */
+			return 1;
+		}
+		for (i = 0; i < n; i++)
+			txq_push(&ep->txq, msgs[i]);
+		/*
+		 * Nothing was queued before: post now rather than in the poller's
+		 * next pass over its busy endpoints, so that a reply leaves before
+		 * the buffer its request freed goes back. The pass comes anyway,
+		 * for the reposts and whatever the credits held back.
+		 */
+		if (idle)
+			ep_flush(ep, false);
+		ep_busy(ep);
+		return n;
+	}
+	while (done < n) {
+		uint16_t chunk = RTE_MIN((uint16_t)RTE_DIM(items), (uint16_t)(n - done)), k;
+
+		for (i = 0; i < chunk; i++)
+			items[i] = tag_ptr(msgs[done + i], TAG_SEND);
+		k = rdp_poller_inbox_put(ep->lc->poller, items, chunk);
+		done += k;
+		if (k < chunk) {
+			rte_errno = ENOBUFS;
+			break;
+		}
+	}
+	return done;
+}
