@@ -532,6 +532,135 @@ run_garbage(int port, const struct garbage_case *c, double timeout_s)
 	}
 }
 
+/* A shm device that accepts rendezvous and never answers one (a hung monitor). */
+struct silent_device {
+	int fd;
+	uint8_t gid[RDP_GID_LEN];
+	int accepted;        /* (atomic) connections taken */
+	int conn[4];
+	pthread_t thread;
+	bool stop;           /* (atomic) */
+};
+
+static void *
+silent_device_main(void *arg)
+{
+	struct silent_device *d = arg;
+
+	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+		struct pollfd p = { .fd = d->fd, .events = POLLIN };
+		int n = __atomic_load_n(&d->accepted, __ATOMIC_RELAXED);
+
+		if (poll(&p, 1, 10) == 1 && n < 4) {
+			d->conn[n] = accept(d->fd, NULL, NULL);
+			__atomic_store_n(&d->accepted, n + 1, __ATOMIC_RELEASE);
+		}
+	}
+	return NULL;
+}
+
+/* Listen where the shm driver looks for the device of GID @p d->gid. */
+static void
+silent_device_start(struct silent_device *d)
+{
+	static const char hex[] = "0123456789abcdef";
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char *p = sa.sun_path + 1;
+	unsigned int i;
+
+	memset(d, 0, sizeof(*d));
+	for (i = 0; i < RDP_GID_LEN; i++)
+		d->gid[i] = (uint8_t)(0xa5 ^ (i < 4 ? (unsigned int)getpid() >> (8 * i) : i));
+	p += sprintf(p, "rdmaplane-shm-");
+	for (i = 0; i < RDP_GID_LEN; i++) {
+		*p++ = hex[d->gid[i] >> 4];
+		*p++ = hex[d->gid[i] & 15];
+	}
+	d->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	RDP_ASSERT(d->fd >= 0);
+	RDP_ASSERT_MSG(bind(d->fd, (struct sockaddr *)&sa,
+			    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (p - sa.sun_path))) == 0,
+		       "bind: %s", strerror(errno));
+	RDP_ASSERT(listen(d->fd, 4) == 0);
+	RDP_ASSERT(pthread_create(&d->thread, NULL, silent_device_main, d) == 0);
+}
+
+static void
+silent_device_stop(struct silent_device *d)
+{
+	int i;
+
+	__atomic_store_n(&d->stop, true, __ATOMIC_RELEASE);
+	pthread_join(d->thread, NULL);
+	for (i = 0; i < d->accepted; i++)
+		close(d->conn[i]);
+	close(d->fd);
+}
+
+static const struct rdp_ep_ops drop_all_ops = { .on_recv = stream_recv_free_all };
+
+/* How long a client's handshake with @p port takes, in seconds. */
+static double
+handshake_time(int port)
+{
+	struct rdp_ep_params prm = { .ops = &drop_all_ops, .lcore = -1 };
+	char addr[64];
+	struct rdp_ep *ep;
+	double t0 = rdp_clock_s(), t;
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &prm);
+	RDP_ASSERT_MSG(ep != NULL, "rdp_connect: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 10000), 0);
+	t = rdp_clock_s() - t0;
+	rdp_ep_close(ep);
+	return t;
+}
+
+/*
+ * A peer whose shm device never answers its rendezvous holds up only its
+ * own handshake: the control thread, which runs every handshake of the
+ * process, goes on with another client's while that rendezvous waits (it
+ * used to wait inside rdp_qp_modify(RTR), up to 5 s, and every other
+ * handshake with it).
+ */
+RDP_TEST(e2e, ep_rendezvous_that_never_answers_delays_no_other_handshake)
+{
+	struct silent_device dev;
+	struct stream_side srv;
+	struct rdp_hello h = client_hello();
+	uint8_t buf[RDP_HELLO_LEN];
+	struct rdp_cfg *cfg;
+	double deadline, alone, beside;
+	int port, fd;
+
+	rdp_test_eal_init("0-1");
+	cfg = init_with("shm", "handshake_timeout_ms", "8000", NULL);
+	port = listen_stream_server(&srv);
+	alone = handshake_time(port);
+	silent_device_start(&dev);
+	/* a HELLO whose QP lives on the silent device: the server's RTR calls there */
+	memcpy(h.qp.gid, dev.gid, RDP_GID_LEN);
+	rdp_hello_encode(&h, buf);
+	fd = stream_raw_connect(port);
+	RDP_ASSERT(send(fd, buf, sizeof(buf), 0) == sizeof(buf));
+	deadline = rdp_clock_s() + 5;
+	while (__atomic_load_n(&dev.accepted, __ATOMIC_ACQUIRE) == 0) {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server never called the device");
+		usleep(1000);
+	}
+	beside = handshake_time(port);
+	printf("a client's handshake: %.1f ms alone, %.1f ms while a rendezvous waits\n",
+	       alone * 1e3, beside * 1e3);
+	RDP_ASSERT_MSG(beside < alone + 0.1, "%.1f ms while a rendezvous waits, %.1f ms alone",
+		       beside * 1e3, alone * 1e3);
+	close(fd);
+	silent_device_stop(&dev);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
 RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
 {
 	static struct garbage_case cases[6];
