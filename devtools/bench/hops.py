@@ -3,7 +3,7 @@
 
 hops.py CLIENT.hop SERVER.hop [--json FILE]
 
-Each file holds one process's TSC stamps per stage (lib/common/rdp_hop.h).
+Each file holds one process's TSC stamps per stage (lib/common/private/rdp_hop.h).
 A hop is one message: published by one side, reaped by the other, which
 then polls, dispatches and delivers it, and sends and publishes its reply.
 The k-th data entry one side publishes is the k-th the other reaps, which

@@ -2,7 +2,7 @@
 # Where one hop of a 64 B ping-pong spends its time (docs/performance.md,
 # "Where the time goes"), from TSC stamps at each stage of the message.
 #
-# Builds the benchmark-only -Dhop_trace=true tree (lib/common/rdp_hop.h),
+# Builds the benchmark-only -Dhop_trace=true tree (lib/common/private/rdp_hop.h),
 # runs an rdp-perf ping-pong on shm with the server and the client pinned to
 # CPUs of their own, each process writing its stamps at exit, and prints
 # the stages' medians (hops.py): the transfer from one side's publication of

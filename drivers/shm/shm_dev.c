@@ -264,6 +264,7 @@ shm_dev_query(struct rdp_dev *dev, struct rdp_dev_attr *attr)
 	memcpy(attr->gid, sd->gid, RDP_GID_LEN);
 	attr->active_mtu = SHM_MTU;
 	attr->numa_node = -1;
+	attr->fds_per_qp = SHM_FDS_PER_QP;
 	return 0;
 }
 

@@ -29,6 +29,7 @@
 
 #include "rdp_cfg.h"
 #include "rdp_hostport.h"
+#include "rdp_why.h"
 
 RTE_LOG_REGISTER(rdp_cfg_logtype, rdp.cfg, INFO);
 #define CFG_LOG(level, fmt, ...) RDP_LOG(level, rdp_cfg_logtype, "cfg", fmt, ##__VA_ARGS__)
@@ -329,20 +330,6 @@ parse_int(const char *s, int64_t *out)
 	return 0;
 }
 
-static int
-rule(char *why, size_t len, const char *fmt, ...) __rte_format_printf(3, 4);
-
-static int
-rule(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
 /* NAME[:key[=value],...] with NAME and keys in [a-z0-9_]+, or "auto". */
 static int
 driver_check(const char *s, char *why, size_t len)
@@ -352,15 +339,15 @@ driver_check(const char *s, char *why, size_t len)
 	size_t i;
 
 	if (name_len == 0)
-		return rule(why, len, "must be auto or NAME[:key=value,...]");
+		return rdp_why(why, len, EINVAL, "must be auto or NAME[:key=value,...]");
 	for (i = 0; i < name_len; i++)
 		if (!is_name_char((unsigned char)s[i]))
-			return rule(why, len, "driver name '%.*s' may only use a-z, 0-9 and '_'",
+			return rdp_why(why, len, EINVAL, "driver name '%.*s' may only use a-z, 0-9 and '_'",
 				    (int)name_len, s);
 	if (colon == NULL)
 		return 0;
 	if (name_len == 4 && strncmp(s, "auto", 4) == 0)
-		return rule(why, len, "auto takes no arguments");
+		return rdp_why(why, len, EINVAL, "auto takes no arguments");
 	for (arg = colon + 1;; arg = end + 1) {
 		const char *eq, *prev;
 		size_t arg_len, key_len;
@@ -370,30 +357,30 @@ driver_check(const char *s, char *why, size_t len)
 			end = arg + strlen(arg);
 		arg_len = (size_t)(end - arg);
 		if (arg_len == 0)
-			return rule(why, len, "empty driver argument");
+			return rdp_why(why, len, EINVAL, "empty driver argument");
 		eq = memchr(arg, '=', arg_len);
 		key_len = eq != NULL ? (size_t)(eq - arg) : arg_len;
 		for (i = 0; i < key_len; i++)
 			if (!is_name_char((unsigned char)arg[i]))
 				break;
 		if (key_len == 0 || i < key_len)
-			return rule(why, len, "driver argument '%.*s': the key may only use "
+			return rdp_why(why, len, EINVAL, "driver argument '%.*s': the key may only use "
 				    "a-z, 0-9 and '_'", (int)arg_len, arg);
 		if (eq != NULL && eq + 1 == end)
-			return rule(why, len, "driver argument '%.*s' has an empty value",
+			return rdp_why(why, len, EINVAL, "driver argument '%.*s' has an empty value",
 				    (int)arg_len, arg);
 		if (eq != NULL && memchr(eq + 1, '=', (size_t)(end - eq - 1)) != NULL)
-			return rule(why, len, "driver argument '%.*s' has more than one '='",
+			return rdp_why(why, len, EINVAL, "driver argument '%.*s' has more than one '='",
 				    (int)arg_len, arg);
 		for (i = 0; i < arg_len; i++)
 			if (isspace((unsigned char)arg[i]))
-				return rule(why, len, "driver argument '%.*s' contains a space",
+				return rdp_why(why, len, EINVAL, "driver argument '%.*s' contains a space",
 					    (int)arg_len, arg);
 		/* a repeated key: look for it at the start of every earlier argument */
 		for (prev = colon + 1; prev < arg; prev = strchr(prev, ',') + 1)
 			if (strncmp(prev, arg, key_len) == 0 &&
 			    (prev[key_len] == '=' || prev[key_len] == ','))
-				return rule(why, len, "driver argument '%.*s' given twice",
+				return rdp_why(why, len, EINVAL, "driver argument '%.*s' given twice",
 					    (int)key_len, arg);
 		if (*end == '\0')
 			return 0;
@@ -407,8 +394,8 @@ range_rule(const struct key *k, char *why, size_t len)
 		(k->flags & F_ALIGN64) ? "a multiple of 64" : "an integer";
 
 	if (k->min == -1)
-		return rule(why, len, "must be -1 or %s in [0, %" PRId64 "]", what, k->max);
-	return rule(why, len, "must be %s in [%" PRId64 ", %" PRId64 "]", what, k->min, k->max);
+		return rdp_why(why, len, EINVAL, "must be -1 or %s in [0, %" PRId64 "]", what, k->max);
+	return rdp_why(why, len, EINVAL, "must be %s in [%" PRId64 ", %" PRId64 "]", what, k->min, k->max);
 }
 
 static int
@@ -436,13 +423,13 @@ value_parse(const struct key *k, const char *s, size_t raw_len, struct rdp_cfg_l
 	size_t i;
 
 	if (raw_len > (size_t)(k->type == T_STR ? k->max : RDP_CFG_VALUE_MAX))
-		return rule(why, len, "longer than %" PRId64 " characters",
+		return rdp_why(why, len, EINVAL, "longer than %" PRId64 " characters",
 			    k->type == T_STR ? k->max : (int64_t)RDP_CFG_VALUE_MAX);
 	for (i = 0; s[i] != '\0'; i++) {
 		if (iscntrl((unsigned char)s[i]))
-			return rule(why, len, "contains a control character");
+			return rdp_why(why, len, EINVAL, "contains a control character");
 		if (s[i] == COMMENT_CHAR || s[i] == '\\')
-			return rule(why, len, "contains '%c', which a file cannot hold", s[i]);
+			return rdp_why(why, len, EINVAL, "contains '%c', which a file cannot hold", s[i]);
 	}
 	switch (k->type) {
 	case T_U32:
@@ -473,7 +460,7 @@ value_parse(const struct key *k, const char *s, size_t raw_len, struct rdp_cfg_l
 		snprintf(field, k->size, "%s", s);
 		return 0;
 	}
-	return rule(why, len, "unknown key type");
+	return rdp_why(why, len, EINVAL, "unknown key type");
 }
 
 static void
@@ -937,11 +924,11 @@ lcore_id_parse(const char *name, char *why, size_t len)
 	int64_t id;
 
 	if (digits[0] == '0' && digits[1] != '\0') {
-		rule(why, len, "write the lcore id without leading zeros");
+		rdp_why(why, len, EINVAL, "write the lcore id without leading zeros");
 		return -1;
 	}
 	if (digits[0] == '-' || parse_int(digits, &id) < 0 || id >= RTE_MAX_LCORE) {
-		rule(why, len, "lcore id must be an integer in [0, %d] (RTE_MAX_LCORE is %d)",
+		rdp_why(why, len, EINVAL, "lcore id must be an integer in [0, %d] (RTE_MAX_LCORE is %d)",
 		     RTE_MAX_LCORE - 1, RTE_MAX_LCORE);
 		return -1;
 	}

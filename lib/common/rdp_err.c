@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "rdp_common.h"
+#include "rdp_why.h"
 
 static __thread char err_msg[RDP_ERR_MSG_MAX];
 __thread char rdp_thread_anchor_;
@@ -41,4 +43,17 @@ void
 rdp_err_clear(void)
 {
 	err_msg[0] = '\0';
+}
+
+int
+rdp_why(char *why, size_t len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (len > 0) {
+		va_start(ap, fmt);
+		vsnprintf(why, len, fmt, ap);
+		va_end(ap);
+	}
+	return -err;
 }

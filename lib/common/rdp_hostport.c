@@ -3,26 +3,12 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "rdp_hostport.h"
-
-static int
-rule(char *why, size_t len, const char *fmt, ...) __rte_format_printf(3, 4);
-
-static int
-rule(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
+#include "rdp_why.h"
 
 static bool
 host_name_ok(const char *h, size_t n)
@@ -93,31 +79,31 @@ rdp_hostport_split(const char *s, unsigned int flags, char *host, size_t host_le
 		const char *close = strchr(s, ']');
 
 		if (close == NULL || close[1] != ':')
-			return rule(why, why_len, "expected [IPv6]:PORT");
+			return rdp_why(why, why_len, EINVAL, "expected [IPv6]:PORT");
 		h = s + 1;
 		n = (size_t)(close - h);
 		colon = close + 1;
 		if (!addr_ok(AF_INET6, h, n))
-			return rule(why, why_len, "'%.*s' is not an IPv6 address", (int)n, h);
+			return rdp_why(why, why_len, EINVAL, "'%.*s' is not an IPv6 address", (int)n, h);
 	} else {
 		colon = strrchr(s, ':');
 		if (colon == NULL)
-			return rule(why, why_len, "expected HOST:PORT");
+			return rdp_why(why, why_len, EINVAL, "expected HOST:PORT");
 		if (strchr(s, ':') != colon)
-			return rule(why, why_len, "an IPv6 address needs brackets, as in [::1]:18515");
+			return rdp_why(why, why_len, EINVAL, "an IPv6 address needs brackets, as in [::1]:18515");
 		n = (size_t)(colon - s);
 		if (n == 0 && !listen)
-			return rule(why, why_len, "missing host before ':'");
+			return rdp_why(why, why_len, EINVAL, "missing host before ':'");
 		if (n > 0 && strspn(s, "0123456789.") >= n) {
 			if (!addr_ok(AF_INET, h, n))
-				return rule(why, why_len, "'%.*s' is not an IPv4 address", (int)n, h);
+				return rdp_why(why, why_len, EINVAL, "'%.*s' is not an IPv4 address", (int)n, h);
 		} else if (n > 0 && !host_name_ok(h, n)) {
-			return rule(why, why_len, "'%.*s' is not a host name "
+			return rdp_why(why, why_len, EINVAL, "'%.*s' is not a host name "
 				    "(letters, digits, '-', '.')", (int)n, h);
 		}
 	}
 	if (port_parse(colon + 1, &p) < 0 || p > 65535 || (p == 0 && !listen))
-		return rule(why, why_len, listen ? "port must be an integer in [0, 65535]" :
+		return rdp_why(why, why_len, EINVAL, listen ? "port must be an integer in [0, 65535]" :
 			    "port must be an integer in [1, 65535]");
 	if (host != NULL) {
 		if (n >= host_len)

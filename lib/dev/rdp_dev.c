@@ -147,12 +147,6 @@ rdp_dev_close(struct rdp_dev *dev)
 	return 0;
 }
 
-const char *
-rdp_dev_spec(const struct rdp_dev *dev)
-{
-	return dev->spec;
-}
-
 static int
 not_supported(const struct rdp_dev *dev, const char *op)
 {

@@ -281,6 +281,8 @@ struct rdp_dev_attr {
 	uint16_t lid;             /**< LID (InfiniBand) */
 	uint32_t active_mtu;      /**< bytes */
 	int numa_node;            /**< NUMA node of the device, -1 unknown */
+	uint32_t fds_per_qp;      /**< file descriptors one connected QP may hold at
+				   *   once, its setup included (0 for verbs) */
 };
 
 /** Asynchronous event types, mirroring verbs' affiliated events. */
@@ -485,16 +487,6 @@ int rdp_dev_query(struct rdp_dev *dev, struct rdp_dev_attr *attr);
  *   0, or -ENOTSUP.
  */
 int rdp_dev_stats_get(struct rdp_dev *dev, struct rdp_dev_stats *stats);
-
-/**
- * The spec the device was opened with.
- *
- * @param dev
- *   The device.
- * @return
- *   The spec string.
- */
-const char *rdp_dev_spec(const struct rdp_dev *dev);
 
 /**
  * A file descriptor that becomes readable when an event is pending.

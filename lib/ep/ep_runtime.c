@@ -402,10 +402,8 @@ raise_fd_limit(void)
 	}
 }
 
-/* Descriptors an endpoint may hold at once: its control socket, a QP
- * segment and a receive MR (shm), the rendezvous links both ways, and one
- * spare for what a rendezvous receives before it maps and closes it. */
-#define EP_FDS_EACH 6u
+/* An endpoint holds its control socket and what its device's QP holds. */
+#define EP_FDS_OWN 1u
 #define EP_FDS_SPARE 512u
 
 /*
@@ -422,7 +420,8 @@ static void
 grow_fd_table(unsigned int endpoints)
 {
 	struct rlimit rl;
-	uint64_t want = (uint64_t)endpoints * EP_FDS_EACH + EP_FDS_SPARE;
+	uint64_t each = EP_FDS_OWN + rdp_rt.attr.fds_per_qp;
+	uint64_t want = (uint64_t)endpoints * each + EP_FDS_SPARE;
 	int base, high;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)

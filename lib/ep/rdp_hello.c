@@ -4,7 +4,6 @@
  * on a compiler's struct layout; every field a peer sends is checked.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include <sodium.h>
 
 #include "rdp_hello.h"
+#include "rdp_why.h"
 
 enum {
 	OFF_MAGIC = 0,
@@ -111,20 +111,6 @@ rdp_hello_encode(const struct rdp_hello *h, uint8_t buf[RDP_HELLO_LEN])
 		memcpy(buf + OFF_REASON, h->reason, strnlen(h->reason, RDP_HELLO_REASON_LEN - 1));
 }
 
-static int
-bad(char *why, size_t len, int err, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static int
-bad(char *why, size_t len, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -err;
-}
-
 static bool
 all_zero(const uint8_t *p, size_t n)
 {
@@ -145,14 +131,14 @@ check_text(const uint8_t *p, size_t n, const char *field, bool name_chars, bool 
 		bool ok = name_chars ? ((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= '0' && p[i] <= '9') ||
 					p[i] == '_') : (p[i] >= 0x20 && p[i] < 0x7f);
 		if (!ok)
-			return bad(why, len, EPROTO, "field '%s' has byte 0x%02x at %zu", field, p[i], i);
+			return rdp_why(why, len, EPROTO, "field '%s' has byte 0x%02x at %zu", field, p[i], i);
 	}
 	if (i == n)
-		return bad(why, len, EPROTO, "field '%s' is not NUL-terminated", field);
+		return rdp_why(why, len, EPROTO, "field '%s' is not NUL-terminated", field);
 	if (i == 0 && !may_be_empty)
-		return bad(why, len, EPROTO, "field '%s' is empty", field);
+		return rdp_why(why, len, EPROTO, "field '%s' is empty", field);
 	if (!all_zero(p + i, n - i))
-		return bad(why, len, EPROTO, "field '%s' has bytes after its NUL", field);
+		return rdp_why(why, len, EPROTO, "field '%s' has bytes after its NUL", field);
 	return 0;
 }
 
@@ -160,7 +146,7 @@ static int
 check_range(uint32_t v, const char *field, uint32_t min, uint32_t max, char *why, size_t len)
 {
 	if (v < min || v > max)
-		return bad(why, len, EPROTO, "field '%s' = %u, expected %u..%u", field, v, min, max);
+		return rdp_why(why, len, EPROTO, "field '%s' = %u, expected %u..%u", field, v, min, max);
 	return 0;
 }
 
@@ -188,7 +174,7 @@ decode_params(const uint8_t *buf, struct rdp_hello *h, char *why, size_t len)
 	h->credit.signal_interval = get32(buf + OFF_SIGNAL_INTERVAL);
 	h->buf_size = get32(buf + OFF_BUF_SIZE);
 	if (h->buf_size < 64 || h->buf_size > HELLO_MAX_BUF || h->buf_size % 64 != 0)
-		return bad(why, len, EPROTO, "field 'buf_size' = %u, expected a multiple of 64 "
+		return rdp_why(why, len, EPROTO, "field 'buf_size' = %u, expected a multiple of 64 "
 			   "in 64..%u", h->buf_size, HELLO_MAX_BUF);
 	h->max_msg_size = get32(buf + OFF_MAX_MSG);
 	ret = check_range(h->max_msg_size, "max_msg_size", 1, HELLO_MAX_MSG, why, len);
@@ -196,21 +182,21 @@ decode_params(const uint8_t *buf, struct rdp_hello *h, char *why, size_t len)
 		return ret;
 	h->qp.qpn = get32(buf + OFF_QPN);
 	if (h->qp.qpn > 0xffffff)
-		return bad(why, len, EPROTO, "field 'qpn' = %u, expected 24 bits", h->qp.qpn);
+		return rdp_why(why, len, EPROTO, "field 'qpn' = %u, expected 24 bits", h->qp.qpn);
 	h->qp.psn = get32(buf + OFF_PSN);
 	if (h->qp.psn > 0xffffff)
-		return bad(why, len, EPROTO, "field 'psn' = %u, expected 24 bits", h->qp.psn);
+		return rdp_why(why, len, EPROTO, "field 'psn' = %u, expected 24 bits", h->qp.psn);
 	memcpy(h->qp.gid, buf + OFF_GID, RDP_GID_LEN);
 	h->qp.lid = get16(buf + OFF_LID);
 	h->link_layer = buf[OFF_LINK];
 	if (h->link_layer > RDP_LINK_INFINIBAND)
-		return bad(why, len, EPROTO, "field 'link_layer' = %u, expected 0..%d",
+		return rdp_why(why, len, EPROTO, "field 'link_layer' = %u, expected 0..%d",
 			   h->link_layer, RDP_LINK_INFINIBAND);
 	if (buf[OFF_RSVD1] != 0)
-		return bad(why, len, EPROTO, "reserved byte at offset %d is not zero", OFF_RSVD1);
+		return rdp_why(why, len, EPROTO, "reserved byte at offset %d is not zero", OFF_RSVD1);
 	h->qp.mtu = get32(buf + OFF_MTU);
 	if (h->qp.mtu < 256 || h->qp.mtu > (1u << 20) || (h->qp.mtu & (h->qp.mtu - 1)) != 0)
-		return bad(why, len, EPROTO, "field 'mtu' = %u, expected a power of two in "
+		return rdp_why(why, len, EPROTO, "field 'mtu' = %u, expected a power of two in "
 			   "256..1048576", h->qp.mtu);
 	ret = check_text(buf + OFF_DRIVER, RDP_HELLO_DRIVER_LEN, "driver", true, false, why, len);
 	if (ret < 0)
@@ -229,31 +215,31 @@ rdp_hello_decode(const uint8_t *buf, size_t len, struct rdp_hello *h, char *why,
 
 	memset(h, 0, sizeof(*h));
 	if (len < RDP_HELLO_LEN)
-		return bad(why, why_len, EPROTO, "truncated handshake: %zu of %d bytes",
+		return rdp_why(why, why_len, EPROTO, "truncated handshake: %zu of %d bytes",
 			   len, RDP_HELLO_LEN);
 	if (len > RDP_HELLO_LEN)
-		return bad(why, why_len, EPROTO, "handshake of %zu bytes, expected %d",
+		return rdp_why(why, why_len, EPROTO, "handshake of %zu bytes, expected %d",
 			   len, RDP_HELLO_LEN);
 	magic = get32(buf + OFF_MAGIC);
 	if (magic != RDP_HELLO_MAGIC)
-		return bad(why, why_len, EPROTO, "field 'magic' = 0x%08x, expected 0x%08x "
+		return rdp_why(why, why_len, EPROTO, "field 'magic' = 0x%08x, expected 0x%08x "
 			   "(not an rdmaplane peer)", magic, RDP_HELLO_MAGIC);
 	version = get16(buf + OFF_VERSION);
 	if (version != RDP_HELLO_VERSION)
-		return bad(why, why_len, EPROTONOSUPPORT, "field 'version' = %u, this build "
+		return rdp_why(why, why_len, EPROTONOSUPPORT, "field 'version' = %u, this build "
 			   "speaks version %d", version, RDP_HELLO_VERSION);
 	h->type = buf[OFF_TYPE];
 	if (h->type < RDP_HELLO_HELLO || h->type > RDP_HELLO_REJECT)
-		return bad(why, why_len, EPROTO, "field 'type' = %u, expected 1..4", h->type);
+		return rdp_why(why, why_len, EPROTO, "field 'type' = %u, expected 1..4", h->type);
 	h->flags = buf[OFF_FLAGS];
 	if ((h->flags & ~RDP_HELLO_F_AUTH) != 0)
-		return bad(why, why_len, EPROTO, "field 'flags' = 0x%02x has unknown bits",
+		return rdp_why(why, why_len, EPROTO, "field 'flags' = 0x%02x has unknown bits",
 			   h->flags);
 	if (get16(buf + OFF_LENGTH) != RDP_HELLO_LEN)
-		return bad(why, why_len, EPROTO, "field 'length' = %u, expected %d",
+		return rdp_why(why, why_len, EPROTO, "field 'length' = %u, expected %d",
 			   get16(buf + OFF_LENGTH), RDP_HELLO_LEN);
 	if (get16(buf + OFF_RSVD0) != 0)
-		return bad(why, why_len, EPROTO, "reserved bytes at offset %d are not zero",
+		return rdp_why(why, why_len, EPROTO, "reserved bytes at offset %d are not zero",
 			   OFF_RSVD0);
 	memcpy(h->nonce, buf + OFF_NONCE, RDP_HELLO_NONCE_LEN);
 	memcpy(h->mac, buf + OFF_MAC, RDP_HELLO_MAC_LEN);
@@ -265,7 +251,7 @@ rdp_hello_decode(const uint8_t *buf, size_t len, struct rdp_hello *h, char *why,
 		return ret;
 	}
 	if (!all_zero(buf + OFF_REASON, RDP_HELLO_REASON_LEN))
-		return bad(why, why_len, EPROTO, "field 'reason' is set in a message that is not "
+		return rdp_why(why, why_len, EPROTO, "field 'reason' is set in a message that is not "
 			   "a reject");
 	if (h->type == RDP_HELLO_READY)
 		return 0;
@@ -280,10 +266,10 @@ rdp_hello_negotiate(const struct rdp_hello *local, const struct rdp_hello *peer,
 	int ret;
 
 	if (strncmp(local->driver, peer->driver, RDP_HELLO_DRIVER_LEN) != 0)
-		return bad(why, why_len, EINVAL, "field 'driver': peer uses '%s', we use '%s'",
+		return rdp_why(why, why_len, EINVAL, "field 'driver': peer uses '%s', we use '%s'",
 			   peer->driver, local->driver);
 	if (local->link_layer != peer->link_layer)
-		return bad(why, why_len, EINVAL, "field 'link_layer': peer %u, we %u",
+		return rdp_why(why, why_len, EINVAL, "field 'link_layer': peer %u, we %u",
 			   peer->link_layer, local->link_layer);
 	ret = rdp_credit_init(&scratch, &local->credit, &peer->credit, why, why_len);
 	if (ret < 0)

@@ -447,12 +447,6 @@ rdp_poller_cq(const struct rdp_poller *p)
 	return p->cq;
 }
 
-unsigned int
-rdp_poller_lcore(const struct rdp_poller *p)
-{
-	return p->lcore_id;
-}
-
 void
 rdp_poller_stats(const struct rdp_poller *p, struct rdp_poll_stats *stats,
 		 uint32_t *cq_used, uint32_t *cq_size, uint32_t *slots_used)

@@ -283,9 +283,6 @@ void rdp_poller_unreserve(struct rdp_poller *p, uint32_t entries);
 /** The poller's CQ. */
 struct rdp_cq *rdp_poller_cq(const struct rdp_poller *p);
 
-/** The poller's lcore. */
-unsigned int rdp_poller_lcore(const struct rdp_poller *p);
-
 /** True when called from the poller's own thread (inline, below). */
 static inline bool rdp_poller_is_self(const struct rdp_poller *p);
 

@@ -67,6 +67,10 @@ extern int shm_logtype;
 #define SHM_MAX_FDS 250u          /**< fds in one rendezvous message */
 #define SHM_MAX_EVENTS 1024u
 #define SHM_MTU 4096u
+/** fds a connected QP may hold at once: its segment, a receive MR, the
+ *  rendezvous links both ways, and what a rendezvous receives before it
+ *  maps and closes it */
+#define SHM_FDS_PER_QP 5u
 
 #define SHM_QP_MAGIC 0x52445151u  /* "RDQQ" */
 #define SHM_CQ_MAGIC 0x52444351u  /* "RDCQ" */
