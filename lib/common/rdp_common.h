@@ -43,6 +43,36 @@ extern "C" {
 /** Read a counter that another thread writes (RDP_STAT_ADD()). */
 #define RDP_STAT_READ(ctr) __atomic_load_n(&(ctr), __ATOMIC_RELAXED)
 
+/**
+ * Read a run of counters that another thread writes (RDP_STAT_ADD()):
+ * @p len bytes of consecutive uint64_t fields from @p src into the same
+ * layout at @p dst, each read whole.
+ */
+static inline void
+rdp_stats_read(void *dst, const void *src, size_t len)
+{
+	const uint64_t *from = (const uint64_t *)src;
+	uint64_t *to = (uint64_t *)dst;
+	size_t i;
+
+	for (i = 0; i < len / sizeof(uint64_t); i++)
+		to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
+}
+
+/**
+ * Append @p elem to a singly linked list kept as @p head and @p tail
+ * pointers, linked through @p elem's field @p link.
+ */
+#define RDP_LIST_APPEND(head, tail, elem, link) \
+	do { \
+		(elem)->link = NULL; \
+		if ((tail) != NULL) \
+			(tail)->link = (elem); \
+		else \
+			(head) = (elem); \
+		(tail) = (elem); \
+	} while (0)
+
 /** Longest error detail kept by rdp_err_set(), including the NUL. */
 #define RDP_ERR_MSG_MAX 512
 

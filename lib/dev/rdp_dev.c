@@ -202,25 +202,41 @@ destroyed(struct rdp_dev *dev, int ret)
 	return ret;
 }
 
+/* A constructor: NULL with the -ENOTSUP detail when the driver lacks op. */
+#define CREATE_OP(dev, op, ...) \
+	((dev)->drv->ops->op != NULL ? created((dev), (dev)->drv->ops->op(__VA_ARGS__)) : \
+	 (not_supported((dev), #op), NULL))
+
+/* A destructor, whose op frees obj (so its device is read first); NULL is a no-op. */
+#define DESTROY_OP(obj, dev_of_obj, op) \
+	__extension__({ \
+		int ret_ = 0; \
+		if ((obj) != NULL) { \
+			struct rdp_dev *dev_ = (dev_of_obj); \
+			ret_ = destroyed(dev_, CALL_OP(dev_, op, (obj))); \
+		} \
+		ret_; \
+	})
+
+/* A driver made an object without its fast path (already destroyed): refuse it. */
+static void *
+no_fast_path(const struct rdp_dev *dev, const char *what)
+{
+	DEV_LOG(ERR, "driver %s created a %s without fast path", dev->drv->name, what);
+	rdp_err_set(EFAULT, "driver %s: %s without fast path", dev->drv->name, what);
+	return NULL;
+}
+
 struct rdp_pd *
 rdp_pd_alloc(struct rdp_dev *dev)
 {
-	if (dev->drv->ops->pd_alloc == NULL) {
-		not_supported(dev, "pd_alloc");
-		return NULL;
-	}
-	return created(dev, dev->drv->ops->pd_alloc(dev));
+	return CREATE_OP(dev, pd_alloc, dev);
 }
 
 int
 rdp_pd_free(struct rdp_pd *pd)
 {
-	struct rdp_dev *dev;
-
-	if (pd == NULL)
-		return 0;
-	dev = pd->dev; /* the op frees pd */
-	return destroyed(dev, CALL_OP(dev, pd_free, pd));
+	return DESTROY_OP(pd, pd->dev, pd_free);
 }
 
 struct rdp_mr *
@@ -232,11 +248,7 @@ rdp_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access)
 		rdp_err_set(EINVAL, "rdp_mr_alloc: length 0");
 		return NULL;
 	}
-	if (dev->drv->ops->mr_alloc == NULL) {
-		not_supported(dev, "mr_alloc");
-		return NULL;
-	}
-	return created(dev, dev->drv->ops->mr_alloc(pd, len, socket, access));
+	return CREATE_OP(dev, mr_alloc, pd, len, socket, access);
 }
 
 struct rdp_mr *
@@ -248,22 +260,13 @@ rdp_mr_reg(struct rdp_pd *pd, void *addr, size_t len, unsigned int access)
 		rdp_err_set(EINVAL, "rdp_mr_reg: empty region");
 		return NULL;
 	}
-	if (dev->drv->ops->mr_reg == NULL) {
-		not_supported(dev, "mr_reg");
-		return NULL;
-	}
-	return created(dev, dev->drv->ops->mr_reg(pd, addr, len, access));
+	return CREATE_OP(dev, mr_reg, pd, addr, len, access);
 }
 
 int
 rdp_mr_free(struct rdp_mr *mr)
 {
-	struct rdp_dev *dev;
-
-	if (mr == NULL)
-		return 0;
-	dev = mr->pd->dev;
-	return destroyed(dev, CALL_OP(dev, mr_free, mr));
+	return DESTROY_OP(mr, mr->pd->dev, mr_free);
 }
 
 struct rdp_cq *
@@ -275,18 +278,12 @@ rdp_cq_create(struct rdp_dev *dev, uint32_t cqe, int socket)
 		rdp_err_set(EINVAL, "rdp_cq_create: capacity 0");
 		return NULL;
 	}
-	if (dev->drv->ops->cq_create == NULL) {
-		not_supported(dev, "cq_create");
-		return NULL;
-	}
-	cq = dev->drv->ops->cq_create(dev, cqe, socket);
+	cq = CREATE_OP(dev, cq_create, dev, cqe, socket);
 	if (cq != NULL && cq->poll == NULL) {
-		DEV_LOG(ERR, "driver %s created a CQ without a poll function", dev->drv->name);
-		dev->drv->ops->cq_destroy(cq);
-		rdp_err_set(EFAULT, "driver %s: CQ without fast path", dev->drv->name);
-		return NULL;
+		DESTROY_OP(cq, dev, cq_destroy);
+		return no_fast_path(dev, "CQ");
 	}
-	return created(dev, cq);
+	return cq;
 }
 
 int
@@ -300,12 +297,7 @@ rdp_cq_resize(struct rdp_cq *cq, uint32_t cqe)
 int
 rdp_cq_destroy(struct rdp_cq *cq)
 {
-	struct rdp_dev *dev;
-
-	if (cq == NULL)
-		return 0;
-	dev = cq->dev; /* the op frees cq */
-	return destroyed(dev, CALL_OP(dev, cq_destroy, cq));
+	return DESTROY_OP(cq, cq->dev, cq_destroy);
 }
 
 struct rdp_qp *
@@ -322,18 +314,12 @@ rdp_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 		rdp_err_set(EINVAL, "rdp_qp_create: max_send_wr and max_recv_wr must be >= 1");
 		return NULL;
 	}
-	if (dev->drv->ops->qp_create == NULL) {
-		not_supported(dev, "qp_create");
-		return NULL;
-	}
-	qp = dev->drv->ops->qp_create(pd, attr);
+	qp = CREATE_OP(dev, qp_create, pd, attr);
 	if (qp != NULL && (qp->post_send == NULL || qp->post_recv == NULL)) {
-		DEV_LOG(ERR, "driver %s created a QP without fast path", dev->drv->name);
-		dev->drv->ops->qp_destroy(qp);
-		rdp_err_set(EFAULT, "driver %s: QP without fast path", dev->drv->name);
-		return NULL;
+		DESTROY_OP(qp, dev, qp_destroy);
+		return no_fast_path(dev, "QP");
 	}
-	return created(dev, qp);
+	return qp;
 }
 
 int
@@ -404,12 +390,7 @@ rdp_qp_connect(struct rdp_qp *qp, const struct rdp_qp_addr *remote,
 int
 rdp_qp_destroy(struct rdp_qp *qp)
 {
-	struct rdp_dev *dev;
-
-	if (qp == NULL)
-		return 0;
-	dev = qp->dev; /* the op frees qp */
-	return destroyed(dev, CALL_OP(dev, qp_destroy, qp));
+	return DESTROY_OP(qp, qp->dev, qp_destroy);
 }
 
 const char *

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <rte_lcore.h>
+#include <rte_tailq.h>
 
 #include "rdp_clock.h"
 #include "ep_ctl.h"
@@ -275,8 +276,7 @@ unlisten(struct unlisten_req *req)
 {
 	struct listener *l, *next;
 
-	for (l = TAILQ_FIRST(&rdp_ctl.listeners); l != NULL; l = next) {
-		next = TAILQ_NEXT(l, next);
+	RTE_TAILQ_FOREACH_SAFE(l, &rdp_ctl.listeners, next, next) {
 		if (req->port != 0 && l->port != req->port)
 			continue;
 		TAILQ_REMOVE(&rdp_ctl.listeners, l, next);
@@ -417,13 +417,11 @@ expire_handshakes(void)
 	uint64_t now = rdp_clock_ns();
 	struct rdp_ep *ep, *next;
 
-	for (ep = TAILQ_FIRST(&rdp_ctl.handshakes); ep != NULL; ep = next) {
-		next = TAILQ_NEXT(ep, ctl_next);
+	RTE_TAILQ_FOREACH_SAFE(ep, &rdp_ctl.handshakes, ctl_next, next)
 		if (now > ep->deadline_ns)
 			hs_fail(ep, -ETIMEDOUT, "no progress within %u ms (%s)",
 				ep->hs == HS_TCP_CONNECT ? ep->lc->conf.connect_timeout_ms :
 				ep->lc->conf.handshake_timeout_ms, hs_waiting_for(ep));
-	}
 }
 
 /*
@@ -439,8 +437,7 @@ expire_drains(void)
 	uint64_t now = rdp_clock_ns();
 	struct rdp_ep *ep, *next;
 
-	for (ep = TAILQ_FIRST(&rdp_ctl.drains); ep != NULL; ep = next) {
-		next = TAILQ_NEXT(ep, drain_next);
+	RTE_TAILQ_FOREACH_SAFE(ep, &rdp_ctl.drains, drain_next, next) {
 		if (now <= ep->deadline_ns)
 			continue;
 		EP_LOG(WARNING, "endpoint %u (peer %s, lcore %u): its drain did not end within "

@@ -346,17 +346,30 @@ on_hello(struct rdp_ep *ep, const struct rdp_hello *peer)
 	connect_qp(ep, peer);
 }
 
-static void
-on_ack(struct rdp_ep *ep, const struct rdp_hello *peer)
+/*
+ * The peer's message is the one this step waits for; else the handshake
+ * fails, and a REJECT's reason is the news (the peer could not finish its
+ * side).
+ */
+static bool
+hs_expect(struct rdp_ep *ep, const struct rdp_hello *peer, uint8_t type, const char *name)
 {
 	if (peer->type == RDP_HELLO_REJECT) {
 		hs_fail(ep, -ECONNREFUSED, "peer refused: %s", peer->reason);
-		return;
+		return false;
 	}
-	if (peer->type != RDP_HELLO_ACK) {
-		hs_fail(ep, -EPROTO, "expected HELLO_ACK, got message type %u", peer->type);
-		return;
+	if (peer->type != type) {
+		hs_fail(ep, -EPROTO, "expected %s, got message type %u", name, peer->type);
+		return false;
 	}
+	return true;
+}
+
+static void
+on_ack(struct rdp_ep *ep, const struct rdp_hello *peer)
+{
+	if (!hs_expect(ep, peer, RDP_HELLO_ACK, "HELLO_ACK"))
+		return;
 	memcpy(ep->hello_s, ep->in_buf, RDP_HELLO_LEN);
 	if (rdp_rt.auth) {
 		uint8_t mac[RDP_HELLO_MAC_LEN];
@@ -381,15 +394,8 @@ on_ready(struct rdp_ep *ep, const struct rdp_hello *peer)
 {
 	uint8_t mac[RDP_HELLO_MAC_LEN];
 
-	if (peer->type == RDP_HELLO_REJECT) {
-		/* the client could not finish its side: its reason is the news */
-		hs_fail(ep, -ECONNREFUSED, "peer refused: %s", peer->reason);
+	if (!hs_expect(ep, peer, RDP_HELLO_READY, "READY"))
 		return;
-	}
-	if (peer->type != RDP_HELLO_READY) {
-		hs_fail(ep, -EPROTO, "expected READY, got message type %u", peer->type);
-		return;
-	}
 	if (rdp_rt.auth) {
 		rdp_hello_auth(rdp_rt.auth_key, "rdp-ready", ep->hello_c, ep->hello_s, mac);
 		if (!rdp_hello_mac_equal(mac, peer->mac)) {

@@ -227,15 +227,8 @@ void
 rdp_ep_stats_get(const struct rdp_ep *ep, struct rdp_ep_stats *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->msgs_sent = RDP_STAT_READ(ep->stats.msgs_sent);
-	s->msgs_failed = RDP_STAT_READ(ep->stats.msgs_failed);
-	s->msgs_received = RDP_STAT_READ(ep->stats.msgs_received);
-	s->bytes_sent = RDP_STAT_READ(ep->stats.bytes_sent);
-	s->bytes_received = RDP_STAT_READ(ep->stats.bytes_received);
-	s->backpressure = RDP_STAT_READ(ep->stats.backpressure);
-	s->enomem = RDP_STAT_READ(ep->stats.enomem);
-	s->rnr = RDP_STAT_READ(ep->stats.rnr);
-	s->dups_dropped = RDP_STAT_READ(ep->stats.dups_dropped);
+	/* the counters up to sq_inflight; the credit state after them */
+	rdp_stats_read(s, &ep->stats, offsetof(struct rdp_ep_stats, sq_inflight));
 	credit_snapshot(ep, s);
 }
 

@@ -451,14 +451,7 @@ void
 rdp_poller_stats(const struct rdp_poller *p, struct rdp_poll_stats *stats,
 		 uint32_t *cq_used, uint32_t *cq_size, uint32_t *slots_used)
 {
-	stats->polls = RDP_STAT_READ(p->stats.polls);
-	stats->idle_polls = RDP_STAT_READ(p->stats.idle_polls);
-	stats->completions = RDP_STAT_READ(p->stats.completions);
-	stats->inbox_items = RDP_STAT_READ(p->stats.inbox_items);
-	stats->progress_calls = RDP_STAT_READ(p->stats.progress_calls);
-	stats->stray_wc = RDP_STAT_READ(p->stats.stray_wc);
-	stats->cq_errors = RDP_STAT_READ(p->stats.cq_errors);
-	stats->cq_resizes = RDP_STAT_READ(p->stats.cq_resizes);
+	rdp_stats_read(stats, &p->stats, sizeof(*stats));
 	if (cq_used != NULL)
 		*cq_used = __atomic_load_n(&p->cq_used, __ATOMIC_RELAXED);
 	if (cq_size != NULL)

@@ -194,14 +194,8 @@ txq_push(struct ep_txq *q, struct rdp_msg *m)
 {
 	if (q->ov_head == NULL && q->tail - q->head < EP_TXQ_RING)
 		q->ring[q->tail++ % EP_TXQ_RING] = m;
-	else {
-		m->link = NULL;
-		if (q->ov_tail != NULL)
-			q->ov_tail->link = m;
-		else
-			q->ov_head = m;
-		q->ov_tail = m;
-	}
+	else
+		RDP_LIST_APPEND(q->ov_head, q->ov_tail, m, link);
 }
 
 static inline struct rdp_msg *

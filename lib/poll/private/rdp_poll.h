@@ -328,12 +328,7 @@ rdp_poller_busy(struct rdp_poller *p, struct rdp_poll_busy *b)
 	if (b->queued)
 		return;
 	b->queued = true;
-	b->next = NULL;
-	if (h->busy_tail != NULL)
-		h->busy_tail->next = b;
-	else
-		h->busy_head = b;
-	h->busy_tail = b;
+	RDP_LIST_APPEND(h->busy_head, h->busy_tail, b, next);
 }
 
 #ifdef __cplusplus
