@@ -5,20 +5,16 @@
  * sockets (listeners, handshakes, and one socket per established endpoint,
  * kept open to notice a dead peer), the device's asynchronous events, QP
  * creation, and the deadlines of handshakes and drains; it frees
- * endpoints. The handshake itself is in ep_hs.c.
+ * endpoints. The handshake itself is in ep_hs.c, the listeners in
+ * ep_listen.c.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rte_lcore.h>
@@ -26,32 +22,13 @@
 
 #include "rdp_clock.h"
 #include "ep_ctl.h"
-#include "rdp_hostport.h"
-
-/* control inbox items (tagged endpoint or listener pointers) */
-enum ctl_req {
-	REQ_CONNECT = 0,
-	REQ_CLOSE = 1,
-	REQ_RETIRE = 2,
-	REQ_RELEASE = 3,
-	REQ_LISTEN = 4,
-	REQ_HS_QP_ERR = 5,
-	REQ_UNLISTEN = 6,
-};
-
-/* rdp_listen_close(): the caller waits on it until the control thread is done */
-struct unlisten_req {
-	int port;
-	unsigned int closed;  /* listeners closed */
-	bool done;
-} __rte_aligned(8);
 
 #define CTL_TICK_MS 10
 #define CTL_INBOX 4096
 
 struct ep_ctl rdp_ctl;
 
-static void
+void
 ctl_push(void *obj, enum ctl_req req, bool wake)
 {
 	void *item = (void *)((uintptr_t)obj | req);
@@ -102,61 +79,6 @@ void
 ctl_handshake_qp_failed(struct rdp_ep *ep)
 {
 	ctl_push(ep, REQ_HS_QP_ERR, true);
-}
-
-/* ---------------------------------------------------------------------- */
-/* Addresses                                                              */
-/* ---------------------------------------------------------------------- */
-
-int
-ctl_resolve(const char *hostport, bool passive, struct sockaddr_storage *ss, socklen_t *len)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res = NULL;
-	char host[128], port[8];
-	uint16_t p;
-	int ret;
-
-	if (hostport == NULL || hostport[0] == '\0')
-		return rdp_err_set(EINVAL, "empty address (expected host:port)");
-	ret = rdp_hostport_parse(hostport, passive ? RDP_HOSTPORT_LISTEN : 0, host, sizeof(host),
-				 &p);
-	if (ret < 0)
-		return ret;
-	snprintf(port, sizeof(port), "%u", p);
-	if (passive)
-		hints.ai_flags = AI_PASSIVE;
-	ret = getaddrinfo(host[0] != '\0' ? host : NULL, port, &hints, &res);
-	if (ret != 0)
-		return rdp_err_set(EINVAL, "address '%s': %s", hostport, gai_strerror(ret));
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-}
-
-static void
-peer_name(int fd, char *buf, size_t len)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned int port = 0;
-
-	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
-		if (ss.ss_family == AF_INET) {
-			struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-
-			inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-			port = ntohs(in->sin_port);
-		} else if (ss.ss_family == AF_INET6) {
-			struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-
-			inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-			port = ntohs(in6->sin6_port);
-		}
-	}
-	snprintf(buf, len, ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, port);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -222,96 +144,6 @@ est_event(struct rdp_ep *ep)
 	       n == 0 ? "closed by the peer" : n > 0 ? "carried unexpected bytes" :
 	       strerror(errno));
 	fail_established(ep, n > 0 ? -EPROTO : -ECONNRESET);
-}
-
-/* ---------------------------------------------------------------------- */
-/* Listeners                                                              */
-/* ---------------------------------------------------------------------- */
-
-/* Watch one listener for connections, or stop. */
-static void
-listener_watch(struct listener *l, bool on)
-{
-	struct epoll_event ev = {
-		.events = on ? EPOLLIN : 0,
-		.data.ptr = (void *)((uintptr_t)l | OBJ_LISTENER),
-	};
-
-	epoll_ctl(rdp_ctl.epfd, EPOLL_CTL_MOD, l->fd, &ev);
-}
-
-/*
- * Stop or resume watching the listeners. At max_handshakes, new
- * connections wait in the kernel's backlog instead of being accepted: a
- * burst of clients is served in turn, and a flood holds no more than the
- * limit of our resources.
- */
-void
-ctl_listeners_watch(bool on)
-{
-	struct listener *l;
-
-	if (rdp_ctl.accept_paused == !on)
-		return;
-	rdp_ctl.accept_paused = !on;
-	TAILQ_FOREACH(l, &rdp_ctl.listeners, next)
-		listener_watch(l, on);
-}
-
-/* A new listener: watched from now on, unless accepting is paused. */
-static void
-listener_add(struct listener *l)
-{
-	TAILQ_INSERT_TAIL(&rdp_ctl.listeners, l, next);
-	if (!rdp_ctl.accept_paused)
-		listener_watch(l, true);
-}
-
-/*
- * Close every listener bound to the port (port 0: every listener); peers
- * still in their handshakes go on.
- */
-static void
-unlisten(struct unlisten_req *req)
-{
-	struct listener *l, *next;
-
-	RTE_TAILQ_FOREACH_SAFE(l, &rdp_ctl.listeners, next, next) {
-		if (req->port != 0 && l->port != req->port)
-			continue;
-		TAILQ_REMOVE(&rdp_ctl.listeners, l, next);
-		epoll_ctl(rdp_ctl.epfd, EPOLL_CTL_DEL, l->fd, NULL);
-		close(l->fd);
-		EP_LOG(INFO, "listener %s closed", l->addr);
-		free(l);
-		req->closed++;
-	}
-	__atomic_store_n(&req->done, true, __ATOMIC_RELEASE);
-}
-
-static void
-accept_one(struct listener *l)
-{
-	struct ep_lcore *lc;
-	struct rdp_ep *ep;
-	int fd;
-
-	lc = rt_pick_lcore(l->prm.lcore);
-	if (rdp_ctl.nb_server_handshakes >= lc->conf.max_handshakes) {
-		ctl_listeners_watch(false);
-		return;
-	}
-	fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0)
-		return;
-	ep = ep_new(lc, &l->prm, false);
-	if (ep == NULL) {
-		EP_LOG(ERR, "listener %s: cannot accept: %s", l->addr, rdp_err_msg());
-		close(fd);
-		return;
-	}
-	peer_name(fd, ep->peer, sizeof(ep->peer));
-	hs_start_accept(ep, fd);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -398,10 +230,10 @@ serve_inbox(void)
 				ep_free(obj);
 				break;
 			case REQ_LISTEN:
-				listener_add(obj);
+				ctl_listener_add(obj);
 				break;
 			case REQ_UNLISTEN:
-				unlisten(obj);
+				ctl_unlisten_serve(obj);
 				break;
 			case REQ_HS_QP_ERR:
 				handshake_qp_failed(obj);
@@ -505,7 +337,7 @@ ctl_main(void *arg)
 					break;
 				break;
 			case OBJ_LISTENER:
-				accept_one(obj);
+				ctl_accept(obj);
 				break;
 			case OBJ_DEVICE:
 				device_events();
@@ -536,64 +368,6 @@ ctl_main(void *arg)
 /* ---------------------------------------------------------------------- */
 /* Entry points                                                           */
 /* ---------------------------------------------------------------------- */
-
-int
-ctl_listen(const char *hostport, const struct rdp_ep_params *prm)
-{
-	struct sockaddr_storage ss;
-	struct epoll_event ev = { .events = 0 }; /* watched once the control thread has it */
-	struct listener *l;
-	socklen_t sl;
-	int fd, ret, one = 1, port;
-
-	ret = ctl_resolve(hostport, true, &ss, &sl);
-	if (ret < 0)
-		return ret;
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return rdp_err_set(errno, "listen %s: socket: %s", hostport, strerror(errno));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 128) < 0) {
-		ret = rdp_err_set(errno, "listen %s: %s", hostport, strerror(errno));
-		close(fd);
-		return ret;
-	}
-	sl = sizeof(ss);
-	getsockname(fd, (struct sockaddr *)&ss, &sl);
-	port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
-		     ((struct sockaddr_in *)&ss)->sin_port);
-	l = calloc(1, sizeof(*l));
-	if (l == NULL) {
-		close(fd);
-		return rdp_err_set(ENOMEM, "listen %s: out of memory", hostport);
-	}
-	l->fd = fd;
-	l->port = port;
-	l->prm = *prm;
-	snprintf(l->addr, sizeof(l->addr), "%s", hostport);
-	ev.data.ptr = (void *)((uintptr_t)l | OBJ_LISTENER);
-	if (epoll_ctl(rdp_ctl.epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		ret = rdp_err_set(errno, "listen %s: epoll: %s", hostport, strerror(errno));
-		close(fd);
-		free(l);
-		return ret;
-	}
-	ctl_push(l, REQ_LISTEN, true);
-	return port;
-}
-
-int
-ctl_unlisten(int port)
-{
-	struct unlisten_req req = { .port = port };
-
-	ctl_push(&req, REQ_UNLISTEN, true);
-	while (!__atomic_load_n(&req.done, __ATOMIC_ACQUIRE))
-		usleep(100);
-	if (req.closed == 0 && port != 0)
-		return rdp_err_set(ENOENT, "rdp_listen_close: no listener on port %d", port);
-	return 0;
-}
 
 int
 ctl_connect(struct rdp_ep *ep, const char *hostport)

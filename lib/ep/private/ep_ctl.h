@@ -3,8 +3,8 @@
 #define RDP_EP_CTL_H
 
 /*
- * The control thread's state, shared by its loop (ep_ctl.c) and the
- * handshake (ep_hs.c). Everything here is touched by the control thread
+ * The control thread's state, shared by its loop (ep_ctl.c), the
+ * handshake (ep_hs.c) and the listeners (ep_listen.c). Everything here is touched by the control thread
  * only, except the inbox (a multi-producer ring) and the wake-up eventfd.
  */
 
@@ -48,6 +48,27 @@ struct ep_ctl {
 
 extern struct ep_ctl rdp_ctl;
 
+/* control inbox items (tagged endpoint or listener pointers) */
+enum ctl_req {
+	REQ_CONNECT = 0,
+	REQ_CLOSE = 1,
+	REQ_RETIRE = 2,
+	REQ_RELEASE = 3,
+	REQ_LISTEN = 4,
+	REQ_HS_QP_ERR = 5,
+	REQ_UNLISTEN = 6,
+};
+
+/* rdp_listen_close(): the caller waits on it until the control thread is done */
+struct unlisten_req {
+	int port;
+	unsigned int closed;  /* listeners closed */
+	bool done;
+} __rte_aligned(8);
+
+/* Queue a request for the control thread; @p wake: rouse it now. */
+void ctl_push(void *obj, enum ctl_req req, bool wake);
+
 /* Watch an endpoint's control socket for @p events (EPOLLIN, EPOLLOUT...). */
 void ctl_watch(struct rdp_ep *ep, uint32_t events);
 /* Stop watching and close an endpoint's control socket. */
@@ -56,9 +77,17 @@ void ctl_close_fd(struct rdp_ep *ep);
 void ctl_poller_push(struct rdp_ep *ep, enum inbox_tag tag);
 /* Stop or resume watching the listeners (the handshake limit). */
 void ctl_listeners_watch(bool on);
+
+/* ---- listeners and addresses (ep_listen.c) ---- */
 /* Split "host:port" and resolve it. */
 int ctl_resolve(const char *hostport, bool passive, struct sockaddr_storage *ss,
 		socklen_t *len);
+/* A new listener (REQ_LISTEN): watched from now on, unless accepting is paused. */
+void ctl_listener_add(struct listener *l);
+/* Close the listeners of a port (REQ_UNLISTEN) and say so to the waiting caller. */
+void ctl_unlisten_serve(struct unlisten_req *req);
+/* A listener is readable: accept one connection into a server handshake. */
+void ctl_accept(struct listener *l);
 
 /* ---- the handshake (ep_hs.c) ---- */
 /* Start a client's handshake (REQ_CONNECT). */
