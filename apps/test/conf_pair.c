@@ -42,6 +42,8 @@ struct agent_hello {
 	uint64_t rx_addr;
 	uint32_t rx_rkey;
 	uint32_t qp_num;
+	uint64_t tx_addr;
+	uint32_t tx_rkey;
 };
 
 void
@@ -49,7 +51,7 @@ conf_opts_default(struct conf_opts *o)
 {
 	*o = (struct conf_opts){
 		.sq = 16, .rq = 16, .cqe = 64, .send_sge = 1, .recv_sge = 1,
-		.rnr_retry = 0, .min_rnr_timer = 1,
+		.rnr_retry = 0, .min_rnr_timer = 1, .rd_atomic = 4,
 	};
 }
 
@@ -66,7 +68,7 @@ side_open(struct rdp_dev *dev, struct rdp_pd *pd, struct conf_side *s, const str
 	s->cq = rdp_cq_create(dev, o->cqe, -1);
 	RDP_ASSERT_MSG(s->cq != NULL, "rdp_cq_create: %s", rdp_err_msg());
 	s->rx = rdp_mr_alloc(pd, CONF_BUF_SIZE, -1,
-			     RDP_ACCESS_LOCAL_WRITE | RDP_ACCESS_REMOTE_WRITE);
+			     RDP_ACCESS_LOCAL_WRITE | RDP_ACCESS_REMOTE_WRITE | RDP_ACCESS_REMOTE_READ);
 	RDP_ASSERT_MSG(s->rx != NULL, "rdp_mr_alloc(rx): %s", rdp_err_msg());
 	s->tx = rdp_mr_alloc(pd, CONF_BUF_SIZE, -1, RDP_ACCESS_LOCAL_WRITE);
 	RDP_ASSERT_MSG(s->tx != NULL, "rdp_mr_alloc(tx): %s", rdp_err_msg());
@@ -80,6 +82,8 @@ side_open(struct rdp_dev *dev, struct rdp_pd *pd, struct conf_side *s, const str
 	RDP_ASSERT_MSG(s->qp != NULL, "rdp_qp_create: %s", rdp_err_msg());
 	s->rx_addr = (uintptr_t)s->rx->addr;
 	s->rx_rkey = s->rx->rkey;
+	s->tx_addr = (uintptr_t)s->tx->addr;
+	s->tx_rkey = s->tx->rkey;
 	s->qp_num = s->qp->qp_num;
 }
 
@@ -280,6 +284,8 @@ agent_main(int fd, const char *spec, const struct conf_opts *o,
 	RDP_ASSERT_EQ(rdp_qp_local_addr(s.qp, &h.addr), 0);
 	h.rx_addr = s.rx_addr;
 	h.rx_rkey = s.rx_rkey;
+	h.tx_addr = s.tx_addr;
+	h.tx_rkey = s.tx_rkey;
 	h.qp_num = s.qp_num;
 	RDP_ASSERT(send(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h));
 	RDP_ASSERT(recv(fd, &peer, sizeof(peer), 0) == (ssize_t)sizeof(peer));
@@ -303,7 +309,8 @@ conn_params(const struct conf_opts *o)
 {
 	return (struct rdp_qp_conn_params){
 		.rnr_retry = o->rnr_retry, .retry_cnt = 7, .timeout = 14,
-		.min_rnr_timer = o->min_rnr_timer,
+		.min_rnr_timer = o->min_rnr_timer, .max_rd_atomic = o->rd_atomic,
+		.max_dest_rd_atomic = o->rd_atomic,
 	};
 }
 
@@ -343,6 +350,8 @@ conf_pair_open(struct conf_pair *p, const char *spec, const struct conf_opts *o)
 		ba = h.addr;
 		p->b.rx_addr = h.rx_addr;
 		p->b.rx_rkey = h.rx_rkey;
+		p->b.tx_addr = h.tx_addr;
+		p->b.tx_rkey = h.tx_rkey;
 		p->b.qp_num = h.qp_num;
 		RDP_ASSERT(send(p->b.agent, &aa, sizeof(aa), 0) == (ssize_t)sizeof(aa));
 	} else {

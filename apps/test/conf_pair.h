@@ -5,8 +5,9 @@
 /**
  * @file
  * Two RC QPs on the device under test (`--driver`), connected to each other,
- * each with its own CQ and two MRs: `rx` (receive and remote-write target,
- * from rdp_mr_alloc()) and `tx` (send source). The conformance suite and
+ * each with its own CQ and two MRs: `rx` (receive buffer, RDMA WRITE target
+ * and RDMA READ source, from rdp_mr_alloc()) and `tx` (send source and
+ * RDMA READ destination, no remote access). The conformance suite and
  * the shm tests build on it.
  *
  * With `RDP_TEST_CONF_PEER=process` in the environment, side b of a pair
@@ -31,6 +32,8 @@ struct conf_side {
 	struct rdp_mr *tx;    /**< NULL on a remote side */
 	uint64_t rx_addr;     /**< rx address as the peer names it (RDMA WRITE) */
 	uint32_t rx_rkey;     /**< rx rkey */
+	uint64_t tx_addr;     /**< tx address as the peer names it */
+	uint32_t tx_rkey;     /**< tx rkey: a key the peer may not use */
 	uint32_t qp_num;
 	int agent;            /**< socket to the process holding it, or -1 */
 	int pid;              /**< that process */
@@ -45,6 +48,7 @@ struct conf_opts {
 	uint32_t recv_sge;
 	uint8_t rnr_retry;    /**< 0 = RNR is fatal */
 	uint8_t min_rnr_timer;
+	uint8_t rd_atomic;    /**< max_rd_atomic and max_dest_rd_atomic, both sides */
 };
 
 struct conf_pair {
@@ -54,7 +58,7 @@ struct conf_pair {
 	struct conf_side b;
 };
 
-/** Defaults: S=16, R=16, cqe=64, 1 SGE, rnr_retry=0. */
+/** Defaults: S=16, R=16, cqe=64, 1 SGE, rnr_retry=0, rd_atomic=4. */
 void conf_opts_default(struct conf_opts *o);
 
 /** Open the device named by @p spec (NULL: the driver under test) and connect a pair; asserts. */
@@ -78,7 +82,8 @@ int conf_post_recv(struct conf_side *s, uint64_t wr_id, uint32_t off, uint32_t l
 
 /**
  * Post one send from [off, off+len) of the side's tx MR (len 0: no SGE).
- * For RDP_WR_RDMA_WRITE, @p raddr / @p rkey name the target.
+ * For RDP_WR_RDMA_WRITE, @p raddr / @p rkey name the target; for
+ * RDP_WR_RDMA_READ the source, and the range of tx is where the data lands.
  * Returns the post error (0 when accepted).
  */
 int conf_post_send(struct conf_side *s, uint8_t opcode, uint8_t flags, uint64_t wr_id,

@@ -230,6 +230,103 @@ RDP_TEST(conf, conf_rdma_write_with_bad_rkey_is_remote_access_error)
 	return 0;
 }
 
+/* RDMA READ: the data, where it lands, and what the responder refuses. */
+RDP_TEST(conf, conf_rdma_read_fetches_what_an_earlier_write_placed_with_no_remote_completion)
+{
+	struct conf_opts o;
+	struct conf_pair p;
+	struct rdp_wc wc[2];
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, NULL, &o);
+	conf_tx_fill(&p.a, 0, 48, 21);
+	/* the WRITE unsignaled: the READ behind it on the same QP sees its data */
+	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_RDMA_WRITE, 0, 1, 0, 48, 0,
+				     p.b.rx_addr + 300, p.b.rx_rkey), 0);
+	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_RDMA_READ, RDP_SEND_SIGNALED, 2, 1024, 48, 0,
+				     p.b.rx_addr + 300, p.b.rx_rkey), 0);
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 1, T_MS), 1);
+	RDP_ASSERT_EQ(wc[0].wr_id, 2);
+	RDP_ASSERT_EQ(wc[0].status, RDP_WC_SUCCESS);
+	RDP_ASSERT_EQ(wc[0].opcode, RDP_WC_RDMA_READ);
+	RDP_ASSERT_EQ(wc[0].byte_len, 48);
+	RDP_ASSERT(same(&p.a, 0, &p.b, 300, 48));
+	{
+		uint8_t wrote[48], read[48];
+
+		conf_read(&p.a, true, 0, wrote, sizeof(wrote));
+		conf_read(&p.a, true, 1024, read, sizeof(read));
+		RDP_ASSERT(memcmp(wrote, read, sizeof(read)) == 0);
+	}
+	conf_quiet(&p.b, Q_MS);
+	conf_pair_close(&p);
+	return 0;
+}
+
+/* A one-sided WR that its responder refuses: the error, the QP to error, the receive flushed. */
+static int
+remote_refusal(uint8_t opcode, bool tx_key, uint32_t key_xor, uint32_t off, uint32_t len)
+{
+	struct conf_opts o;
+	struct conf_pair p;
+	struct rdp_wc wc[2];
+	uint64_t addr;
+	uint32_t rkey;
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, NULL, &o);
+	addr = (tx_key ? p.b.tx_addr : p.b.rx_addr) + off;
+	rkey = (tx_key ? p.b.tx_rkey : p.b.rx_rkey) ^ key_xor;
+	RDP_ASSERT_EQ(conf_post_recv(&p.a, 70, 0, 64), 0);
+	RDP_ASSERT_EQ(conf_post_send(&p.a, opcode, 0, 1, 0, len, 0, addr, rkey), 0);
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 2, T_MS), 2);
+	expect(wc, 2, 1, RDP_WC_REM_ACCESS_ERR);
+	expect(wc, 2, 70, RDP_WC_WR_FLUSH_ERR);
+	RDP_ASSERT_EQ(conf_qp_state(&p.a), RDP_QPS_ERR);
+	conf_pair_close(&p);
+	return 0;
+}
+
+RDP_TEST(conf, conf_rdma_read_with_bad_rkey_is_remote_access_error)
+{
+	return remote_refusal(RDP_WR_RDMA_READ, false, 0x5500u, 0, 16);
+}
+
+RDP_TEST(conf, conf_rdma_read_past_the_end_of_its_region_is_remote_access_error)
+{
+	return remote_refusal(RDP_WR_RDMA_READ, false, 0, CONF_BUF_SIZE - 8, 16);
+}
+
+RDP_TEST(conf, conf_rdma_read_of_memory_without_remote_read_is_remote_access_error)
+{
+	return remote_refusal(RDP_WR_RDMA_READ, true, 0, 0, 16);
+}
+
+RDP_TEST(conf, conf_rdma_write_into_memory_without_remote_write_is_remote_access_error)
+{
+	return remote_refusal(RDP_WR_RDMA_WRITE, true, 0, 0, 16);
+}
+
+RDP_TEST(conf, conf_rdma_write_past_the_end_of_its_region_is_remote_access_error)
+{
+	return remote_refusal(RDP_WR_RDMA_WRITE, false, 0, CONF_BUF_SIZE - 8, 16);
+}
+
+RDP_TEST(conf, conf_rdma_read_inline_is_refused_at_post)
+{
+	struct conf_opts o;
+	struct conf_pair p;
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, NULL, &o);
+	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_RDMA_READ, RDP_SEND_SIGNALED | RDP_SEND_INLINE,
+				     1, 0, 16, 0, p.b.rx_addr, p.b.rx_rkey), -EINVAL);
+	RDP_ASSERT_EQ(conf_qp_state(&p.a), RDP_QPS_RTS);
+	conf_quiet(&p.a, Q_MS);
+	conf_pair_close(&p);
+	return 0;
+}
+
 RDP_TEST(conf, conf_rnr_with_zero_retry_fails_sender_and_flushes_all_outstanding)
 {
 	struct conf_opts o;

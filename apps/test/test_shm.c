@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -373,6 +374,88 @@ RDP_TEST(shm, shm_cq_overrun_by_peer_receive_completions_is_detected)
 		RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_SEND, 0, i, 0, 8, 0, 0, 0), 0);
 	RDP_ASSERT_EQ(rdp_poll_cq(p.b.cq, wc, 8), -EIO);
 	conf_pair_close(&p);
+	return 0;
+}
+
+static int
+post_read(struct conf_side *s, const struct conf_side *peer, uint64_t wr_id, uint8_t flags)
+{
+	return conf_post_send(s, RDP_WR_RDMA_READ, flags, wr_id, (uint32_t)wr_id * 64, 64, 0,
+			      peer->rx_addr, peer->rx_rkey);
+}
+
+/*
+ * shm holds a READ against its responder's slots until its completion, or
+ * a later one of its SQ, is polled, and fails the READ beyond them as a
+ * responder NAKs it: an initiator that does not count its READs is caught.
+ */
+RDP_TEST(shm, shm_read_beyond_the_responders_read_slots_is_remote_invalid_request)
+{
+	struct conf_opts o;
+	struct conf_pair p;
+	struct rdp_wc wc[4];
+
+	conf_opts_default(&o);
+	o.rd_atomic = 2;
+	conf_pair_open(&p, "shm", &o);
+	/* two READs, polled: their slots come back */
+	RDP_ASSERT_EQ(post_read(&p.a, &p.b, 1, RDP_SEND_SIGNALED), 0);
+	RDP_ASSERT_EQ(post_read(&p.a, &p.b, 2, RDP_SEND_SIGNALED), 0);
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 2, T_MS), 2);
+	RDP_ASSERT(wc[0].status == RDP_WC_SUCCESS && wc[1].status == RDP_WC_SUCCESS);
+	/* an unsignaled READ is retired by the signaled WR after it */
+	RDP_ASSERT_EQ(post_read(&p.a, &p.b, 3, 0), 0);
+	RDP_ASSERT_EQ(post_write0(&p.a, 4, RDP_SEND_SIGNALED), 0);
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 1, T_MS), 1);
+	RDP_ASSERT_EQ(wc[0].wr_id, 4);
+	/* now three at once: the third finds no slot */
+	RDP_ASSERT_EQ(post_read(&p.a, &p.b, 5, RDP_SEND_SIGNALED), 0);
+	RDP_ASSERT_EQ(post_read(&p.a, &p.b, 6, RDP_SEND_SIGNALED), 0);
+	RDP_ASSERT_EQ(post_read(&p.a, &p.b, 7, RDP_SEND_SIGNALED), 0);
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 3, T_MS), 3);
+	RDP_ASSERT_EQ(wc[0].wr_id, 5);
+	RDP_ASSERT_EQ(wc[0].status, RDP_WC_SUCCESS);
+	RDP_ASSERT_EQ(wc[1].wr_id, 6);
+	RDP_ASSERT_EQ(wc[1].status, RDP_WC_SUCCESS);
+	RDP_ASSERT_EQ(wc[2].wr_id, 7);
+	RDP_ASSERT_EQ(wc[2].status, RDP_WC_REM_INV_REQ_ERR);
+	RDP_ASSERT_EQ(conf_qp_state(&p.a), RDP_QPS_ERR);
+	conf_pair_close(&p);
+
+	/* a responder that grants no slots refuses every READ */
+	o.rd_atomic = 0;
+	conf_pair_open(&p, "shm", &o);
+	RDP_ASSERT_EQ(post_read(&p.a, &p.b, 1, RDP_SEND_SIGNALED), 0);
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 1, T_MS), 1);
+	RDP_ASSERT_EQ(wc[0].status, RDP_WC_REM_INV_REQ_ERR);
+	conf_pair_close(&p);
+	return 0;
+}
+
+RDP_TEST(shm, shm_read_depth_above_the_devices_limit_is_refused_at_connect)
+{
+	struct rdp_dev *dev = rdp_dev_open("shm");
+	struct rdp_dev_attr da;
+	struct rdp_qp_attr a = { .state = RDP_QPS_RTS };
+
+	RDP_ASSERT(dev != NULL);
+	RDP_ASSERT_EQ(rdp_dev_query(dev, &da), 0);
+	RDP_ASSERT_EQ(da.max_qp_rd_atom, SHM_MAX_RD_ATOM);
+	RDP_ASSERT_EQ(da.max_qp_init_rd_atom, SHM_MAX_RD_ATOM);
+	RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
+	{
+		struct conf_opts o;
+		struct conf_pair p;
+
+		conf_opts_default(&o);
+		conf_pair_open(&p, "shm", &o);
+		a.conn.max_rd_atomic = SHM_MAX_RD_ATOM + 1;
+		RDP_ASSERT_EQ(rdp_qp_modify(p.a.qp, &a, RDP_QP_ATTR_STATE | RDP_QP_ATTR_CONN),
+			      -EINVAL);
+		RDP_ASSERT(strstr(rdp_err_msg(), "max_rd_atomic=17") != NULL);
+		RDP_ASSERT_EQ(conf_qp_state(&p.a), RDP_QPS_RTS);
+		conf_pair_close(&p);
+	}
 	return 0;
 }
 

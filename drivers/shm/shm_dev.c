@@ -257,6 +257,8 @@ shm_dev_query(struct rdp_dev *dev, struct rdp_dev_attr *attr)
 	attr->max_sge = SHM_MAX_SGE;
 	attr->max_cqe = SHM_MAX_CQE;
 	attr->max_inline_data = SHM_MAX_INLINE;
+	attr->max_qp_rd_atom = SHM_MAX_RD_ATOM;
+	attr->max_qp_init_rd_atom = SHM_MAX_RD_ATOM;
 	attr->port = 1;
 	attr->link_layer = RDP_LINK_SHM;
 	attr->port_active = !__atomic_load_n(&sd->link_down, __ATOMIC_RELAXED);

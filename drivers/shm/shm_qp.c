@@ -388,7 +388,28 @@ rtr_done(struct shm_qp *qp, const struct rdp_qp_attr *attr, unsigned int mask)
 	qp->attr.remote = attr->remote;
 	if (mask & RDP_QP_ATTR_CONN)
 		qp->attr.conn = attr->conn;
+	/* the peer's READs check it when they run */
+	__atomic_store_n(&qp->seg->max_dest_rd_atomic, qp->attr.conn.max_dest_rd_atomic,
+			 __ATOMIC_RELEASE);
 	return move(qp, RDP_QPS_INIT, RDP_QPS_RTR);
+}
+
+/* Are the transport parameters, when given, in range? 0 or -EINVAL. */
+static int
+conn_check(const struct shm_qp *qp, const struct rdp_qp_attr *attr, unsigned int mask)
+{
+	const struct rdp_qp_conn_params *c = &attr->conn;
+
+	if (!(mask & RDP_QP_ATTR_CONN))
+		return 0;
+	if (c->rnr_retry > 7)
+		return rdp_err_set(EINVAL, "driver shm: QP %u: rnr_retry=%u: expected 0..7",
+				   qp->head.qp_num, c->rnr_retry);
+	if (c->max_rd_atomic > SHM_MAX_RD_ATOM || c->max_dest_rd_atomic > SHM_MAX_RD_ATOM)
+		return rdp_err_set(EINVAL, "driver shm: QP %u: max_rd_atomic=%u, "
+				   "max_dest_rd_atomic=%u: expected 0..%u", qp->head.qp_num,
+				   c->max_rd_atomic, c->max_dest_rd_atomic, SHM_MAX_RD_ATOM);
+	return 0;
 }
 
 /* Is RTR from the current state with @p mask a legal change? 0 or -EINVAL. */
@@ -421,9 +442,9 @@ shm_qp_modify(struct rdp_qp *q, const struct rdp_qp_attr *attr, unsigned int mas
 		shm_qp_set_error(qp);
 		return 0;
 	}
-	if ((mask & RDP_QP_ATTR_CONN) && attr->conn.rnr_retry > 7)
-		return rdp_err_set(EINVAL, "driver shm: rnr_retry=%u: expected 0..7",
-				   attr->conn.rnr_retry);
+	ret = conn_check(qp, attr, mask);
+	if (ret < 0)
+		return ret;
 	switch (to) {
 	case RDP_QPS_RESET:
 		if (cur == RDP_QPS_RESET)
@@ -462,9 +483,9 @@ shm_qp_modify_start(struct rdp_qp *q, const struct rdp_qp_attr *attr, unsigned i
 
 	if (!(mask & RDP_QP_ATTR_STATE) || attr->state != RDP_QPS_RTR)
 		return shm_qp_modify(q, attr, mask);
-	if ((mask & RDP_QP_ATTR_CONN) && attr->conn.rnr_retry > 7)
-		return rdp_err_set(EINVAL, "driver shm: rnr_retry=%u: expected 0..7",
-				   attr->conn.rnr_retry);
+	ret = conn_check(qp, attr, mask);
+	if (ret < 0)
+		return ret;
 	ret = rtr_check(qp, __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE), mask);
 	if (ret == 0)
 		ret = shm_connect_start(qp, &attr->remote);

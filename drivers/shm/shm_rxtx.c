@@ -49,13 +49,14 @@ mr_lookup(struct shm_dev *sd, uint32_t lkey)
 	return mr;
 }
 
-/* Does a send SGE lie inside a registered MR of its lkey? */
+/* Does a send SGE lie inside a registered MR of its lkey, one granting @p access? */
 static inline bool
-send_sge_ok(struct shm_dev *sd, const struct rdp_sge *s)
+send_sge_ok(struct shm_dev *sd, const struct rdp_sge *s, unsigned int access)
 {
 	struct shm_mr *mr = mr_lookup(sd, s->lkey);
 
-	return mr != NULL && range_in(s->addr, s->length, (uintptr_t)mr->head.addr, mr->head.length);
+	return mr != NULL && (mr->head.access & access) == access &&
+	       range_in(s->addr, s->length, (uintptr_t)mr->head.addr, mr->head.length);
 }
 
 /* Our own copy of the SGEs posted at entry @p idx (max_recv_sge of them). */
@@ -99,7 +100,8 @@ push_local(struct shm_cq *cq, struct shm_qp *qp, uint64_t idx, const struct shm_
 	l = &cq->ring[cq->ring_tail++ & cq->ring_mask];
 	l->wc.wr_id = e->wr_id;
 	l->wc.status = status;
-	l->wc.opcode = e->opcode == RDP_WR_RDMA_WRITE ? RDP_WC_RDMA_WRITE : RDP_WC_SEND;
+	l->wc.opcode = e->opcode == RDP_WR_RDMA_WRITE ? RDP_WC_RDMA_WRITE :
+		       e->opcode == RDP_WR_RDMA_READ ? RDP_WC_RDMA_READ : RDP_WC_SEND;
 	l->wc.wc_flags = 0;
 	l->wc.reserved = 0;
 	l->wc.byte_len = e->total_len;
@@ -108,6 +110,7 @@ push_local(struct shm_cq *cq, struct shm_qp *qp, uint64_t idx, const struct shm_
 	l->qp = qp;
 	l->sq_idx = idx;
 	l->visible_at = cq->polls + cq->delay;
+	l->rd_seq = e->rd_seq;
 }
 
 /* Flush every WR not executed yet, unsignaled ones included (owner thread). */
@@ -286,22 +289,63 @@ exec_send(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	return st == RDP_WC_LOC_LEN_ERR ? RDP_WC_REM_INV_REQ_ERR : RDP_WC_REM_OP_ERR;
 }
 
-static uint8_t
-exec_write(const struct shm_peer *peer, const struct shm_swqe *e)
+/*
+ * The peer memory a one-sided WR names, as its responder checks it: the
+ * rkey, the access the MR grants, the range. NULL: a remote access error.
+ */
+static uint8_t *
+remote_range(const struct shm_peer *peer, const struct shm_swqe *e, unsigned int access)
 {
 	const struct shm_peer_mr *m;
 	uint32_t idx = e->rkey >> 8;
 
+	if (unlikely(idx >= peer->nb_mr))
+		return NULL;
+	m = &peer->mr[idx];
+	if (unlikely(m->base == NULL || m->rkey != e->rkey || !(m->access & access) ||
+		     !range_in(e->remote_addr, e->total_len, m->addr, m->length)))
+		return NULL;
+	return m->base + (e->remote_addr - m->addr);
+}
+
+static uint8_t
+exec_write(const struct shm_peer *peer, const struct shm_swqe *e)
+{
+	uint8_t *dst;
+
 	if (e->total_len == 0)
 		return RDP_WC_SUCCESS; /* no remote effect at all */
-	if (unlikely(idx >= peer->nb_mr))
+	dst = remote_range(peer, e, RDP_ACCESS_REMOTE_WRITE);
+	if (unlikely(dst == NULL))
 		return RDP_WC_REM_ACCESS_ERR;
-	m = &peer->mr[idx];
-	if (unlikely(m->base == NULL || m->rkey != e->rkey ||
-		     !(m->access & RDP_ACCESS_REMOTE_WRITE) ||
-		     !range_in(e->remote_addr, e->total_len, m->addr, m->length)))
+	gather(e, dst);
+	return RDP_WC_SUCCESS;
+}
+
+/*
+ * An RDMA READ, run by its initiator: the responder's read slots first (a
+ * READ holds one until its completion or a later one is polled, the most
+ * an initiator can know of its responder), then the rkey and range, then
+ * the copy into the local scatter list.
+ */
+static uint8_t
+exec_read(const struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e)
+{
+	uint32_t slots = __atomic_load_n(&peer->qseg->max_dest_rd_atomic, __ATOMIC_ACQUIRE);
+	const uint8_t *src;
+	uint16_t i;
+
+	if (unlikely(e->rd_seq - qp->rd_freed > slots))
+		return RDP_WC_REM_INV_REQ_ERR;
+	if (e->total_len == 0)
+		return RDP_WC_SUCCESS;
+	src = remote_range(peer, e, RDP_ACCESS_REMOTE_READ);
+	if (unlikely(src == NULL))
 		return RDP_WC_REM_ACCESS_ERR;
-	gather(e, m->base + (e->remote_addr - m->addr));
+	for (i = 0; i < e->num_sge; i++) {
+		memcpy(e->sge[i].addr, src, e->sge[i].len);
+		src += e->sge[i].len;
+	}
 	return RDP_WC_SUCCESS;
 }
 
@@ -325,6 +369,8 @@ exec_one(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 		return RDP_WC_RETRY_EXC_ERR;
 	if (e->opcode == RDP_WR_RDMA_WRITE)
 		return exec_write(peer, e);
+	if (e->opcode == RDP_WR_RDMA_READ)
+		return exec_read(qp, peer, e);
 	return exec_send(qp, b, e);
 }
 
@@ -345,7 +391,7 @@ dup_send(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 						SHM_MAX_SGE * sizeof(struct shm_lsge)];
 	struct shm_swqe *ghost = (struct shm_swqe *)store;
 
-	if (e->opcode == RDP_WR_RDMA_WRITE || ++qp->dup_count < qp->dup_every)
+	if (e->opcode > RDP_WR_SEND_WITH_IMM || ++qp->dup_count < qp->dup_every)
 		return;
 	qp->dup_count = 0;
 	if (__atomic_load_n(&b->peer->qseg->rq_posted, __ATOMIC_ACQUIRE) - qp->peer_rq_ci < 2)
@@ -555,8 +601,11 @@ sq_run(struct shm_qp *qp)
 static inline int
 wr_check(const struct shm_qp *qp, const struct rdp_send_wr *w)
 {
-	if (unlikely(w->num_sge > qp->max_send_sge || w->opcode > RDP_WR_RDMA_WRITE ||
+	if (unlikely(w->num_sge > qp->max_send_sge || w->opcode > RDP_WR_RDMA_READ ||
 		     (w->num_sge > 0 && w->sg_list == NULL)))
+		return -EINVAL;
+	/* a READ's list is where its data lands: nothing to copy at post time */
+	if (unlikely(w->opcode == RDP_WR_RDMA_READ && (w->flags & RDP_SEND_INLINE)))
 		return -EINVAL;
 	if (unlikely(w->flags & RDP_SEND_INLINE)) {
 		uint64_t total = 0;
@@ -595,9 +644,11 @@ wqe_build(struct shm_qp *qp, const struct rdp_send_wr *w)
 		e->sge[0].len = total;
 		e->num_sge = total > 0;
 	} else {
+		unsigned int need = w->opcode == RDP_WR_RDMA_READ ? RDP_ACCESS_LOCAL_WRITE : 0;
+
 		for (j = 0; j < w->num_sge; j++) {
 			const struct rdp_sge *s = &w->sg_list[j];
-			if (unlikely(!send_sge_ok(qp->sd, s)))
+			if (unlikely(!send_sge_ok(qp->sd, s, need)))
 				e->status = RDP_WC_LOC_PROT_ERR;
 			e->sge[j].addr = (uint8_t *)(uintptr_t)s->addr;
 			e->sge[j].len = s->length;
@@ -614,6 +665,9 @@ wqe_build(struct shm_qp *qp, const struct rdp_send_wr *w)
 	e->imm = w->imm;
 	e->remote_addr = w->remote_addr;
 	e->rkey = w->rkey;
+	if (w->opcode == RDP_WR_RDMA_READ)
+		qp->rd_posted++;
+	e->rd_seq = qp->rd_posted;
 	qp->sq_pi++;
 }
 
@@ -635,7 +689,7 @@ run_direct(struct shm_qp *qp, struct sq_batch *b, const struct rdp_send_wr *w)
 	if (w->num_sge == 1) {
 		const struct rdp_sge *s = &w->sg_list[0];
 
-		if (!(w->flags & RDP_SEND_INLINE) && unlikely(!send_sge_ok(qp->sd, s)))
+		if (!(w->flags & RDP_SEND_INLINE) && unlikely(!send_sge_ok(qp->sd, s, 0)))
 			return false;
 		e->sge[0].addr = (uint8_t *)(uintptr_t)s->addr;
 		e->sge[0].len = s->length;
@@ -649,6 +703,9 @@ run_direct(struct shm_qp *qp, struct sq_batch *b, const struct rdp_send_wr *w)
 	e->opcode = w->opcode;
 	e->flags = w->flags;
 	e->imm = w->imm;
+	e->rd_seq = qp->rd_posted;
+	e->remote_addr = 0; /* a SEND's: never read */
+	e->rkey = 0;
 	qp->sq_pi++;
 	if (sq_exec_one(qp, b, e) == SHM_AGAIN) {
 		qp->sq_pi--; /* no receive posted: queue it, it waits (RNR) */
@@ -688,7 +745,7 @@ shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *e
 			b.want = n - i;
 			/* the post's last WR: the burst is visible before its bookkeeping */
 			b.eager = b.want == 1;
-			if (w->opcode != RDP_WR_RDMA_WRITE && w->num_sge <= 1 &&
+			if (w->opcode <= RDP_WR_SEND_WITH_IMM && w->num_sge <= 1 &&
 			    __atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_RTS &&
 			    run_direct(qp, &b, w))
 				continue;
@@ -1104,8 +1161,10 @@ take_local(struct shm_cq *cq, struct rdp_wc *wc, int n)
 			break;
 		wc[got++] = l->wc;
 		/* a polled completion frees its WR's slot and every one before it */
-		if (l->qp != NULL && l->sq_idx >= l->qp->sq_freed)
+		if (l->qp != NULL && l->sq_idx >= l->qp->sq_freed) {
 			l->qp->sq_freed = l->sq_idx + 1;
+			l->qp->rd_freed = l->rd_seq;
+		}
 		cq->ring_head++;
 	}
 	return got;

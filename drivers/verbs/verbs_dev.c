@@ -432,6 +432,8 @@ verbs_dev_query(struct rdp_dev *dev, struct rdp_dev_attr *attr)
 	attr->max_sge = vd->dev_attr.max_sge;
 	attr->max_cqe = vd->dev_attr.max_cqe;
 	attr->max_inline_data = vd->max_inline;
+	attr->max_qp_rd_atom = (uint32_t)vd->dev_attr.max_qp_rd_atom;
+	attr->max_qp_init_rd_atom = (uint32_t)vd->dev_attr.max_qp_init_rd_atom;
 	attr->port = vd->port;
 	attr->link_layer = vd->link_layer;
 	attr->port_active = pa.state == IBV_PORT_ACTIVE;

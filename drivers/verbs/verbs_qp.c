@@ -18,12 +18,14 @@ static const uint8_t wc_opcode_of[] = {
 	[RDP_WR_SEND] = RDP_WC_SEND,
 	[RDP_WR_SEND_WITH_IMM] = RDP_WC_SEND,
 	[RDP_WR_RDMA_WRITE] = RDP_WC_RDMA_WRITE,
+	[RDP_WR_RDMA_READ] = RDP_WC_RDMA_READ,
 };
 
 static const uint8_t ibv_opcode_of[] = {
 	[RDP_WR_SEND] = IBV_WR_SEND,
 	[RDP_WR_SEND_WITH_IMM] = IBV_WR_SEND_WITH_IMM,
 	[RDP_WR_RDMA_WRITE] = IBV_WR_RDMA_WRITE,
+	[RDP_WR_RDMA_READ] = IBV_WR_RDMA_READ,
 };
 
 static inline uint32_t
@@ -68,7 +70,12 @@ verbs_post_send(struct rdp_qp *rqp, const struct rdp_send_wr *wr, uint16_t n, in
 		}
 		if (w->flags & RDP_SEND_SIGNALED)
 			flags |= IBV_SEND_SIGNALED;
-		if (w->num_sge > 0 && (qp->inline_max > 0 || (w->flags & RDP_SEND_INLINE))) {
+		if (unlikely(w->opcode == RDP_WR_RDMA_READ && (w->flags & RDP_SEND_INLINE))) {
+			e = -EINVAL; /* a READ's list is where its data lands */
+			break;
+		}
+		if (w->num_sge > 0 && w->opcode != RDP_WR_RDMA_READ &&
+		    (qp->inline_max > 0 || (w->flags & RDP_SEND_INLINE))) {
 			uint32_t len = sge_bytes(w->sg_list, w->num_sge);
 
 			if (unlikely((w->flags & RDP_SEND_INLINE) &&
@@ -311,8 +318,14 @@ static const struct rdp_qp_conn_params conn_default = {
 };
 
 static int
-conn_check(const struct rdp_qp_conn_params *c)
+conn_check(const struct verbs_dev *vd, const struct rdp_qp_conn_params *c)
 {
+	if (c->max_rd_atomic > vd->dev_attr.max_qp_init_rd_atom ||
+	    c->max_dest_rd_atomic > vd->dev_attr.max_qp_rd_atom)
+		return rdp_err_set(EINVAL, "verbs: %s: max_rd_atomic=%u (device: at most %d), "
+				   "max_dest_rd_atomic=%u (device: at most %d)", vd->name,
+				   c->max_rd_atomic, vd->dev_attr.max_qp_init_rd_atom,
+				   c->max_dest_rd_atomic, vd->dev_attr.max_qp_rd_atom);
 	if (c->rnr_retry > 7 || c->retry_cnt > 7 || c->timeout > 31 || c->min_rnr_timer > 31)
 		return rdp_err_set(EINVAL, "verbs: conn params out of range: rnr_retry=%u "
 				   "(0..7), retry_cnt=%u (0..7), timeout=%u (0..31), "
@@ -345,7 +358,7 @@ fill_rtr(struct verbs_dev *vd, const struct rdp_qp_attr *attr,
 	a->path_mtu = verbs_mtu_enum(mtu);
 	a->dest_qp_num = r->qpn;
 	a->rq_psn = r->psn & 0xffffff;
-	a->max_dest_rd_atomic = 0;	/* we never let the peer read */
+	a->max_dest_rd_atomic = c->max_dest_rd_atomic;
 	a->min_rnr_timer = c->min_rnr_timer;
 	a->ah_attr.port_num = vd->port;
 	a->ah_attr.sl = vd->sl;
@@ -380,7 +393,7 @@ verbs_qp_modify(struct rdp_qp *rqp, const struct rdp_qp_attr *attr, unsigned int
 	if (!(mask & RDP_QP_ATTR_STATE))
 		return rdp_err_set(EINVAL, "verbs: rdp_qp_modify needs RDP_QP_ATTR_STATE");
 	if (mask & RDP_QP_ATTR_CONN) {
-		ret = conn_check(&attr->conn);
+		ret = conn_check(vd, &attr->conn);
 		if (ret < 0)
 			return ret;
 		c = &attr->conn;
@@ -396,8 +409,8 @@ verbs_qp_modify(struct rdp_qp *rqp, const struct rdp_qp_attr *attr, unsigned int
 		a.qp_state = IBV_QPS_INIT;
 		a.pkey_index = 0;
 		a.port_num = vd->port;
-		/* remote writes only: the zero-length reclaim WRITE needs it */
-		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+		/* what each MR grants is checked by the MR: the QP allows both */
+		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 		m |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 		break;
 	case RDP_QPS_RTR:
@@ -415,7 +428,7 @@ verbs_qp_modify(struct rdp_qp *rqp, const struct rdp_qp_attr *attr, unsigned int
 		a.retry_cnt = c->retry_cnt;
 		a.rnr_retry = c->rnr_retry;
 		a.sq_psn = qp->psn;
-		a.max_rd_atomic = 0;
+		a.max_rd_atomic = c->max_rd_atomic;
 		m |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 			IBV_QP_MAX_QP_RD_ATOMIC;
 		break;

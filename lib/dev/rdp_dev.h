@@ -80,7 +80,7 @@ struct rdp_mr {
 	void *addr;          /**< first byte */
 	size_t length;       /**< bytes */
 	uint32_t lkey;       /**< local key for SGEs */
-	uint32_t rkey;       /**< remote key for RDMA WRITE targets */
+	uint32_t rkey;       /**< remote key for RDMA WRITE and READ */
 	unsigned int access; /**< RDP_ACCESS_* */
 	struct rdp_pd *pd;   /**< owner */
 };
@@ -94,6 +94,16 @@ enum rdp_wr_opcode {
 	RDP_WR_SEND = 0,          /**< consumes one remote receive */
 	RDP_WR_SEND_WITH_IMM,     /**< same, with 32 bits of immediate data */
 	RDP_WR_RDMA_WRITE,        /**< no remote receive, no remote completion */
+	/**
+	 * Reads total_len bytes at remote_addr (rkey, an MR the peer registered
+	 * with RDP_ACCESS_REMOTE_READ) into the local scatter list (sg_list, in
+	 * MRs with RDP_ACCESS_LOCAL_WRITE). No remote receive, no remote
+	 * completion. It holds one of the responder's read slots
+	 * (rdp_qp_conn_params.max_dest_rd_atomic) until its completion, or a
+	 * later one of this SQ, is polled: a READ beyond them fails with
+	 * RDP_WC_REM_INV_REQ_ERR, so the initiator must count its READs.
+	 */
+	RDP_WR_RDMA_READ,
 };
 
 /** Send flags. */
@@ -117,8 +127,8 @@ struct rdp_send_wr {
 	uint8_t opcode;              /**< enum rdp_wr_opcode */
 	uint8_t flags;               /**< enum rdp_send_flags */
 	uint32_t imm;                /**< immediate data, host order */
-	uint64_t remote_addr;        /**< RDMA WRITE target */
-	uint32_t rkey;               /**< RDMA WRITE target key */
+	uint64_t remote_addr;        /**< RDMA WRITE target, RDMA READ source */
+	uint32_t rkey;               /**< the remote MR's rkey (WRITE and READ) */
 };
 
 /** A receive work request. */
@@ -149,6 +159,7 @@ enum rdp_wc_opcode {
 	RDP_WC_SEND = 0,
 	RDP_WC_RDMA_WRITE,
 	RDP_WC_RECV,
+	RDP_WC_RDMA_READ,
 };
 
 /** Completion flags. */
@@ -238,6 +249,17 @@ struct rdp_qp_conn_params {
 	uint8_t retry_cnt;     /**< 0..7 */
 	uint8_t timeout;       /**< 0..31, 4.096 us * 2^timeout */
 	uint8_t min_rnr_timer; /**< 0..31 */
+	/**
+	 * RDMA READs this QP may have outstanding as the initiator, at most the
+	 * device's max_qp_init_rd_atom (RTS); 0 when it never reads.
+	 */
+	uint8_t max_rd_atomic;
+	/**
+	 * RDMA READs its peer may have outstanding against it, at most the
+	 * device's max_qp_rd_atom (RTR); 0: the peer may not read (a READ
+	 * fails with RDP_WC_REM_INV_REQ_ERR at the peer).
+	 */
+	uint8_t max_dest_rd_atomic;
 };
 
 /** rdp_qp_modify() mask bits. */
@@ -273,6 +295,8 @@ struct rdp_dev_attr {
 	uint32_t max_sge;         /**< SGEs per WR */
 	uint32_t max_cqe;         /**< deepest CQ */
 	uint32_t max_inline_data; /**< 0 when inline sends are not supported */
+	uint32_t max_qp_rd_atom;  /**< highest max_dest_rd_atomic (READs served per QP) */
+	uint32_t max_qp_init_rd_atom; /**< highest max_rd_atomic (READs issued per QP) */
 	uint8_t port;             /**< port in use */
 	uint8_t link_layer;       /**< enum rdp_link_layer */
 	uint8_t port_active;      /**< 1 when the port can carry traffic */

@@ -60,6 +60,7 @@ extern int shm_logtype;
 #define SHM_MAX_SGE 8u            /**< SGEs per WR */
 #define SHM_MAX_CQE (1u << 22)    /**< deepest CQ */
 #define SHM_MAX_INLINE 256u       /**< bytes of inline data */
+#define SHM_MAX_RD_ATOM 16u       /**< RDMA READs outstanding per QP, either way */
 #define SHM_MAX_MR 4096u          /**< MRs per device */
 #define SHM_MAX_QP 4096u          /**< QPs per device, and per CQ */
 #define SHM_BELL_WORDS (SHM_MAX_QP / 64)
@@ -75,7 +76,7 @@ extern int shm_logtype;
 #define SHM_QP_MAGIC 0x52445151u  /* "RDQQ" */
 #define SHM_CQ_MAGIC 0x52444351u  /* "RDCQ" */
 #define SHM_HELLO_MAGIC 0x52444848u
-#define SHM_VERSION 5u
+#define SHM_VERSION 6u
 
 /** No QP slot. */
 #define SHM_NO_SLOT UINT32_MAX
@@ -124,6 +125,8 @@ struct shm_qp_seg {
 	uint32_t max_sge;    /**< SGEs per entry */
 	uint32_t qpn;
 	uint64_t ent_off;    /**< offset of entry 0 */
+	uint32_t max_dest_rd_atomic; /**< owner, at RTR: READs its peer may have outstanding */
+	uint32_t pad;
 	uint64_t rq_posted __rte_cache_aligned; /**< owner: entries posted */
 	uint64_t rq_claim __rte_cache_aligned;  /**< peer CAS; owner sets SHM_RQ_CLOSED */
 	uint64_t rq_done __rte_cache_aligned;   /**< peer: entries completed (after their seq) */
@@ -268,7 +271,8 @@ struct shm_swqe {
 	uint8_t opcode;
 	uint8_t flags;
 	uint8_t status;       /**< error found at post time, else SUCCESS */
-	uint8_t pad[7];
+	uint8_t pad[3];
+	uint32_t rd_seq;      /**< RDMA READs posted on this QP up to this WR, itself included */
 	struct shm_lsge sge[];  /* then the inline buffer */
 };
 
@@ -285,6 +289,7 @@ struct shm_lcqe {
 	struct shm_qp *qp;    /**< NULL once the QP is destroyed */
 	uint64_t sq_idx;
 	uint64_t visible_at;  /**< poll count from which it may be returned */
+	uint32_t rd_seq;      /**< its WR's rd_seq: the READs its polling retires */
 };
 
 struct shm_dev;
@@ -346,6 +351,8 @@ struct shm_qp {
 	uint64_t sq_pi;             /**< WRs posted */
 	uint64_t sq_exec;           /**< WRs executed or flushed */
 	uint64_t sq_freed;          /**< one past the newest polled completion */
+	uint32_t rd_posted;         /**< RDMA READs posted */
+	uint32_t rd_freed;          /**< of those, the ones at or before sq_freed */
 	uint64_t peer_rq_ci;        /**< our claim index in the peer's RQ */
 	uint64_t peer_rq_posted;    /**< the peer's rq_posted when last read */
 	uint64_t peer_rq_claimed;   /**< claimed in the peer's RQ up to here (>= peer_rq_ci) */
