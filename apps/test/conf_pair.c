@@ -21,7 +21,7 @@
 
 enum agent_op {
 	OP_RECV = 1, OP_SEND, OP_RECV_SG, OP_SEND_SG, OP_POLL, OP_STATE, OP_ERR, OP_RESIZE,
-	OP_FILL, OP_READ, OP_DESTROY_QP, OP_CLOSE,
+	OP_FILL, OP_READ, OP_DESTROY_QP, OP_CLOSE, OP_APP_DEREG,
 };
 
 struct agent_req {
@@ -44,6 +44,8 @@ struct agent_hello {
 	uint32_t qp_num;
 	uint64_t tx_addr;
 	uint32_t tx_rkey;
+	uint64_t app_addr;
+	uint32_t app_rkey;
 };
 
 void
@@ -84,7 +86,23 @@ side_open(struct rdp_dev *dev, struct rdp_pd *pd, struct conf_side *s, const str
 	s->rx_rkey = s->rx->rkey;
 	s->tx_addr = (uintptr_t)s->tx->addr;
 	s->tx_rkey = s->tx->rkey;
+	s->app_mem = calloc(1, CONF_BUF_SIZE + 64);
+	RDP_ASSERT(s->app_mem != NULL);
+	s->app = rdp_mr_reg(pd, (uint8_t *)s->app_mem + 3, CONF_BUF_SIZE,
+			    RDP_ACCESS_LOCAL_WRITE | RDP_ACCESS_REMOTE_WRITE | RDP_ACCESS_REMOTE_READ);
+	RDP_ASSERT_MSG(s->app != NULL, "rdp_mr_reg(app): %s", rdp_err_msg());
+	s->app_addr = (uintptr_t)s->app->addr;
+	s->app_rkey = s->app->rkey;
 	s->qp_num = s->qp->qp_num;
+}
+
+/* Byte @p off of a local side's region (app memory outlives its registration). */
+static uint8_t *
+region_at(struct conf_side *s, unsigned int region, uint32_t off)
+{
+	if (region == CONF_APP)
+		return (uint8_t *)s->app_mem + 3 + off;
+	return (uint8_t *)(region == CONF_TX ? s->tx : s->rx)->addr + off;
 }
 
 static void
@@ -94,6 +112,9 @@ side_close(struct conf_side *s)
 	RDP_ASSERT_EQ(rdp_cq_destroy(s->cq), 0);
 	RDP_ASSERT_EQ(rdp_mr_free(s->rx), 0);
 	RDP_ASSERT_EQ(rdp_mr_free(s->tx), 0);
+	if (s->app != NULL)
+		RDP_ASSERT_EQ(rdp_mr_free(s->app), 0);
+	free(s->app_mem);
 }
 
 static int
@@ -246,8 +267,12 @@ agent_serve(int fd, struct conf_side *s, struct rdp_dev *dev, struct rdp_pd *pd)
 			break;
 		case OP_READ:
 			RDP_ASSERT(q.v[2] <= DATA_MAX && q.v[1] + q.v[2] <= CONF_BUF_SIZE);
-			memcpy(r->data, (uint8_t *)(q.v[0] ? s->tx : s->rx)->addr + q.v[1], q.v[2]);
+			memcpy(r->data, region_at(s, (unsigned int)q.v[0], (uint32_t)q.v[1]), q.v[2]);
 			len += q.v[2];
+			break;
+		case OP_APP_DEREG:
+			r->ret = rdp_mr_free(s->app);
+			s->app = NULL;
 			break;
 		case OP_DESTROY_QP:
 			r->ret = rdp_qp_destroy(s->qp);
@@ -286,6 +311,8 @@ agent_main(int fd, const char *spec, const struct conf_opts *o,
 	h.rx_rkey = s.rx_rkey;
 	h.tx_addr = s.tx_addr;
 	h.tx_rkey = s.tx_rkey;
+	h.app_addr = s.app_addr;
+	h.app_rkey = s.app_rkey;
 	h.qp_num = s.qp_num;
 	RDP_ASSERT(send(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h));
 	RDP_ASSERT(recv(fd, &peer, sizeof(peer), 0) == (ssize_t)sizeof(peer));
@@ -352,6 +379,8 @@ conf_pair_open(struct conf_pair *p, const char *spec, const struct conf_opts *o)
 		p->b.rx_rkey = h.rx_rkey;
 		p->b.tx_addr = h.tx_addr;
 		p->b.tx_rkey = h.tx_rkey;
+		p->b.app_addr = h.app_addr;
+		p->b.app_rkey = h.app_rkey;
 		p->b.qp_num = h.qp_num;
 		RDP_ASSERT(send(p->b.agent, &aa, sizeof(aa), 0) == (ssize_t)sizeof(aa));
 	} else {
@@ -541,14 +570,14 @@ conf_tx_fill(struct conf_side *s, uint32_t off, uint32_t len, uint8_t seed)
 }
 
 void
-conf_read(struct conf_side *s, bool tx, uint32_t off, void *buf, uint32_t len)
+conf_read(struct conf_side *s, unsigned int region, uint32_t off, void *buf, uint32_t len)
 {
-	struct agent_req q = { .op = OP_READ, .v = { tx, off, len } };
+	struct agent_req q = { .op = OP_READ, .v = { region, off, len } };
 	struct agent_rsp *r;
 
 	RDP_ASSERT(len <= DATA_MAX && (uint64_t)off + len <= CONF_BUF_SIZE);
 	if (s->agent < 0) {
-		memcpy(buf, (uint8_t *)(tx ? s->tx : s->rx)->addr + off, len);
+		memcpy(buf, region_at(s, region, off), len);
 		return;
 	}
 	r = malloc(sizeof(*r));
@@ -566,4 +595,16 @@ conf_qp_destroy(struct conf_side *s)
 	else
 		RDP_ASSERT_EQ(rpc_simple(s, OP_DESTROY_QP, 0, 0, 0), 0);
 	s->qp = NULL;
+}
+
+int
+conf_app_dereg(struct conf_side *s)
+{
+	int ret;
+
+	if (s->agent >= 0)
+		return (int)rpc_simple(s, OP_APP_DEREG, 0, 0, 0);
+	ret = rdp_mr_free(s->app);
+	s->app = NULL;
+	return ret;
 }

@@ -7,7 +7,9 @@
  * Two RC QPs on the device under test (`--driver`), connected to each other,
  * each with its own CQ and two MRs: `rx` (receive buffer, RDMA WRITE target
  * and RDMA READ source, from rdp_mr_alloc()) and `tx` (send source and
- * RDMA READ destination, no remote access). The conformance suite and
+ * RDMA READ destination, no remote access), and `app`: application memory
+ * (malloc'd, deliberately misaligned) registered with rdp_mr_reg() for
+ * remote WRITE and READ. The conformance suite and
  * the shm tests build on it.
  *
  * With `RDP_TEST_CONF_PEER=process` in the environment, side b of a pair
@@ -34,6 +36,10 @@ struct conf_side {
 	uint32_t rx_rkey;     /**< rx rkey */
 	uint64_t tx_addr;     /**< tx address as the peer names it */
 	uint32_t tx_rkey;     /**< tx rkey: a key the peer may not use */
+	struct rdp_mr *app;   /**< NULL on a remote side, or once deregistered */
+	void *app_mem;        /**< what malloc() gave (app starts 3 bytes in) */
+	uint64_t app_addr;    /**< app address as the peer names it */
+	uint32_t app_rkey;
 	uint32_t qp_num;
 	int agent;            /**< socket to the process holding it, or -1 */
 	int pid;              /**< that process */
@@ -113,8 +119,18 @@ int conf_cq_resize(struct conf_side *s, uint32_t cqe);
 /** Fill [off, off+len) of tx with a pattern made from @p seed. */
 void conf_tx_fill(struct conf_side *s, uint32_t off, uint32_t len, uint8_t seed);
 
-/** Copy [off, off+len) of rx (or tx when @p tx) into @p buf (len <= 4096). */
-void conf_read(struct conf_side *s, bool tx, uint32_t off, void *buf, uint32_t len);
+/** The side's regions, for conf_read(). */
+enum conf_region {
+	CONF_RX = 0,
+	CONF_TX = 1,
+	CONF_APP = 2,
+};
+
+/** Copy [off, off+len) of a region (enum conf_region) into @p buf (len <= 4096). */
+void conf_read(struct conf_side *s, unsigned int region, uint32_t off, void *buf, uint32_t len);
+
+/** Deregister the side's app memory (the memory stays); returns rdp_mr_free()'s result. */
+int conf_app_dereg(struct conf_side *s);
 
 /** Destroy the side's QP now (conf_pair_close() then skips it). */
 void conf_qp_destroy(struct conf_side *s);

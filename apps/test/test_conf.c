@@ -211,58 +211,6 @@ RDP_TEST(conf, conf_rdma_write_places_data_without_remote_completion)
 	return 0;
 }
 
-RDP_TEST(conf, conf_rdma_write_with_bad_rkey_is_remote_access_error)
-{
-	struct conf_opts o;
-	struct conf_pair p;
-	struct rdp_wc wc[2];
-
-	conf_opts_default(&o);
-	conf_pair_open(&p, NULL, &o);
-	RDP_ASSERT_EQ(conf_post_recv(&p.a, 70, 0, 64), 0);
-	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_RDMA_WRITE, 0, 1, 0, 16, 0,
-				     p.b.rx_addr, p.b.rx_rkey ^ 0x5500u), 0);
-	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 2, T_MS), 2);
-	expect(wc, 2, 1, RDP_WC_REM_ACCESS_ERR);
-	expect(wc, 2, 70, RDP_WC_WR_FLUSH_ERR);
-	RDP_ASSERT_EQ(conf_qp_state(&p.a), RDP_QPS_ERR);
-	conf_pair_close(&p);
-	return 0;
-}
-
-/* RDMA READ: the data, where it lands, and what the responder refuses. */
-RDP_TEST(conf, conf_rdma_read_fetches_what_an_earlier_write_placed_with_no_remote_completion)
-{
-	struct conf_opts o;
-	struct conf_pair p;
-	struct rdp_wc wc[2];
-
-	conf_opts_default(&o);
-	conf_pair_open(&p, NULL, &o);
-	conf_tx_fill(&p.a, 0, 48, 21);
-	/* the WRITE unsignaled: the READ behind it on the same QP sees its data */
-	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_RDMA_WRITE, 0, 1, 0, 48, 0,
-				     p.b.rx_addr + 300, p.b.rx_rkey), 0);
-	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_RDMA_READ, RDP_SEND_SIGNALED, 2, 1024, 48, 0,
-				     p.b.rx_addr + 300, p.b.rx_rkey), 0);
-	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 1, T_MS), 1);
-	RDP_ASSERT_EQ(wc[0].wr_id, 2);
-	RDP_ASSERT_EQ(wc[0].status, RDP_WC_SUCCESS);
-	RDP_ASSERT_EQ(wc[0].opcode, RDP_WC_RDMA_READ);
-	RDP_ASSERT_EQ(wc[0].byte_len, 48);
-	RDP_ASSERT(same(&p.a, 0, &p.b, 300, 48));
-	{
-		uint8_t wrote[48], read[48];
-
-		conf_read(&p.a, true, 0, wrote, sizeof(wrote));
-		conf_read(&p.a, true, 1024, read, sizeof(read));
-		RDP_ASSERT(memcmp(wrote, read, sizeof(read)) == 0);
-	}
-	conf_quiet(&p.b, Q_MS);
-	conf_pair_close(&p);
-	return 0;
-}
-
 /* A one-sided WR that its responder refuses: the error, the QP to error, the receive flushed. */
 static int
 remote_refusal(uint8_t opcode, bool tx_key, uint32_t key_xor, uint32_t off, uint32_t len)
@@ -286,6 +234,96 @@ remote_refusal(uint8_t opcode, bool tx_key, uint32_t key_xor, uint32_t off, uint
 	conf_pair_close(&p);
 	return 0;
 }
+
+RDP_TEST(conf, conf_rdma_write_with_bad_rkey_is_remote_access_error)
+{
+	return remote_refusal(RDP_WR_RDMA_WRITE, false, 0x5500u, 0, 16);
+}
+
+/* RDMA READ: the data, where it lands, and what the responder refuses. */
+RDP_TEST(conf, conf_rdma_read_fetches_what_an_earlier_write_placed_with_no_remote_completion)
+{
+	struct conf_opts o;
+	struct conf_pair p;
+	struct rdp_wc wc[2];
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, NULL, &o);
+	conf_tx_fill(&p.a, 0, 48, 21);
+	/* the WRITE unsignaled: the READ behind it on the same QP sees its data */
+	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_RDMA_WRITE, 0, 1, 0, 48, 0,
+				     p.b.rx_addr + 300, p.b.rx_rkey), 0);
+	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_RDMA_READ, RDP_SEND_SIGNALED, 2, 1024, 48, 0,
+				     p.b.rx_addr + 300, p.b.rx_rkey), 0);
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 1, T_MS), 1);
+	RDP_ASSERT_EQ(wc[0].wr_id, 2);
+	RDP_ASSERT_EQ(wc[0].status, RDP_WC_SUCCESS);
+	RDP_ASSERT_EQ(wc[0].opcode, RDP_WC_RDMA_READ); /* byte_len: receives only (rxe: 0) */
+	RDP_ASSERT(same(&p.a, 0, &p.b, 300, 48));
+	{
+		uint8_t wrote[48], read[48];
+
+		conf_read(&p.a, true, 0, wrote, sizeof(wrote));
+		conf_read(&p.a, true, 1024, read, sizeof(read));
+		RDP_ASSERT(memcmp(wrote, read, sizeof(read)) == 0);
+	}
+	conf_quiet(&p.b, Q_MS);
+	conf_pair_close(&p);
+	return 0;
+}
+
+/* Memory the application allocated itself, at any alignment, registered with rdp_mr_reg(). */
+RDP_TEST(conf, conf_rdma_write_and_read_reach_misaligned_application_memory)
+{
+	uint8_t sent[200], landed[200], back[200];
+	struct conf_opts o;
+	struct conf_pair p;
+	struct rdp_wc wc[2];
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, NULL, &o);
+	conf_tx_fill(&p.a, 0, sizeof(sent), 33);
+	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_RDMA_WRITE, 0, 1, 0, sizeof(sent), 0,
+				     p.b.app_addr + 5, p.b.app_rkey), 0);
+	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_RDMA_READ, RDP_SEND_SIGNALED, 2, 4096 + 1,
+				     sizeof(back), 0, p.b.app_addr + 5, p.b.app_rkey), 0);
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 1, T_MS), 1);
+	RDP_ASSERT_EQ(wc[0].wr_id, 2);
+	RDP_ASSERT_EQ(wc[0].status, RDP_WC_SUCCESS);
+	conf_read(&p.a, CONF_TX, 0, sent, sizeof(sent));
+	conf_read(&p.b, CONF_APP, 5, landed, sizeof(landed));
+	conf_read(&p.a, CONF_TX, 4096 + 1, back, sizeof(back));
+	RDP_ASSERT(memcmp(sent, landed, sizeof(sent)) == 0);
+	RDP_ASSERT(memcmp(sent, back, sizeof(sent)) == 0);
+	conf_quiet(&p.b, Q_MS);
+	conf_pair_close(&p);
+	return 0;
+}
+
+RDP_TEST(conf, conf_rdma_into_deregistered_application_memory_is_remote_access_error)
+{
+	struct conf_opts o;
+	struct conf_pair p;
+	struct rdp_wc wc[2];
+	uint8_t before[64], after[64];
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, NULL, &o);
+	conf_tx_fill(&p.a, 0, sizeof(before), 44);
+	conf_read(&p.b, CONF_APP, 0, before, sizeof(before));
+	RDP_ASSERT_EQ(conf_app_dereg(&p.b), 0);
+	RDP_ASSERT_EQ(conf_post_recv(&p.a, 70, 0, 64), 0);
+	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_RDMA_WRITE, 0, 1, 0, sizeof(before), 0,
+				     p.b.app_addr, p.b.app_rkey), 0);
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 2, T_MS), 2);
+	expect(wc, 2, 1, RDP_WC_REM_ACCESS_ERR);
+	expect(wc, 2, 70, RDP_WC_WR_FLUSH_ERR);
+	conf_read(&p.b, CONF_APP, 0, after, sizeof(after));
+	RDP_ASSERT(memcmp(before, after, sizeof(after)) == 0);
+	conf_pair_close(&p);
+	return 0;
+}
+
 
 RDP_TEST(conf, conf_rdma_read_with_bad_rkey_is_remote_access_error)
 {

@@ -512,8 +512,14 @@ RDP_TEST(shm, shm_receive_needs_memory_shared_before_connecting)
 	sge = (struct rdp_sge){ (uintptr_t)buf, 64, local->lkey };
 	RDP_ASSERT_EQ(rdp_post_recv(p.b.qp, &wr, 1, &err), 0);
 	RDP_ASSERT_EQ(err, -EINVAL);
-	/* local memory sends fine */
-	RDP_ASSERT(rdp_mr_reg(p.pd, buf, sizeof(buf), RDP_ACCESS_REMOTE_WRITE) == NULL);
+	/* remote access to it goes through the key table: still no receive into it */
+	RDP_ASSERT_EQ(rdp_mr_free(local), 0);
+	local = rdp_mr_reg(p.pd, buf, sizeof(buf),
+			   RDP_ACCESS_LOCAL_WRITE | RDP_ACCESS_REMOTE_WRITE);
+	RDP_ASSERT_MSG(local != NULL, "rdp_mr_reg(remote write): %s", rdp_err_msg());
+	sge = (struct rdp_sge){ (uintptr_t)buf, 64, local->lkey };
+	RDP_ASSERT_EQ(rdp_post_recv(p.b.qp, &wr, 1, &err), 0);
+	RDP_ASSERT_EQ(err, -EINVAL);
 	RDP_ASSERT_EQ(rdp_mr_free(late), 0);
 	RDP_ASSERT_EQ(rdp_mr_free(local), 0);
 	conf_pair_close(&p);
@@ -1224,12 +1230,12 @@ dev_socket(struct rdp_qp *qp)
 	return fd;
 }
 
-/* Send a hello carrying two memfds of @p size bytes (sealed or not); return the reply. */
+/* Send a hello carrying three memfds (queue, CQ, key table) of @p size bytes (sealed or not). */
 static struct shm_reply
 hello_with(struct rdp_qp *target, bool sealed, size_t size)
 {
 	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE(3 * sizeof(int))];
 		struct cmsghdr align;
 	} cbuf;
 	struct shm_hello h = { .magic = SHM_HELLO_MAGIC, .version = SHM_VERSION,
@@ -1239,9 +1245,9 @@ hello_with(struct rdp_qp *target, bool sealed, size_t size)
 			      .msg_controllen = sizeof(cbuf.buf) };
 	struct shm_reply reply = { 0 };
 	struct cmsghdr *cm;
-	int fds[2], fd = dev_socket(target), i;
+	int fds[3], fd = dev_socket(target), i;
 
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 3; i++) {
 		fds[i] = memfd_create("garbage", MFD_ALLOW_SEALING);
 		RDP_ASSERT(fds[i] >= 0 && ftruncate(fds[i], (off_t)size) == 0);
 		if (sealed)
@@ -1256,8 +1262,8 @@ hello_with(struct rdp_qp *target, bool sealed, size_t size)
 	RDP_ASSERT_EQ(recv(fd, &reply, sizeof(reply), 0), (ssize_t)sizeof(reply));
 	reply.msg[sizeof(reply.msg) - 1] = '\0';
 	close(fd);
-	close(fds[0]);
-	close(fds[1]);
+	for (i = 0; i < 3; i++)
+		close(fds[i]);
 	return reply;
 }
 

@@ -181,6 +181,17 @@ parse_args(struct shm_dev *sd, const char *args)
 	return ret;
 }
 
+static void
+keys_free(struct shm_dev *sd)
+{
+	if (sd->keys != NULL)
+		munmap(sd->keys, shm_key_seg_size());
+	if (sd->keys_fd >= 0)
+		close(sd->keys_fd);
+	sd->keys = NULL;
+	sd->keys_fd = -1;
+}
+
 static int
 shm_dev_open(struct rdp_dev *dev, const char *args)
 {
@@ -191,7 +202,7 @@ shm_dev_open(struct rdp_dev *dev, const char *args)
 	int ret;
 
 	sd->dev = dev;
-	sd->lfd = sd->epfd = sd->ctl_fd = sd->ev_fd = -1;
+	sd->lfd = sd->epfd = sd->ctl_fd = sd->ev_fd = sd->keys_fd = -1;
 	ret = parse_args(sd, args);
 	if (ret < 0)
 		return ret;
@@ -208,6 +219,15 @@ shm_dev_open(struct rdp_dev *dev, const char *args)
 	sd->ev_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (sd->ev_fd < 0)
 		return rdp_err_set(ENOMEM, "driver shm: eventfd: %s", strerror(errno));
+	sd->keys = shm_seg_create("rdp-shm-keys", shm_key_seg_size(), &sd->keys_fd);
+	if (sd->keys == NULL) {
+		ret = rdp_err_set(ENOMEM, "driver shm: key table: %s", strerror(errno));
+		goto fail;
+	}
+	sd->keys->magic = SHM_KEYS_MAGIC;
+	sd->keys->version = SHM_VERSION;
+	sd->keys->pid = (int32_t)pid;
+	sd->keys->nb_keys = SHM_MAX_MR;
 	sd->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (sd->lfd < 0) {
 		ret = rdp_err_set(ENODEV, "driver shm: socket: %s", strerror(errno));
@@ -226,6 +246,7 @@ shm_dev_open(struct rdp_dev *dev, const char *args)
 fail:
 	if (sd->lfd >= 0)
 		close(sd->lfd);
+	keys_free(sd);
 	close(sd->ev_fd);
 	return ret;
 }
@@ -241,6 +262,7 @@ shm_dev_close(struct rdp_dev *dev)
 		if (sd->links[i].fd > 0)
 			close(sd->links[i].fd);
 	close(sd->lfd);
+	keys_free(sd);
 	close(sd->ev_fd);
 	pthread_mutex_destroy(&sd->lock);
 	pthread_mutex_destroy(&sd->ev_lock);
@@ -429,24 +451,34 @@ fail:
 	return NULL;
 }
 
+/*
+ * Memory the application owns: reached by peers through the key table
+ * (process_vm_readv/writev), any address, any alignment. It can be a
+ * WRITE target or a READ source; a SEND cannot land in it (a receive needs
+ * memory the peer maps).
+ */
 static struct rdp_mr *
 shm_mr_reg(struct rdp_pd *pd, void *addr, size_t len, unsigned int access)
 {
+	struct shm_dev *sd = to_sdev(pd->dev);
 	struct shm_mr *mr;
 
-	if (access & (RDP_ACCESS_REMOTE_WRITE | RDP_ACCESS_REMOTE_READ)) {
-		rdp_err_set(EINVAL, "driver shm: rdp_mr_reg() takes local access only (a peer "
-			    "cannot map this memory); use rdp_mr_alloc() for remote access");
-		return NULL;
-	}
 	mr = mr_new(pd, access);
 	if (mr == NULL)
 		return NULL;
 	mr->head.addr = addr;
 	mr->head.length = len;
-	if (mr_publish(to_sdev(pd->dev), mr) < 0) {
+	if (mr_publish(sd, mr) < 0) {
 		free(mr);
 		return NULL;
+	}
+	if (access & (RDP_ACCESS_REMOTE_WRITE | RDP_ACCESS_REMOTE_READ)) {
+		struct shm_key *k = &sd->keys->key[mr->id];
+
+		k->access = access;
+		k->addr = (uintptr_t)addr;
+		k->length = len;
+		__atomic_store_n(&k->rkey, mr->head.rkey, __ATOMIC_RELEASE);
 	}
 	return &mr->head;
 }
@@ -457,6 +489,8 @@ shm_mr_free(struct rdp_mr *m)
 	struct shm_mr *mr = to_smr(m);
 	struct shm_dev *sd = to_sdev(m->pd->dev);
 
+	/* peers stop finding it before it goes */
+	__atomic_store_n(&sd->keys->key[mr->id].rkey, 0, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&sd->lock);
 	__atomic_store_n(&sd->mrs[mr->id], NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&sd->lock);
@@ -552,6 +586,7 @@ shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 	h->bell_word = qp->rslot;
 	fds[nfd++] = qp->memfd;
 	fds[nfd++] = qp->rcq->memfd;
+	fds[nfd++] = sd->keys_fd;
 	pthread_mutex_lock(&sd->lock);
 	limit = sd->next_mr_id;
 	for (i = 0; i < (qp->nb_peer_mr > 0 ? qp->nb_peer_mr : limit); i++) {
@@ -563,7 +598,7 @@ shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 		if (nfd == SHM_MAX_FDS) {
 			pthread_mutex_unlock(&sd->lock);
 			ret = rdp_err_set(E2BIG, "driver shm: QP %u: more than %u shareable MRs in "
-					  "its PD", qp->head.qp_num, SHM_MAX_FDS - 2);
+					  "its PD", qp->head.qp_num, SHM_MAX_FDS - 3);
 			goto out;
 		}
 		h->mr[h->nb_mr++] = (struct shm_hello_mr){
@@ -698,6 +733,8 @@ shm_peer_unmap(struct shm_peer *p)
 		munmap(p->qseg, p->qseg_len);
 	if (p->cseg != NULL)
 		munmap(p->cseg, p->cseg_len);
+	if (p->keys != NULL)
+		munmap((void *)p->keys, p->keys_len);
 	for (i = 0; p->mr != NULL && i < p->nb_mr; i++)
 		if (p->mr[i].base != NULL)
 			munmap(p->mr[i].base, RTE_ALIGN_CEIL(p->mr[i].length, (uint64_t)4096));
@@ -756,8 +793,8 @@ peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int 
 		snprintf(why, why_len, "out of memory");
 		return NULL;
 	}
-	if (hlen < sizeof(*h) || h->nb_mr > SHM_MAX_FDS - 2 ||
-	    hlen != sizeof(*h) + h->nb_mr * sizeof(h->mr[0]) || nfd != 2 + h->nb_mr) {
+	if (hlen < sizeof(*h) || h->nb_mr > SHM_MAX_FDS - 3 ||
+	    hlen != sizeof(*h) + h->nb_mr * sizeof(h->mr[0]) || nfd != 3 + h->nb_mr) {
 		snprintf(why, why_len, "malformed rendezvous message");
 		goto fail;
 	}
@@ -792,6 +829,13 @@ peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int 
 		snprintf(why, why_len, "the peer's completion queue header is invalid");
 		goto fail;
 	}
+	p->keys = map_fd(fds[2], shm_key_seg_size(), &p->keys_len);
+	if (p->keys == NULL || p->keys->magic != SHM_KEYS_MAGIC ||
+	    p->keys->version != SHM_VERSION || p->keys->nb_keys != SHM_MAX_MR) {
+		snprintf(why, why_len, "the peer's key table is invalid");
+		goto fail;
+	}
+	p->pid = __atomic_load_n(&p->keys->pid, __ATOMIC_RELAXED);
 	p->bell_word = h->bell_word / 64;
 	p->bell_bit = UINT64_C(1) << (h->bell_word % 64);
 	p->qpn = h->src_qpn;
@@ -817,7 +861,7 @@ peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int 
 			snprintf(why, why_len, "peer MR %u is invalid", hm->id);
 			goto fail;
 		}
-		m->base = map_fd(fds[2 + i], hm->length, &len);
+		m->base = map_fd(fds[3 + i], hm->length, &len);
 		if (m->base == NULL) {
 			snprintf(why, why_len, "cannot map peer MR %u (%" PRIu64 " bytes)", hm->id,
 				 hm->length);

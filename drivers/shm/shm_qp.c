@@ -14,8 +14,8 @@
 
 #include "shm_private.h"
 
-static void *
-seg_create(const char *name, size_t len, int *memfd)
+void *
+shm_seg_create(const char *name, size_t len, int *memfd)
 {
 	void *p;
 	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -57,7 +57,7 @@ shm_cq_create(struct rdp_dev *dev, uint32_t cqe, int socket)
 	cq->memfd = -1;
 	cq->sd = sd;
 	cq->seg_len = shm_cq_seg_size(SHM_BELL_WORDS);
-	cq->seg = seg_create("rdp-shm-cq", cq->seg_len, &cq->memfd);
+	cq->seg = shm_seg_create("rdp-shm-cq", cq->seg_len, &cq->memfd);
 	ring = rte_align32pow2(cqe + 1);
 	cq->ring = calloc(ring, sizeof(cq->ring[0]));
 	cq->pend = calloc(SHM_BELL_WORDS, sizeof(uint64_t));
@@ -272,7 +272,7 @@ shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 	qp->rq_mask = rq_size - 1;
 	ent_off = sizeof(struct shm_qp_seg);
 	qp->seg_len = RTE_ALIGN_CEIL(ent_off + (size_t)rq_size * qp->rq_stride, (size_t)4096);
-	qp->seg = seg_create("rdp-shm-qp", qp->seg_len, &qp->memfd);
+	qp->seg = shm_seg_create("rdp-shm-qp", qp->seg_len, &qp->memfd);
 	qp->rq_inline = qp->rq_stride - shm_rq_ent_hdr(qp->max_recv_sge);
 	qp->rq_post = calloc(rq_size, sizeof(*qp->rq_post));
 	qp->rq_sge = calloc((size_t)rq_size * qp->max_recv_sge, sizeof(*qp->rq_sge));

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include <rte_prefetch.h>
@@ -308,6 +309,46 @@ remote_range(const struct shm_peer *peer, const struct shm_swqe *e, unsigned int
 	return m->base + (e->remote_addr - m->addr);
 }
 
+/*
+ * A one-sided WR into memory the peer registered with rdp_mr_reg(): its
+ * key table says where and what is allowed, and the bytes go with one
+ * process_vm_writev/readv into the peer process. A region the peer
+ * unmapped meanwhile fails as a bad address would.
+ */
+static uint8_t
+exec_foreign(const struct shm_peer *peer, const struct shm_swqe *e, unsigned int access)
+{
+	struct iovec local[SHM_MAX_SGE], remote;
+	const struct shm_key *k;
+	uint32_t id = e->rkey >> 8;
+	uint64_t addr, len;
+	ssize_t n;
+	uint16_t i;
+
+	if (unlikely(id >= SHM_MAX_MR || e->rkey == 0))
+		return RDP_WC_REM_ACCESS_ERR;
+	k = &peer->keys->key[id];
+	if (__atomic_load_n(&k->rkey, __ATOMIC_ACQUIRE) != e->rkey)
+		return RDP_WC_REM_ACCESS_ERR;
+	addr = __atomic_load_n(&k->addr, __ATOMIC_RELAXED);
+	len = __atomic_load_n(&k->length, __ATOMIC_RELAXED);
+	if (!(__atomic_load_n(&k->access, __ATOMIC_RELAXED) & access) ||
+	    !range_in(e->remote_addr, e->total_len, addr, len))
+		return RDP_WC_REM_ACCESS_ERR;
+	for (i = 0; i < e->num_sge; i++) {
+		local[i].iov_base = e->sge[i].addr;
+		local[i].iov_len = e->sge[i].len;
+	}
+	remote.iov_base = (void *)(uintptr_t)e->remote_addr;
+	remote.iov_len = e->total_len;
+	n = access == RDP_ACCESS_REMOTE_WRITE ?
+		process_vm_writev(peer->pid, local, e->num_sge, &remote, 1, 0) :
+		process_vm_readv(peer->pid, local, e->num_sge, &remote, 1, 0);
+	if (likely(n == (ssize_t)e->total_len))
+		return RDP_WC_SUCCESS;
+	return n >= 0 || errno == EFAULT ? RDP_WC_REM_ACCESS_ERR : RDP_WC_REM_OP_ERR;
+}
+
 static uint8_t
 exec_write(const struct shm_peer *peer, const struct shm_swqe *e)
 {
@@ -317,7 +358,7 @@ exec_write(const struct shm_peer *peer, const struct shm_swqe *e)
 		return RDP_WC_SUCCESS; /* no remote effect at all */
 	dst = remote_range(peer, e, RDP_ACCESS_REMOTE_WRITE);
 	if (unlikely(dst == NULL))
-		return RDP_WC_REM_ACCESS_ERR;
+		return exec_foreign(peer, e, RDP_ACCESS_REMOTE_WRITE);
 	gather(e, dst);
 	return RDP_WC_SUCCESS;
 }
@@ -341,7 +382,7 @@ exec_read(const struct shm_qp *qp, const struct shm_peer *peer, const struct shm
 		return RDP_WC_SUCCESS;
 	src = remote_range(peer, e, RDP_ACCESS_REMOTE_READ);
 	if (unlikely(src == NULL))
-		return RDP_WC_REM_ACCESS_ERR;
+		return exec_foreign(peer, e, RDP_ACCESS_REMOTE_READ);
 	for (i = 0; i < e->num_sge; i++) {
 		memcpy(e->sge[i].addr, src, e->sge[i].len);
 		src += e->sge[i].len;

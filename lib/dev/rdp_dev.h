@@ -583,9 +583,10 @@ struct rdp_mr *rdp_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned 
  * @param len
  *   Bytes.
  * @param access
- *   RDP_ACCESS_* flags. The shm driver only accepts local access here (a
- *   peer cannot map arbitrary memory); use rdp_mr_alloc() for receive and
- *   remote-write targets.
+ *   RDP_ACCESS_* flags. Any address and alignment. On shm, memory
+ *   registered here can be a peer's RDMA WRITE target or READ source (the
+ *   peer reaches it with process_vm_writev/readv) but not a receive
+ *   buffer: receives need rdp_mr_alloc() memory, which the peer maps.
  * @return
  *   The MR, or NULL with rte_errno (EINVAL, ENOTSUP, ENOMEM).
  */

@@ -76,6 +76,7 @@ extern int shm_logtype;
 #define SHM_QP_MAGIC 0x52445151u  /* "RDQQ" */
 #define SHM_CQ_MAGIC 0x52444351u  /* "RDCQ" */
 #define SHM_HELLO_MAGIC 0x52444848u
+#define SHM_KEYS_MAGIC 0x52444b59u /* "RDKY" */
 #define SHM_VERSION 6u
 
 /** No QP slot. */
@@ -201,13 +202,47 @@ struct shm_hello_mr {
 };
 
 /** Sent by a QP going to RTR: "here is my receive side; send into it". */
+/**
+ * One registered foreign MR (rdp_mr_reg() with remote access) as its peers
+ * see it, indexed by MR id. Written by the owner only: the fields, then
+ * `rkey` with release; a deregistration clears `rkey` first. MR ids are
+ * never reused, so an entry is published once and cleared once.
+ */
+struct shm_key {
+	uint32_t rkey;       /**< 0: no such MR (any more) */
+	uint32_t access;     /**< RDP_ACCESS_* */
+	uint64_t addr;       /**< the owner's address of byte 0 */
+	uint64_t length;
+	uint64_t pad;
+};
+
+/**
+ * The key table of a device: how a peer reaches memory that is not a
+ * memfd (with process_vm_readv/writev into `pid`), shared at every
+ * rendezvous.
+ */
+struct shm_key_seg {
+	uint32_t magic;
+	uint32_t version;
+	int32_t pid;         /**< the owning process */
+	uint32_t nb_keys;    /**< SHM_MAX_MR */
+	uint8_t pad[48];
+	struct shm_key key[];
+};
+
+static inline size_t
+shm_key_seg_size(void)
+{
+	return sizeof(struct shm_key_seg) + SHM_MAX_MR * sizeof(struct shm_key);
+}
+
 struct shm_hello {
 	uint32_t magic;
 	uint32_t version;
 	uint32_t src_qpn;
 	uint32_t dst_qpn;
 	uint32_t bell_word;  /**< the sender's recv CQ doorbell slot */
-	uint32_t nb_mr;      /**< fds: [qp seg, cq seg, mr 0 .. nb_mr-1] */
+	uint32_t nb_mr;      /**< fds: [qp seg, cq seg, key table, mr 0 .. nb_mr-1] */
 	struct shm_hello_mr mr[];
 };
 
@@ -253,6 +288,9 @@ struct shm_peer {
 	uint64_t bell_bit;
 	uint32_t nb_mr;       /**< entries in mr[] (indexed by MR id) */
 	struct shm_peer_mr *mr;
+	const struct shm_key_seg *keys; /**< the peer device's key table */
+	size_t keys_len;
+	int32_t pid;          /**< the peer process, read once from its key table */
 };
 
 /** A local send WQE (private). */
@@ -429,6 +467,9 @@ struct shm_dev {
 	uint8_t link_down;          /**< (atomic) */
 	/* addressing */
 	uint8_t gid[RDP_GID_LEN];
+	/* key table of the foreign MRs, shared with every peer */
+	struct shm_key_seg *keys;
+	int keys_fd;
 	/* monitor */
 	int lfd;
 	int epfd;
@@ -531,6 +572,8 @@ void shm_stats_retire_qp(struct shm_dev *sd, const struct shm_qp *qp);
 void shm_stats_retire_cq(struct shm_dev *sd, const struct shm_cq *cq);
 
 /* Slow-path ops (shm_qp.c). */
+/* A sealed memfd of @p len bytes, mapped; NULL with errno. */
+void *shm_seg_create(const char *name, size_t len, int *memfd);
 struct rdp_cq *shm_cq_create(struct rdp_dev *dev, uint32_t cqe, int socket);
 int shm_cq_resize(struct rdp_cq *cq, uint32_t cqe);
 int shm_cq_destroy(struct rdp_cq *cq);
