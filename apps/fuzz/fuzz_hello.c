@@ -28,7 +28,8 @@ check_why(const char *why, size_t len)
 static bool
 same(const struct rdp_hello *a, const struct rdp_hello *b)
 {
-	return a->type == b->type && a->flags == b->flags &&
+	return a->type == b->type && a->flags == b->flags && a->rd_dest == b->rd_dest &&
+	       a->rd_init == b->rd_init &&
 	       memcmp(&a->credit, &b->credit, sizeof(a->credit)) == 0 &&
 	       a->buf_size == b->buf_size && a->max_msg_size == b->max_msg_size &&
 	       a->qp.qpn == b->qp.qpn && a->qp.psn == b->qp.psn &&

@@ -133,6 +133,7 @@ RDP_TEST(unit, cfg_defaults_are_the_documented_values)
 	RDP_ASSERT_EQ(g->timeout, 14);
 	RDP_ASSERT_EQ(g->min_rnr_timer, 12);
 	RDP_ASSERT_EQ(g->max_inline, 64);
+	RDP_ASSERT_EQ(g->read_depth, 16);
 	RDP_ASSERT_STR_EQ(g->listen, "127.0.0.1:18515");
 	RDP_ASSERT_STR_EQ(g->connect, "");
 	RDP_ASSERT_EQ(g->connect_timeout_ms, 5000);
@@ -879,7 +880,7 @@ RDP_TEST(unit, cfg_docs_describe_every_key)
 			       row);
 		n++;
 	}
-	RDP_ASSERT_EQ(n, 32);
+	RDP_ASSERT_EQ(n, 33);
 	rdp_cfg_free(cfg);
 	return 0;
 }

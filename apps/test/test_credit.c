@@ -726,3 +726,52 @@ RDP_TEST(unit, credit_closing_side_acks_only_while_it_has_sends_left)
 	RDP_ASSERT_EQ(c.owed, 2);
 	return 0;
 }
+
+RDP_TEST(unit, credit_rdma_write_takes_an_sq_slot_and_no_remote_credit)
+{
+	struct rdp_credit c;
+	uint32_t rc;
+	unsigned int i;
+
+	endpoint(&c, 8, 4, 1);
+	rc = c.rc;
+	/* the signaling rule of data: every T_sig-th, and the one before the reclaim slot */
+	for (i = 1; i <= 7; i++) {
+		enum rdp_credit_verdict v = rdp_credit_rdma_check(&c, false);
+
+		RDP_ASSERT_EQ(v, i == 4 || i == 7 ? RDP_CREDIT_GO_SIGNALED : RDP_CREDIT_GO_UNSIGNALED);
+		rdp_credit_rdma_posted(&c, false, v == RDP_CREDIT_GO_SIGNALED);
+	}
+	RDP_ASSERT_EQ(c.rc, rc);
+	RDP_ASSERT_EQ(c.stats.rdma_posted, 7);
+	RDP_ASSERT_EQ(c.stats.data_posted, 0);
+	/* and the reclaim slot is not one-sided work's either */
+	RDP_ASSERT_EQ(rdp_credit_rdma_check(&c, false), RDP_CREDIT_WAIT_SQ);
+	RDP_ASSERT_EQ(rdp_credit_send_completed(&c, 6), 7);
+	RDP_ASSERT_EQ(rdp_credit_rdma_check(&c, false), RDP_CREDIT_GO_UNSIGNALED);
+	return 0;
+}
+
+RDP_TEST(unit, credit_rdma_read_is_signaled_and_waits_for_a_read_slot)
+{
+	struct rdp_credit c;
+
+	endpoint(&c, 64, 16, 1);
+	/* no depth agreed: no READ ever goes */
+	RDP_ASSERT_EQ(rdp_credit_rdma_check(&c, true), RDP_CREDIT_WAIT_READ);
+	rdp_credit_read_depth_set(&c, 2);
+	RDP_ASSERT_EQ(rdp_credit_rdma_check(&c, true), RDP_CREDIT_GO_SIGNALED);
+	rdp_credit_rdma_posted(&c, true, true);
+	RDP_ASSERT_EQ(rdp_credit_rdma_check(&c, true), RDP_CREDIT_GO_SIGNALED);
+	rdp_credit_rdma_posted(&c, true, true);
+	RDP_ASSERT_EQ(c.rd_inflight, 2);
+	RDP_ASSERT_EQ(rdp_credit_rdma_check(&c, true), RDP_CREDIT_WAIT_READ);
+	RDP_ASSERT_EQ(rdp_credit_rdma_check(&c, true), RDP_CREDIT_WAIT_READ);
+	RDP_ASSERT_EQ(c.stats.read_stalls, 2); /* two episodes: before the depth, and now */
+	/* a WRITE is not held back by the READs */
+	RDP_ASSERT_EQ(rdp_credit_rdma_check(&c, false), RDP_CREDIT_GO_UNSIGNALED);
+	rdp_credit_reads_completed(&c, 1);
+	RDP_ASSERT_EQ(rdp_credit_rdma_check(&c, true), RDP_CREDIT_GO_SIGNALED);
+	RDP_ASSERT_EQ(c.unsig_run, 0);
+	return 0;
+}

@@ -303,3 +303,54 @@ RDP_TEST(model, model_drain_without_acks_deadlocks_when_both_sides_close)
 	printf("counterexample:\n%s", res.trail);
 	return 0;
 }
+
+/*
+ * One-sided WRs mixed with the messages: WRITEs and READs (the adversary
+ * picks which) take SQ slots and, for READs, read slots; the SQ, the RQ
+ * and the CQ keep their bounds, no responder holds more READs than it
+ * serves (I6), and every operation is covered by a polled completion.
+ */
+RDP_TEST(model, model_ours_one_sided_keeps_i1_to_i3_and_i6_and_completes_every_operation)
+{
+	int skip = skip_without_spin();
+
+	if (skip != 0)
+		return skip;
+	verifies(P1 " -DRDMA -DTRAFFIC=ONEWAY -DN=3", SAFETY_AND_LIVENESS);
+	verifies(P2 " -DRDMA -DTRAFFIC=ONEWAY -DN=3", SAFETY_AND_LIVENESS);
+	verifies(P3 " -DRDMA -DRDEPTH=2 -DNOPS=4 -DTRAFFIC=ONEWAY -DN=3", SAFETY_AND_LIVENESS);
+	verifies(P1 " -DRDMA -DNOPS=2 -DTRAFFIC=TWOWAY -DN=1", SAFETY_AND_LIVENESS);
+	verifies(P1 " -DRDMA -DOOO_SEND -DNO_FLUSH_BOUND -DTRAFFIC=ONEWAY -DN=3",
+		 SAFETY_AND_LIVENESS);
+	return 0;
+}
+
+/* READs that ignore the read depth: a responder holds more than it serves. */
+RDP_TEST(model, model_reads_ignoring_the_depth_exceed_the_responders_slots)
+{
+	struct spin_result res;
+	int skip = skip_without_spin();
+
+	if (skip != 0)
+		return skip;
+	finds(P1 " -DRDMA -DMUTANT_READ_NO_DEPTH -DTRAFFIC=ONEWAY -DN=3", SAFETY_AND_LIVENESS,
+	      "I6_read_depth_never_exceeded", &res);
+	return 0;
+}
+
+/*
+ * READs signaled as data is: a READ waiting for a slot that an unsignaled
+ * READ holds waits for ever, as nothing after it can be posted.
+ */
+RDP_TEST(model, model_unsignaled_reads_deadlock_waiting_for_a_read_slot)
+{
+	struct spin_result res;
+	int skip = skip_without_spin();
+
+	if (skip != 0)
+		return skip;
+	finds(P1 " -DRDMA -DMUTANT_READ_UNSIGNALED -DTRAFFIC=ONEWAY -DN=3", SAFETY_AND_LIVENESS,
+	      "acceptance cycle", &res);
+	printf("counterexample:\n%s", res.trail);
+	return 0;
+}

@@ -10,6 +10,8 @@ good_hello(void)
 {
 	struct rdp_hello h = {
 		.type = RDP_HELLO_HELLO,
+		.rd_dest = 4,
+		.rd_init = 8,
 		.credit = { .sq_size = 64, .signal_interval = 8, .rq_size = 64,
 			    .ack_reserve = 8, .ack_threshold = 8 },
 		.buf_size = 4096,
@@ -44,7 +46,8 @@ static void poke_buf_size(uint8_t *b) { b[35] = 65; }
 static void poke_mtu(uint8_t *b) { b[70] = 0x11; }
 static void poke_driver(uint8_t *b) { b[72] = 'S'; }
 static void poke_driver_unterminated(uint8_t *b) { memset(b + 72, 'a', 16); }
-static void poke_reserved(uint8_t *b) { b[11] = 1; }
+/* a READY carries no read depths: those bytes are reserved there */
+static void poke_reserved(uint8_t *b) { b[6] = RDP_HELLO_READY; b[11] = 1; }
 static void poke_reason(uint8_t *b) { b[140] = 'x'; }
 static void poke_qpn(uint8_t *b) { b[40] = 1; }
 
@@ -57,6 +60,8 @@ RDP_TEST(unit, hello_round_trips_every_field)
 	rdp_hello_encode(&h, buf);
 	RDP_ASSERT_EQ(rdp_hello_decode(buf, sizeof(buf), &out, why, sizeof(why)), 0);
 	RDP_ASSERT_EQ(out.type, RDP_HELLO_HELLO);
+	RDP_ASSERT_EQ(out.rd_dest, 4);
+	RDP_ASSERT_EQ(out.rd_init, 8);
 	RDP_ASSERT_EQ(out.credit.sq_size, 64);
 	RDP_ASSERT_EQ(out.credit.signal_interval, 8);
 	RDP_ASSERT_EQ(out.credit.ack_threshold, 8);
@@ -79,7 +84,7 @@ RDP_TEST(unit, hello_rejects_each_bad_field_by_name)
 	} cases[] = {
 		{ poke_magic, -EPROTO, "field 'magic' = 0x12445048, expected 0x52445048 "
 		  "(not an rdmaplane peer)" },
-		{ poke_version, -EPROTONOSUPPORT, "field 'version' = 1, this build speaks version 2" },
+		{ poke_version, -EPROTONOSUPPORT, "field 'version' = 1, this build speaks version 3" },
 		{ poke_type, -EPROTO, "field 'type' = 9, expected 1..4" },
 		{ poke_flags, -EPROTO, "field 'flags' = 0x80 has unknown bits" },
 		{ poke_reserved, -EPROTO, "reserved bytes at offset 10 are not zero" },
@@ -176,5 +181,24 @@ RDP_TEST(unit, hello_negotiation_names_the_incompatibility)
 	a.max_msg_size = 16384;
 	RDP_ASSERT_EQ(rdp_hello_negotiate(&a, &b, &ag, why, sizeof(why)), 0);
 	RDP_ASSERT_EQ(ag.max_msg_size, 16384);
+	return 0;
+}
+
+RDP_TEST(unit, hello_read_depth_is_what_we_issue_capped_by_what_the_peer_serves)
+{
+	struct rdp_hello local = good_hello(), peer = good_hello();
+	struct rdp_hello_agreed ag;
+	char why[256] = "";
+
+	local.rd_init = 8;
+	peer.rd_dest = 4;
+	RDP_ASSERT_EQ(rdp_hello_negotiate(&local, &peer, &ag, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(ag.rd_depth, 4);
+	peer.rd_dest = 16;
+	RDP_ASSERT_EQ(rdp_hello_negotiate(&local, &peer, &ag, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(ag.rd_depth, 8);
+	peer.rd_dest = 0; /* a peer that serves no READ: the endpoint cannot read */
+	RDP_ASSERT_EQ(rdp_hello_negotiate(&local, &peer, &ag, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(ag.rd_depth, 0);
 	return 0;
 }

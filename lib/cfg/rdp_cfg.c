@@ -123,6 +123,7 @@ static const struct key keys[] = {
 	U32(timeout,              "14",      0, 31,            0),
 	U32(min_rnr_timer,        "12",      0, 31,            0),
 	U32(max_inline,           "64",      0, 1024,          0),
+	U32(read_depth,           "16",      0, 255,           0),
 	STR(listen,               "127.0.0.1:18515",           F_HOSTPORT),
 	STR(connect,              "",                          F_HOSTPORT),
 	U32(connect_timeout_ms,   "5000",    1, 600000,        0),

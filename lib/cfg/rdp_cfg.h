@@ -104,6 +104,7 @@ struct rdp_cfg_lcore {
 	uint32_t timeout;      /**< local ACK timeout, 4.096 us * 2^timeout */
 	uint32_t min_rnr_timer; /**< RNR NAK timer code, 0..31 */
 	uint32_t max_inline;   /**< inline send bytes */
+	uint32_t read_depth;   /**< RDMA READs served and issued at once, per endpoint */
 
 	char listen[RDP_CFG_VALUE_MAX + 1];  /**< `host:port`; empty: do not listen */
 	char connect[RDP_CFG_VALUE_MAX + 1]; /**< `host:port`; empty: no peer */

@@ -32,6 +32,12 @@
  *   application, freed and posted again. Data WRs piggyback all of it; a
  *   pure ack goes out only when `owed >= T_ack` and no data can carry it.
  *   RQ entries consumed by pure acks are reposted at once and never owed.
+ * - One-sided WRs (RDMA WRITE, RDMA READ) take an SQ slot and no remote
+ *   credit, and follow the same signaling rule, except that every READ is
+ *   signaled. A READ also takes one of `rd_depth` read slots (the depth
+ *   both sides agreed in the handshake), given back when a polled
+ *   completion covers it: with every READ signaled, a READ waiting for a
+ *   slot always has a signaled READ before it whose completion comes.
  *
  * CONCURRENCY: none; one endpoint's state is touched by its owner thread.
  */
@@ -66,11 +72,13 @@ struct rdp_credit_stats {
 	uint64_t data_posted;      /**< data WRs posted */
 	uint64_t acks_posted;      /**< pure acks posted (never signaled) */
 	uint64_t reclaims_posted;  /**< reclaim WRs posted */
-	uint64_t signaled_posted;  /**< signaled WRs (data + reclaims) */
+	uint64_t signaled_posted;  /**< signaled WRs (data, reclaims, one-sided) */
 	uint64_t credits_returned; /**< credits sent back (piggyback + acks) */
 	uint64_t credits_granted;  /**< credits received in immediate data */
 	uint64_t sq_stalls;        /**< times a send had to wait for SQ credit */
 	uint64_t remote_stalls;    /**< times a send had to wait for remote credit */
+	uint64_t rdma_posted;      /**< one-sided WRs posted (RDMA WRITE and READ) */
+	uint64_t read_stalls;      /**< times a READ had to wait for a read slot */
 };
 
 /** The state of one endpoint. Read fields freely; change them only through the functions. */
@@ -84,6 +92,8 @@ struct rdp_credit {
 	uint32_t rc_max;         /**< C_peer = R_peer - A_rq_peer: rc with nothing in flight */
 	uint32_t owed;           /**< credits we owe the peer */
 	uint32_t ack_threshold;  /**< T_ack */
+	uint32_t rd_depth;       /**< READs we may have outstanding (agreed; 0: none) */
+	uint32_t rd_inflight;    /**< READs posted that no polled completion covers yet */
 	uint8_t stalled;         /**< enum rdp_credit_verdict of the current stall, 0 if none */
 	struct rdp_credit_stats stats;
 };
@@ -96,6 +106,7 @@ enum rdp_credit_verdict {
 	RDP_CREDIT_RECLAIM_FIRST,   /**< post a reclaim first, then ask again */
 	RDP_CREDIT_WAIT_SQ,         /**< no SQ credit: wait for a signaled completion */
 	RDP_CREDIT_WAIT_REMOTE,     /**< no remote credit: wait for immediate data */
+	RDP_CREDIT_WAIT_READ,       /**< no read slot: wait for a READ's completion */
 };
 
 /**
@@ -239,6 +250,8 @@ rdp_credit_stall_(struct rdp_credit *c, enum rdp_credit_verdict v)
 		c->stalled = (uint8_t)v;
 		if (v == RDP_CREDIT_WAIT_SQ)
 			c->stats.sq_stalls++;
+		else if (v == RDP_CREDIT_WAIT_READ)
+			c->stats.read_stalls++;
 		else
 			c->stats.remote_stalls++;
 	}
@@ -391,6 +404,83 @@ rdp_credit_reclaim_posted(struct rdp_credit *c)
 {
 	c->stats.reclaims_posted++;
 	return rdp_credit_take_seq_(c, true);
+}
+
+/**
+ * May a one-sided WR be posted now, and signaled or not? An RDMA WRITE or
+ * READ takes an SQ slot and no remote credit; a READ also needs a read
+ * slot and is always signaled.
+ *
+ * @param c
+ *   State.
+ * @param read
+ *   An RDMA READ (else an RDMA WRITE).
+ * @return
+ *   RDP_CREDIT_GO_SIGNALED, RDP_CREDIT_GO_UNSIGNALED, RDP_CREDIT_WAIT_SQ or
+ *   RDP_CREDIT_WAIT_READ.
+ */
+static inline enum rdp_credit_verdict
+rdp_credit_rdma_check(struct rdp_credit *c, bool read)
+{
+	uint32_t inflight = rdp_credit_sq_inflight(c);
+
+	if (inflight + 1 > c->sq_size - 1)
+		return rdp_credit_stall_(c, RDP_CREDIT_WAIT_SQ);
+	if (read)
+		return c->rd_inflight < c->rd_depth ? RDP_CREDIT_GO_SIGNALED :
+			rdp_credit_stall_(c, RDP_CREDIT_WAIT_READ);
+	if (c->unsig_run + 1 >= c->signal_interval || inflight + 1 >= c->sq_size - 1)
+		return RDP_CREDIT_GO_SIGNALED;
+	return RDP_CREDIT_GO_UNSIGNALED;
+}
+
+/**
+ * Account a one-sided WR the caller is about to post (after a GO verdict).
+ *
+ * @param c
+ *   State.
+ * @param read
+ *   An RDMA READ: it takes a read slot.
+ * @param signaled
+ *   As the verdict said.
+ * @return
+ *   The WR's sequence number.
+ */
+static inline uint64_t
+rdp_credit_rdma_posted(struct rdp_credit *c, bool read, bool signaled)
+{
+	c->stats.rdma_posted++;
+	if (read)
+		c->rd_inflight++;
+	return rdp_credit_take_seq_(c, signaled);
+}
+
+/**
+ * A polled completion covered @p n READs: their read slots come back.
+ *
+ * @param c
+ *   State.
+ * @param n
+ *   READs covered (at most rd_inflight).
+ */
+static inline void
+rdp_credit_reads_completed(struct rdp_credit *c, uint32_t n)
+{
+	c->rd_inflight -= n;
+}
+
+/**
+ * Set the read depth agreed in the handshake.
+ *
+ * @param c
+ *   State, before any READ.
+ * @param depth
+ *   READs that may be outstanding at once (0: no READ may be posted).
+ */
+static inline void
+rdp_credit_read_depth_set(struct rdp_credit *c, uint32_t depth)
+{
+	c->rd_depth = depth;
 }
 
 /**

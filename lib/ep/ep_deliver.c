@@ -38,6 +38,10 @@ ep_ev_state(struct rdp_ep *ep, enum rdp_ep_state state, int err)
 void
 ep_send_done(struct rdp_ep *ep, struct rdp_msg *m, int status)
 {
+	if (unlikely(m->flags & MSG_F_RDMA)) {
+		ep_rdma_done(ep, m, status);
+		return;
+	}
 	m->status = status;
 	if (status == 0) {
 		RDP_STAT_ADD(ep->stats.msgs_sent, 1);

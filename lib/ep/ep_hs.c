@@ -91,6 +91,8 @@ hello_local(struct rdp_ep *ep)
 
 	memset(h, 0, sizeof(*h));
 	h->credit = lc->credit;
+	h->rd_dest = lc->conn.max_dest_rd_atomic;
+	h->rd_init = lc->rd_init;
 	h->buf_size = lc->conf.buf_size;
 	h->max_msg_size = lc->conf.max_msg_size;
 	h->link_layer = rdp_rt.attr.link_layer;
@@ -214,6 +216,7 @@ qp_connected(struct rdp_ep *ep)
 	struct rdp_qp_attr attr = { .state = RDP_QPS_RTS, .conn = ep->lc->conn };
 
 	attr.conn.path_mtu = ep->path_mtu;
+	attr.conn.max_rd_atomic = (uint8_t)ep->credit.rd_depth;
 	if (rdp_qp_modify(ep->qp, &attr, RDP_QP_ATTR_STATE | RDP_QP_ATTR_CONN) < 0) {
 		hs_fail(ep, -EPROTO, "cannot connect the QP: %s", rdp_err_msg());
 		return;
@@ -266,6 +269,7 @@ connect_qp(struct rdp_ep *ep, const struct rdp_hello *peer)
 		hs_fail(ep, -EPROTO, "%s", why);
 		return;
 	}
+	rdp_credit_read_depth_set(&ep->credit, agreed.rd_depth);
 	ep->chunk_size = agreed.chunk_size;
 	ep->max_send_msg = agreed.max_msg_size;
 	ep->frame = (struct ep_frame){ .chunk_size = agreed.chunk_size,

@@ -29,8 +29,8 @@ ep_wc_errno(uint8_t status)
 	case RDP_WC_WR_FLUSH_ERR: return -ECONNABORTED;
 	case RDP_WC_RETRY_EXC_ERR: return -ETIMEDOUT;
 	case RDP_WC_RNR_RETRY_EXC_ERR: return -ENOBUFS;
+	case RDP_WC_REM_ACCESS_ERR: return -EACCES;
 	case RDP_WC_REM_INV_REQ_ERR:
-	case RDP_WC_REM_ACCESS_ERR:
 	case RDP_WC_REM_OP_ERR: return -EREMOTEIO;
 	default: return -EIO;
 	}

@@ -329,6 +329,9 @@ lcore_start(const struct rdp_cfg *cfg, unsigned int id)
 	lc->conn.retry_cnt = c->retry_cnt;
 	lc->conn.timeout = c->timeout;
 	lc->conn.min_rnr_timer = c->min_rnr_timer;
+	/* READs served (RTR) and issued (the hello; RTS takes what the peer serves) */
+	lc->conn.max_dest_rd_atomic = (uint8_t)RTE_MIN(c->read_depth, rdp_rt.attr.max_qp_rd_atom);
+	lc->rd_init = (uint8_t)RTE_MIN(c->read_depth, rdp_rt.attr.max_qp_init_rd_atom);
 	lc->socket = c->numa_node >= 0 ? c->numa_node : (int)rte_lcore_to_socket_id(id);
 	lc->max_inline = RTE_MIN(c->max_inline, rdp_rt.attr.max_inline_data);
 	need = c->max_endpoints * ep_cq_budget(lc);

@@ -149,6 +149,10 @@ tel_endpoint(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(d, "enomem", s.enomem);
 		rte_tel_data_add_dict_u64(d, "rnr", s.rnr);
 		rte_tel_data_add_dict_u64(d, "dups_dropped", s.dups_dropped);
+		rte_tel_data_add_dict_u64(d, "rdma_done", s.rdma_done);
+		rte_tel_data_add_dict_u64(d, "rdma_failed", s.rdma_failed);
+		rte_tel_data_add_dict_u64(d, "rdma_bytes", s.rdma_bytes);
+		rte_tel_data_add_dict_u64(d, "read_depth", ep->credit.rd_depth);
 		ret = 0;
 		break;
 	}

@@ -149,6 +149,17 @@ ep_post_sends(struct rdp_ep *ep)
 		bool first = seg == head, last = seg->next == NULL;
 		bool signaled;
 
+		if (unlikely(head->flags & MSG_F_RDMA)) {
+			/* a one-sided operation: an SQ slot (and a read slot), no remote credit */
+			v = rdp_credit_rdma_check(c, ep_rdma_is_read(head));
+			if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
+				break;
+			signaled = v == RDP_CREDIT_GO_SIGNALED || txq_single(&ep->txq);
+			seq = ep_wr_rdma(ep, &wr[n], &sge[n], head, signaled);
+			n++;
+			ep->track[seq & ep->track_mask].msg = txq_pop(&ep->txq);
+			continue;
+		}
 		v = rdp_credit_data_check(c);
 		if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
 			break;
@@ -225,6 +236,8 @@ ep_send_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 		struct ep_track *t = &ep->track[q & ep->track_mask];
 
 		if (t->msg != NULL) {
+			if (unlikely(t->msg->flags & MSG_F_RDMA) && ep_rdma_is_read(t->msg))
+				rdp_credit_reads_completed(&ep->credit, 1);
 			ep_send_done(ep, t->msg, 0);
 			t->msg = NULL;
 		}
@@ -311,8 +324,7 @@ rdp_msg_alloc_bulk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_
 uint16_t
 rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n)
 {
-	void *items[64];
-	uint16_t i, done = 0;
+	uint16_t i;
 
 	RDP_HOP_MARK(RDP_HOP_APP_SEND);
 	if (unlikely(ep_get_state(ep) != RDP_EP_ESTABLISHED)) {
@@ -321,22 +333,33 @@ rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n)
 	}
 	for (i = 0; i < n; i++) {
 		if (unlikely(msgs[i]->ep != ep || msgs[i]->pkt_len > ep->max_send_msg ||
-			     (msgs[i]->flags & (MSG_F_RECV | MSG_F_EVENT)) != 0)) {
+			     (msgs[i]->flags & (MSG_F_RECV | MSG_F_EVENT | MSG_F_RDMA)) != 0)) {
 			n = i;
 			rte_errno = EINVAL;
 			break;
 		}
 	}
-	if (rdp_poller_is_self(ep->lc->poller)) {
+	if (n == 1 && rdp_poller_is_self(ep->lc->poller) && txq_empty(&ep->txq) &&
+	    send_now(ep, msgs[0])) {
 		/* ESTABLISHED (checked above): handed over, not tearing down */
+		ep_busy(ep); /* the pass comes, as in ep_queue_sends() */
+		return 1;
+	}
+	return ep_queue_sends(ep, msgs, n);
+}
+
+uint16_t
+ep_queue_sends(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n)
+{
+	void *items[64];
+	uint16_t i, done = 0;
+
+	if (n == 0)
+		return 0;
+	if (rdp_poller_is_self(ep->lc->poller)) {
+		/* ESTABLISHED (checked by the caller): handed over, not tearing down */
 		bool idle = txq_empty(&ep->txq);
 
-		if (n == 0)
-			return 0;
-		if (idle && n == 1 && send_now(ep, msgs[0])) {
-			ep_busy(ep); /* the pass comes, as below */
-			return 1;
-		}
 		for (i = 0; i < n; i++)
 			txq_push(&ep->txq, msgs[i]);
 		/*

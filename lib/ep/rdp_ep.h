@@ -73,6 +73,12 @@ enum rdp_msg_event {
 			     * enum rdp_ep_state, `status` its errno (0 or < 0);
 			     * free it with rdp_msg_free(): `ep` stays valid until
 			     * the CLOSED event is freed */
+	RDP_EV_RDMA_DONE,   /**< a one-sided operation completed (rdp_rdma.h):
+			     * `user_data` is the operation's; free it */
+	RDP_EV_RDMA_FAILED, /**< a one-sided operation failed: `status` < 0 says why
+			     * (-EACCES: the peer refused the access; -ECONNABORTED:
+			     * flushed with its endpoint; -ETIMEDOUT: the transport
+			     * gave up); free it */
 };
 
 /** Run-to-completion callbacks (all on the endpoint's poller lcore). */
@@ -84,8 +90,10 @@ struct rdp_ep_ops {
 	 */
 	uint16_t (*on_recv)(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg);
 	/**
-	 * Send events (RDP_EV_SEND_DONE / RDP_EV_SEND_FAILED), in send order.
-	 * The messages belong to the application again: free or resend them.
+	 * Send events (RDP_EV_SEND_DONE / RDP_EV_SEND_FAILED) and one-sided
+	 * completions (RDP_EV_RDMA_DONE / RDP_EV_RDMA_FAILED), in the order the
+	 * messages and operations were queued. The messages belong to the
+	 * application again: free or resend them; free the operations' events.
 	 */
 	void (*on_send)(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg);
 	/** State changes. @p err is 0 or a negative errno. */
@@ -113,6 +121,9 @@ struct rdp_ep_stats {
 	uint64_t rnr;             /**< RNR errors: must stay 0 */
 	uint64_t dups_dropped;    /**< SENDs the transport delivered twice, dropped (see
 				   *   docs/architecture.md, "Immediate data") */
+	uint64_t rdma_done;       /**< one-sided operations completed */
+	uint64_t rdma_failed;     /**< one-sided operations reported failed */
+	uint64_t rdma_bytes;      /**< bytes of rdma_done */
 	uint32_t sq_inflight;     /**< WRs outstanding */
 	uint32_t remote_credits;  /**< data WRs the peer can still take */
 	uint32_t owed;            /**< credits we owe the peer */

@@ -19,7 +19,8 @@ enum {
 	OFF_TYPE = 6,
 	OFF_FLAGS = 7,
 	OFF_LENGTH = 8,
-	OFF_RSVD0 = 10,
+	OFF_RD_DEST = 10,
+	OFF_RD_INIT = 11,
 	OFF_SQ_SIZE = 12,
 	OFF_RQ_SIZE = 16,
 	OFF_ACK_RESERVE = 20,
@@ -91,6 +92,10 @@ rdp_hello_encode(const struct rdp_hello *h, uint8_t buf[RDP_HELLO_LEN])
 	buf[OFF_TYPE] = h->type;
 	buf[OFF_FLAGS] = h->flags;
 	put16(buf + OFF_LENGTH, RDP_HELLO_LEN);
+	if (h->type == RDP_HELLO_HELLO || h->type == RDP_HELLO_ACK) {
+		buf[OFF_RD_DEST] = h->rd_dest;
+		buf[OFF_RD_INIT] = h->rd_init;
+	}
 	put32(buf + OFF_SQ_SIZE, h->credit.sq_size);
 	put32(buf + OFF_RQ_SIZE, h->credit.rq_size);
 	put32(buf + OFF_ACK_RESERVE, h->credit.ack_reserve);
@@ -167,6 +172,8 @@ decode_params(const uint8_t *buf, struct rdp_hello *h, char *why, size_t len)
 		if (ret < 0)
 			return ret;
 	}
+	h->rd_dest = buf[OFF_RD_DEST];
+	h->rd_init = buf[OFF_RD_INIT];
 	h->credit.sq_size = get32(buf + OFF_SQ_SIZE);
 	h->credit.rq_size = get32(buf + OFF_RQ_SIZE);
 	h->credit.ack_reserve = get32(buf + OFF_ACK_RESERVE);
@@ -238,9 +245,10 @@ rdp_hello_decode(const uint8_t *buf, size_t len, struct rdp_hello *h, char *why,
 	if (get16(buf + OFF_LENGTH) != RDP_HELLO_LEN)
 		return rdp_why(why, why_len, EPROTO, "field 'length' = %u, expected %d",
 			   get16(buf + OFF_LENGTH), RDP_HELLO_LEN);
-	if (get16(buf + OFF_RSVD0) != 0)
+	if ((h->type == RDP_HELLO_READY || h->type == RDP_HELLO_REJECT) &&
+	    get16(buf + OFF_RD_DEST) != 0)
 		return rdp_why(why, why_len, EPROTO, "reserved bytes at offset %d are not zero",
-			   OFF_RSVD0);
+			   OFF_RD_DEST);
 	memcpy(h->nonce, buf + OFF_NONCE, RDP_HELLO_NONCE_LEN);
 	memcpy(h->mac, buf + OFF_MAC, RDP_HELLO_MAC_LEN);
 	if (h->type == RDP_HELLO_REJECT) {
@@ -287,6 +295,7 @@ rdp_hello_negotiate(const struct rdp_hello *local, const struct rdp_hello *peer,
 				       (peer->credit.rq_size - peer->credit.ack_reserve -
 					peer->credit.ack_threshold + 1));
 	agreed->path_mtu = RTE_MIN(local->qp.mtu, peer->qp.mtu);
+	agreed->rd_depth = RTE_MIN(local->rd_init, peer->rd_dest);
 	return 0;
 }
 

@@ -57,11 +57,27 @@
  * ends the peer's endpoint too (its QP then fails what it has left). So
  * `live` is then <> (one drain is over).
  *
+ * One-sided WRs (-DRDMA, finite streams): the application also hands over
+ * NOPS one-sided operations per streaming side, each an RDMA WRITE or an
+ * RDMA READ (chosen by the adversary), in order with its messages. Neither
+ * takes a receive or a remote credit; a READ takes one of RDEPTH read
+ * slots (rdp_credit_rdma_check()) and is always signaled. The responder's
+ * NIC holds a READ from its execution until a polled completion covers it
+ * (as the shm driver does: the most an initiator can know), and
+ *   I6  asserts that it never holds more than RDEPTH;
+ * `live` then also waits for every operation to be covered by a polled
+ * completion (each reported once). The last WR of a side's stream is
+ * signaled (the library signals the last of what is queued, which is at
+ * least that often).
+ *
  * Mutants, each a check that the model can fail:
  *   -DMUTANT_ACK_NO_RECLAIM  acks ignore the signal interval, no reclaim
  *   -DMUTANT_NO_ACK_RESERVE  the sender may fill the peer's whole RQ
  *   -DMUTANT_DRAIN_NO_ACK    (with -DCLOSE) a closing side never acks, as
  *                            lib/ep did before 2026-11-30
+ *   -DMUTANT_READ_NO_DEPTH   (with -DRDMA) READs ignore the read depth
+ *   -DMUTANT_READ_UNSIGNALED (with -DRDMA) READs follow the data's
+ *                            signaling rule
  *
  * Build one configuration: spin -a -DTRAFFIC=TWOWAY -DN=3 credit.pml
  */
@@ -88,6 +104,12 @@
 #ifndef QDEPTH
 #define QDEPTH 2	/* request/response: requests outstanding at most */
 #endif
+#ifndef RDEPTH
+#define RDEPTH 1	/* read slots (with -DRDMA) */
+#endif
+#ifndef NOPS
+#define NOPS 3		/* one-sided operations per streaming side (with -DRDMA) */
+#endif
 #define C (R - ARQ)	/* data credits of one side's RQ */
 
 #define POLICY_OURS 0
@@ -102,21 +124,36 @@
 #ifndef TRAFFIC
 #define TRAFFIC ONEWAY
 #endif
+/* one-sided operations each side hands over (-DRDMA: the streaming sides) */
+#ifdef RDMA
+#define OPS0 NOPS
+#if TRAFFIC == TWOWAY
+#define OPS1 NOPS
+#else
+#define OPS1 0
+#endif
+#else
+#define OPS0 0
+#define OPS1 0
+#endif
 
-/* ---- a work request in one byte: kind | signaled << 2 | imm << 3 ---- */
+/* ---- a work request in one byte: kind | signaled << 3 | imm << 4 ---- */
 #define DATA 0
 #define ACK 1
 #define RCL 2
-#define WR(k, s, imm) ((k) | ((s) << 2) | ((imm) << 3))
-#define KIND(w) ((w) & 3)
-#define SIG(w) (((w) >> 2) & 1)
-#define IMM(w) ((w) >> 3)
+#define WRT 3		/* RDMA WRITE: no remote receive, no remote completion */
+#define RD 4		/* RDMA READ: the same, and a read slot at the responder */
+#define WR(k, s, imm) ((k) | ((s) << 3) | ((imm) << 4))
+#define KIND(w) ((w) & 7)
+#define SIG(w) (((w) >> 3) & 1)
+#define IMM(w) ((w) >> 4)
 
 /* named so that spin's error line says which invariant broke */
 hidden byte I1_sq_never_overflows = 1;
 hidden byte I2_no_rnr = 1;
 hidden byte I3_cq_never_overruns = 1;
 hidden byte I3_cq_holds_flush_after_qp_error = 1;
+hidden byte I6_read_depth_never_exceeded = 1;
 
 /* ---- the NICs and their queues ---- */
 byte sq[2 * S];		/* per side; slot 0 holds the oldest unfreed WR */
@@ -125,6 +162,7 @@ byte txd[2];		/* of those, executed by the NIC */
 byte sigpend[2];	/* executed signaled WRs whose completion is unpolled */
 byte stale[2];		/* completions of WRs a newer completion already freed */
 byte rq_posted[2];	/* receive entries posted */
+byte rdheld[2];		/* READs of side i its peer's NIC holds: executed, not covered */
 chan rcq[2] = [R] of { byte, byte };	/* receive completions: kind, imm */
 
 /* ---- the endpoints' credit state ---- */
@@ -132,10 +170,14 @@ byte infl[2];		/* ours: sq_pi - sq_ci */
 byte unsig[2];		/* the unsignaled run (legacy: data WRs since a signaled one) */
 byte rc[2];		/* ours: remote credits; legacy: the window */
 byte owed[2];		/* credits owed to the peer */
+byte rdinfl[2];		/* ours: READs posted that no polled completion covers */
 
 /* ---- the applications ---- */
 byte backlog[2];	/* messages handed over and not posted yet */
 byte held[2];		/* received messages not freed yet */
+byte bkind[2];		/* what the waiting hand-over is: DATA, WRT or RD */
+byte oleft[2];		/* one-sided operations still to hand over */
+byte odone[2];		/* one-sided operations covered by a polled completion */
 #ifdef INF
 bit par[2];		/* flips at each delivery of stream k (sent by side k) */
 #else
@@ -203,12 +245,35 @@ inline nic_post(i, wr)
 #define ACK_GO(i) (owed[i] >= TACK)
 #define RECLAIM_FIRST(i) false
 #endif
-#define SEND_DATA(i) (backlog[i] > 0 && DATA_GO(i))
+#define SEND_DATA(i) (backlog[i] > 0 && bkind[i] == DATA && DATA_GO(i))
+
+/* rdp_credit_rdma_check() says GO, signaled or not */
+#ifdef MUTANT_READ_NO_DEPTH
+#define READ_SLOT(i) true
+#else
+#define READ_SLOT(i) (rdinfl[i] < RDEPTH)
+#endif
+#ifdef MUTANT_READ_UNSIGNALED
+#define READ_SIGNALED(i) false
+#else
+#define READ_SIGNALED(i) (bkind[i] == RD)
+#endif
+#define RDMA_GO(i) (infl[i] + 1 <= S - 1 && (bkind[i] != RD || READ_SLOT(i)))
+#define SEND_RDMA(i) (backlog[i] > 0 && bkind[i] != DATA && RDMA_GO(i))
+#ifdef RDMA
+#ifdef INF
+#error "-DRDMA needs finite streams"
+#endif
+/* the last WR of the side's stream: nothing after it would cover it */
+#define STREAM_LAST(i) (left[i] == 0 && oleft[i] == 0)
+#else
+#define STREAM_LAST(i) false
+#endif
 
 inline post_data(i)
 {
 #if POLICY == POLICY_OURS
-	k = DATA_SIGNALED(i);
+	k = (DATA_SIGNALED(i) || STREAM_LAST(i));
 	unsig[i] = (k -> 0 : unsig[i] + 1);
 	infl[i]++;
 #else
@@ -240,6 +305,18 @@ inline post_ack(i)
 	owed[i] = 0
 }
 
+inline post_rdma(i)
+{
+	k = (READ_SIGNALED(i) || DATA_SIGNALED(i) || STREAM_LAST(i));
+	unsig[i] = (k -> 0 : unsig[i] + 1);
+	infl[i]++;
+	rdinfl[i] = rdinfl[i] + (bkind[i] == RD);
+	printf("side %d posts RDMA kind=%d signaled=%d: SQ %d/%d, reads %d\n", i, bkind[i],
+	       k, occ[i] + 1, S, rdinfl[i]);
+	nic_post(i, WR(bkind[i], k, 0));
+	backlog[i]--
+}
+
 inline post_reclaim(i)
 {
 	printf("side %d posts RECLAIM: SQ %d/%d\n", i, occ[i] + 1, S);
@@ -253,6 +330,7 @@ proctype Ep(byte i)
 {
 	do
 	:: d_step { SEND_DATA(i) -> post_data(i) }
+	:: d_step { SEND_RDMA(i) -> post_rdma(i) }
 	:: d_step { !SEND_DATA(i) && MAY_ACK(i) && ACK_GO(i) -> post_ack(i) }
 	:: d_step { !SEND_DATA(i) && MAY_ACK(i) && RECLAIM_FIRST(i) -> post_reclaim(i) }
 	:: d_step { !SEND_DATA(i) && !MAY_ACK(i) && FLUSH_DUE(i) -> post_reclaim(i) }
@@ -267,10 +345,14 @@ proctype Nic(byte i)
 		txd[i] < occ[i] ->
 		w = sq[i * S + txd[i]];
 		if
-		:: KIND(w) != RCL ->
+		:: KIND(w) == DATA || KIND(w) == ACK ->
 			assert(I2_no_rnr && rq_posted[1 - i] > 0);
 			rq_posted[1 - i]--;
 			rcq[1 - i]!KIND(w),IMM(w)
+		:: KIND(w) == RD ->
+			/* the peer's NIC answers it: one of its read slots */
+			assert(I6_read_depth_never_exceeded && rdheld[i] < RDEPTH);
+			rdheld[i]++
 		:: else -> skip
 		fi;
 		sigpend[i] = sigpend[i] + SIG(w);
@@ -289,6 +371,21 @@ inline sq_free(i)
 	infl[i] = (infl[i] < occ[i] - p - 1 -> infl[i] : occ[i] - p - 1);
 #endif
 	printf("side %d polls a send completion: SQ %d/%d\n", i, occ[i] - p - 1, S);
+	/* the one-sided WRs it covers are complete: READs give their slots back */
+	q = 0;
+	do
+	:: q <= p ->
+		if
+		:: KIND(sq[i * S + q]) == RD ->
+			rdheld[i]--;
+			rdinfl[i]--;
+			odone[i]++
+		:: KIND(sq[i * S + q]) == WRT -> odone[i]++
+		:: else -> skip
+		fi;
+		q++
+	:: else -> break
+	od;
 	q = 0;
 	do
 	:: q + p + 1 < occ[i] -> sq[i * S + q] = sq[i * S + q + p + 1]; q++
@@ -414,19 +511,23 @@ proctype AppFree(byte i)
  */
 #ifdef INF
 #define MAY_HAND_OVER(i) (backlog[i] == 0)
-#define HAND_OVER(i) backlog[i]++
+#define HAND_OVER(i) backlog[i]++; bkind[i] = DATA
 #else
 #ifdef CLOSE
 #define MAY_HAND_OVER(i) (left[i] > 0 && backlog[i] == 0 && !closing[i])
 #else
 #define MAY_HAND_OVER(i) (left[i] > 0 && backlog[i] == 0)
 #endif
-#define HAND_OVER(i) left[i]--; backlog[i]++
+#define HAND_OVER(i) left[i]--; backlog[i]++; bkind[i] = DATA
 #endif
 
 proctype AppSend(byte i)
 {
 	do
+#ifdef RDMA
+	:: d_step { oleft[i] > 0 && backlog[i] == 0 -> oleft[i]--; backlog[i]++; bkind[i] = WRT }
+	:: d_step { oleft[i] > 0 && backlog[i] == 0 -> oleft[i]--; backlog[i]++; bkind[i] = RD }
+#endif
 #if TRAFFIC == REQRESP
 	:: d_step { i == 0 && outq < QDEPTH && MAY_HAND_OVER(0) -> HAND_OVER(0); outq++ }
 	:: d_step { i == 1 && due > 0 && backlog[1] == 0 -> due--; backlog[1]++ }
@@ -449,9 +550,10 @@ ltl live { []<> par[0] && []<> !par[0] && []<> par[1] && []<> !par[1] }
 #if defined(CLOSE)
 #define DONE (DRAINED(0) || DRAINED(1))
 #elif TRAFFIC == ONEWAY
-#define DONE (dlv[0] == N && held[1] == 0)
+#define DONE (dlv[0] == N && held[1] == 0 && odone[0] == OPS0)
 #else
-#define DONE (dlv[0] == N && dlv[1] == N && held[0] == 0 && held[1] == 0)
+#define DONE (dlv[0] == N && dlv[1] == N && held[0] == 0 && held[1] == 0 && \
+	      odone[0] == OPS0 && odone[1] == OPS1)
 #endif
 ltl live { <> DONE }
 #endif
@@ -472,6 +574,12 @@ init
 		left[0] = N;
 #if TRAFFIC == TWOWAY
 		left[1] = N;
+#endif
+#endif
+#ifdef RDMA
+		oleft[0] = NOPS;
+#if TRAFFIC == TWOWAY
+		oleft[1] = NOPS;
 #endif
 #endif
 		run Ep(0); run Ep(1);

@@ -85,6 +85,7 @@ untag_ptr(const void *v)
 				 * application's reference to its endpoint */
 #define MSG_F_OWED (1u << 3)   /* a receive buffer waiting to go back whose
 				 * repost owes the peer a credit (not a pure ack's) */
+#define MSG_F_RDMA (1u << 4)   /* a one-sided operation (ep_rdma.c), not a message */
 
 /* Runtime of one poller lcore. */
 struct ep_lcore {
@@ -96,6 +97,7 @@ struct ep_lcore {
 	struct rdp_credit_params credit;  /* from conf */
 	struct rdp_qp_conn_params conn;   /* from conf */
 	uint32_t max_inline;              /* min(config, device) */
+	uint8_t rd_init;                  /* READs an endpoint may issue: min(config, device) */
 };
 
 /* Handshake steps (control thread only), while ctl_list is CTL_HANDSHAKE. */
@@ -359,6 +361,17 @@ unsigned int ep_post_sends(struct rdp_ep *ep);
 void ep_send_complete(struct rdp_ep *ep, const struct rdp_wc *wc);
 /* A send handed over from another thread (TAG_SEND). */
 void ep_accept_send(struct rdp_ep *ep, struct rdp_msg *m);
+/* Queue accepted messages or operations for sending, from any thread; returns how many. */
+uint16_t ep_queue_sends(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n);
+
+/* ---- one-sided operations (ep_rdma.c) ---- */
+/* Is the queued operation an RDMA READ? */
+bool ep_rdma_is_read(const struct rdp_msg *m);
+/* Build the WR of a queued operation after a GO verdict; returns its sequence. */
+uint64_t ep_wr_rdma(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
+		    const struct rdp_msg *m, bool signaled);
+/* Report an operation to the application, done (0) or failed. */
+void ep_rdma_done(struct rdp_ep *ep, struct rdp_msg *m, int status);
 
 /*
  * Post what waits, receives first: a pure ack's buffer must be back before

@@ -31,7 +31,7 @@ extern "C" {
 /** "RDPH" */
 #define RDP_HELLO_MAGIC 0x52445048u
 /** Protocol version spoken by this build. */
-#define RDP_HELLO_VERSION 2
+#define RDP_HELLO_VERSION 3
 /** Bytes of every handshake message. */
 #define RDP_HELLO_LEN 200
 /** Bytes of a nonce. */
@@ -64,6 +64,8 @@ enum rdp_hello_flags {
 struct rdp_hello {
 	uint8_t type;                         /**< enum rdp_hello_type */
 	uint8_t flags;                        /**< enum rdp_hello_flags */
+	uint8_t rd_dest;                      /**< RDMA READs it serves at once (0: none) */
+	uint8_t rd_init;                      /**< RDMA READs it may issue at once */
 	struct rdp_credit_params credit;      /**< S, T_sig, R, A_rq, T_ack */
 	uint32_t buf_size;                    /**< receive buffer bytes */
 	uint32_t max_msg_size;                /**< largest message it accepts */
@@ -82,6 +84,8 @@ struct rdp_hello_agreed {
 				    of chunk_size * (R - A_rq - T_ack + 1) of the peer,
 				    so that a partial message never stops its acks */
 	uint32_t path_mtu;     /**< min of both active MTUs */
+	uint8_t rd_depth;      /**< RDMA READs we may have outstanding: min of our
+				    rd_init and the peer's rd_dest */
 };
 
 /**

@@ -1,0 +1,508 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One-sided operations end to end (rdp_rdma.h), on shm or the driver
+ * given with --driver: WRITE then a
+ * message, with the data in place when the message arrives; READs beyond
+ * the read depth waiting for their slots (shm fails a READ beyond them, so
+ * a slip shows as a failure); a bad key failing the endpoint with every
+ * operation and message reported once; regions busy while used; refusals.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+
+#include "ep_stream.h"
+#include "rdp_rdma.h"
+#include "rdp_test.h"
+
+#define REGION 65536u
+#define MAX_UD 4096u
+
+/* What the client saw, per user_data: done, failed (with the last status). */
+struct seen {
+	unsigned int done[MAX_UD];
+	unsigned int failed[MAX_UD];
+	int status[MAX_UD];
+	unsigned int events;      /* (atomic) RDMA events */
+	unsigned int replies;     /* (atomic) messages back from the server */
+	unsigned int send_failed; /* (atomic) */
+	unsigned int state;       /* (atomic) last state */
+	int state_err;
+};
+
+static struct seen seen;
+static struct rdp_ep *server_ep;     /* (atomic) */
+static uint8_t *server_mem;          /* the server's region, misaligned */
+static unsigned int server_checked, server_bad; /* (atomic) */
+
+static void
+pattern(uint8_t *p, uint32_t len, uint32_t seed)
+{
+	uint32_t i, x = seed * 2654435761u + 1;
+
+	for (i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (uint8_t)(x >> 16);
+	}
+}
+
+/* ---- server: checks what a message says was written, answers ---- */
+
+struct claim {
+	uint32_t seed;
+	uint32_t offset;
+	uint32_t len;
+};
+
+static uint16_t
+server_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	static uint8_t want[REGION];
+	uint16_t i;
+
+	RTE_SET_USED(arg);
+	for (i = 0; i < n; i++) {
+		struct claim c;
+		struct rdp_msg *r;
+
+		RDP_ASSERT_EQ(msgs[i]->pkt_len, sizeof(c));
+		memcpy(&c, msgs[i]->data, sizeof(c));
+		pattern(want, c.len, c.seed);
+		if (memcmp(server_mem + c.offset, want, c.len) != 0)
+			__atomic_fetch_add(&server_bad, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&server_checked, 1, __ATOMIC_RELEASE);
+		rdp_msg_free(msgs[i]);
+		r = rdp_msg_alloc(ep, 8);
+		RDP_ASSERT(r != NULL);
+		RDP_ASSERT_EQ(rdp_ep_send_burst(ep, &r, 1), 1);
+	}
+	return n;
+}
+
+static void
+server_state(struct rdp_ep *ep, enum rdp_ep_state state, int err, void *arg)
+{
+	RTE_SET_USED(err);
+	RTE_SET_USED(arg);
+	if (state == RDP_EP_ESTABLISHED)
+		__atomic_store_n(&server_ep, ep, __ATOMIC_RELEASE);
+}
+
+static const struct rdp_ep_ops server_ops = { .on_recv = server_recv, .on_state = server_state };
+
+/* ---- client: counts every event, by user_data ---- */
+
+static void
+client_event(struct rdp_msg *m)
+{
+	if (m->event == RDP_EV_RDMA_DONE || m->event == RDP_EV_RDMA_FAILED) {
+		RDP_ASSERT(m->user_data < MAX_UD);
+		if (m->event == RDP_EV_RDMA_DONE)
+			seen.done[m->user_data]++;
+		else
+			seen.failed[m->user_data]++;
+		seen.status[m->user_data] = m->status;
+		__atomic_fetch_add(&seen.events, 1, __ATOMIC_RELEASE);
+	} else if (m->event == RDP_EV_SEND_FAILED) {
+		__atomic_fetch_add(&seen.send_failed, 1, __ATOMIC_RELEASE);
+	} else if (m->event == RDP_EV_RECV) {
+		__atomic_fetch_add(&seen.replies, 1, __ATOMIC_RELEASE);
+	} else if (m->event == RDP_EV_STATE) {
+		seen.state_err = m->status;
+		__atomic_store_n(&seen.state, (unsigned int)m->user_data, __ATOMIC_RELEASE);
+	}
+	rdp_msg_free(m);
+}
+
+static uint16_t
+client_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	uint16_t i;
+
+	RTE_SET_USED(ep);
+	RTE_SET_USED(arg);
+	for (i = 0; i < n; i++)
+		client_event(msgs[i]);
+	return n;
+}
+
+static void
+client_send(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	uint16_t i;
+
+	RTE_SET_USED(ep);
+	RTE_SET_USED(arg);
+	for (i = 0; i < n; i++)
+		client_event(msgs[i]);
+}
+
+static void
+client_state(struct rdp_ep *ep, enum rdp_ep_state state, int err, void *arg)
+{
+	RTE_SET_USED(ep);
+	RTE_SET_USED(arg);
+	seen.state_err = err;
+	__atomic_store_n(&seen.state, state, __ATOMIC_RELEASE);
+}
+
+static const struct rdp_ep_ops client_ops = {
+	.on_recv = client_recv, .on_send = client_send, .on_state = client_state,
+};
+
+struct rig {
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;          /* the client's */
+	struct rte_ring *events;    /* pipeline: the client's events */
+	struct rdp_region *server;  /* REGION bytes at server_mem */
+	struct rdp_region *local_region; /* the client's REGION bytes at local */
+	uint8_t *server_alloc, *local_alloc, *local;
+	struct rdp_rdesc remote;    /* the server's, as the client decoded it */
+};
+
+/* Serve the pipeline ring, or let the poller run the callbacks. */
+static void
+pump(struct rig *g)
+{
+	struct rdp_msg *ev[32];
+	uint16_t n, i;
+
+	if (g->events == NULL) {
+		usleep(100);
+		return;
+	}
+	n = rdp_event_dequeue_burst(g->events, ev, RTE_DIM(ev));
+	for (i = 0; i < n; i++)
+		client_event(ev[i]);
+	if (n == 0)
+		usleep(50);
+}
+
+#define WAIT_FOR(g, cond, what)                                                          \
+	do {                                                                             \
+		double deadline_ = rdp_clock_s() + 10;                                   \
+		while (!(cond)) {                                                        \
+			RDP_ASSERT_MSG(rdp_clock_s() < deadline_, "no %s within 10 s", what); \
+			pump(g);                                                         \
+		}                                                                        \
+	} while (0)
+
+static void
+rig_open(struct rig *g, bool pipeline, const char *read_depth, unsigned int server_access)
+{
+	struct rdp_ep_params srv = { .ops = &server_ops, .lcore = -1 };
+	struct rdp_ep_params cli = { .ops = &client_ops, .lcore = -1 };
+	uint8_t wire[RDP_RDESC_LEN];
+	struct rdp_rdesc d;
+	char why[128] = "";
+
+	memset(g, 0, sizeof(*g));
+	memset(&seen, 0, sizeof(seen));
+	rdp_test_eal_init("0-1");
+	/* shm unless --driver says otherwise (the rxe lane runs these on verbs) */
+	g->cfg = stream_cfg(rdp_test_driver_or("shm"), 4096);
+	stream_cfg_env(g->cfg);
+	RDP_ASSERT_EQ(rdp_cfg_set(g->cfg, RDP_CFG_GLOBAL, "read_depth", read_depth, "test"), 0);
+	RDP_ASSERT_MSG(rdp_init(g->cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	if (pipeline) {
+		g->events = rte_ring_create("rdma-events", 4096, (int)rte_socket_id(), 0);
+		RDP_ASSERT(g->events != NULL);
+		cli.ops = NULL;
+		cli.events = g->events;
+	}
+	/* application memory at odd addresses: no alignment is assumed */
+	g->server_alloc = calloc(1, REGION + 64);
+	g->local_alloc = calloc(1, REGION + 64);
+	RDP_ASSERT(g->server_alloc != NULL && g->local_alloc != NULL);
+	server_mem = g->server_alloc + 1;
+	g->local = g->local_alloc + 7;
+	g->server = rdp_region_register(server_mem, REGION, server_access);
+	RDP_ASSERT_MSG(g->server != NULL, "rdp_region_register: %s", rdp_err_msg());
+	g->local = g->local_alloc + 7;
+	g->local_region = rdp_region_register(g->local, REGION, 0);
+	RDP_ASSERT_MSG(g->local_region != NULL, "rdp_region_register: %s", rdp_err_msg());
+	/* the descriptor travels as bytes, as an application would send it */
+	rdp_region_rdesc(g->server, &d);
+	rdp_rdesc_encode(&d, wire);
+	RDP_ASSERT_MSG(rdp_rdesc_decode(wire, sizeof(wire), &g->remote, why, sizeof(why)) == 0,
+		       "%s", why);
+	g->ep = stream_loopback_connect(&srv, &cli);
+	WAIT_FOR(g, __atomic_load_n(&server_ep, __ATOMIC_ACQUIRE) != NULL, "server endpoint");
+}
+
+static void
+rig_close(struct rig *g)
+{
+	rdp_ep_close(g->ep);
+	WAIT_FOR(g, __atomic_load_n(&seen.state, __ATOMIC_ACQUIRE) == RDP_EP_CLOSED,
+		 "CLOSED event");
+	RDP_ASSERT_EQ(rdp_region_deregister(g->server), 0);
+	RDP_ASSERT_EQ(rdp_region_deregister(g->local_region), 0);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	if (g->events != NULL)
+		rte_ring_free(g->events);
+	rdp_cfg_free(g->cfg);
+	free(g->server_alloc);
+	free(g->local_alloc);
+}
+
+static struct rdp_rdma_op
+op(const struct rig *g, uint8_t opcode, uint64_t off, uint32_t len, uint64_t roff, uint64_t ud)
+{
+	return (struct rdp_rdma_op){
+		.opcode = opcode, .region = g->local_region, .offset = off, .len = len,
+		.remote = g->remote, .remote_offset = roff, .user_data = ud,
+	};
+}
+
+/*
+ * Rounds of several WRITEs, then a message naming what they wrote: the
+ * message arrives after the data (RC order), so the server finds every
+ * byte in place; the next round waits for the server's answer.
+ */
+static int
+write_then_message(bool pipeline)
+{
+	enum { ROUNDS = 500, PER_ROUND = 4 };
+	struct rig g;
+	uint32_t r, k;
+
+	rig_open(&g, pipeline, "16", RDP_REGION_REMOTE_WRITE);
+	for (r = 0; r < ROUNDS; r++) {
+		struct rdp_rdma_op ops[PER_ROUND];
+		uint32_t len = 1 + (r * 977u) % (REGION / PER_ROUND / 2);
+		uint32_t base = (r * 4099u) % (REGION / 2);
+		struct claim c = { .seed = r, .offset = base, .len = len * PER_ROUND };
+		struct rdp_msg *m;
+
+		/* one pattern over the whole claim, written in PER_ROUND pieces */
+		pattern(g.local, c.len, c.seed);
+		for (k = 0; k < PER_ROUND; k++)
+			ops[k] = op(&g, RDP_RDMA_WRITE, k * len, len, base + k * len,
+				    (r * PER_ROUND + k) % MAX_UD);
+		RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, ops, PER_ROUND), PER_ROUND);
+		m = rdp_msg_alloc(g.ep, sizeof(c));
+		RDP_ASSERT(m != NULL);
+		memcpy(m->data, &c, sizeof(c));
+		RDP_ASSERT_EQ(rdp_ep_send_burst(g.ep, &m, 1), 1);
+		WAIT_FOR(&g, __atomic_load_n(&seen.replies, __ATOMIC_ACQUIRE) == r + 1 &&
+			 __atomic_load_n(&seen.events, __ATOMIC_ACQUIRE) == (r + 1) * PER_ROUND,
+			 "answer and WRITE events");
+	}
+	RDP_ASSERT_EQ(__atomic_load_n(&server_checked, __ATOMIC_ACQUIRE), ROUNDS);
+	RDP_ASSERT_EQ(__atomic_load_n(&server_bad, __ATOMIC_ACQUIRE), 0);
+	for (k = 0; k < ROUNDS * PER_ROUND && k < MAX_UD; k++) {
+		RDP_ASSERT_MSG(seen.done[k] == 1 && seen.failed[k] == 0,
+			       "operation %u: done %u, failed %u", k, seen.done[k], seen.failed[k]);
+	}
+	{
+		struct rdp_ep_stats st;
+
+		rdp_ep_stats_get(g.ep, &st);
+		RDP_ASSERT_EQ(st.rdma_done, ROUNDS * PER_ROUND);
+		RDP_ASSERT_EQ(st.rdma_failed, 0);
+		RDP_ASSERT_EQ(st.enomem, 0);
+	}
+	rig_close(&g);
+	return 0;
+}
+
+RDP_TEST(e2e, rdma_write_then_message_finds_the_data_in_place_rtc)
+{
+	return write_then_message(false);
+}
+
+RDP_TEST(e2e, rdma_write_then_message_finds_the_data_in_place_pipeline)
+{
+	return write_then_message(true);
+}
+
+/*
+ * Many more READs at once than the read depth: they wait for their slots
+ * (shm fails a READ beyond its responder's slots with REM_INV_REQ_ERR, so
+ * one too many would fail the endpoint) and each brings its bytes.
+ */
+static int
+reads_beyond_the_depth(bool pipeline)
+{
+	enum { N = 256, LEN = REGION / N };
+	struct rdp_rdma_op ops[N];
+	struct rdp_ep_stats st;
+	struct rig g;
+	uint32_t i;
+
+	rig_open(&g, pipeline, "2", RDP_REGION_REMOTE_READ);
+	/* the device may serve fewer (rxe serves many more) */
+	RDP_ASSERT(rdp_ep_read_depth(g.ep) >= 1 && rdp_ep_read_depth(g.ep) <= 2);
+	pattern(server_mem, REGION, 99);
+	/* in reverse: each lands somewhere else than it came from */
+	for (i = 0; i < N; i++)
+		ops[i] = op(&g, RDP_RDMA_READ, (uint64_t)(N - 1 - i) * LEN, LEN, (uint64_t)i * LEN,
+			    i);
+	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, ops, N), N);
+	WAIT_FOR(&g, __atomic_load_n(&seen.events, __ATOMIC_ACQUIRE) == N, "READ events");
+	for (i = 0; i < N; i++) {
+		RDP_ASSERT_MSG(seen.done[i] == 1, "READ %u: done %u, failed %u (status %d)", i,
+			       seen.done[i], seen.failed[i], seen.status[i]);
+		RDP_ASSERT_MSG(memcmp(g.local + (N - 1 - i) * LEN, server_mem + i * LEN, LEN) == 0,
+			       "READ %u brought other bytes", i);
+	}
+	rdp_ep_stats_get(g.ep, &st);
+	RDP_ASSERT_EQ(st.rdma_done, N);
+	RDP_ASSERT_EQ(st.rdma_bytes, (uint64_t)N * LEN);
+	rig_close(&g);
+	return 0;
+}
+
+RDP_TEST(e2e, rdma_reads_beyond_the_read_depth_wait_for_their_slots_rtc)
+{
+	return reads_beyond_the_depth(false);
+}
+
+RDP_TEST(e2e, rdma_reads_beyond_the_read_depth_wait_for_their_slots_pipeline)
+{
+	return reads_beyond_the_depth(true);
+}
+
+/*
+ * A WRITE with a key the peer never gave: the endpoint fails as its QP
+ * does; the operation before it completed, it and everything after it
+ * (operations and a message) are reported failed, each exactly once.
+ */
+RDP_TEST(e2e, rdma_bad_key_fails_the_endpoint_and_reports_everything_once)
+{
+	struct rdp_rdma_op ops[3];
+	struct rdp_msg *m;
+	struct rig g;
+	uint32_t i;
+
+	rig_open(&g, false, "16", RDP_REGION_REMOTE_WRITE);
+	ops[0] = op(&g, RDP_RDMA_WRITE, 0, 64, 0, 1);
+	ops[1] = op(&g, RDP_RDMA_WRITE, 0, 64, 64, 2);
+	ops[1].remote.rkey ^= 0x5a00u;
+	ops[2] = op(&g, RDP_RDMA_WRITE, 0, 64, 128, 3);
+	m = rdp_msg_alloc(g.ep, 16);
+	RDP_ASSERT(m != NULL);
+	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, ops, 3), 3);
+	RDP_ASSERT_EQ(rdp_ep_send_burst(g.ep, &m, 1), 1);
+	WAIT_FOR(&g, __atomic_load_n(&seen.events, __ATOMIC_ACQUIRE) == 3 &&
+		 __atomic_load_n(&seen.send_failed, __ATOMIC_ACQUIRE) == 1 &&
+		 __atomic_load_n(&seen.state, __ATOMIC_ACQUIRE) == RDP_EP_FAILED,
+		 "every report and FAILED");
+	RDP_ASSERT_EQ(seen.done[1], 1);
+	RDP_ASSERT_EQ(seen.failed[2], 1);
+	RDP_ASSERT_EQ(seen.status[2], -EACCES);
+	RDP_ASSERT_EQ(seen.failed[3], 1);
+	for (i = 1; i <= 3; i++)
+		RDP_ASSERT_EQ(seen.done[i] + seen.failed[i], 1);
+	RDP_ASSERT_EQ(seen.state_err, -EACCES);
+	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, ops, 1), 0);
+	RDP_ASSERT_EQ(rte_errno, ENOTCONN);
+	rig_close(&g);
+	return 0;
+}
+
+/* A region an operation uses cannot go; once the operation is reported, it can. */
+RDP_TEST(e2e, rdma_region_in_use_refuses_to_deregister)
+{
+	struct rdp_rdma_op o;
+	struct rig g;
+
+	rig_open(&g, false, "16", RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ);
+	o = op(&g, RDP_RDMA_WRITE, 0, REGION, 0, 5);
+	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, &o, 1), 1);
+	if (__atomic_load_n(&seen.events, __ATOMIC_ACQUIRE) == 0)
+		RDP_ASSERT_EQ(rdp_region_deregister(g.local_region), -EBUSY);
+	WAIT_FOR(&g, __atomic_load_n(&seen.events, __ATOMIC_ACQUIRE) == 1, "WRITE event");
+	RDP_ASSERT_EQ(seen.done[5], 1);
+	rig_close(&g);
+	return 0;
+}
+
+/* What is refused before it is queued, with the reason in rte_errno; nothing is reported. */
+RDP_TEST(e2e, rdma_refuses_bad_operations_before_queueing_them)
+{
+	struct rdp_rdma_op o;
+	struct rig g;
+
+	rig_open(&g, false, "0", RDP_REGION_REMOTE_WRITE);
+	RDP_ASSERT_EQ(rdp_ep_read_depth(g.ep), 0);
+	o = op(&g, 9, 0, 8, 0, 1);
+	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, &o, 1), 0);
+	RDP_ASSERT_EQ(rte_errno, EINVAL);
+	o = op(&g, RDP_RDMA_WRITE, 0, 0, 0, 1);
+	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, &o, 1), 0);
+	RDP_ASSERT_EQ(rte_errno, EINVAL);
+	o = op(&g, RDP_RDMA_WRITE, REGION - 4, 8, 0, 1);
+	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, &o, 1), 0);
+	RDP_ASSERT_EQ(rte_errno, EINVAL);
+	o = op(&g, RDP_RDMA_WRITE, 0, 8, REGION - 4, 1);
+	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, &o, 1), 0);
+	RDP_ASSERT_EQ(rte_errno, EINVAL);
+	o = op(&g, RDP_RDMA_WRITE, 0, 8, UINT64_MAX - 2, 1);
+	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, &o, 1), 0);
+	RDP_ASSERT_EQ(rte_errno, EINVAL);
+	o = op(&g, RDP_RDMA_WRITE, 0, 8, 0, 1);
+	o.region = NULL;
+	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, &o, 1), 0);
+	RDP_ASSERT_EQ(rte_errno, EINVAL);
+	/* the descriptor grants WRITE only */
+	o = op(&g, RDP_RDMA_READ, 0, 8, 0, 1);
+	o.remote.access = RDP_REGION_REMOTE_WRITE;
+	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, &o, 1), 0);
+	RDP_ASSERT_EQ(rte_errno, EINVAL);
+	/* a peer that serves no READ */
+	o.remote.access = RDP_REGION_REMOTE_READ | RDP_REGION_REMOTE_WRITE;
+	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, &o, 1), 0);
+	RDP_ASSERT_EQ(rte_errno, ENOTSUP);
+	/* a good one after a bad one in the same burst: the bad one stops it */
+	{
+		struct rdp_rdma_op two[2] = { op(&g, RDP_RDMA_WRITE, 0, 8, 0, 7),
+					      op(&g, RDP_RDMA_WRITE, 0, 0, 0, 8) };
+
+		RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, two, 2), 1);
+		RDP_ASSERT_EQ(rte_errno, EINVAL);
+	}
+	WAIT_FOR(&g, __atomic_load_n(&seen.events, __ATOMIC_ACQUIRE) == 1, "the good WRITE");
+	RDP_ASSERT_EQ(seen.done[7], 1);
+	RDP_ASSERT_EQ(seen.done[8] + seen.failed[8] + seen.done[1] + seen.failed[1], 0);
+	rig_close(&g);
+	return 0;
+}
+
+RDP_TEST(unit, rdesc_round_trips_and_names_each_bad_field)
+{
+	struct rdp_rdesc d = { .addr = 0x7f0012345679ull, .len = 65536, .rkey = 0x1234,
+			       .access = RDP_REGION_REMOTE_READ }, out;
+	uint8_t buf[RDP_RDESC_LEN], bad[RDP_RDESC_LEN];
+	char why[160] = "";
+
+	rdp_rdesc_encode(&d, buf);
+	RDP_ASSERT_EQ(rdp_rdesc_decode(buf, sizeof(buf), &out, why, sizeof(why)), 0);
+	RDP_ASSERT(out.addr == d.addr && out.len == d.len && out.rkey == d.rkey &&
+		   out.access == d.access);
+	RDP_ASSERT_EQ(rdp_rdesc_decode(buf, sizeof(buf) - 1, &out, why, sizeof(why)), -EPROTO);
+	RDP_ASSERT_STR_EQ(why, "remote descriptor of 27 bytes, expected 28");
+	memcpy(bad, buf, sizeof(bad));
+	bad[3] ^= 1;
+	RDP_ASSERT_EQ(rdp_rdesc_decode(bad, sizeof(bad), &out, why, sizeof(why)), -EPROTO);
+	RDP_ASSERT(strstr(why, "field 'check'") != NULL);
+	d.len = 0;
+	rdp_rdesc_encode(&d, buf);
+	RDP_ASSERT_EQ(rdp_rdesc_decode(buf, sizeof(buf), &out, why, sizeof(why)), -EPROTO);
+	RDP_ASSERT_STR_EQ(why, "field 'len' = 0, expected at least 1");
+	d.len = 16;
+	d.addr = UINT64_MAX - 4;
+	rdp_rdesc_encode(&d, buf);
+	RDP_ASSERT_EQ(rdp_rdesc_decode(buf, sizeof(buf), &out, why, sizeof(why)), -EPROTO);
+	RDP_ASSERT(strstr(why, "wrap around") != NULL);
+	d.addr = 4096;
+	d.access = 8;
+	rdp_rdesc_encode(&d, buf);
+	RDP_ASSERT_EQ(rdp_rdesc_decode(buf, sizeof(buf), &out, why, sizeof(why)), -EPROTO);
+	RDP_ASSERT_STR_EQ(why, "field 'access' = 0x8, expected 1..3");
+	return 0;
+}

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One-sided operations (rdp_rdma.h): regions of application memory and
+ * their remote descriptors, and RDMA WRITE and READ queued on an endpoint.
+ * An operation travels as a header from the endpoint's send pool whose
+ * buffer holds what the WR needs (struct ep_rdma): in the send queue, in
+ * order with the messages, tracked by its WR's sequence number, and back
+ * to the application as its event. So it completes, or fails in a flush,
+ * exactly as a message does, once. lib/credit decides when it may go.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_byteorder.h>
+
+#include "ep_private.h"
+#include "rdp_rdma.h"
+#include "rdp_why.h"
+
+struct rdp_region {
+	struct rdp_mr *mr;
+	void *addr;
+	size_t len;
+	unsigned int access;   /* enum rdp_region_access */
+	atomic_uint inflight;  /* operations queued on it and not reported yet */
+};
+
+#define REGION_ACCESS_ALL (RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ)
+
+/* ---------------------------------------------------------------------- */
+/* Regions and descriptors                                                */
+/* ---------------------------------------------------------------------- */
+
+struct rdp_region *
+rdp_region_register(void *addr, size_t len, unsigned int access)
+{
+	unsigned int dev_access = RDP_ACCESS_LOCAL_WRITE;
+	struct rdp_region *r;
+
+	if (!rdp_rt.up) {
+		rdp_err_set(ENODEV, "rdp_region_register: rdmaplane is not initialised");
+		return NULL;
+	}
+	if (addr == NULL || len == 0 || (access & ~REGION_ACCESS_ALL) != 0) {
+		rdp_err_set(EINVAL, "rdp_region_register: %s", addr == NULL ? "NULL address" :
+			    len == 0 ? "zero length" : "unknown access flags");
+		return NULL;
+	}
+	if (access & RDP_REGION_REMOTE_WRITE)
+		dev_access |= RDP_ACCESS_REMOTE_WRITE;
+	if (access & RDP_REGION_REMOTE_READ)
+		dev_access |= RDP_ACCESS_REMOTE_READ;
+	r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		rdp_err_set(ENOMEM, "rdp_region_register: out of memory");
+		return NULL;
+	}
+	r->mr = rdp_mr_reg(rdp_rt.pd, addr, len, dev_access);
+	if (r->mr == NULL) {
+		free(r);
+		return NULL;
+	}
+	r->addr = addr;
+	r->len = len;
+	r->access = access;
+	atomic_init(&r->inflight, 0);
+	return r;
+}
+
+int
+rdp_region_deregister(struct rdp_region *r)
+{
+	int ret;
+
+	if (r == NULL)
+		return 0;
+	if (atomic_load(&r->inflight) != 0)
+		return rdp_err_set(EBUSY, "rdp_region_deregister: %u operations still use the "
+				   "region", atomic_load(&r->inflight));
+	ret = rdp_mr_free(r->mr);
+	if (ret < 0)
+		return ret;
+	free(r);
+	return 0;
+}
+
+void
+rdp_region_rdesc(const struct rdp_region *r, struct rdp_rdesc *d)
+{
+	d->addr = (uintptr_t)r->addr;
+	d->len = r->len;
+	d->rkey = r->mr->rkey;
+	d->access = r->access;
+}
+
+/* Wire layout: addr 8, len 8, rkey 4, access 4, check 4 (all little-endian). */
+enum { RD_ADDR = 0, RD_LEN = 8, RD_RKEY = 16, RD_ACCESS = 20, RD_CHECK = 24 };
+_Static_assert(RD_CHECK + 4 == RDP_RDESC_LEN, "descriptor layout and length disagree");
+
+/* Catches a descriptor taken from the wrong bytes, not a forged one. */
+static uint32_t
+rdesc_check(const uint8_t *buf)
+{
+	uint32_t h = 0x9e3779b9u;
+	unsigned int i;
+
+	for (i = 0; i < RD_CHECK; i++)
+		h = (h ^ buf[i]) * 0x01000193u;
+	return h;
+}
+
+static void
+put64le(uint8_t *p, uint64_t v)
+{
+	v = rte_cpu_to_le_64(v);
+	memcpy(p, &v, 8);
+}
+
+static void
+put32le(uint8_t *p, uint32_t v)
+{
+	v = rte_cpu_to_le_32(v);
+	memcpy(p, &v, 4);
+}
+
+static uint64_t
+get64le(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return rte_le_to_cpu_64(v);
+}
+
+static uint32_t
+get32le(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return rte_le_to_cpu_32(v);
+}
+
+void
+rdp_rdesc_encode(const struct rdp_rdesc *d, uint8_t buf[RDP_RDESC_LEN])
+{
+	put64le(buf + RD_ADDR, d->addr);
+	put64le(buf + RD_LEN, d->len);
+	put32le(buf + RD_RKEY, d->rkey);
+	put32le(buf + RD_ACCESS, d->access);
+	put32le(buf + RD_CHECK, rdesc_check(buf));
+}
+
+int
+rdp_rdesc_decode(const uint8_t *buf, size_t len, struct rdp_rdesc *d, char *why, size_t why_len)
+{
+	uint32_t check;
+
+	memset(d, 0, sizeof(*d));
+	if (len != RDP_RDESC_LEN)
+		return rdp_why(why, why_len, EPROTO, "remote descriptor of %zu bytes, expected %d",
+			       len, RDP_RDESC_LEN);
+	check = get32le(buf + RD_CHECK);
+	if (check != rdesc_check(buf))
+		return rdp_why(why, why_len, EPROTO, "field 'check' = 0x%08x, expected 0x%08x "
+			       "(not a remote descriptor)", check, rdesc_check(buf));
+	d->addr = get64le(buf + RD_ADDR);
+	d->len = get64le(buf + RD_LEN);
+	d->rkey = get32le(buf + RD_RKEY);
+	d->access = get32le(buf + RD_ACCESS);
+	if (d->len == 0)
+		return rdp_why(why, why_len, EPROTO, "field 'len' = 0, expected at least 1");
+	if (d->addr + d->len < d->addr)
+		return rdp_why(why, why_len, EPROTO, "fields 'addr' = 0x%" PRIx64 " and 'len' = %"
+			       PRIu64 " wrap around the address space", d->addr, d->len);
+	if ((d->access & ~REGION_ACCESS_ALL) != 0 || d->access == 0)
+		return rdp_why(why, why_len, EPROTO, "field 'access' = 0x%x, expected 1..3",
+			       d->access);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Operations on an endpoint                                              */
+/* ---------------------------------------------------------------------- */
+
+/* What a queued operation's WR needs, in its carrier's buffer. */
+struct ep_rdma {
+	uint64_t laddr;
+	uint64_t raddr;
+	struct rdp_region *region;
+	uint32_t len;
+	uint32_t lkey;
+	uint32_t rkey;
+	uint8_t opcode;        /* enum rdp_rdma_opcode */
+};
+/* a send buffer is at least 64 bytes (lib/cfg's lower bound of buf_size) */
+_Static_assert(sizeof(struct ep_rdma) <= 64, "an operation must fit the smallest send buffer");
+
+static inline struct ep_rdma *
+rdma_of(const struct rdp_msg *m)
+{
+	return (struct ep_rdma *)m->data;
+}
+
+bool
+ep_rdma_is_read(const struct rdp_msg *m)
+{
+	return rdma_of(m)->opcode == RDP_RDMA_READ;
+}
+
+/* Is [off, off + len) inside [0, size)? */
+static inline bool
+range_ok(uint64_t off, uint64_t len, uint64_t size)
+{
+	return len <= size && off <= size - len;
+}
+
+/* Check an operation before it is accepted; 0 or a positive errno. */
+static int
+op_check(const struct rdp_ep *ep, const struct rdp_rdma_op *op)
+{
+	unsigned int need;
+
+	if (op->opcode != RDP_RDMA_WRITE && op->opcode != RDP_RDMA_READ)
+		return EINVAL;
+	if (op->region == NULL || op->len == 0 || !range_ok(op->offset, op->len, op->region->len) ||
+	    !range_ok(op->remote_offset, op->len, op->remote.len) ||
+	    op->remote.addr + op->remote.len < op->remote.addr)
+		return EINVAL;
+	need = op->opcode == RDP_RDMA_WRITE ? RDP_REGION_REMOTE_WRITE : RDP_REGION_REMOTE_READ;
+	if (!(op->remote.access & need))
+		return EINVAL;
+	if (op->opcode == RDP_RDMA_READ && ep->credit.rd_depth == 0)
+		return ENOTSUP;
+	return 0;
+}
+
+uint16_t
+rdp_ep_rdma_burst(struct rdp_ep *ep, const struct rdp_rdma_op *ops, uint16_t n)
+{
+	struct rdp_msg *carriers[64];
+	uint16_t done = 0;
+
+	if (unlikely(ep_get_state(ep) != RDP_EP_ESTABLISHED)) {
+		rte_errno = ENOTCONN;
+		return 0;
+	}
+	while (done < n) {
+		uint16_t chunk = RTE_MIN((uint16_t)RTE_DIM(carriers), (uint16_t)(n - done));
+		uint16_t i, k;
+		int err = 0;
+
+		for (i = 0; i < chunk; i++) {
+			err = op_check(ep, &ops[done + i]);
+			if (err != 0)
+				break;
+		}
+		chunk = i;
+		if (chunk > 0 && rdp_pool_get_bulk(ep->lc->send_pool, carriers, chunk) < 0) {
+			rte_errno = ENOBUFS;
+			return done;
+		}
+		for (i = 0; i < chunk; i++) {
+			const struct rdp_rdma_op *op = &ops[done + i];
+			struct rdp_msg *m = carriers[i];
+			struct ep_rdma *d = rdma_of(m);
+
+			d->laddr = (uintptr_t)op->region->addr + op->offset;
+			d->raddr = op->remote.addr + op->remote_offset;
+			d->region = op->region;
+			d->len = op->len;
+			d->lkey = op->region->mr->lkey;
+			d->rkey = op->remote.rkey;
+			d->opcode = op->opcode;
+			m->flags = MSG_F_RDMA;
+			m->pkt_len = op->len;
+			m->user_data = op->user_data;
+			m->ep = ep;
+			atomic_fetch_add(&op->region->inflight, 1);
+		}
+		k = ep_queue_sends(ep, carriers, chunk);
+		for (i = k; i < chunk; i++) {
+			/* not accepted: as if never asked */
+			atomic_fetch_sub(&rdma_of(carriers[i])->region->inflight, 1);
+			rdp_pool_put_bulk(ep->lc->send_pool, &carriers[i], 1);
+		}
+		done += k;
+		if (k < chunk || err != 0) {
+			rte_errno = k < chunk ? ENOBUFS : err;
+			return done;
+		}
+	}
+	return done;
+}
+
+uint32_t
+rdp_ep_read_depth(const struct rdp_ep *ep)
+{
+	return ep->credit.rd_depth;
+}
+
+uint64_t
+ep_wr_rdma(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
+	   const struct rdp_msg *m, bool signaled)
+{
+	const struct ep_rdma *d = rdma_of(m);
+	bool read = d->opcode == RDP_RDMA_READ;
+	uint64_t seq = rdp_credit_rdma_posted(&ep->credit, read, signaled);
+
+	sge->addr = d->laddr;
+	sge->length = d->len;
+	sge->lkey = d->lkey;
+	wr->wr_id = rdp_wrid(RDP_WRK_DATA, ep->slot, seq);
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = read ? RDP_WR_RDMA_READ : RDP_WR_RDMA_WRITE;
+	wr->flags = signaled ? RDP_SEND_SIGNALED : 0;
+	wr->imm = 0;
+	wr->remote_addr = d->raddr;
+	wr->rkey = d->rkey;
+	return seq;
+}
+
+void
+ep_rdma_done(struct rdp_ep *ep, struct rdp_msg *m, int status)
+{
+	struct ep_rdma *d = rdma_of(m);
+
+	m->status = status;
+	if (status == 0) {
+		RDP_STAT_ADD(ep->stats.rdma_done, 1);
+		RDP_STAT_ADD(ep->stats.rdma_bytes, d->len);
+		m->event = RDP_EV_RDMA_DONE;
+	} else {
+		RDP_STAT_ADD(ep->stats.rdma_failed, 1);
+		m->event = RDP_EV_RDMA_FAILED;
+	}
+	/* the region may go once its last operation is reported */
+	atomic_fetch_sub_explicit(&d->region->inflight, 1, memory_order_release);
+	ep_ev_push(ep, m);
+}
