@@ -26,6 +26,8 @@ enum perf_kind {
 	PERF_SINK = 'S',   /* the server keeps it: done when its send is */
 	PERF_QUERY = 'Q',  /* end of a phase: the server answers with its counts */
 	PERF_ANSWER = 'A', /* the server's counts, PERF_ANSWER_LEN bytes */
+	PERF_REGION = 'R', /* write and read modes: the server answers with its region */
+	PERF_RDESC = 'D',  /* the server's region: an rdp_rdesc at PERF_ANS_OFF */
 };
 
 #define PERF_SEQ_OFF 1u

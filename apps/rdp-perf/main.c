@@ -6,7 +6,9 @@
  *
  * A server echoes ('E') or swallows ('S') what it receives; a client
  * measures ping-pong latency, windowed message rate one way, and echo
- * streams both ways. Without --server or --connect it runs both sides on
+ * streams both ways, and RDMA WRITE and READ into a region the server
+ * registers (as perftest's ib_write_bw, ib_read_bw, ib_write_lat and
+ * ib_read_lat do). Without --server or --connect it runs both sides on
  * this machine: it starts the server as a second process, pinned to the
  * other CPU. Everything the client measures is counted on its poller
  * lcores (run-to-completion) or its main lcore (pipeline).
@@ -36,12 +38,44 @@
 #include "rdp_build_config.h"
 #include "rdp_cfg.h"
 #include "rdp_ep.h"
+#include "rdp_rdma.h"
 
 #define MAX_SIZES 16
 #define MAX_EPS 1024
 
-enum perf_mode { MODE_LAT = 0, MODE_BW, MODE_BIDIR, MODE_MAX };
-static const char *const mode_names[] = { "lat", "bw", "bidir" };
+enum perf_mode {
+	MODE_LAT = 0, MODE_BW, MODE_BIDIR, MODE_WRITE, MODE_READ, MODE_WRITE_LAT, MODE_READ_LAT,
+	MODE_MAX
+};
+static const char *const mode_names[] = {
+	"lat", "bw", "bidir", "write", "read", "write_lat", "read_lat",
+};
+
+/* One-sided modes: RDMA WRITE or READ into the server's region, no messages. */
+static inline bool
+mode_rdma(enum perf_mode m)
+{
+	return m >= MODE_WRITE;
+}
+
+/* Modes with one operation or message in flight, timed each. */
+static inline bool
+mode_pingpong(enum perf_mode m)
+{
+	return m == MODE_LAT || m == MODE_WRITE_LAT || m == MODE_READ_LAT;
+}
+
+/* Modes whose samples are timed from send to answer (or completion). */
+static inline bool
+mode_timed(enum perf_mode m)
+{
+	return m == MODE_LAT || m == MODE_BIDIR || m == MODE_WRITE_LAT || m == MODE_READ_LAT;
+}
+
+/* The region both sides register for the one-sided modes: the largest -s. */
+#define PERF_REGION_BYTES (16u << 20)
+static struct rdp_region *region;
+static void *region_mem;
 
 static struct {
 	bool server;
@@ -120,6 +154,8 @@ struct perf_ep {
 	uint8_t query;          /* this phase's QUERY: enum query_state (atomic) */
 	uint64_t query_seq;     /* its number */
 	bool answered;          /* its ANSWER came (atomic, release) */
+	bool have_rdesc;        /* the server's region came (atomic, release) */
+	struct rdp_rdesc rdesc; /* ... and here it is */
 	uint64_t answer[PERF_ANS_WORDS];
 	bool established;
 	int err;
@@ -146,6 +182,36 @@ msg_kind(const struct rdp_msg *m)
 /* Most messages fill() allocates and hands over in one burst. */
 #define FILL_BURST 32
 
+/* fill() for the one-sided modes: WRITEs or READs of @p size bytes at offset 0. */
+static void
+fill_rdma(struct perf_ep *pe, enum perf_mode mode, uint32_t size, uint32_t window, uint64_t now)
+{
+	struct rdp_rdma_op ops[FILL_BURST];
+	bool write = mode == MODE_WRITE || mode == MODE_WRITE_LAT;
+
+	while (pe->inflight < window && ph_running()) {
+		uint16_t n = (uint16_t)RTE_MIN(window - pe->inflight, (uint32_t)FILL_BURST);
+		uint16_t i, k;
+
+		if (mode_timed(mode) && now == 0)
+			now = rte_rdtsc();
+		for (i = 0; i < n; i++) {
+			ops[i] = (struct rdp_rdma_op){
+				.opcode = write ? RDP_RDMA_WRITE : RDP_RDMA_READ, .region = region,
+				.len = size, .remote = pe->rdesc,
+			};
+			if (mode_timed(mode))
+				pe->ts[pe->ts_head++ & pe->ts_mask] = now;
+		}
+		k = rdp_ep_rdma_burst(pe->ep, ops, n);
+		if (mode_timed(mode))
+			pe->ts_head -= n - k;
+		__atomic_store_n(&pe->inflight, pe->inflight + k, __ATOMIC_RELAXED);
+		if (k < n)
+			return; /* no event buffer or inbox room: completions come back */
+	}
+}
+
 /*
  * Keep the window full, in bursts; runs where the endpoint's events are
  * handled. @p now is when the echo that made room arrived (0: no echo, read
@@ -166,6 +232,10 @@ fill(struct perf_ep *pe, uint64_t now)
 	mode = __atomic_load_n(&ph->mode, __ATOMIC_RELAXED);
 	size = __atomic_load_n(&ph->size, __ATOMIC_RELAXED);
 	window = __atomic_load_n(&ph->window, __ATOMIC_RELAXED);
+	if (mode_rdma(mode)) {
+		fill_rdma(pe, mode, size, window, now);
+		return;
+	}
 	while (pe->inflight < window && ph_running()) {
 		uint16_t n = (uint16_t)RTE_MIN(window - pe->inflight, (uint32_t)FILL_BURST);
 		uint16_t i, k;
@@ -231,6 +301,50 @@ send_query(struct rdp_ep *ep, void *arg)
 	__atomic_store_n(&pe->query, QUERY_TO_SEND, __ATOMIC_RELAXED);
 }
 
+/* Ask the server for its region (one-sided modes), where the endpoint's sends are made. */
+static void
+send_region_request(struct rdp_ep *ep, void *arg)
+{
+	struct perf_ep *pe = arg;
+	struct rdp_msg *q = rdp_msg_alloc(ep, PERF_SEQ_OFF + PERF_SEQ_BYTES);
+
+	if (q == NULL)
+		return; /* the caller asks again */
+	perf_stamp(q->data, q->data_len, PERF_REGION, pe->seq.next_tx++);
+	if (rdp_ep_send_burst(ep, &q, 1) != 1) {
+		pe->seq.next_tx--;
+		rdp_msg_free(q);
+	}
+}
+
+/* Register this side's region for the one-sided modes (client and server). */
+static int
+region_setup(void)
+{
+	region_mem = calloc(1, PERF_REGION_BYTES);
+	if (region_mem == NULL) {
+		fprintf(stderr, "rdp-perf: no memory for the %u-byte region\n", PERF_REGION_BYTES);
+		return -1;
+	}
+	region = rdp_region_register(region_mem, PERF_REGION_BYTES,
+				     RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ);
+	if (region == NULL) {
+		fprintf(stderr, "rdp-perf: rdp_region_register: %s\n", rdp_err_msg());
+		return -1;
+	}
+	return 0;
+}
+
+static void
+region_teardown(void)
+{
+	if (region != NULL && rdp_region_deregister(region) < 0)
+		fprintf(stderr, "rdp-perf: rdp_region_deregister: %s\n", rdp_err_msg());
+	region = NULL;
+	free(region_mem);
+	region_mem = NULL;
+}
+
 /*
  * One message left the window. The count in flight goes last, with
  * release: drain() acquires it, and the main thread then reads the
@@ -266,9 +380,20 @@ client_sent(struct perf_ep *pe, struct rdp_msg **msgs, uint16_t n)
 	for (i = 0; i < n; i++) {
 		uint8_t kind = msg_kind(msgs[i]);
 
-		if (msgs[i]->event == RDP_EV_SEND_FAILED) {
+		if (msgs[i]->event == RDP_EV_RDMA_DONE) {
+			if (mode_timed(__atomic_load_n(&pe->ph->mode, __ATOMIC_RELAXED))) {
+				uint64_t sent = pe->ts[pe->ts_tail++ & pe->ts_mask];
+
+				if (__atomic_load_n(&pe->ph->measuring, __ATOMIC_RELAXED))
+					hist_add(&pe->hist, rte_rdtsc() - sent);
+			}
+			complete(pe, msgs[i]->pkt_len);
+		} else if (msgs[i]->event == RDP_EV_RDMA_FAILED) {
 			__atomic_store_n(&pe->failed, pe->failed + 1, __ATOMIC_RELAXED);
-			if (kind != PERF_QUERY)
+			inflight_sub(pe);
+		} else if (msgs[i]->event == RDP_EV_SEND_FAILED) {
+			__atomic_store_n(&pe->failed, pe->failed + 1, __ATOMIC_RELAXED);
+			if (kind != PERF_QUERY && kind != PERF_REGION)
 				inflight_sub(pe);
 		} else if (kind == PERF_SINK) {
 			/*
@@ -300,6 +425,24 @@ client_answered(struct perf_ep *pe, const struct rdp_msg *m)
 	__atomic_store_n(&pe->answered, true, __ATOMIC_RELEASE);
 }
 
+/* The server's region for the one-sided modes; checked as a peer's descriptor must be. */
+static void
+client_got_rdesc(struct perf_ep *pe, const struct rdp_msg *m)
+{
+	char why[160];
+
+	if (m->data_len < PERF_ANS_OFF + RDP_RDESC_LEN ||
+	    rdp_rdesc_decode((const uint8_t *)m->data + PERF_ANS_OFF, RDP_RDESC_LEN, &pe->rdesc,
+			     why, sizeof(why)) < 0) {
+		fprintf(stderr, "rdp-perf: endpoint %u: the server's region: %s\n",
+			rdp_ep_id(pe->ep), m->data_len < PERF_ANS_OFF + RDP_RDESC_LEN ?
+			"message too short" : why);
+		__atomic_store_n(&pe->err, -EPROTO, __ATOMIC_RELEASE);
+		return;
+	}
+	__atomic_store_n(&pe->have_rdesc, true, __ATOMIC_RELEASE);
+}
+
 static void
 client_received(struct perf_ep *pe, struct rdp_msg **msgs, uint16_t n)
 {
@@ -318,6 +461,10 @@ client_received(struct perf_ep *pe, struct rdp_msg **msgs, uint16_t n)
 				seen < expected ? "a duplicate or an old one" : "messages lost");
 		if (msg_kind(msgs[i]) == PERF_ANSWER) {
 			client_answered(pe, msgs[i]);
+			continue;
+		}
+		if (msg_kind(msgs[i]) == PERF_RDESC) {
+			client_got_rdesc(pe, msgs[i]);
 			continue;
 		}
 		sent = pe->ts[pe->ts_tail++ & pe->ts_mask];
@@ -380,6 +527,8 @@ pump_events(void)
 			break;
 		case RDP_EV_SEND_DONE:
 		case RDP_EV_SEND_FAILED:
+		case RDP_EV_RDMA_DONE:
+		case RDP_EV_RDMA_FAILED:
 			client_sent(pe, &ev[i], 1);
 			break;
 		case RDP_EV_STATE:
@@ -413,6 +562,17 @@ srv_reply(struct rdp_ep *ep, const struct rdp_msg *m, struct perf_seq *seq)
 	uint8_t kind = msg_kind(m);
 	struct rdp_msg *r;
 
+	if (kind == PERF_REGION) {
+		struct rdp_rdesc d;
+
+		r = rdp_msg_alloc(ep, PERF_ANS_OFF + RDP_RDESC_LEN);
+		if (r == NULL)
+			return NULL;
+		perf_stamp(r->data, r->data_len, PERF_RDESC, seq->next_tx++);
+		rdp_region_rdesc(region, &d);
+		rdp_rdesc_encode(&d, (uint8_t *)r->data + PERF_ANS_OFF);
+		return r;
+	}
 	if (kind != PERF_ECHO && kind != PERF_QUERY)
 		return NULL;
 	r = rdp_msg_alloc(ep, kind == PERF_ECHO ? m->pkt_len : PERF_ANSWER_LEN);
@@ -447,7 +607,7 @@ s_on_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 		bool in_order = perf_seq_check(&seq, m->data, m->data_len, &expected, &seen);
 
 		r = srv_reply(ep, m, &seq);
-		if (r == NULL && (kind == PERF_ECHO || kind == PERF_QUERY))
+		if (r == NULL && (kind == PERF_ECHO || kind == PERF_QUERY || kind == PERF_REGION))
 			break; /* no send buffer: refuse the rest for now */
 		if (r != NULL && rdp_ep_send_burst(ep, &r, 1) != 1) {
 			rdp_msg_free(r);
@@ -509,6 +669,9 @@ run_server(void)
 	struct rdp_ep_params prm = { .ops = &server_ops, .lcore = -1 };
 	int port;
 
+	/* the one-sided modes' target, whether or not a client asks for it */
+	if (region_setup() < 0)
+		return 1;
 	port = rdp_listen(opt.listen, &prm);
 	if (port < 0) {
 		fprintf(stderr, "rdp-perf: %s\n", rdp_err_msg());
@@ -605,6 +768,45 @@ any_failed(void)
 		}
 	}
 	return false;
+}
+
+/* Every endpoint learns the server's region; asks again until it came. */
+static bool
+regions_fetch(double timeout_s)
+{
+	double deadline = rdp_clock_s() + timeout_s, next_ask = 0;
+	unsigned int i, left;
+
+	do {
+		bool ask = rdp_clock_s() >= next_ask;
+
+		left = 0;
+		for (i = 0; i < opt.endpoints; i++) {
+			struct perf_ep *pe = &peps[i];
+
+			if (__atomic_load_n(&pe->have_rdesc, __ATOMIC_ACQUIRE))
+				continue;
+			left++;
+			if (!ask)
+				continue;
+			if (opt.pipeline)
+				send_region_request(pe->ep, pe);
+			else
+				(void)rdp_ep_call(pe->ep, send_region_request, pe);
+		}
+		if (ask)
+			next_ask = rdp_clock_s() + 1;
+		if (opt.pipeline)
+			pump_events();
+		else if (left > 0)
+			usleep(200);
+		if (any_failed())
+			return false;
+	} while (left > 0 && rdp_clock_s() < deadline);
+	if (left > 0)
+		fprintf(stderr, "rdp-perf: %u endpoint(s) got no region from the server in %.0f s\n",
+			left, timeout_s);
+	return left == 0;
 }
 
 /* Wait (pumping events in pipeline mode) until nothing is in flight. */
@@ -750,7 +952,7 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 
 	__atomic_store_n(&phase.mode, mode, __ATOMIC_RELAXED);
 	__atomic_store_n(&phase.size, size, __ATOMIC_RELAXED);
-	__atomic_store_n(&phase.window, mode == MODE_LAT ? 1 : opt.window, __ATOMIC_RELAXED);
+	__atomic_store_n(&phase.window, mode_pingpong(mode) ? 1 : opt.window, __ATOMIC_RELAXED);
 	memset(&all, 0, sizeof(all));
 	for (i = 0; i < opt.endpoints; i++) {
 		memset(&peps[i].hist, 0, sizeof(peps[i].hist));
@@ -794,7 +996,7 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 		tick += 1;
 		sum_stats(&sp);
 		if (!opt.quiet)
-			printf("  %-5s %7u B  %10.0f msg/s  %8.3f Gb/s  stalls sq %" PRIu64
+			printf("  %-9s %7u B  %10.0f msg/s  %8.3f Gb/s  stalls sq %" PRIu64
 			       " remote %" PRIu64 "\n", mode_names[mode], size,
 			       (double)(m1 - last_m), (b1 - last_b) * 8 / 1e9,
 			       sp.sq_stalls - s0.sq_stalls, sp.remote_stalls - s0.remote_stalls);
@@ -833,8 +1035,12 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	r->gbps = (b1 - b0) * 8 / r->seconds / 1e9;
 	r->cpu_ns_per_msg = r->messages ? (c1 - c0) * 1e9 / r->messages : 0;
 	if (all.count > 0) {
-		/* one-way latency: half the round trip of a ping-pong or an echo */
-		double ns = 1e9 / rte_get_tsc_hz() / 2;
+		/*
+		 * one-way latency: half the round trip of a ping-pong, an echo or
+		 * a WRITE (its completion comes with the peer's acknowledgement);
+		 * a READ's is its round trip (perftest's conventions)
+		 */
+		double ns = 1e9 / rte_get_tsc_hz() / (mode == MODE_READ_LAT ? 1 : 2);
 
 		r->p50 = hist_quantile(&all, 0.50) * ns;
 		r->p99 = hist_quantile(&all, 0.99) * ns;
@@ -862,20 +1068,22 @@ print_table(const struct perf_result *r, unsigned int n)
 {
 	unsigned int i;
 
-	printf("\n%-5s %8s %10s %12s %9s %9s %9s %9s %9s %8s %6s %4s %9s %9s %8s %8s\n",
+	printf("\n%-9s %8s %10s %12s %9s %9s %9s %9s %9s %8s %6s %4s %9s %9s %8s %8s\n",
 	       "mode", "size", "messages", "msg/s", "Gb/s", "p50 ns", "p99 ns", "p99.9 ns",
 	       "max ns", "cpu ns", "ENOMEM", "RNR", "sq stall", "rem stall", "acks",
 	       "reclaims");
 	for (i = 0; i < n; i++)
-		printf("%-5s %8u %10" PRIu64 " %12.0f %9.3f %9" PRIu64 " %9" PRIu64 " %9" PRIu64
+		printf("%-9s %8u %10" PRIu64 " %12.0f %9.3f %9" PRIu64 " %9" PRIu64 " %9" PRIu64
 		       " %9" PRIu64 " %8.0f %6" PRIu64 " %4" PRIu64 " %9" PRIu64 " %9" PRIu64
 		       " %8" PRIu64 " %8" PRIu64 "\n",
 		       mode_names[r[i].mode], r[i].size, r[i].messages, r[i].msg_rate, r[i].gbps,
 		       r[i].p50, r[i].p99, r[i].p999, r[i].max, r[i].cpu_ns_per_msg,
 		       r[i].credit.enomem, r[i].credit.rnr, r[i].credit.sq_stalls,
 		       r[i].credit.remote_stalls, r[i].credit.acks, r[i].credit.reclaims);
-	printf("\nlatency is one-way (half a round trip) and only for lat and bidir; cpu ns is "
-	       "process CPU time per message, busy polling included; ENOMEM and RNR must be 0\n");
+	printf("\nlatency is one-way (half a round trip) for lat, bidir and write_lat, the round "
+	       "trip for read_lat, and not measured otherwise; write and read count operations as "
+	       "messages; cpu ns is process CPU time per message, busy polling included; ENOMEM "
+	       "and RNR must be 0\n");
 }
 
 static int
@@ -975,6 +1183,11 @@ run_client(void)
 		}
 		deadline = rdp_clock_s() + ESTABLISH_STALL_S;
 	}
+	for (m = MODE_WRITE; m < MODE_MAX; m++)
+		if (opt.modes[m])
+			break;
+	if (m < MODE_MAX && (region_setup() < 0 || !regions_fetch(10)))
+		return 1;
 	if (!opt.quiet)
 		printf("rdp-perf: %u endpoint(s) to %s, %s mode, window %u\n", opt.endpoints,
 		       opt.connect, opt.pipeline ? "pipeline" : "run-to-completion", opt.window);
@@ -1028,7 +1241,11 @@ usage(FILE *f)
 "\n"
 "What to measure:\n"
 "  -m, --mode LIST        lat (ping-pong), bw (windowed one-way stream),\n"
-"                         bidir (windowed echo, both ways); default lat,bw\n"
+"                         bidir (windowed echo, both ways); write, read (RDMA\n"
+"                         WRITE or READ bandwidth into a region the server\n"
+"                         registers, windowed), write_lat, read_lat (one at a\n"
+"                         time: a WRITE's latency is half its round trip, a\n"
+"                         READ's its round trip); default lat,bw\n"
 "  -s, --sizes LIST       message sizes in bytes, e.g. 64,4096,65536 (default)\n"
 "  -d, --duration SEC     measured time per size and mode (default 2)\n"
 "  -n, --iters N          stop after N messages instead\n"
@@ -1053,7 +1270,8 @@ usage(FILE *f)
 "  rdp-perf -- -m lat -s 64 -d 5               64 B ping-pong for 5 s\n"
 "  rdp-perf -l 0-1 -- --server --listen 0.0.0.0:18515\n"
 "  rdp-perf -l 0-1 -- --connect 10.0.0.1:18515 -m bw -s 4096 -e 4\n"
-"  rdp-perf -- --driver shm:cqe_order=recv_first -m bidir --json out.json\n");
+"  rdp-perf -- --driver shm:cqe_order=recv_first -m bidir --json out.json\n"
+"  rdp-perf -- -m write,read_lat -s 65536,1048576   one-sided, loopback\n");
 }
 
 static int
@@ -1183,7 +1401,8 @@ parse_args(int argc, char **argv)
 		case 'L': snprintf(opt.listen, sizeof(opt.listen), "%s", optarg); break;
 		case 'm':
 			if (parse_modes(optarg) < 0)
-				return bad_option("--mode", optarg, "expected a list of lat, bw, bidir");
+				return bad_option("--mode", optarg, "expected a list of lat, bw, bidir, "
+						  "write, read, write_lat, read_lat");
 			break;
 		case 's':
 			if (parse_list(optarg, opt.sizes, MAX_SIZES, &opt.nb_sizes) < 0)
@@ -1238,6 +1457,16 @@ parse_args(int argc, char **argv)
 	}
 	if (check_roles(given) < 0)
 		return -1;
+	for (unsigned int m = MODE_WRITE; m < MODE_MAX; m++) {
+		for (unsigned int i = 0; opt.modes[m] && i < opt.nb_sizes; i++) {
+			char v[16];
+
+			snprintf(v, sizeof(v), "%u", opt.sizes[i]);
+			if (opt.sizes[i] > PERF_REGION_BYTES)
+				return bad_option("--sizes", v, "larger than the 16 MiB region of the "
+						  "write and read modes");
+		}
+	}
 	opt.loopback = !opt.server && opt.connect[0] == '\0';
 	return 0;
 }
@@ -1329,6 +1558,7 @@ main(int argc, char **argv)
 	if (!opt.quiet)
 		printf("rdp-perf %s: driver %s\n", RDP_VERSION, rdp_driver_info());
 	ret = opt.server ? run_server() : run_client();
+	region_teardown();
 	rdp_fini();
 	rdp_cfg_free(cfg);
 	rte_eal_cleanup();

@@ -113,6 +113,46 @@ RDP_TEST(perf, rdp_perf_loopback_reports_rates_and_zero_enomem_rnr)
 	return 0;
 }
 
+static int four(unsigned long long v) { return v == 4; }
+
+/*
+ * The one-sided modes, in both run modes and on several endpoints: every
+ * operation completes (the phases drain and the server's counts agree),
+ * nothing fails, and the latency modes carry samples.
+ */
+RDP_TEST(perf, rdp_perf_write_and_read_modes_complete_every_operation)
+{
+	static char out[1 << 16], text[1 << 16];
+	char bad[128] = "";
+	int pipeline;
+
+	for (pipeline = 0; pipeline < 2; pipeline++) {
+		run_perf_json(pipeline ? "-n 2000 -s 64,65536 -m write,read,write_lat,read_lat -e 4 -q "
+			      "--pipeline" : "-n 2000 -s 64,65536 -m write,read,write_lat,read_lat -e 4 -q",
+			      out, sizeof(out), text, sizeof(text));
+		RDP_ASSERT_EQ(each_number(text, "messages", positive, bad, sizeof(bad)), 8);
+		RDP_ASSERT_EQ(each_number(text, "seq_errors", zero, bad, sizeof(bad)), 9);
+		RDP_ASSERT_EQ(each_number(text, "enomem", zero, bad, sizeof(bad)), 8);
+		RDP_ASSERT_EQ(each_number(text, "endpoints_active", four, bad, sizeof(bad)), 8);
+		RDP_ASSERT_MSG(bad[0] == '\0', "%s in\n%s", bad, text);
+		RDP_ASSERT_MSG(strstr(text, "\"mode\": \"read_lat\"") != NULL, "%s", text);
+		/* the bandwidth rows carry no latency, the latency rows do */
+		each_number(text, "lat_p50_ns", positive, bad, sizeof(bad));
+		RDP_ASSERT_MSG(strstr(bad, "lat_p50_ns = 0") != NULL, "%s", text);
+		bad[0] = '\0';
+	}
+	/* a size beyond the region is refused before anything runs */
+	{
+		char cmd[512];
+
+		snprintf(cmd, sizeof(cmd), "%s -- -m write -s 33554432 2>&1", perf_bin());
+		RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 2);
+		RDP_ASSERT_MSG(strstr(out, "--sizes 33554432: larger than the 16 MiB region") != NULL,
+			       "%s", out);
+	}
+	return 0;
+}
+
 /*
  * --busy K streams on the first K endpoints only: the others stay connected
  * and idle on the same pollers (how much the connections alone cost).
