@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -341,4 +342,15 @@ ep_rdma_done(struct rdp_ep *ep, struct rdp_msg *m, int status)
 	/* the region may go once its last operation is reported */
 	atomic_fetch_sub_explicit(&d->region->inflight, 1, memory_order_release);
 	ep_ev_push(ep, m);
+}
+
+const char *
+ep_rdma_describe(const struct rdp_msg *m, char *buf, size_t len)
+{
+	const struct ep_rdma *d = rdma_of(m);
+
+	snprintf(buf, len, "RDMA %s of %u bytes %s remote 0x%" PRIx64 " (rkey 0x%x, user_data %"
+		 PRIu64 ")", d->opcode == RDP_RDMA_READ ? "READ" : "WRITE", d->len,
+		 d->opcode == RDP_RDMA_READ ? "from" : "to", d->raddr, d->rkey, m->user_data);
+	return buf;
 }

@@ -223,8 +223,17 @@ ep_send_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 	if (unlikely(wc->status != RDP_WC_SUCCESS)) {
 		if (wc->status == RDP_WC_RNR_RETRY_EXC_ERR)
 			RDP_STAT_ADD(ep->stats.rnr, 1);
+		struct rdp_msg *t = ep->track[seq & ep->track_mask].msg;
+
 		if (seq < ep->err_seq)
 			ep->err_seq = seq;
+		if (t != NULL && (t->flags & MSG_F_RDMA)) {
+			char what[160];
+
+			ep_fail(ep, ep_wc_errno(wc->status), "%s completed with %s",
+				ep_rdma_describe(t, what, sizeof(what)), rdp_wc_status_str(wc->status));
+			return;
+		}
 		ep_fail(ep, ep_wc_errno(wc->status), "send completed with %s",
 			rdp_wc_status_str(wc->status));
 		return;

@@ -370,6 +370,8 @@ bool ep_rdma_is_read(const struct rdp_msg *m);
 /* Build the WR of a queued operation after a GO verdict; returns its sequence. */
 uint64_t ep_wr_rdma(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
 		    const struct rdp_msg *m, bool signaled);
+/* "RDMA WRITE of N bytes to ADDR (rkey K) ..." for a failure's message; returns @p buf. */
+const char *ep_rdma_describe(const struct rdp_msg *m, char *buf, size_t len);
 /* Report an operation to the application, done (0) or failed. */
 void ep_rdma_done(struct rdp_ep *ep, struct rdp_msg *m, int status);
 
