@@ -4,7 +4,10 @@
  * the QP-pair simulator (qp_sim.h), with completions in FIFO, recv-first or
  * random order (optionally with send completions out of order), random
  * parameters on each side, and random applications: one-way, two-way and
- * request/response traffic, bursts, pauses and slow frees in any order.
+ * request/response traffic, bursts, pauses and slow frees in any order,
+ * and one-sided WRITEs and READs mixed with the messages (a random read
+ * depth; every READ signaled, none beyond the depth, each operation
+ * completed once).
  *
  * After every step: no post ever fails (SQ occupancy <= S), no RNR, the CQ
  * holds at most S + R completions, the policy's SQ count equals the NIC's,
@@ -47,7 +50,7 @@ struct behaviour {
 	uint32_t req_depth;	/* req/resp: requests outstanding, at most */
 };
 
-enum wr_kind { WR_DATA, WR_ACK, WR_RECLAIM };
+enum wr_kind { WR_DATA, WR_ACK, WR_RECLAIM, WR_WRITE, WR_READ };
 #define KIND_SHIFT RDP_CREDIT_SEQ_BITS
 
 enum rbuf_state { RBUF_POSTED = 1, RBUF_CONSUMED, RBUF_HELD };
@@ -87,6 +90,14 @@ struct sim_ep {
 	/* outcome */
 	uint64_t delivered;		/* messages received */
 	uint64_t data_released;		/* data send buffers released */
+	/* one-sided operations (ours only) */
+	uint64_t ops_to_hand;		/* still to hand over */
+	uint64_t ops_backlog;		/* handed over, not posted */
+	uint64_t ops_posted;
+	uint64_t ops_done;		/* covered by a polled completion */
+	uint32_t rd_depth;		/* agreed read depth (both sides serve it) */
+	uint32_t rd_out;		/* READs posted, not covered */
+	bool next_read;			/* the next operation is a READ */
 	uint64_t overflow_at;		/* legacy: message posted into a full SQ, or 0 */
 	bool overflow_by_ack;		/* legacy: that post was a pure ack */
 };
@@ -213,6 +224,13 @@ slots_release(struct sim_ep *e, uint64_t from, uint64_t to)
 		s->busy = 0;
 		if (s->kind == WR_DATA)
 			e->data_released++;
+		if (s->kind == WR_READ) {
+			SIM_ASSERT(e->rd_out > 0, "side %u: a READ covered twice", e->id);
+			e->rd_out--;
+			rdp_credit_reads_completed(&e->cr, 1);
+		}
+		if (s->kind == WR_WRITE || s->kind == WR_READ)
+			e->ops_done++;
 	}
 }
 
@@ -222,7 +240,8 @@ post(struct sim_ep *e, uint64_t seq, enum wr_kind kind, bool signaled, uint32_t 
 {
 	struct qp_sim_wr wr = {
 		.wr_id = (seq & RDP_CREDIT_SEQ_MASK) | (uint64_t)kind << KIND_SHIFT,
-		.opcode = kind == WR_RECLAIM ? QP_SIM_WRITE_ZERO : QP_SIM_SEND_IMM,
+		/* one-sided WRs have no remote effect the protocol sees: as a reclaim */
+		.opcode = kind == WR_DATA || kind == WR_ACK ? QP_SIM_SEND_IMM : QP_SIM_WRITE_ZERO,
 		.signaled = signaled,
 		.imm = imm,
 		.len = kind == WR_DATA ? 8 : 0,
@@ -235,7 +254,7 @@ post(struct sim_ep *e, uint64_t seq, enum wr_kind kind, bool signaled, uint32_t 
 		return false;
 	}
 	slot_take(e, seq, kind);
-	if (kind != WR_RECLAIM)
+	if (kind == WR_DATA || kind == WR_ACK)
 		e->credits_in_flight += imm;
 	if (kind == WR_DATA) {
 		e->data_in_flight++;
@@ -257,6 +276,27 @@ tx_ours(struct sim_ep *e, uint32_t budget)
 	for (n = 0; n < budget; n++) {
 		enum rdp_credit_verdict v;
 
+		if (e->ops_backlog > 0) {
+			/* a one-sided operation: an SQ slot, and for a READ a read slot */
+			bool read = e->next_read;
+
+			v = rdp_credit_rdma_check(&e->cr, read);
+			if (v == RDP_CREDIT_GO_SIGNALED || v == RDP_CREDIT_GO_UNSIGNALED) {
+				bool sig = v == RDP_CREDIT_GO_SIGNALED;
+
+				SIM_ASSERT(!read || sig, "side %u: an unsignaled READ", e->id);
+				seq = rdp_credit_rdma_posted(&e->cr, read, sig);
+				post(e, seq, read ? WR_READ : WR_WRITE, sig, 0);
+				if (read)
+					e->rd_out++;
+				SIM_ASSERT(e->rd_out <= e->rd_depth, "side %u: %u READs outstanding, "
+					   "the peer serves %u", e->id, e->rd_out, e->rd_depth);
+				e->ops_backlog--;
+				e->ops_posted++;
+				e->next_read = (mix(seq ^ e->ops_posted) & 1) != 0;
+				continue;
+			}
+		}
 		if (e->backlog > 0) {
 			v = rdp_credit_data_check(&e->cr);
 			if (v == RDP_CREDIT_GO_SIGNALED || v == RDP_CREDIT_GO_UNSIGNALED) {
@@ -439,6 +479,9 @@ app_produce(struct run *r, struct sim_ep *e)
 	e->backlog += n;
 	if (r->b.traffic == REQ_RESP)
 		e->outstanding += n;
+	n = RTE_MIN((uint64_t)between(&r->rng, 0, r->b.burst_max), e->ops_to_hand);
+	e->ops_to_hand -= n;
+	e->ops_backlog += n;
 }
 
 /* ---- invariants ---- */
@@ -555,7 +598,8 @@ quiet(const struct run *r)
 	for (i = 0; i < 2; i++) {
 		const struct sim_ep *e = &r->ep[i];
 
-		if (e->to_hand > 0 || e->backlog > 0 || e->n_held > 0 || e->data_in_flight > 0 ||
+		if (e->to_hand > 0 || e->backlog > 0 || e->ops_backlog > 0 || e->n_held > 0 ||
+		    e->data_in_flight > 0 ||
 		    e->acks_in_flight > 0 || e->qp->sq_tx < e->qp->sq_pi ||
 		    qp_sim_cq_used(e->qp) > 0 ||
 		    (e->legacy ? e->lg_owed : e->cr.owed) >= e->p.ack_threshold)
@@ -571,8 +615,11 @@ drain(struct run *r)
 	uint64_t limit = r->round + 10000000;
 	unsigned int i;
 
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 2; i++) {
+		/* what is handed over goes out; the rest is never asked for */
 		r->ep[i].to_hand = 0;
+		r->ep[i].ops_to_hand = 0;
+	}
 	while (!quiet(r)) {
 		round_once(r, false);
 		SIM_ASSERT(r->round - r->progress_round < 1000000 && r->round < limit,
@@ -600,6 +647,9 @@ drain(struct run *r)
 			   "released for %" PRIu64 " messages", i, e->data_released, e->tx_msg);
 		SIM_ASSERT(e->peer->rx_msg == e->tx_msg, "side %u: %" PRIu64 " of %" PRIu64
 			   " messages delivered", i, e->peer->rx_msg, e->tx_msg);
+		SIM_ASSERT(e->ops_done == e->ops_posted && e->rd_out == 0, "side %u: %" PRIu64
+			   " of %" PRIu64 " one-sided operations completed, %u READs left", i,
+			   e->ops_done, e->ops_posted, e->rd_out);
 	}
 }
 
@@ -650,6 +700,15 @@ run_segment(uint64_t seed, unsigned int segment, enum qp_sim_order order, uint32
 		r->ep[0].to_hand = n_msgs / 2;
 		r->ep[1].responder = true;
 		break;
+	}
+	for (i = 0; i < 2 && !legacy; i++) {
+		/* one-sided operations beside a side's messages, READs within a random depth */
+		struct sim_ep *e = &r->ep[i];
+
+		e->rd_depth = between(&r->rng, 1, 4);
+		rdp_credit_read_depth_set(&e->cr, e->rd_depth);
+		e->ops_to_hand = e->to_hand / 4;
+		e->next_read = qp_sim_below(&r->rng, 2) != 0;
 	}
 	while (!overflowed(r) && r->ep[0].delivered + r->ep[1].delivered < n_msgs) {
 		round_once(r, true);
