@@ -259,14 +259,18 @@ inline nic_post(i, wr)
 #define READ_SIGNALED(i) (bkind[i] == RD)
 #endif
 #define RDMA_GO(i) (infl[i] + 1 <= S - 1 && (bkind[i] != RD || READ_SLOT(i)))
-#define SEND_RDMA(i) (backlog[i] > 0 && bkind[i] != DATA && RDMA_GO(i))
 #ifdef RDMA
+#define SEND_RDMA(i) (backlog[i] > 0 && bkind[i] != DATA && RDMA_GO(i))
 #ifdef INF
 #error "-DRDMA needs finite streams"
+#endif
+#if POLICY != POLICY_OURS
+#error "-DRDMA models our policy only"
 #endif
 /* the last WR of the side's stream: nothing after it would cover it */
 #define STREAM_LAST(i) (left[i] == 0 && oleft[i] == 0)
 #else
+#define SEND_RDMA(i) false
 #define STREAM_LAST(i) false
 #endif
 
@@ -307,7 +311,11 @@ inline post_ack(i)
 
 inline post_rdma(i)
 {
+#if POLICY == POLICY_OURS
 	k = (READ_SIGNALED(i) || DATA_SIGNALED(i) || STREAM_LAST(i));
+#else
+	k = 1;	/* never posted: -DRDMA models our policy only */
+#endif
 	unsig[i] = (k -> 0 : unsig[i] + 1);
 	infl[i]++;
 	rdinfl[i] = rdinfl[i] + (bkind[i] == RD);
