@@ -743,7 +743,7 @@ RDP_TEST(unit, credit_rdma_write_takes_an_sq_slot_and_no_remote_credit)
 		rdp_credit_rdma_posted(&c, false, v == RDP_CREDIT_GO_SIGNALED);
 	}
 	RDP_ASSERT_EQ(c.rc, rc);
-	RDP_ASSERT_EQ(c.stats.rdma_posted, 7);
+	RDP_ASSERT_EQ(c.sq_pi, 7);
 	RDP_ASSERT_EQ(c.stats.data_posted, 0);
 	/* and the reclaim slot is not one-sided work's either */
 	RDP_ASSERT_EQ(rdp_credit_rdma_check(&c, false), RDP_CREDIT_WAIT_SQ);

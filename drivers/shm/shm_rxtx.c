@@ -110,7 +110,7 @@ push_local(struct shm_cq *cq, struct shm_qp *qp, uint64_t idx, const struct shm_
 	l->wc.qp_num = qp->head.qp_num;
 	l->qp = qp;
 	l->sq_idx = idx;
-	l->visible_at = cq->polls + cq->delay;
+	l->visible_at = (uint32_t)(cq->polls + cq->delay);
 	l->rd_seq = e->rd_seq;
 }
 
@@ -1198,7 +1198,8 @@ take_local(struct shm_cq *cq, struct rdp_wc *wc, int n)
 	while (got < n && cq->ring_head != cq->ring_tail) {
 		const struct shm_lcqe *l = &cq->ring[cq->ring_head & cq->ring_mask];
 
-		if (l->visible_at > cq->polls)
+		/* not yet: compared as a distance, so the 32 bits may wrap */
+		if ((int32_t)(l->visible_at - (uint32_t)cq->polls) > 0)
 			break;
 		wc[got++] = l->wc;
 		/* a polled completion frees its WR's slot and every one before it */

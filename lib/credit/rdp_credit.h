@@ -77,7 +77,6 @@ struct rdp_credit_stats {
 	uint64_t credits_granted;  /**< credits received in immediate data */
 	uint64_t sq_stalls;        /**< times a send had to wait for SQ credit */
 	uint64_t remote_stalls;    /**< times a send had to wait for remote credit */
-	uint64_t rdma_posted;      /**< one-sided WRs posted (RDMA WRITE and READ) */
 	uint64_t read_stalls;      /**< times a READ had to wait for a read slot */
 };
 
@@ -92,9 +91,9 @@ struct rdp_credit {
 	uint32_t rc_max;         /**< C_peer = R_peer - A_rq_peer: rc with nothing in flight */
 	uint32_t owed;           /**< credits we owe the peer */
 	uint32_t ack_threshold;  /**< T_ack */
-	uint32_t rd_depth;       /**< READs we may have outstanding (agreed; 0: none) */
-	uint32_t rd_inflight;    /**< READs posted that no polled completion covers yet */
 	uint8_t stalled;         /**< enum rdp_credit_verdict of the current stall, 0 if none */
+	uint16_t rd_depth;       /**< READs we may have outstanding (agreed; 0: none) */
+	uint16_t rd_inflight;    /**< READs posted that no polled completion covers yet */
 	struct rdp_credit_stats stats;
 };
 
@@ -449,7 +448,6 @@ rdp_credit_rdma_check(struct rdp_credit *c, bool read)
 static inline uint64_t
 rdp_credit_rdma_posted(struct rdp_credit *c, bool read, bool signaled)
 {
-	c->stats.rdma_posted++;
 	if (read)
 		c->rd_inflight++;
 	return rdp_credit_take_seq_(c, signaled);
@@ -480,7 +478,7 @@ rdp_credit_reads_completed(struct rdp_credit *c, uint32_t n)
 static inline void
 rdp_credit_read_depth_set(struct rdp_credit *c, uint32_t depth)
 {
-	c->rd_depth = depth;
+	c->rd_depth = (uint16_t)depth;
 }
 
 /**

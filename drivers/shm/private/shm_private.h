@@ -326,7 +326,7 @@ struct shm_lcqe {
 	struct rdp_wc wc;
 	struct shm_qp *qp;    /**< NULL once the QP is destroyed */
 	uint64_t sq_idx;
-	uint64_t visible_at;  /**< poll count from which it may be returned */
+	uint32_t visible_at;  /**< poll count (low 32 bits) from which it may be returned */
 	uint32_t rd_seq;      /**< its WR's rd_seq: the READs its polling retires */
 };
 
@@ -389,8 +389,6 @@ struct shm_qp {
 	uint64_t sq_pi;             /**< WRs posted */
 	uint64_t sq_exec;           /**< WRs executed or flushed */
 	uint64_t sq_freed;          /**< one past the newest polled completion */
-	uint32_t rd_posted;         /**< RDMA READs posted */
-	uint32_t rd_freed;          /**< of those, the ones at or before sq_freed */
 	uint64_t peer_rq_ci;        /**< our claim index in the peer's RQ */
 	uint64_t peer_rq_posted;    /**< the peer's rq_posted when last read */
 	uint64_t peer_rq_claimed;   /**< claimed in the peer's RQ up to here (>= peer_rq_ci) */
@@ -402,6 +400,8 @@ struct shm_qp {
 	uint64_t drop_left;         /**< drop_peer budget */
 	uint32_t dup_every;         /**< dup_send: every Nth SEND arrives twice, 0 = off */
 	uint32_t dup_count;         /**< SENDs run since the last duplicate */
+	uint32_t rd_posted;         /**< RDMA READs posted */
+	uint32_t rd_freed;          /**< of those, the ones at or before sq_freed */
 	struct shm_peer *peer;      /**< (atomic) set once by the monitor */
 	struct shm_cq *scq;
 	struct shm_cq *rcq;
