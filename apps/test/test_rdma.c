@@ -218,7 +218,6 @@ rig_open(struct rig *g, bool pipeline, const char *read_depth, unsigned int serv
 	g->local_alloc = calloc(1, REGION + 64);
 	RDP_ASSERT(g->server_alloc != NULL && g->local_alloc != NULL);
 	server_mem = g->server_alloc + 1;
-	g->local = g->local_alloc + 7;
 	g->server = rdp_region_register(server_mem, REGION, server_access);
 	RDP_ASSERT_MSG(g->server != NULL, "rdp_region_register: %s", rdp_err_msg());
 	g->local = g->local_alloc + 7;
@@ -405,20 +404,41 @@ RDP_TEST(e2e, rdma_bad_key_fails_the_endpoint_and_reports_everything_once)
 	return 0;
 }
 
+/* On the poller, between queueing an operation and its report: the region must stay. */
+struct busy_check {
+	struct rig *g;
+	int queued;
+	int dereg;       /* rdp_region_deregister() while the WRITE is in flight */
+	bool ran;        /* (atomic) */
+};
+
+static void
+queue_then_deregister(struct rdp_ep *ep, void *arg)
+{
+	struct busy_check *b = arg;
+	struct rdp_rdma_op o = op(b->g, RDP_RDMA_WRITE, 0, REGION, 0, 5);
+
+	b->queued = rdp_ep_rdma_burst(ep, &o, 1);
+	/* its completion is polled, and reported, only after this returns */
+	b->dereg = rdp_region_deregister(b->g->local_region);
+	__atomic_store_n(&b->ran, true, __ATOMIC_RELEASE);
+}
+
 /* A region an operation uses cannot go; once the operation is reported, it can. */
 RDP_TEST(e2e, rdma_region_in_use_refuses_to_deregister)
 {
-	struct rdp_rdma_op o;
+	struct busy_check b = { 0 };
 	struct rig g;
 
 	rig_open(&g, false, "16", RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ);
-	o = op(&g, RDP_RDMA_WRITE, 0, REGION, 0, 5);
-	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, &o, 1), 1);
-	if (__atomic_load_n(&seen.events, __ATOMIC_ACQUIRE) == 0)
-		RDP_ASSERT_EQ(rdp_region_deregister(g.local_region), -EBUSY);
+	b.g = &g;
+	RDP_ASSERT_EQ(rdp_ep_call(g.ep, queue_then_deregister, &b), 0);
+	WAIT_FOR(&g, __atomic_load_n(&b.ran, __ATOMIC_ACQUIRE), "the poller's call");
+	RDP_ASSERT_EQ(b.queued, 1);
+	RDP_ASSERT_EQ(b.dereg, -EBUSY);
 	WAIT_FOR(&g, __atomic_load_n(&seen.events, __ATOMIC_ACQUIRE) == 1, "WRITE event");
 	RDP_ASSERT_EQ(seen.done[5], 1);
-	rig_close(&g);
+	rig_close(&g); /* deregisters it, now that nothing uses it */
 	return 0;
 }
 
