@@ -416,7 +416,7 @@ RDP_TEST(unit, cfg_rejects_bad_numbers_ranges_and_choices)
 			"bad.ini:2: [lcore.4] rq_size = 32769: must be an integer in [2, 32768]");
 	EXPECT_REJECTED("[global]\nmax_msg_size = 99999999999999999999999\n",
 			"bad.ini:2: [global] max_msg_size = 99999999999999999999999: "
-			"must be an integer in [1, 67108864]");
+			"must be an integer in [1, 1073741824]");
 	EXPECT_REJECTED("[global]\nring_size = 1000\n",
 			"bad.ini:2: [global] ring_size = 1000: must be a "
 			"power of two in [64, 1048576]");
@@ -547,12 +547,26 @@ RDP_TEST(unit, cfg_relations_blame_the_value_set_in_the_failing_section)
 	EXPECT_REJECTED("[global]\nsq_size = 128\n[lcore.6]\ncq_size = 300\n",
 			"bad.ini:4: [lcore.6] cq_size = 300: must be 0 (automatic) or "
 			">= sq_size+rq_size = 384 (sq_size=128, rq_size=256)");
-	/* a whole message must fit in the receive window, or reassembly stalls */
-	EXPECT_REJECTED("[global]\nbuf_size = 1024\nmax_msg_size = 1048576\n",
-			"bad.ini:3: [global] max_msg_size = 1048576: a message of max_msg_size "
-			"needs 1024 chunks of buf_size, more than the 225 a receiver can hold and "
-			"still ack (rq_size-ack_reserve-ack_threshold+1) (buf_size=1024, "
+	/* a whole chunked message must fit in the receive window, or reassembly stalls */
+	EXPECT_REJECTED("[global]\nbuf_size = 1024\nmax_msg_size = 1048576\n"
+			"rndv_threshold = 1048576\n",
+			"bad.ini:3: [global] max_msg_size = 1048576: a chunked message of 1048576 "
+			"bytes (up to rndv_threshold when read_depth > 0) needs 1024 chunks of "
+			"buf_size, more than the 225 a receiver can hold and still ack "
+			"(rq_size-ack_reserve-ack_threshold+1) (buf_size=1024, rq_size=256, "
+			"ack_reserve=16, ack_threshold=16)");
+	/* without READs every message goes in chunks */
+	EXPECT_REJECTED("[global]\nbuf_size = 1024\nread_depth = 0\n",
+			"bad.ini:2: [global] buf_size = 1024: a chunked message of 1048576 "
+			"bytes (up to rndv_threshold when read_depth > 0) needs 1024 chunks of "
+			"buf_size, more than the 225 a receiver can hold and still ack "
+			"(rq_size-ack_reserve-ack_threshold+1) (max_msg_size=1048576, "
 			"rq_size=256, ack_reserve=16, ack_threshold=16)");
+	/* a rendezvous message must fit in the rendezvous pool */
+	EXPECT_REJECTED("[global]\nmax_msg_size = 16777216\n",
+			"bad.ini:2: [global] max_msg_size = 16777216: a message of max_msg_size "
+			"goes by rendezvous into a buffer of the rendezvous pool, which must hold "
+			"at least one (rndv_threshold=65536, rndv_pool_size=8388608)");
 	EXPECT_REJECTED("[global]\nmode = pipeline\napp_lcore = 3\n[lcore.3]\n",
 			"bad.ini:3: [global] app_lcore = 3 (as inherited by [lcore.3]): must name "
 			"another lcore than the poller itself (mode=pipeline)");

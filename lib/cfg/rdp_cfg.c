@@ -106,7 +106,9 @@ static const struct key keys[] = {
 	U32(rq_size,              "256",     2, 32768,         F_CREDIT),
 	U32(cq_size,              "0",       0, 4194304,       0),
 	U32(buf_size,             "8192",    64, 1048576,      F_ALIGN64),
-	U32(max_msg_size,         "1048576", 1, 67108864,      0),
+	U32(max_msg_size,         "1048576", 1, 1073741824,    0),
+	U32(rndv_threshold,       "65536",   1, 1073741824,    0),
+	U32(rndv_pool_size,       "8388608", 4096, 2147483648u, 0),
 	U32(signal_interval,      "16",      2, 16384,         F_CREDIT),
 	U32(ack_threshold,        "16",      1, 32768,         F_CREDIT),
 	U32(ack_reserve,          "16",      1, 32768,         F_CREDIT),
@@ -697,10 +699,13 @@ scope_check(const struct rdp_cfg *cfg, const struct scope *s)
 	const struct key *msg_keys[] = { key_find("max_msg_size"), key_find("buf_size"),
 					 key_find("rq_size"), key_find("ack_reserve"),
 					 key_find("ack_threshold") };
+	const struct key *rndv_keys[] = { key_find("max_msg_size"), key_find("rndv_threshold"),
+					  key_find("rndv_pool_size") };
 	const struct rdp_cfg_lcore *v = &s->v;
+	uint32_t chunked;
 	uint64_t chunks;
 	struct rdp_credit_params p;
-	char why[256];
+	char why[384];
 	unsigned int i;
 
 	for (i = 0; i < NB_KEYS; i++)
@@ -715,17 +720,29 @@ scope_check(const struct rdp_cfg *cfg, const struct scope *s)
 			 v->rq_size, rdp_credit_cq_budget(&p));
 		return relation_error(cfg, s, why, cq_keys, RTE_DIM(cq_keys));
 	}
-	chunks = ((uint64_t)v->max_msg_size + v->buf_size - 1) / v->buf_size;
+	if (v->read_depth > 0 && v->max_msg_size > v->rndv_threshold &&
+	    v->rndv_pool_size < v->max_msg_size) {
+		snprintf(why, sizeof(why), "max_msg_size=%u, rndv_threshold=%u, rndv_pool_size=%u: "
+			 "a message of max_msg_size goes by rendezvous into a buffer of the "
+			 "rendezvous pool, which must hold at least one", v->max_msg_size,
+			 v->rndv_threshold, v->rndv_pool_size);
+		return relation_error(cfg, s, why, rndv_keys, RTE_DIM(rndv_keys));
+	}
+	/* messages up to the threshold go in chunks (all of them without READs) */
+	chunked = v->read_depth > 0 ? RTE_MIN(v->max_msg_size, v->rndv_threshold) :
+		v->max_msg_size;
+	chunks = ((uint64_t)chunked + v->buf_size - 1) / v->buf_size;
 	if (chunks > (uint64_t)p.rq_size - p.ack_reserve - p.ack_threshold + 1) {
 		/*
 		 * The receiver holds every chunk until the last; holding k of
 		 * them it can still return C - k credits, and acks from T_ack on.
 		 */
 		snprintf(why, sizeof(why), "max_msg_size=%u, buf_size=%u, rq_size=%u, "
-			 "ack_reserve=%u, ack_threshold=%u: a message of max_msg_size needs %"
+			 "ack_reserve=%u, ack_threshold=%u: a chunked message of %u bytes "
+			 "(up to rndv_threshold when read_depth > 0) needs %"
 			 PRIu64 " chunks of buf_size, more than the %u a receiver can hold and "
 			 "still ack (rq_size-ack_reserve-ack_threshold+1)", v->max_msg_size,
-			 v->buf_size, v->rq_size, v->ack_reserve, v->ack_threshold, chunks,
+			 v->buf_size, v->rq_size, v->ack_reserve, v->ack_threshold, chunked, chunks,
 			 p.rq_size - p.ack_reserve - p.ack_threshold + 1);
 		return relation_error(cfg, s, why, msg_keys, RTE_DIM(msg_keys));
 	}

@@ -222,7 +222,8 @@ struct rdp_qp_init_attr {
 	void *user_ctx;         /**< stored in rdp_qp.user_ctx */
 	/**
 	 * The MRs the peer may place data into through this QP (receive
-	 * buffers, RDMA WRITE targets), at most RDP_QP_MAX_PEER_MRS; receives
+	 * buffers, RDMA WRITE targets) or RDMA READ from, at most
+	 * RDP_QP_MAX_PEER_MRS; receives
 	 * from other MRs are refused. NULL: every such MR of the PD that exists
 	 * when the QP connects. Drivers whose peer needs the memory mapped
 	 * (shm) share exactly these, so one endpoint's peer sees one endpoint's

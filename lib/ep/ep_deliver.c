@@ -38,24 +38,42 @@ ep_ev_state(struct rdp_ep *ep, enum rdp_ep_state state, int err)
 void
 ep_send_done(struct rdp_ep *ep, struct rdp_msg *m, int status)
 {
-	if (unlikely(m->flags & MSG_F_RDMA)) {
-		ep_rdma_done(ep, m, status);
+	if (unlikely(m->flags & (MSG_F_RDMA | MSG_F_RNDV | MSG_F_CTRL))) {
+		if (m->flags & MSG_F_RDMA)
+			ep_rdma_done(ep, m, status);
+		else
+			ep_rndv_sent(ep, m, status);
 		return;
 	}
+	ep_msg_report(ep, m, status);
+}
+
+bool
+ep_msg_account(struct rdp_ep *ep, struct rdp_msg *m, int status)
+{
 	m->status = status;
 	if (status == 0) {
 		RDP_STAT_ADD(ep->stats.msgs_sent, 1);
 		RDP_STAT_ADD(ep->stats.bytes_sent, m->pkt_len);
 		if (!ep->prm.notify_send_ok) {
+			if (unlikely(m->flags & MSG_F_RNDV))
+				ep_rndv_release(m);
 			rdp_pool_put_chain(m);
-			return;
+			return false;
 		}
 		m->event = RDP_EV_SEND_DONE;
 	} else {
 		RDP_STAT_ADD(ep->stats.msgs_failed, 1);
 		m->event = RDP_EV_SEND_FAILED;
 	}
-	ep_ev_push(ep, m);
+	return true;
+}
+
+void
+ep_msg_report(struct rdp_ep *ep, struct rdp_msg *m, int status)
+{
+	if (ep_msg_account(ep, m, status))
+		ep_report_push(ep, m);
 }
 
 /*
@@ -114,12 +132,14 @@ ep_deliver(struct rdp_ep *ep, bool recv_only)
 	struct rdp_msg *batch[EV_BURST];
 	unsigned int work = 0;
 
-	while (ep->ev_head != NULL && (!recv_only || ep->ev_head->event == RDP_EV_RECV)) {
+	while (ep->ev_head != NULL && (!recv_only || ep->ev_head->event == RDP_EV_RECV) &&
+	       !(ep->ev_head->flags & MSG_F_PENDING)) {
 		uint8_t kind = ep->ev_head->event;
 		uint16_t n = 0, acc, i;
 		bool closed, app_ref;
 
-		while (ep->ev_head != NULL && ep->ev_head->event == kind && n < EV_BURST) {
+		while (ep->ev_head != NULL && ep->ev_head->event == kind && n < EV_BURST &&
+		       !(ep->ev_head->flags & MSG_F_PENDING)) {
 			batch[n++] = ep_q_pop(&ep->ev_head, &ep->ev_tail);
 			if (kind == RDP_EV_STATE)
 				break;
@@ -150,7 +170,7 @@ ep_deliver(struct rdp_ep *ep, bool recv_only)
 				ep->prm.ops->on_send(ep, batch, n, ep->prm.arg);
 			else
 				for (i = 0; i < n; i++)
-					rdp_pool_put_chain(batch[i]);
+					rdp_msg_free(batch[i]);
 			acc = n;
 		}
 		work += acc;

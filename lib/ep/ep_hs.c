@@ -33,6 +33,8 @@ setup_qp(struct rdp_ep *ep)
 {
 	const struct ep_lcore *lc = ep->lc;
 	struct rdp_qp_init_attr ia = { 0 };
+	struct rdp_mr *peer_mrs[2];
+	uint32_t nb_peer_mrs = 1;
 	struct rdp_qp_attr init = { .state = RDP_QPS_INIT };
 	char name[32];
 	uint32_t budget = ep_cq_budget(lc), tracks;
@@ -64,9 +66,13 @@ setup_qp(struct rdp_ep *ep)
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = ep->lc->max_inline;
 	ia.user_ctx = ep;
-	/* the peer writes into this endpoint's receive buffers and nothing else */
-	ia.peer_mrs = &ep->recv_pool->mr;
-	ia.nb_peer_mrs = 1;
+	/* the peer writes into this endpoint's receive buffers and nothing else,
+	 * and READs the rendezvous messages of the lcore's send arena */
+	peer_mrs[0] = ep->recv_pool->mr;
+	if (lc->rv_send != NULL)
+		peer_mrs[nb_peer_mrs++] = lc->rv_send->mr;
+	ia.peer_mrs = peer_mrs;
+	ia.nb_peer_mrs = nb_peer_mrs;
 	ep->qp = rdp_qp_create(rdp_rt.pd, &ia);
 	if (ep->qp == NULL)
 		return -rte_errno;
@@ -272,6 +278,10 @@ connect_qp(struct rdp_ep *ep, const struct rdp_hello *peer)
 	rdp_credit_read_depth_set(&ep->credit, agreed.rd_depth);
 	ep->chunk_size = agreed.chunk_size;
 	ep->max_send_msg = agreed.max_msg_size;
+	ep->rndv_max = lc->rv_send != NULL ? agreed.rndv_max : 0;
+	/* longer messages by rendezvous when the peer READs them, else none */
+	ep->rndv_above = ep->rndv_max != 0 ? RTE_MIN(lc->conf.rndv_threshold,
+						     agreed.max_msg_size) : UINT32_MAX;
 	ep->frame = (struct ep_frame){ .chunk_size = agreed.chunk_size,
 				       .max_msg = lc->conf.max_msg_size };
 	/* RTS takes it too (qp_connected()) */

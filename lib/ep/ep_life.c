@@ -154,6 +154,7 @@ ep_finalize(struct rdp_ep *ep)
 	while (!txq_empty(&ep->txq))
 		ep_send_done(ep, txq_pop(&ep->txq), err);
 	ep->tx_seg = NULL;
+	ep_rndv_finalize(ep, err);
 	if (ep->rx_head != NULL) {
 		rdp_pool_put_chain(ep->rx_head);
 		ep->rx_head = ep->rx_tail = NULL;
@@ -260,6 +261,7 @@ ep_new(struct ep_lcore *lc, const struct rdp_ep_params *prm, bool app_visible)
 	ep->fd = -1;
 	ep->slot = UINT32_MAX;
 	ep->err_seq = UINT64_MAX;
+	ep->rndv_above = lc->rv_send != NULL ? lc->conf.rndv_threshold : UINT32_MAX;
 	ep->busy.client = ep;
 	ep->app_visible = app_visible;
 	atomic_init(&ep->phase, EP_PH_HANDSHAKE);

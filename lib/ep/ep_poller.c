@@ -23,13 +23,18 @@ ep_progress(void *client)
 
 	switch (ep_phase_get(ep)) {
 	case EP_PH_ESTABLISHED:
+		if (unlikely(ep->rv_in_head != NULL))
+			work += ep_rndv_progress(ep);
 		work += ep_flush(ep, true);
 		break;
 	case EP_PH_DRAINING:
+		if (unlikely(ep->rv_in_head != NULL))
+			work += ep_rndv_progress(ep);
 		work += ep_flush(ep, true);
-		/* what it accepted is out and known complete: the QP can go */
+		/* what it accepted is out and known complete (a rendezvous message
+		 * once its FIN came): the QP can go */
 		if (ep_phase_get(ep) == EP_PH_DRAINING && txq_empty(&ep->txq) &&
-		    rdp_credit_sq_idle(&ep->credit))
+		    rdp_credit_sq_idle(&ep->credit) && ep_rndv_idle(ep))
 			ep_flush_qp(ep);
 		break;
 	case EP_PH_FLUSHED:

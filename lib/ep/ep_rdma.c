@@ -191,7 +191,8 @@ rdp_rdesc_decode(const uint8_t *buf, size_t len, struct rdp_rdesc *d, char *why,
 struct ep_rdma {
 	uint64_t laddr;
 	uint64_t raddr;
-	struct rdp_region *region;
+	struct rdp_region *region;  /* the application's, or NULL (internal) */
+	struct rdp_msg *owner;      /* internal: the rendezvous message it reads */
 	uint32_t len;
 	uint32_t lkey;
 	uint32_t rkey;
@@ -272,6 +273,7 @@ rdp_ep_rdma_burst(struct rdp_ep *ep, const struct rdp_rdma_op *ops, uint16_t n)
 			d->laddr = (uintptr_t)op->region->addr + op->offset;
 			d->raddr = op->remote.addr + op->remote_offset;
 			d->region = op->region;
+			d->owner = NULL;
 			d->len = op->len;
 			d->lkey = op->region->mr->lkey;
 			d->rkey = op->remote.rkey;
@@ -326,10 +328,36 @@ ep_wr_rdma(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
 }
 
 void
+ep_rdma_queue_internal(struct rdp_ep *ep, struct rdp_msg *c, struct rdp_msg *owner,
+		       uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len)
+{
+	struct ep_rdma *d = rdma_of(c);
+
+	d->laddr = laddr;
+	d->raddr = raddr;
+	d->region = NULL;
+	d->owner = owner;
+	d->len = len;
+	d->lkey = lkey;
+	d->rkey = rkey;
+	d->opcode = RDP_RDMA_READ;
+	c->flags = MSG_F_RDMA;
+	c->pkt_len = len;
+	c->user_data = 0;
+	c->ep = ep;
+	txq_push(&ep->txq, c);
+	ep_busy(ep);
+}
+
+void
 ep_rdma_done(struct rdp_ep *ep, struct rdp_msg *m, int status)
 {
 	struct ep_rdma *d = rdma_of(m);
 
+	if (d->owner != NULL) {
+		ep_rndv_read_done(ep, m, d->owner, status);
+		return;
+	}
 	m->status = status;
 	if (status == 0) {
 		RDP_STAT_ADD(ep->stats.rdma_done, 1);
@@ -341,7 +369,7 @@ ep_rdma_done(struct rdp_ep *ep, struct rdp_msg *m, int status)
 	}
 	/* the region may go once its last operation is reported */
 	atomic_fetch_sub_explicit(&d->region->inflight, 1, memory_order_release);
-	ep_ev_push(ep, m);
+	ep_report_push(ep, m);
 }
 
 const char *

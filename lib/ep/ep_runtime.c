@@ -293,6 +293,43 @@ open_device(const struct rdp_cfg_lcore *g)
 	return rdp_rt.pd == NULL ? -rte_errno : 0;
 }
 
+/*
+ * The rendezvous arenas of an lcore: one its peers READ messages from
+ * when it serves READs, one it READs messages into when it issues them
+ * (ep_rndv.c). Without READs, none: every message goes in chunks.
+ */
+static int
+rndv_arenas_create(struct ep_lcore *lc)
+{
+	char name[32];
+
+	if (lc->conn.max_dest_rd_atomic > 0) {
+		snprintf(name, sizeof(name), "rv_tx_lcore%u", lc->lcore_id);
+		lc->rv_send = rdp_arena_create(name, rdp_rt.pd, lc->conf.rndv_pool_size,
+					       lc->socket, RDP_ACCESS_REMOTE_READ);
+		if (lc->rv_send == NULL)
+			return -rte_errno;
+	}
+	if (lc->rd_init > 0) {
+		snprintf(name, sizeof(name), "rv_rx_lcore%u", lc->lcore_id);
+		lc->rv_recv = rdp_arena_create(name, rdp_rt.pd, lc->conf.rndv_pool_size,
+					       lc->socket, RDP_ACCESS_LOCAL_WRITE);
+		if (lc->rv_recv == NULL)
+			return -rte_errno;
+	}
+	return 0;
+}
+
+static void
+rndv_arena_destroy(const struct ep_lcore *lc, struct rdp_arena *a)
+{
+	size_t leaked = rdp_arena_destroy(a);
+
+	if (leaked > 0)
+		EP_LOG(ERR, "lcore %u: %zu bytes of rendezvous buffers were not returned",
+		       lc->lcore_id, leaked);
+}
+
 /* An lcore's main loop: its poller, which owns the lcore's send pool. */
 static int
 lcore_main(void *arg)
@@ -352,7 +389,9 @@ lcore_start(const struct rdp_cfg *cfg, unsigned int id)
 		return -rte_errno;
 	snprintf(name, sizeof(name), "tx_lcore%u", id);
 	lc->send_pool = rdp_pool_create(name, rdp_rt.pd, c->send_bufs, c->buf_size, lc->socket, 0);
-	return lc->send_pool == NULL ? -rte_errno : 0;
+	if (lc->send_pool == NULL)
+		return -rte_errno;
+	return rndv_arenas_create(lc);
 }
 
 static void
@@ -366,6 +405,8 @@ teardown(void)
 
 		if (lc->poller != NULL && rdp_poller_destroy(lc->poller) < 0)
 			EP_LOG(ERR, "%s", rdp_err_msg());
+		rndv_arena_destroy(lc, lc->rv_send);
+		rndv_arena_destroy(lc, lc->rv_recv);
 		missing = rdp_pool_destroy(lc->send_pool);
 		if (missing > 0)
 			EP_LOG(ERR, "lcore %u: %d send buffers were not returned", lc->lcore_id,

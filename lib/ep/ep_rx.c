@@ -44,6 +44,17 @@ recv_freed(struct rdp_ep *ep, struct rdp_msg *m)
 	ep_held_sub(ep, 1);
 }
 
+void
+ep_recv_return(struct rdp_ep *ep, struct rdp_msg *m)
+{
+	m->flags = 0;
+	m->next = NULL;
+	if (!ep_tearing_down(ep))
+		repost(ep, m, true);
+	else
+		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+}
+
 /*
  * Post one burst of the buffers waiting to go back, counting the credits
  * they make owed. No other side effect, so the control thread can use it
@@ -187,6 +198,12 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 			ep_busy(ep);
 	}
 	if (wc->imm & IMM_ACK) {
+		if (unlikely(wc->imm & IMM_FIRST)) {
+			/* a rendezvous control message (ep_frame_check() saw it whole) */
+			m->data = rdp_pool_buf(ep->recv_pool, (uint32_t)idx);
+			ep_rndv_recv(ep, m, wc->byte_len);
+			return;
+		}
 		if (!ep_tearing_down(ep))
 			repost(ep, m, false);
 		else
@@ -317,6 +334,8 @@ rdp_msg_free(struct rdp_msg *m)
 			ep_unref(ep);
 		return;
 	}
+	if (unlikely(m->flags & MSG_F_RNDV))
+		ep_rndv_release(m);
 	if (!(m->flags & MSG_F_RECV)) {
 		rdp_pool_put_chain(m);
 		return;
@@ -343,7 +362,7 @@ ep_recv_freed(struct rdp_msg *m)
 static inline bool
 msg_is_plain_segment(const struct rdp_msg *m)
 {
-	return (m->flags & (MSG_F_EVENT | MSG_F_RECV)) == 0 && m->next == NULL;
+	return (m->flags & (MSG_F_EVENT | MSG_F_RECV | MSG_F_RNDV)) == 0 && m->next == NULL;
 }
 
 void

@@ -32,25 +32,44 @@ txq_prefetch(const struct ep_txq *q, uint32_t n)
  * in @p pos. Returns its sequence number.
  */
 static inline uint64_t
-wr_data(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
-	const struct rdp_msg *seg, bool signaled, uint32_t pos)
+wr_send(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge, uint64_t addr,
+	uint32_t len, uint32_t lkey, bool signaled, uint32_t pos)
 {
 	uint32_t piggyback;
 	uint64_t seq = rdp_credit_data_posted(&ep->credit, signaled, &piggyback);
 
-	sge->addr = (uintptr_t)seg->data;
-	sge->length = seg->data_len;
-	sge->lkey = seg->pool->lkey;
+	sge->addr = addr;
+	sge->length = len;
+	sge->lkey = lkey;
 	wr->wr_id = rdp_wrid(RDP_WRK_DATA, ep->slot, seq);
 	wr->sg_list = sge;
-	wr->num_sge = seg->data_len > 0;
+	wr->num_sge = len > 0;
 	wr->opcode = RDP_WR_SEND_WITH_IMM;
 	wr->flags = (signaled ? RDP_SEND_SIGNALED : 0) |
-		    (seg->data_len <= ep->max_inline ? RDP_SEND_INLINE : 0);
+		    (len <= ep->max_inline ? RDP_SEND_INLINE : 0);
 	wr->imm = piggyback | pos | IMM_SEQ(ep->send_seq++);
 	wr->remote_addr = 0;
 	wr->rkey = 0;
 	return seq;
+}
+
+static inline uint64_t
+wr_data(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
+	const struct rdp_msg *seg, bool signaled, uint32_t pos)
+{
+	return wr_send(ep, wr, sge, (uintptr_t)seg->data, seg->data_len, seg->pool->lkey,
+		       signaled, pos);
+}
+
+/* A rendezvous descriptor or FIN, after a GO verdict (ep_rndv.c). */
+static uint64_t
+wr_rndv(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge, struct rdp_msg *m,
+	bool signaled)
+{
+	uint64_t addr;
+	uint32_t lkey, len = ep_rndv_payload(ep, m, &addr, &lkey);
+
+	return wr_send(ep, wr, sge, addr, len, lkey, signaled, IMM_ACK | IMM_FIRST | IMM_LAST);
 }
 
 static inline void
@@ -115,7 +134,7 @@ send_now(struct rdp_ep *ep, struct rdp_msg *m)
 	struct rdp_sge sge;
 	uint64_t seq;
 
-	if (m->next != NULL || ep->rp_acks > 0)
+	if (m->next != NULL || ep->rp_acks > 0 || (m->flags & MSG_F_RNDV))
 		return false;
 	/* a stall counts once per episode: asking again in ep_post_sends() is free */
 	v = rdp_credit_data_check(c);
@@ -149,13 +168,18 @@ ep_post_sends(struct rdp_ep *ep)
 		bool first = seg == head, last = seg->next == NULL;
 		bool signaled;
 
-		if (unlikely(head->flags & MSG_F_RDMA)) {
-			/* a one-sided operation: an SQ slot (and a read slot), no remote credit */
-			v = rdp_credit_rdma_check(c, ep_rdma_is_read(head));
+		if (unlikely(head->flags & (MSG_F_RDMA | MSG_F_RNDV | MSG_F_CTRL))) {
+			bool rdma = head->flags & MSG_F_RDMA;
+
+			/* one-sided: an SQ slot (and a read slot), no remote credit;
+			 * a rendezvous descriptor or FIN: what a one-chunk message takes */
+			v = rdma ? rdp_credit_rdma_check(c, ep_rdma_is_read(head)) :
+				rdp_credit_data_check(c);
 			if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
 				break;
 			signaled = v == RDP_CREDIT_GO_SIGNALED || txq_single(&ep->txq);
-			seq = ep_wr_rdma(ep, &wr[n], &sge[n], head, signaled);
+			seq = rdma ? ep_wr_rdma(ep, &wr[n], &sge[n], head, signaled) :
+				wr_rndv(ep, &wr[n], &sge[n], head, signaled);
 			n++;
 			ep->track[seq & ep->track_mask].msg = txq_pop(&ep->txq);
 			continue;
@@ -298,17 +322,26 @@ alloc_one_chunk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t l
 	return 0;
 }
 
+/* The largest message the endpoint sends (before its handshake: the configuration's). */
+static inline uint32_t
+send_limit(const struct rdp_ep *ep)
+{
+	return ep->max_send_msg != 0 ? RTE_MAX(ep->max_send_msg, ep->rndv_max) :
+		ep->lc->conf.max_msg_size;
+}
+
 int
 rdp_msg_alloc_bulk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t len)
 {
-	uint32_t limit = ep->max_send_msg != 0 ? ep->max_send_msg : ep->lc->conf.max_msg_size;
 	uint32_t seg = ep->chunk_size != 0 ? ep->chunk_size : ep->lc->conf.buf_size;
 	uint16_t i;
 
-	if (unlikely(len > limit)) {
+	if (unlikely(len > send_limit(ep))) {
 		rte_errno = EMSGSIZE;
 		return -EMSGSIZE;
 	}
+	if (unlikely(len > ep->rndv_above))
+		return ep_rndv_alloc(ep, msgs, n, len);
 	if (likely(len <= seg && n <= RDP_POOL_CACHE_BATCH)) {
 		/* one message, a request or a reply, is the common case: n known */
 		return n == 1 ? alloc_one_chunk(ep, msgs, 1, len) :
@@ -341,8 +374,9 @@ rdp_ep_send_burst(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n)
 		return 0;
 	}
 	for (i = 0; i < n; i++) {
-		if (unlikely(msgs[i]->ep != ep || msgs[i]->pkt_len > ep->max_send_msg ||
-			     (msgs[i]->flags & (MSG_F_RECV | MSG_F_EVENT | MSG_F_RDMA)) != 0)) {
+		if (unlikely(msgs[i]->ep != ep || (msgs[i]->flags & (MSG_F_RECV | MSG_F_EVENT |
+			     MSG_F_RDMA | MSG_F_CTRL)) != 0 || (msgs[i]->pkt_len >
+			     ((msgs[i]->flags & MSG_F_RNDV) ? ep->rndv_max : ep->max_send_msg)))) {
 			n = i;
 			rte_errno = EINVAL;
 			break;

@@ -296,6 +296,8 @@ rdp_hello_negotiate(const struct rdp_hello *local, const struct rdp_hello *peer,
 					peer->credit.ack_threshold + 1));
 	agreed->path_mtu = RTE_MIN(local->qp.mtu, peer->qp.mtu);
 	agreed->rd_depth = RTE_MIN(local->rd_init, peer->rd_dest);
+	agreed->rndv_max = RTE_MIN(peer->rd_init, local->rd_dest) > 0 ?
+		RTE_MIN(local->max_msg_size, peer->max_msg_size) : 0;
 	return 0;
 }
 

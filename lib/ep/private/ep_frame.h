@@ -79,9 +79,19 @@ ep_frame_check(const struct ep_frame *f, bool with_imm, uint32_t imm, uint32_t b
 		*value = imm & IMM_CREDITS;
 		return "more credits returned than used";
 	}
-	if (imm & IMM_ACK)
+	if (imm & IMM_ACK) {
+		if ((imm & (IMM_FIRST | IMM_LAST)) == (IMM_FIRST | IMM_LAST)) {
+			/* a rendezvous control message: a whole message of one chunk */
+			*value = byte_len;
+			if (byte_len == 0 || byte_len > f->chunk_size)
+				return "rendezvous control message of no bytes or over a chunk";
+			if (f->in_msg)
+				return "rendezvous control message inside a message";
+			return NULL;
+		}
 		return byte_len != 0 || (imm & (IMM_FIRST | IMM_LAST)) ?
 			"pure ack with payload or framing" : NULL;
+	}
 	*value = byte_len;
 	if (byte_len > f->chunk_size)
 		return "chunk longer than the agreed chunk size";

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <sys/queue.h>
 
+#include "rdp_arena.h"
 #include "rdp_cfg.h"
 #include "rdp_credit.h"
 #include "ep_frame.h"
@@ -86,6 +87,12 @@ untag_ptr(const void *v)
 #define MSG_F_OWED (1u << 3)   /* a receive buffer waiting to go back whose
 				 * repost owes the peer a credit (not a pure ack's) */
 #define MSG_F_RDMA (1u << 4)   /* a one-sided operation (ep_rdma.c), not a message */
+#define MSG_F_RNDV (1u << 5)   /* a rendezvous message (ep_rndv.c): its data is in
+				* a buffer of the lcore's send or receive arena */
+#define MSG_F_CTRL (1u << 6)   /* a rendezvous control message the library sends
+				* (a FIN), not the application's */
+#define MSG_F_PENDING (1u << 7) /* a received rendezvous message whose data is still
+				 * being read: deliveries stop at it */
 
 /* Runtime of one poller lcore. */
 struct ep_lcore {
@@ -98,6 +105,8 @@ struct ep_lcore {
 	struct rdp_qp_conn_params conn;   /* from conf */
 	uint32_t max_inline;              /* min(config, device) */
 	uint8_t rd_init;                  /* READs an endpoint may issue: min(config, device) */
+	struct rdp_arena *rv_send;        /* rendezvous messages to send (peers READ them) */
+	struct rdp_arena *rv_recv;        /* rendezvous messages received (READ into) */
 };
 
 /* Handshake steps (control thread only), while ctl_list is CTL_HANDSHAKE. */
@@ -261,7 +270,9 @@ struct rdp_ep {
 	/* send side */
 	uint32_t send_seq;              /* SENDs posted: the next one's number (ep_frame.h) */
 	uint32_t chunk_size;
-	uint32_t max_send_msg;          /* largest message we send */
+	uint32_t max_send_msg;          /* largest message we send in chunks */
+	uint32_t rndv_above;            /* longer messages go by rendezvous (UINT32_MAX: never) */
+	uint32_t rndv_max;              /* largest message we send by rendezvous (0: none) */
 	uint32_t max_inline;
 	uint32_t track_mask;
 	struct ep_track *track;         /* [seq & track_mask] */
@@ -276,6 +287,17 @@ struct rdp_ep {
 					 * thread, which still owns the handshake, is told */
 	struct rdp_msg *early_head;     /* messages completed before that, in order */
 	struct rdp_msg *early_tail;
+	/* rendezvous (ep_rndv.c) */
+	struct rdp_msg *rv_out_head;    /* messages whose descriptor went, waiting for the
+					 * peer's FIN, in order (through link) */
+	struct rdp_msg *rv_out_tail;
+	struct rdp_msg *rv_in_head;     /* received descriptors being read, in order
+					 * (through next) */
+	struct rdp_msg *rv_in_tail;
+	uint32_t rv_out_seq;            /* the next descriptor's number */
+	uint32_t rv_fin_seq;            /* the number the next FIN must carry */
+	uint32_t rv_in_seq;             /* the number the next descriptor must carry */
+	uint32_t rv_reads;              /* READs of received descriptors in the queue */
 
 	/* --- control thread --- */
 	TAILQ_ENTRY(rdp_ep) ctl_next;   /* handshakes / established */
@@ -354,6 +376,8 @@ int ep_post_initial_recvs(struct rdp_ep *ep);
 void ep_recv_drop_reposts(struct rdp_ep *ep);
 /* A received message freed on another thread, handed over (TAG_FREE). */
 void ep_recv_freed(struct rdp_msg *m);
+/* A receive buffer the library consumed: back to the queue, its credit owed. */
+void ep_recv_return(struct rdp_ep *ep, struct rdp_msg *m);
 
 /* ---- send (ep_tx.c), poller thread ---- */
 /* Post what the credits allow of the send queue, then an ack or reclaim due. */
@@ -374,6 +398,34 @@ uint64_t ep_wr_rdma(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *s
 const char *ep_rdma_describe(const struct rdp_msg *m, char *buf, size_t len);
 /* Report an operation to the application, done (0) or failed. */
 void ep_rdma_done(struct rdp_ep *ep, struct rdp_msg *m, int status);
+/* Queue an internal READ of a rendezvous (ep_rndv.c) on carrier @p c; @p owner is reported. */
+void ep_rdma_queue_internal(struct rdp_ep *ep, struct rdp_msg *c, struct rdp_msg *owner,
+			    uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+			    uint32_t len);
+
+/* ---- rendezvous (ep_rndv.c) ---- */
+/* @p n messages of @p len bytes each in the send arena, all or none; 0 or -errno. */
+int ep_rndv_alloc(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t len);
+/* Give a rendezvous message's arena buffer back (any thread). */
+void ep_rndv_release(struct rdp_msg *m);
+/* What the SEND of a queued descriptor or FIN carries: filled in, returns its bytes. */
+uint32_t ep_rndv_payload(struct rdp_ep *ep, struct rdp_msg *m, uint64_t *addr, uint32_t *lkey);
+/* The SEND of a descriptor or a FIN completed (or failed). */
+void ep_rndv_sent(struct rdp_ep *ep, struct rdp_msg *m, int status);
+/* A rendezvous control message arrived in receive buffer @p m. */
+void ep_rndv_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len);
+/* A READ of a received descriptor completed (carrier @p c, for @p owner). */
+void ep_rndv_read_done(struct rdp_ep *ep, struct rdp_msg *c, struct rdp_msg *owner, int status);
+/* Buffers, READs and FINs for the received descriptors; returns work done. */
+unsigned int ep_rndv_progress(struct rdp_ep *ep);
+/* Nothing of a rendezvous is left to finish (a drain may end). */
+static inline bool
+ep_rndv_idle(const struct rdp_ep *ep)
+{
+	return ep->rv_out_head == NULL && ep->rv_in_head == NULL;
+}
+/* The endpoint is done: waiting messages failed, pending ones dropped. */
+void ep_rndv_finalize(struct rdp_ep *ep, int err);
 
 /*
  * Post what waits, receives first: a pure ack's buffer must be back before
@@ -433,8 +485,24 @@ ep_ev_push(struct rdp_ep *ep, struct rdp_msg *m)
 
 /* Queue a state event. */
 void ep_ev_state(struct rdp_ep *ep, enum rdp_ep_state state, int err);
-/* A message left the send path: report it (or free it when nobody asked). */
+/* A WR's message or operation left the send queue: on to its report. */
 void ep_send_done(struct rdp_ep *ep, struct rdp_msg *m, int status);
+/* A message is done or failed: report it (or free it when nobody asked). */
+void ep_msg_report(struct rdp_ep *ep, struct rdp_msg *m, int status);
+/* Count a message done or failed and set its event; false when it was freed. */
+bool ep_msg_account(struct rdp_ep *ep, struct rdp_msg *m, int status);
+/*
+ * Queue a send report for the application in the order of the sends: behind
+ * a rendezvous message still waiting for its FIN, it waits too (ep_rndv.c).
+ */
+static inline void
+ep_report_push(struct rdp_ep *ep, struct rdp_msg *m)
+{
+	if (unlikely(ep->rv_out_head != NULL))
+		ep_q_push(&ep->rv_out_head, &ep->rv_out_tail, m);
+	else
+		ep_ev_push(ep, m);
+}
 /* Hand queued events over; with @p recv_only only received messages. */
 unsigned int ep_deliver(struct rdp_ep *ep, bool recv_only);
 /* Received messages the application holds: one more, @p n fewer. */

@@ -31,7 +31,7 @@ extern "C" {
 /** "RDPH" */
 #define RDP_HELLO_MAGIC 0x52445048u
 /** Protocol version spoken by this build. */
-#define RDP_HELLO_VERSION 3
+#define RDP_HELLO_VERSION 4
 /** Bytes of every handshake message. */
 #define RDP_HELLO_LEN 200
 /** Bytes of a nonce. */
@@ -86,6 +86,10 @@ struct rdp_hello_agreed {
 	uint32_t path_mtu;     /**< min of both active MTUs */
 	uint8_t rd_depth;      /**< RDMA READs we may have outstanding: min of our
 				    rd_init and the peer's rd_dest */
+	uint32_t rndv_max;     /**< largest message we may send by rendezvous (the
+				    peer READs it): min of both max_msg_size when
+				    the peer's rd_init and our rd_dest allow a READ,
+				    else 0 */
 };
 
 /**

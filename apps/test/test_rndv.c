@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Rendezvous messages end to end (docs/architecture.md, "Rendezvous"), on
+ * shm or the driver given with --driver: checked two-way streams that mix
+ * chunked and rendezvous messages (order, bytes, exactly once), messages of
+ * 64 MiB in one contiguous buffer, a close that drains rendezvous messages
+ * in flight, a receiver that holds them back, and a link that goes down
+ * with rendezvous messages in flight (each reported once).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app_hash.h"
+#include "ep_stream.h"
+#include "rdp_test.h"
+
+static struct rdp_cfg *
+rndv_cfg(const char *driver, uint32_t max_msg, const char *threshold, const char *pool)
+{
+	struct rdp_cfg *cfg = stream_cfg(driver, 65536);
+	char v[16];
+
+	stream_cfg_env(cfg);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "rndv_threshold", threshold, "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "rndv_pool_size", pool, "test"), 0);
+	snprintf(v, sizeof(v), "%u", max_msg);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_msg_size", v, "test"), 0);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	return cfg;
+}
+
+static void
+side_init(struct stream_side *s, const char *name, uint64_t salt, uint64_t peer_salt,
+	  uint64_t count, uint32_t max_size, bool pipeline)
+{
+	memset(s, 0, sizeof(*s));
+	s->name = name;
+	s->salt = salt;
+	s->peer_salt = peer_salt;
+	s->count = count;
+	s->expect = count;
+	s->max_size = max_size;
+	s->window = 16;
+	s->pipeline = pipeline;
+}
+
+static void
+wait_closed(struct stream_side *s)
+{
+	double deadline = rdp_clock_s() + 10;
+
+	stream_stop_sending(s);
+	while (!__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE)) {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: no CLOSED event within 10 s", s->name);
+		if (s->pipeline)
+			stream_pump(&s, 1, 0.001);
+		else
+			usleep(1000);
+	}
+}
+
+/*
+ * Both ways at once, sizes log-uniform up to 1 MiB (1 % exactly 1 MiB),
+ * rendezvous above 16 KiB: every message arrives once, in order, byte for
+ * byte, whether it went in chunks or by rendezvous, with no RNR and no
+ * ENOMEM; each side's counters agree with what it checked.
+ */
+static int
+mixed_stream(bool pipeline)
+{
+	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_ep_stats st;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	char addr[64];
+	int port, i;
+
+	rdp_test_eal_init("0-1");
+	cfg = rndv_cfg(rdp_test_driver_or("shm:cqe_order=random:5"), 1u << 20, "16384",
+		       "8388608");
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	side_init(&srv, "server", 11, 12, 600, 1u << 20, pipeline);
+	side_init(&cli, "client", 12, 11, 600, 1u << 20, pipeline);
+	stream_params(&srv, &psrv);
+	stream_params(&cli, &pcli);
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &pcli);
+	RDP_ASSERT_MSG(ep != NULL, "rdp_connect: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(stream_pump(sides, 2, 120), 0);
+	for (i = 0; i < 2; i++) {
+		struct stream_side *s = sides[i];
+
+		RDP_ASSERT_MSG(s->error[0] == '\0', "%s", s->error);
+		RDP_ASSERT_EQ(s->done, s->count);
+		RDP_ASSERT_EQ(s->failed, 0);
+		RDP_ASSERT_EQ(s->received, s->expect);
+		rdp_ep_stats_get(stream_ep(s), &st);
+		RDP_ASSERT_EQ(st.enomem, 0);
+		RDP_ASSERT_EQ(st.rnr, 0);
+		RDP_ASSERT_EQ(st.msgs_received, s->expect);
+		RDP_ASSERT_EQ(st.msgs_sent, s->count);
+		RDP_ASSERT_EQ(st.bytes_received, s->bytes);
+		printf("%s: %" PRIu64 " sent, %" PRIu64 " received (%.1f MB)\n", s->name, s->done,
+		       s->received, s->bytes / 1e6);
+	}
+	rdp_ep_close(stream_ep(&cli));
+	rdp_ep_close(stream_ep(&srv));
+	wait_closed(&cli);
+	wait_closed(&srv);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+RDP_TEST(e2e, rndv_mixed_stream_is_exact_rtc)
+{
+	return mixed_stream(false);
+}
+
+RDP_TEST(e2e, rndv_mixed_stream_is_exact_pipeline)
+{
+	return mixed_stream(true);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Hand-driven: large messages, close, back-pressure, failure             */
+/* ---------------------------------------------------------------------- */
+
+#define BIG (64u << 20)
+#define MAX_SEEN 64
+
+struct big_seen {
+	unsigned int received;        /* (atomic) */
+	unsigned int bad;             /* (atomic) messages whose bytes were wrong */
+	unsigned int done;            /* (atomic) SEND_DONE, by the client */
+	unsigned int failed;          /* (atomic) SEND_FAILED */
+	unsigned int reports[MAX_SEEN]; /* per user_data: reports of any kind */
+	uint32_t lens[MAX_SEEN];      /* per delivery, in order */
+	uint64_t first_ud[MAX_SEEN];  /* per delivery: the word at its start */
+	unsigned int hold;            /* (atomic) the server refuses deliveries while set */
+	unsigned int state;           /* (atomic) the client's last state */
+	struct rdp_ep *server;        /* (atomic) */
+};
+
+static struct big_seen big;
+
+/* Message @p ud of @p len bytes: word i is app_mix64(ud * 2^32 + i). */
+static void
+big_fill(uint8_t *p, uint32_t len, uint64_t ud)
+{
+	uint32_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		uint64_t w = app_mix64((ud << 32) + i / 8);
+
+		memcpy(p + i, &w, 8);
+	}
+	for (; i < len; i++)
+		p[i] = (uint8_t)ud;
+}
+
+static bool
+big_check(const struct rdp_msg *m, uint64_t *ud)
+{
+	const uint8_t *p = m->data;
+	uint64_t w0, w;
+	uint32_t i;
+
+	if (m->nb_segs != 1 || m->next != NULL || m->data_len != m->pkt_len || m->pkt_len < 8)
+		return false;
+	memcpy(&w0, p, 8);
+	/* which message: the first word names it (ud < MAX_SEEN) */
+	for (*ud = 0; *ud < MAX_SEEN; (*ud)++)
+		if (app_mix64(*ud << 32) == w0)
+			break;
+	if (*ud == MAX_SEEN)
+		return false;
+	for (i = 0; i + 8 <= m->pkt_len; i += 8) {
+		memcpy(&w, p + i, 8);
+		if (w != app_mix64((*ud << 32) + i / 8))
+			return false;
+	}
+	return true;
+}
+
+static uint16_t
+big_server_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	uint16_t i;
+
+	RTE_SET_USED(ep);
+	RTE_SET_USED(arg);
+	if (__atomic_load_n(&big.hold, __ATOMIC_ACQUIRE))
+		return 0;
+	for (i = 0; i < n; i++) {
+		unsigned int k = __atomic_load_n(&big.received, __ATOMIC_RELAXED);
+		uint64_t ud = 0;
+
+		if (!big_check(msgs[i], &ud))
+			__atomic_fetch_add(&big.bad, 1, __ATOMIC_RELAXED);
+		if (k < MAX_SEEN) {
+			big.lens[k] = msgs[i]->pkt_len;
+			big.first_ud[k] = ud;
+		}
+		rdp_msg_free(msgs[i]);
+		__atomic_store_n(&big.received, k + 1, __ATOMIC_RELEASE);
+	}
+	return n;
+}
+
+static void
+big_server_state(struct rdp_ep *ep, enum rdp_ep_state state, int err, void *arg)
+{
+	RTE_SET_USED(err);
+	RTE_SET_USED(arg);
+	if (state == RDP_EP_ESTABLISHED)
+		__atomic_store_n(&big.server, ep, __ATOMIC_RELEASE);
+}
+
+static void
+big_client_send(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	uint16_t i;
+
+	RTE_SET_USED(ep);
+	RTE_SET_USED(arg);
+	for (i = 0; i < n; i++) {
+		if (msgs[i]->user_data < MAX_SEEN)
+			big.reports[msgs[i]->user_data]++;
+		if (msgs[i]->event == RDP_EV_SEND_DONE)
+			__atomic_fetch_add(&big.done, 1, __ATOMIC_RELEASE);
+		else
+			__atomic_fetch_add(&big.failed, 1, __ATOMIC_RELEASE);
+		rdp_msg_free(msgs[i]);
+	}
+}
+
+static void
+big_client_state(struct rdp_ep *ep, enum rdp_ep_state state, int err, void *arg)
+{
+	RTE_SET_USED(ep);
+	RTE_SET_USED(err);
+	RTE_SET_USED(arg);
+	__atomic_store_n(&big.state, state, __ATOMIC_RELEASE);
+}
+
+static const struct rdp_ep_ops big_server_ops = {
+	.on_recv = big_server_recv, .on_state = big_server_state,
+};
+static const struct rdp_ep_ops big_client_ops = {
+	.on_recv = stream_recv_free_all, .on_send = big_client_send,
+	.on_state = big_client_state,
+};
+
+#define WAIT_UNTIL(cond, secs, ...)                                                     \
+	do {                                                                            \
+		double deadline_ = rdp_clock_s() + (secs);                              \
+		while (!(cond)) {                                                       \
+			RDP_ASSERT_MSG(rdp_clock_s() < deadline_, __VA_ARGS__);         \
+			usleep(200);                                                    \
+		}                                                                       \
+	} while (0)
+
+static struct rdp_ep *
+big_open(struct rdp_cfg *cfg)
+{
+	struct rdp_ep_params srv = { .ops = &big_server_ops, .lcore = -1 };
+	struct rdp_ep_params cli = { .ops = &big_client_ops, .lcore = -1, .notify_send_ok = true };
+	struct rdp_ep *ep;
+
+	memset(&big, 0, sizeof(big));
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	ep = stream_loopback_connect(&srv, &cli);
+	WAIT_UNTIL(__atomic_load_n(&big.server, __ATOMIC_ACQUIRE) != NULL, 5, "no server endpoint");
+	return ep;
+}
+
+/* Queue message @p ud of @p len bytes; false when the arena is full for now. */
+static bool
+big_send(struct rdp_ep *ep, uint32_t len, uint64_t ud)
+{
+	struct rdp_msg *m = rdp_msg_alloc(ep, len);
+
+	if (m == NULL) {
+		RDP_ASSERT_MSG(rte_errno == ENOBUFS, "rdp_msg_alloc(%u): errno %d", len, rte_errno);
+		return false;
+	}
+	RDP_ASSERT_EQ(m->nb_segs, 1);
+	RDP_ASSERT_EQ(m->data_len, len);
+	big_fill(m->data, len, ud);
+	m->user_data = ud;
+	RDP_ASSERT_EQ(rdp_ep_send_burst(ep, &m, 1), 1);
+	return true;
+}
+
+static void
+big_close(struct rdp_ep *ep, struct rdp_cfg *cfg)
+{
+	rdp_ep_close(ep);
+	rdp_ep_close(__atomic_load_n(&big.server, __ATOMIC_ACQUIRE));
+	WAIT_UNTIL(__atomic_load_n(&big.state, __ATOMIC_ACQUIRE) == RDP_EP_CLOSED, 10,
+		   "no CLOSED event");
+	WAIT_UNTIL(rdp_endpoint_count() == 0, 10, "endpoints still alive");
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+}
+
+/*
+ * max_msg_size of 64 MiB with 4 KiB buffers and 64 receives (a chunked
+ * message could have at most 49 chunks): three 64 MiB messages and small
+ * ones between them arrive in order, each large one in one contiguous
+ * buffer, every byte right.
+ */
+RDP_TEST(e2e, rndv_64_mib_messages_arrive_whole_and_in_order)
+{
+	static const uint32_t lens[] = { BIG, 100, BIG, 4000, 70000, BIG, 8 };
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	unsigned int i;
+
+	rdp_test_eal_init("0-1");
+	cfg = rndv_cfg(rdp_test_driver_or("shm"), BIG, "65536", "134217728");
+	ep = big_open(cfg);
+	for (i = 0; i < RTE_DIM(lens); i++) {
+		WAIT_UNTIL(big_send(ep, lens[i], i), 20, "message %u: no room in 20 s", i);
+	}
+	WAIT_UNTIL(__atomic_load_n(&big.received, __ATOMIC_ACQUIRE) == RTE_DIM(lens), 60,
+		   "%u of %zu messages received", big.received, RTE_DIM(lens));
+	WAIT_UNTIL(__atomic_load_n(&big.done, __ATOMIC_ACQUIRE) == RTE_DIM(lens), 10,
+		   "%u of %zu sends done", big.done, RTE_DIM(lens));
+	RDP_ASSERT_EQ(__atomic_load_n(&big.bad, __ATOMIC_ACQUIRE), 0);
+	for (i = 0; i < RTE_DIM(lens); i++) {
+		RDP_ASSERT_EQ(big.lens[i], lens[i]);
+		RDP_ASSERT_EQ(big.first_ud[i], i);
+		RDP_ASSERT_EQ(big.reports[i], 1);
+	}
+	RDP_ASSERT_EQ(big.failed, 0);
+	big_close(ep, cfg);
+	return 0;
+}
+
+/*
+ * A receiver that holds its deliveries back: rendezvous messages are read
+ * into its arena until it is full, then wait; the sender's arena fills and
+ * rdp_msg_alloc() says ENOBUFS; nothing is lost or delivered out of order
+ * once the receiver takes them again.
+ */
+RDP_TEST(e2e, rndv_receiver_back_pressure_holds_messages_and_loses_none)
+{
+	enum { N = 40, LEN = 1u << 20 };
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	unsigned int sent = 0, i;
+	bool refused = false;
+	double deadline;
+
+	rdp_test_eal_init("0-1");
+	cfg = rndv_cfg(rdp_test_driver_or("shm"), LEN, "65536", "4194304");
+	ep = big_open(cfg);
+	__atomic_store_n(&big.hold, 1, __ATOMIC_RELEASE);
+	deadline = rdp_clock_s() + 2;
+	while (sent < N && rdp_clock_s() < deadline) {
+		if (big_send(ep, LEN, sent))
+			sent++;
+		else
+			refused = true;
+		usleep(100);
+	}
+	RDP_ASSERT_MSG(refused, "the sender's 4 MiB arena never filled (%u messages sent)", sent);
+	RDP_ASSERT_EQ(__atomic_load_n(&big.received, __ATOMIC_ACQUIRE), 0);
+	__atomic_store_n(&big.hold, 0, __ATOMIC_RELEASE);
+	while (sent < N) {
+		WAIT_UNTIL(big_send(ep, LEN, sent), 10, "message %u: no room in 10 s", sent);
+		sent++;
+	}
+	WAIT_UNTIL(__atomic_load_n(&big.received, __ATOMIC_ACQUIRE) == N, 30,
+		   "%u of %d received", big.received, N);
+	WAIT_UNTIL(__atomic_load_n(&big.done, __ATOMIC_ACQUIRE) == N, 10, "%u of %d done",
+		   big.done, N);
+	RDP_ASSERT_EQ(__atomic_load_n(&big.bad, __ATOMIC_ACQUIRE), 0);
+	for (i = 0; i < N && i < MAX_SEEN; i++) {
+		RDP_ASSERT_EQ(big.first_ud[i], i);
+		RDP_ASSERT_EQ(big.reports[i], 1);
+	}
+	big_close(ep, cfg);
+	return 0;
+}
+
+/*
+ * rdp_ep_close() right after queueing rendezvous messages: the drain waits
+ * for each FIN, so every one is delivered and reported done once.
+ */
+RDP_TEST(e2e, rndv_close_drains_messages_in_flight)
+{
+	enum { N = 6, LEN = 1u << 20 };
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	unsigned int i;
+
+	rdp_test_eal_init("0-1");
+	cfg = rndv_cfg(rdp_test_driver_or("shm"), LEN, "65536", "8388608");
+	ep = big_open(cfg);
+	for (i = 0; i < N; i++)
+		RDP_ASSERT(big_send(ep, LEN, i));
+	rdp_ep_close(ep);
+	WAIT_UNTIL(__atomic_load_n(&big.state, __ATOMIC_ACQUIRE) == RDP_EP_CLOSED, 10,
+		   "no CLOSED event (%u done, %u failed)", big.done, big.failed);
+	RDP_ASSERT_EQ(__atomic_load_n(&big.done, __ATOMIC_ACQUIRE), N);
+	RDP_ASSERT_EQ(__atomic_load_n(&big.failed, __ATOMIC_ACQUIRE), 0);
+	WAIT_UNTIL(__atomic_load_n(&big.received, __ATOMIC_ACQUIRE) == N, 10, "%u of %d received",
+		   big.received, N);
+	for (i = 0; i < N; i++)
+		RDP_ASSERT_EQ(big.reports[i], 1);
+	RDP_ASSERT_EQ(__atomic_load_n(&big.bad, __ATOMIC_ACQUIRE), 0);
+	rdp_ep_close(__atomic_load_n(&big.server, __ATOMIC_ACQUIRE));
+	WAIT_UNTIL(rdp_endpoint_count() == 0, 10, "endpoints still alive");
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/*
+ * The link goes down (shm fail_after) with rendezvous messages in flight:
+ * every message is reported exactly once; none reported done was lost, and
+ * the receiver got no message twice and none the sender saw fail before
+ * its descriptor went.
+ */
+RDP_TEST(e2e, rndv_link_down_reports_every_message_once)
+{
+	enum { N = 30, LEN = 300000 };
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	unsigned int i, sent = 0;
+
+	rdp_test_eal_init("0-1");
+	cfg = rndv_cfg(rdp_test_driver_or("shm:fail_after=40"), LEN, "65536", "16777216");
+	ep = big_open(cfg);
+	while (sent < N && rdp_ep_state(ep) == RDP_EP_ESTABLISHED) {
+		if (big_send(ep, LEN, sent))
+			sent++;
+		else
+			usleep(100);
+	}
+	WAIT_UNTIL(__atomic_load_n(&big.done, __ATOMIC_ACQUIRE) +
+		   __atomic_load_n(&big.failed, __ATOMIC_ACQUIRE) == sent, 10,
+		   "%u done + %u failed of %u sent", big.done, big.failed, sent);
+	WAIT_UNTIL(__atomic_load_n(&big.state, __ATOMIC_ACQUIRE) == RDP_EP_FAILED, 10,
+		   "the client endpoint did not fail");
+	printf("%u sent: %u done, %u failed, %u received\n", sent, big.done, big.failed,
+	       big.received);
+	RDP_ASSERT_MSG(big.failed > 0, "the link went down but nothing failed");
+	for (i = 0; i < sent; i++)
+		RDP_ASSERT_MSG(big.reports[i] == 1, "message %u reported %u times", i,
+			       big.reports[i]);
+	RDP_ASSERT_EQ(__atomic_load_n(&big.bad, __ATOMIC_ACQUIRE), 0);
+	/* what was delivered is a prefix of what was sent, each once */
+	for (i = 0; i < big.received && i < MAX_SEEN; i++)
+		RDP_ASSERT_EQ(big.first_ud[i], i);
+	RDP_ASSERT_MSG(big.received >= big.done, "%u done but %u received", big.done,
+		       big.received);
+	big_close(ep, cfg);
+	return 0;
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The registered arena (rdp_arena.h): a bitmap of pages, first fit from
+ * the page after the last allocation, under a spinlock.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <rte_errno.h>
+
+#include "rdp_arena.h"
+#include "rdp_common.h"
+
+#define WORD_BITS 64u
+
+static inline bool
+page_used(const struct rdp_arena *a, uint32_t p)
+{
+	return (a->used[p / WORD_BITS] >> (p % WORD_BITS)) & 1u;
+}
+
+static void
+mark(struct rdp_arena *a, uint32_t first, uint32_t n, bool used)
+{
+	uint32_t p;
+
+	for (p = first; p < first + n; p++) {
+		uint64_t bit = UINT64_C(1) << (p % WORD_BITS);
+
+		if (used)
+			a->used[p / WORD_BITS] |= bit;
+		else
+			a->used[p / WORD_BITS] &= ~bit;
+	}
+}
+
+/* The first run of @p n free pages in [from, to), or UINT32_MAX. */
+static uint32_t
+find_run(const struct rdp_arena *a, uint32_t n, uint32_t from, uint32_t to)
+{
+	uint32_t p = from, run = 0;
+
+	while (p < to) {
+		/* a whole word in use is skipped at once */
+		if (p % WORD_BITS == 0 && a->used[p / WORD_BITS] == UINT64_MAX) {
+			run = 0;
+			p += WORD_BITS;
+			continue;
+		}
+		if (page_used(a, p)) {
+			run = 0;
+		} else if (++run == n) {
+			return p + 1 - n;
+		}
+		p++;
+	}
+	return UINT32_MAX;
+}
+
+struct rdp_arena *
+rdp_arena_create(const char *name, struct rdp_pd *pd, size_t size, int socket,
+		 unsigned int access)
+{
+	uint64_t pages = ((uint64_t)size + RDP_ARENA_PAGE - 1) / RDP_ARENA_PAGE;
+	struct rdp_arena *a;
+
+	if (size == 0 || pages > UINT32_MAX) {
+		rdp_err_set(EINVAL, "arena %s: %zu bytes: need 1 to 2^44", name, size);
+		return NULL;
+	}
+	a = calloc(1, sizeof(*a));
+	if (a == NULL) {
+		rdp_err_set(ENOMEM, "arena %s: out of memory", name);
+		return NULL;
+	}
+	snprintf(a->name, sizeof(a->name), "%s", name);
+	rte_spinlock_init(&a->lock);
+	a->nb_pages = (uint32_t)pages;
+	a->pages_free = a->nb_pages;
+	a->used = calloc((pages + WORD_BITS - 1) / WORD_BITS, sizeof(uint64_t));
+	if (a->used == NULL) {
+		rdp_err_set(ENOMEM, "arena %s: out of memory for its page map", name);
+		free(a);
+		return NULL;
+	}
+	a->mr = rdp_mr_alloc(pd, (size_t)pages * RDP_ARENA_PAGE, socket, access);
+	if (a->mr == NULL) {
+		rdp_err_set(rte_errno, "arena %s: cannot register %zu bytes: %s", name,
+			    (size_t)pages * RDP_ARENA_PAGE, rdp_err_msg());
+		free(a->used);
+		free(a);
+		return NULL;
+	}
+	a->base = a->mr->addr;
+	return a;
+}
+
+void *
+rdp_arena_alloc(struct rdp_arena *a, size_t len)
+{
+	uint64_t n = ((uint64_t)len + RDP_ARENA_PAGE - 1) / RDP_ARENA_PAGE;
+	uint32_t first;
+
+	if (len == 0) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	if (n > a->nb_pages) {
+		rte_errno = EMSGSIZE;
+		return NULL;
+	}
+	rte_spinlock_lock(&a->lock);
+	first = UINT32_MAX;
+	if (n <= a->pages_free) {
+		first = find_run(a, (uint32_t)n, a->hint, a->nb_pages);
+		if (first == UINT32_MAX)
+			first = find_run(a, (uint32_t)n, 0,
+					 RTE_MIN(a->nb_pages, a->hint + (uint32_t)n - 1));
+	}
+	if (first != UINT32_MAX) {
+		mark(a, first, (uint32_t)n, true);
+		a->pages_free -= (uint32_t)n;
+		a->hint = first + (uint32_t)n == a->nb_pages ? 0 : first + (uint32_t)n;
+	}
+	rte_spinlock_unlock(&a->lock);
+	if (first == UINT32_MAX) {
+		rte_errno = ENOBUFS;
+		return NULL;
+	}
+	return a->base + (size_t)first * RDP_ARENA_PAGE;
+}
+
+void
+rdp_arena_free(struct rdp_arena *a, void *p, size_t len)
+{
+	uint32_t first = (uint32_t)(((uint8_t *)p - a->base) / RDP_ARENA_PAGE);
+	uint32_t n = (uint32_t)((len + RDP_ARENA_PAGE - 1) / RDP_ARENA_PAGE);
+
+	rte_spinlock_lock(&a->lock);
+	mark(a, first, n, false);
+	a->pages_free += n;
+	rte_spinlock_unlock(&a->lock);
+}
+
+size_t
+rdp_arena_avail(struct rdp_arena *a)
+{
+	uint32_t n;
+
+	rte_spinlock_lock(&a->lock);
+	n = a->pages_free;
+	rte_spinlock_unlock(&a->lock);
+	return (size_t)n * RDP_ARENA_PAGE;
+}
+
+size_t
+rdp_arena_destroy(struct rdp_arena *a)
+{
+	size_t leaked;
+
+	if (a == NULL)
+		return 0;
+	leaked = (size_t)(a->nb_pages - a->pages_free) * RDP_ARENA_PAGE;
+	/* a device that refuses is gone already: the memory goes with it */
+	(void)rdp_mr_free(a->mr);
+	free(a->used);
+	free(a);
+	return leaked;
+}
