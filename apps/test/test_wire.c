@@ -188,6 +188,7 @@ struct frame {
 	bool own_seq;   /* imm holds its SEND number: keep it */
 	uint32_t imm;
 	uint32_t len;
+	const uint8_t *payload; /* its first bytes (up to 32), else 0x5a throughout */
 };
 
 /* Post frames, signaled, and reap their completions; returns how many succeeded. */
@@ -212,6 +213,8 @@ raw_send(struct raw_peer *r, const struct frame *f, unsigned int n)
 		if (!f[i].no_imm)
 			seq++;
 		memset((void *)(uintptr_t)sge.addr, 0x5a, RTE_MIN(f[i].len, (uint32_t)RAW_BUF));
+		if (f[i].payload != NULL)
+			memcpy((void *)(uintptr_t)sge.addr, f[i].payload, RTE_MIN(f[i].len, 32u));
 		RDP_ASSERT_EQ(rdp_post_send(r->qp, &wr, 1, &err), 1);
 		/* one at a time: the server sees them in order, and we see each verdict */
 		while (done <= i) {
@@ -267,6 +270,16 @@ struct wire_case {
 };
 
 #define F1 (IMM_FIRST | IMM_LAST)
+/* a rendezvous control message (lib/ep/ep_rndv.c) */
+#define CTL (IMM_ACK | IMM_FIRST | IMM_LAST)
+
+/* Rendezvous control payloads: kind, 3 zero bytes, number, then a descriptor's fields. */
+static const uint8_t fin_0[8] = { 2, 0, 0, 0, 0, 0, 0, 0 };
+static const uint8_t rts_1[32] = { 1, 0, 0, 0, 1, 0, 0, 0, 0, 16 };          /* number 1 */
+static const uint8_t rts_huge[32] = { 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };   /* 16 MiB */
+static const uint8_t rts_wrap[32] = { 1, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0,
+				      0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+static const uint8_t rts_pad[32] = { 1, 0, 7, 0, 0, 0, 0, 0, 0, 16 };
 
 static const struct wire_case cases[] = {
 	{ "a send without immediate data",
@@ -307,6 +320,38 @@ static const struct wire_case cases[] = {
 	    { .len = RAW_BUF }, { .len = RAW_BUF }, { .len = RAW_BUF },
 	    { .imm = IMM_LAST, .len = 1 } }, 6, 1, -EPROTO,
 	  "broke the protocol: message longer than max_msg_size (0x1)" },
+	{ "a rendezvous control message of an unknown kind",
+	  { { .imm = F1, .len = 10 }, { .imm = CTL, .len = 8 } }, 2, 1, -EPROTO,
+	  "broke the rendezvous protocol: control message field 'kind' = 90, expected 1 "
+	  "(descriptor) or 2 (FIN)" },
+	{ "an empty rendezvous control message",
+	  { { .imm = CTL, .len = 0 } }, 1, 0, -EPROTO,
+	  "broke the protocol: rendezvous control message of no bytes or over a chunk (0x0)" },
+	{ "a rendezvous control message inside a message",
+	  { { .imm = IMM_FIRST, .len = 100 }, { .imm = CTL, .len = 8, .payload = fin_0 } },
+	  2, 0, -EPROTO, "broke the protocol: rendezvous control message inside a message" },
+	{ "a FIN no message waits for",
+	  { { .imm = CTL, .len = 8, .payload = fin_0 } }, 1, 0, -EPROTO,
+	  "broke the rendezvous protocol: FIN field 'number' = 0, expected 0 (no message "
+	  "waits for one)" },
+	{ "a FIN of the wrong length",
+	  { { .imm = CTL, .len = 12, .payload = fin_0 } }, 1, 0, -EPROTO,
+	  "broke the rendezvous protocol: FIN of 12 bytes (field 'length' or 'padding')" },
+	{ "a rendezvous descriptor out of order",
+	  { { .imm = CTL, .len = 32, .payload = rts_1 } }, 1, 0, -EPROTO,
+	  "descriptor field 'number' = 1 (0x1) refused (number expected 0" },
+	{ "a rendezvous descriptor longer than max_msg_size",
+	  { { .imm = CTL, .len = 32, .payload = rts_huge } }, 1, 0, -EPROTO,
+	  "descriptor field 'length' = 16777216 (0x1000000) refused" },
+	{ "a rendezvous descriptor that wraps the address space",
+	  { { .imm = CTL, .len = 32, .payload = rts_wrap } }, 1, 0, -EPROTO,
+	  "descriptor field 'address' = 18446744073709551615 (0xffffffffffffffff) refused" },
+	{ "a rendezvous descriptor with padding set",
+	  { { .imm = CTL, .len = 32, .payload = rts_pad } }, 1, 0, -EPROTO,
+	  "descriptor field 'padding'" },
+	{ "a rendezvous descriptor of the wrong length",
+	  { { .imm = CTL, .len = 24, .payload = rts_1 } }, 1, 0, -EPROTO,
+	  "descriptor field 'length of the message' = 24 (0x18) refused" },
 	{ "a frame larger than the receive buffer",
 	  { { .imm = F1, .len = 8 * RAW_BUF } }, 1, 0, -EIO,
 	  "receive completed with LOC_LEN_ERR" },
