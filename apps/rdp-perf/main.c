@@ -96,6 +96,7 @@ static struct {
 	const char *json;
 	int port_fd;
 	const char *server_lcores;
+	uint32_t max_msg;       /* server: largest message to accept (0: the config's) */
 	bool quiet;
 } opt = {
 	.listen = "127.0.0.1:18515",
@@ -1246,7 +1247,9 @@ usage(FILE *f)
 "                         registers, windowed), write_lat, read_lat (one at a\n"
 "                         time: a WRITE's latency is half its round trip, a\n"
 "                         READ's its round trip); default lat,bw\n"
-"  -s, --sizes LIST       message sizes in bytes, e.g. 64,4096,65536 (default)\n"
+"  -s, --sizes LIST       message sizes in bytes, e.g. 64,4096,65536 (default);\n"
+"                         max_msg_size grows to the largest (rendezvous above\n"
+"                         rndv_threshold); a remote server needs --max-msg\n"
 "  -d, --duration SEC     measured time per size and mode (default 2)\n"
 "  -n, --iters N          stop after N messages instead\n"
 "  -e, --endpoints N      endpoints (default 1), spread over poller lcores\n"
@@ -1261,6 +1264,8 @@ usage(FILE *f)
 "  --pipeline             events through a ring to the main lcore, sends through\n"
 "                         the poller's inbox (default: run-to-completion)\n"
 "  --server-lcores LIST   loopback: EAL --lcores of the server process\n"
+"  --max-msg BYTES        server: accept messages up to BYTES (max_msg_size grows\n"
+"                         to it; a loopback run passes its largest -s)\n"
 "  --json FILE            write the results as JSON\n"
 "  -q, --quiet            no progress lines\n"
 "  -h, --help             this text\n"
@@ -1351,6 +1356,9 @@ check_roles(const char *const given[UCHAR_MAX + 1])
 			 opt.server ? "--server" : "--connect");
 		return bad_option("--server-lcores", given['R'], rule);
 	}
+	if (!opt.server && given['M'] != NULL)
+		return bad_option("--max-msg", given['M'], "only with --server (a client's "
+				  "largest -s sets its own)");
 	if (opt.connect[0] != '\0' && given['L'] != NULL)
 		return bad_option("--listen", given['L'],
 				  "not with --connect (that is the server's address)");
@@ -1377,6 +1385,7 @@ parse_args(int argc, char **argv)
 		{ "json", required_argument, NULL, 'J' },
 		{ "port-fd", required_argument, NULL, 'F' },
 		{ "server-lcores", required_argument, NULL, 'R' },
+		{ "max-msg", required_argument, NULL, 'M' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1439,6 +1448,12 @@ parse_args(int argc, char **argv)
 		case 'J': opt.json = optarg; break;
 		case 'F': opt.port_fd = atoi(optarg); break;
 		case 'R': opt.server_lcores = optarg; break;
+		case 'M':
+			opt.max_msg = (uint32_t)strtoul(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || opt.max_msg < 1 ||
+			    opt.max_msg > (1u << 30))
+				return bad_option("--max-msg", optarg, "expected 1..1073741824 bytes");
+			break;
 		case 'q': opt.quiet = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
@@ -1475,11 +1490,41 @@ parse_args(int argc, char **argv)
 /* Loopback: the server process and EAL arguments                         */
 /* ---------------------------------------------------------------------- */
 
-/* Loopback: this binary again as the server, with our driver, config and run mode. */
+/*
+ * Messages of the largest -s must be allowed: max_msg_size grows to it
+ * (they go by rendezvous above rndv_threshold), with a rendezvous pool
+ * of two of them at least. A server needs the same -s (loopback passes it).
+ */
+static int
+sizes_fit(struct rdp_cfg *cfg)
+{
+	const struct rdp_cfg_lcore *g = rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL);
+	uint32_t largest = 0;
+	char v[16];
+	unsigned int i;
+
+	for (i = 0; !opt.server && i < opt.nb_sizes; i++)
+		largest = RTE_MAX(largest, opt.sizes[i]);
+	if (opt.server)
+		largest = opt.max_msg;
+	if (g == NULL || largest <= g->max_msg_size)
+		return 0;
+	if ((uint64_t)2 * largest > g->rndv_pool_size) {
+		snprintf(v, sizeof(v), "%llu", RTE_MIN(2ull * largest, 2147483648ull));
+		if (rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "rndv_pool_size", v, "--sizes") < 0)
+			return -1;
+	}
+	snprintf(v, sizeof(v), "%u", largest);
+	return rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_msg_size", v, "--sizes");
+}
+
+/* Loopback: this binary again as the server, with our driver, config, sizes and run mode. */
 static pid_t
 spawn_server(char **app_argv, int app_argc, int *port)
 {
 	const char *args[40] = { "--server", "--quiet", "--listen", "127.0.0.1:0" };
+	static char max_msg[16];
+	uint32_t largest = 0;
 	int n = 4, i;
 
 	for (i = 1; i < app_argc && n < 36; i++) {
@@ -1492,6 +1537,11 @@ spawn_server(char **app_argv, int app_argc, int *port)
 			args[n++] = app_argv[i];
 		}
 	}
+	for (i = 0; i < (int)opt.nb_sizes; i++)
+		largest = RTE_MAX(largest, opt.sizes[i]);
+	snprintf(max_msg, sizeof(max_msg), "%u", largest);
+	args[n++] = "--max-msg";
+	args[n++] = max_msg;
 	args[n] = NULL;
 	return app_spawn_server(opt.server_lcores, "rdp-perf-srv", args, port);
 }
@@ -1545,7 +1595,7 @@ main(int argc, char **argv)
 	cfg = opt.config != NULL ? rdp_cfg_load(opt.config) : rdp_cfg_default();
 	if (cfg == NULL || (opt.driver != NULL &&
 			    rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "driver", opt.driver, "--driver") < 0) ||
-	    rdp_cfg_validate(cfg) < 0) {
+	    sizes_fit(cfg) < 0 || rdp_cfg_validate(cfg) < 0) {
 		fprintf(stderr, "rdp-perf: %s\n", rdp_err_msg());
 		ret = 1;
 		goto out;
