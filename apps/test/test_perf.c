@@ -154,6 +154,35 @@ RDP_TEST(perf, rdp_perf_write_and_read_modes_complete_every_operation)
 }
 
 /*
+ * Messages beyond the default max_msg_size (1 MiB) in every message mode,
+ * both run modes, two endpoints: -s raises max_msg_size, they go by
+ * rendezvous, each arrives once and in order (rdp-perf's own sequence
+ * check), nothing fails.
+ */
+RDP_TEST(perf, rdp_perf_large_messages_go_by_rendezvous_in_every_message_mode)
+{
+	static char out[1 << 16], text[1 << 16];
+	char bad[128] = "", cmd[512];
+	int pipeline;
+
+	for (pipeline = 0; pipeline < 2; pipeline++) {
+		run_perf_json(pipeline ? "-n 100 -s 1048576,4194304 -m lat,bw,bidir -e 2 -q --pipeline" :
+			      "-n 100 -s 1048576,4194304 -m lat,bw,bidir -e 2 -q",
+			      out, sizeof(out), text, sizeof(text));
+		RDP_ASSERT_EQ(each_number(text, "messages", positive, bad, sizeof(bad)), 6);
+		RDP_ASSERT_EQ(each_number(text, "enomem", zero, bad, sizeof(bad)), 6);
+		RDP_ASSERT_EQ(each_number(text, "rnr", zero, bad, sizeof(bad)), 6);
+		RDP_ASSERT_EQ(each_number(text, "seq_errors", zero, bad, sizeof(bad)), 7);
+		RDP_ASSERT_MSG(bad[0] == '\0', "%s in\n%s", bad, text);
+	}
+	/* --max-msg is the server's: a client's largest -s sets its own */
+	snprintf(cmd, sizeof(cmd), "%s -- --max-msg 4194304 -m bw 2>&1", perf_bin());
+	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 2);
+	RDP_ASSERT_MSG(strstr(out, "--max-msg 4194304: only with --server") != NULL, "%s", out);
+	return 0;
+}
+
+/*
  * --busy K streams on the first K endpoints only: the others stay connected
  * and idle on the same pollers (how much the connections alone cost).
  */
