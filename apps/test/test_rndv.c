@@ -282,7 +282,7 @@ big_open(struct rdp_cfg *cfg)
 	return ep;
 }
 
-/* Queue message @p ud of @p len bytes; false when the arena is full for now. */
+/* Queue message @p ud of @p len bytes; false when the arena is full for now (or the link down). */
 static bool
 big_send(struct rdp_ep *ep, uint32_t len, uint64_t ud)
 {
@@ -296,7 +296,12 @@ big_send(struct rdp_ep *ep, uint32_t len, uint64_t ud)
 	RDP_ASSERT_EQ(m->data_len, len);
 	big_fill(m->data, len, ud);
 	m->user_data = ud;
-	RDP_ASSERT_EQ(rdp_ep_send_burst(ep, &m, 1), 1);
+	if (rdp_ep_send_burst(ep, &m, 1) != 1) {
+		/* only a link that went down since the caller looked refuses it */
+		RDP_ASSERT_MSG(rte_errno == ENOTCONN, "rdp_ep_send_burst: errno %d", rte_errno);
+		rdp_msg_free(m);
+		return false;
+	}
 	return true;
 }
 

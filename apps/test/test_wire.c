@@ -274,7 +274,7 @@ struct wire_case {
 #define CTL (IMM_ACK | IMM_FIRST | IMM_LAST)
 
 /* Rendezvous control payloads: kind, 3 zero bytes, number, then a descriptor's fields. */
-static const uint8_t fin_0[8] = { 2, 0, 0, 0, 0, 0, 0, 0 };
+static const uint8_t fin_0[32] = { 2, 0, 0, 0, 0, 0, 0, 0 };
 static const uint8_t rts_1[32] = { 1, 0, 0, 0, 1, 0, 0, 0, 0, 16 };          /* number 1 */
 static const uint8_t rts_huge[32] = { 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };   /* 16 MiB */
 static const uint8_t rts_wrap[32] = { 1, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0,
