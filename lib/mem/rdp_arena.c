@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The registered arena (rdp_arena.h): a bitmap of pages, first fit from
- * the page after the last allocation, under a spinlock.
+ * the page after the last allocation, under a mutex.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -75,7 +75,7 @@ rdp_arena_create(const char *name, struct rdp_pd *pd, size_t size, int socket,
 		return NULL;
 	}
 	snprintf(a->name, sizeof(a->name), "%s", name);
-	rte_spinlock_init(&a->lock);
+	pthread_mutex_init(&a->lock, NULL);
 	a->nb_pages = (uint32_t)pages;
 	a->pages_free = a->nb_pages;
 	a->used = calloc((pages + WORD_BITS - 1) / WORD_BITS, sizeof(uint64_t));
@@ -110,7 +110,7 @@ rdp_arena_alloc(struct rdp_arena *a, size_t len)
 		rte_errno = EMSGSIZE;
 		return NULL;
 	}
-	rte_spinlock_lock(&a->lock);
+	pthread_mutex_lock(&a->lock);
 	first = UINT32_MAX;
 	if (n <= a->pages_free) {
 		first = find_run(a, (uint32_t)n, a->hint, a->nb_pages);
@@ -123,7 +123,7 @@ rdp_arena_alloc(struct rdp_arena *a, size_t len)
 		a->pages_free -= (uint32_t)n;
 		a->hint = first + (uint32_t)n == a->nb_pages ? 0 : first + (uint32_t)n;
 	}
-	rte_spinlock_unlock(&a->lock);
+	pthread_mutex_unlock(&a->lock);
 	if (first == UINT32_MAX) {
 		rte_errno = ENOBUFS;
 		return NULL;
@@ -137,10 +137,10 @@ rdp_arena_free(struct rdp_arena *a, void *p, size_t len)
 	uint32_t first = (uint32_t)(((uint8_t *)p - a->base) / RDP_ARENA_PAGE);
 	uint32_t n = (uint32_t)((len + RDP_ARENA_PAGE - 1) / RDP_ARENA_PAGE);
 
-	rte_spinlock_lock(&a->lock);
+	pthread_mutex_lock(&a->lock);
 	mark(a, first, n, false);
 	a->pages_free += n;
-	rte_spinlock_unlock(&a->lock);
+	pthread_mutex_unlock(&a->lock);
 }
 
 size_t
@@ -148,9 +148,9 @@ rdp_arena_avail(struct rdp_arena *a)
 {
 	uint32_t n;
 
-	rte_spinlock_lock(&a->lock);
+	pthread_mutex_lock(&a->lock);
 	n = a->pages_free;
-	rte_spinlock_unlock(&a->lock);
+	pthread_mutex_unlock(&a->lock);
 	return (size_t)n * RDP_ARENA_PAGE;
 }
 
@@ -164,6 +164,7 @@ rdp_arena_destroy(struct rdp_arena *a)
 	leaked = (size_t)(a->nb_pages - a->pages_free) * RDP_ARENA_PAGE;
 	/* a device that refuses is gone already: the memory goes with it */
 	(void)rdp_mr_free(a->mr);
+	pthread_mutex_destroy(&a->lock);
 	free(a->used);
 	free(a);
 	return leaked;

@@ -7,13 +7,13 @@
  * A registered arena: one contiguous registration cut into variable-size
  * runs of pages, for buffers too large for a pool (the rendezvous
  * messages of lib/ep). First fit from a rotating start; any thread may
- * allocate and free (a spinlock: large buffers are few and slow anyway).
+ * allocate and free (a mutex: large buffers are few and slow anyway).
  */
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include <rte_spinlock.h>
+#include <pthread.h>
 
 #include "rdp_dev.h"
 
@@ -26,7 +26,7 @@ extern "C" {
 
 /** A registered arena. */
 struct rdp_arena {
-	rte_spinlock_t lock;
+	pthread_mutex_t lock;  /**< (a mutex: ThreadSanitizer sees it) */
 	uint64_t *used;        /**< one bit per page, set: allocated */
 	uint32_t nb_pages;
 	uint32_t pages_free;
