@@ -408,6 +408,25 @@ mr_publish(struct shm_dev *sd, struct shm_mr *mr)
 	return 0;
 }
 
+/*
+ * An MR with remote access goes into the key table, whatever memory it is:
+ * the table is how every peer checks that the MR still exists, and how a
+ * peer that has no mapping of it (rdp_mr_reg() memory, or a memfd made
+ * after the peer connected) reaches it with process_vm_readv/writev.
+ */
+static void
+key_publish(struct shm_dev *sd, const struct shm_mr *mr)
+{
+	struct shm_key *k = &sd->keys->key[mr->id];
+
+	if (!shm_mr_remote(mr))
+		return;
+	k->access = mr->head.access;
+	k->addr = (uintptr_t)mr->head.addr;
+	k->length = mr->head.length;
+	__atomic_store_n(&k->rkey, mr->head.rkey, __ATOMIC_RELEASE);
+}
+
 static struct rdp_mr *
 shm_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access)
 {
@@ -443,6 +462,7 @@ shm_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access)
 		munmap(p, map_len);
 		goto fail;
 	}
+	key_publish(sd, mr);
 	return &mr->head;
 fail:
 	if (mr->memfd >= 0)
@@ -472,14 +492,7 @@ shm_mr_reg(struct rdp_pd *pd, void *addr, size_t len, unsigned int access)
 		free(mr);
 		return NULL;
 	}
-	if (access & (RDP_ACCESS_REMOTE_WRITE | RDP_ACCESS_REMOTE_READ)) {
-		struct shm_key *k = &sd->keys->key[mr->id];
-
-		k->access = access;
-		k->addr = (uintptr_t)addr;
-		k->length = len;
-		__atomic_store_n(&k->rkey, mr->head.rkey, __ATOMIC_RELEASE);
-	}
+	key_publish(sd, mr);
 	return &mr->head;
 }
 
@@ -551,10 +564,25 @@ shm_links_close(struct shm_dev *sd, struct shm_qp *qp)
 }
 
 /*
+ * Is @p mr mapped by the peer of @p qp at the rendezvous? Memfds of the
+ * QP's PD only: the QP's peer_mrs (or every receive MR when it has no
+ * list), and every MR with remote access, which its owner opened to all
+ * its peers (the key table names it to them anyway), so that a WRITE or a
+ * READ into it is a memcpy. Receives stay limited to peer_mrs.
+ */
+static bool
+hello_shares(const struct shm_qp *qp, const struct shm_mr *mr)
+{
+	if (mr == NULL || mr->memfd < 0 || mr->head.pd != qp->head.pd)
+		return false;
+	return shm_mr_remote(mr) || shm_peer_mr_ok(qp, mr->id);
+}
+
+/*
  * Send our receive side to the peer's device: its monitor attaches it and
- * answers. The QP's peer_mrs are shared, or else every receive MR of the
- * QP's PD that exists now: other MRs cannot receive on this QP. The answer
- * comes on the socket left in qp->connect_fd (shm_connect_poll()).
+ * answers, with the MRs hello_shares() names that exist now (later ones
+ * the peer reaches through the key table). The answer comes on the socket
+ * left in qp->connect_fd (shm_connect_poll()).
  */
 int
 shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
@@ -589,11 +617,10 @@ shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 	fds[nfd++] = sd->keys_fd;
 	pthread_mutex_lock(&sd->lock);
 	limit = sd->next_mr_id;
-	for (i = 0; i < (qp->nb_peer_mr > 0 ? qp->nb_peer_mr : limit); i++) {
-		/* the QP's own list when it has one, else the PD's shareable MRs */
-		struct shm_mr *mr = sd->mrs[qp->nb_peer_mr > 0 ? qp->peer_mr[i] : i];
+	for (i = 0; i < limit; i++) {
+		struct shm_mr *mr = sd->mrs[i];
 
-		if (mr == NULL || mr->memfd < 0 || mr->head.pd != qp->head.pd)
+		if (!hello_shares(qp, mr))
 			continue;
 		if (nfd == SHM_MAX_FDS) {
 			pthread_mutex_unlock(&sd->lock);

@@ -306,12 +306,16 @@ remote_range(const struct shm_peer *peer, const struct shm_swqe *e, unsigned int
 	if (unlikely(m->base == NULL || m->rkey != e->rkey || !(m->access & access) ||
 		     !range_in(e->remote_addr, e->total_len, m->addr, m->length)))
 		return NULL;
+	/* deregistered since the rendezvous: the owner cleared its key */
+	if (unlikely(__atomic_load_n(&peer->keys->key[idx].rkey, __ATOMIC_ACQUIRE) != e->rkey))
+		return NULL;
 	return m->base + (e->remote_addr - m->addr);
 }
 
 /*
- * A one-sided WR into memory the peer registered with rdp_mr_reg(): its
- * key table says where and what is allowed, and the bytes go with one
+ * A one-sided WR into peer memory this side has not mapped (registered
+ * with rdp_mr_reg(), or a memfd made after the rendezvous): the peer's key
+ * table says where and what is allowed, and the bytes go with one
  * process_vm_writev/readv into the peer process. A region the peer
  * unmapped meanwhile fails as a bad address would.
  */
@@ -805,20 +809,6 @@ shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *e
 	return i;
 }
 
-/* Is MR @p id one the peer of @p qp may write into? */
-static inline bool
-peer_mr_ok(const struct shm_qp *qp, uint32_t id)
-{
-	uint32_t i;
-
-	if (qp->nb_peer_mr == 0)
-		return true;
-	for (i = 0; i < qp->nb_peer_mr; i++)
-		if (qp->peer_mr[i] == id)
-			return true;
-	return false;
-}
-
 uint16_t
 shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *err)
 {
@@ -851,7 +841,7 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 
 			/* only memory the peer has mapped can receive */
 			if (unlikely(mr == NULL || mr->memfd < 0 || mr->head.pd != q->pd ||
-				     mr->id >= qp->mr_limit || !peer_mr_ok(qp, mr->id) ||
+				     mr->id >= qp->mr_limit || !shm_peer_mr_ok(qp, mr->id) ||
 				     !(mr->head.access & RDP_ACCESS_LOCAL_WRITE) ||
 				     !range_in(s->addr, s->length, (uintptr_t)mr->head.addr,
 					       mr->head.length)))
