@@ -72,10 +72,9 @@ mode_timed(enum perf_mode m)
 	return m == MODE_LAT || m == MODE_BIDIR || m == MODE_WRITE_LAT || m == MODE_READ_LAT;
 }
 
-/* The region both sides register for the one-sided modes: the largest -s. */
+/* The region both sides allocate for the one-sided modes: the largest -s. */
 #define PERF_REGION_BYTES (16u << 20)
 static struct rdp_region *region;
-static void *region_mem;
 
 static struct {
 	bool server;
@@ -317,19 +316,18 @@ send_region_request(struct rdp_ep *ep, void *arg)
 	}
 }
 
-/* Register this side's region for the one-sided modes (client and server). */
+/*
+ * This side's region for the one-sided modes (client and server), memory
+ * the library allocates: on shm the server's is mapped by each client at
+ * connect, so a WRITE or READ into it is a memcpy.
+ */
 static int
 region_setup(void)
 {
-	region_mem = calloc(1, PERF_REGION_BYTES);
-	if (region_mem == NULL) {
-		fprintf(stderr, "rdp-perf: no memory for the %u-byte region\n", PERF_REGION_BYTES);
-		return -1;
-	}
-	region = rdp_region_register(region_mem, PERF_REGION_BYTES,
-				     RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ);
+	region = rdp_region_alloc(PERF_REGION_BYTES,
+				  RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ, -1);
 	if (region == NULL) {
-		fprintf(stderr, "rdp-perf: rdp_region_register: %s\n", rdp_err_msg());
+		fprintf(stderr, "rdp-perf: rdp_region_alloc: %s\n", rdp_err_msg());
 		return -1;
 	}
 	return 0;
@@ -341,8 +339,6 @@ region_teardown(void)
 	if (region != NULL && rdp_region_deregister(region) < 0)
 		fprintf(stderr, "rdp-perf: rdp_region_deregister: %s\n", rdp_err_msg());
 	region = NULL;
-	free(region_mem);
-	region_mem = NULL;
 }
 
 /*
