@@ -299,6 +299,7 @@ add_qp_stats(struct rdp_dev_stats *s, const struct shm_qp *qp)
 	s->recv_posted += RDP_STAT_READ(qp->st_recv_posted);
 	s->enomem += RDP_STAT_READ(qp->st_enomem);
 	s->rnr += RDP_STAT_READ(qp->st_rnr);
+	s->rdma_syscalls += RDP_STAT_READ(qp->st_rdma_syscalls);
 }
 
 static void

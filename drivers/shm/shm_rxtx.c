@@ -320,7 +320,8 @@ remote_range(const struct shm_peer *peer, const struct shm_swqe *e, unsigned int
  * unmapped meanwhile fails as a bad address would.
  */
 static uint8_t
-exec_foreign(const struct shm_peer *peer, const struct shm_swqe *e, unsigned int access)
+exec_foreign(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e,
+	     unsigned int access)
 {
 	struct iovec local[SHM_MAX_SGE], remote;
 	const struct shm_key *k;
@@ -345,6 +346,7 @@ exec_foreign(const struct shm_peer *peer, const struct shm_swqe *e, unsigned int
 	}
 	remote.iov_base = (void *)(uintptr_t)e->remote_addr;
 	remote.iov_len = e->total_len;
+	RDP_STAT_ADD(qp->st_rdma_syscalls, 1);
 	n = access == RDP_ACCESS_REMOTE_WRITE ?
 		process_vm_writev(peer->pid, local, e->num_sge, &remote, 1, 0) :
 		process_vm_readv(peer->pid, local, e->num_sge, &remote, 1, 0);
@@ -354,7 +356,7 @@ exec_foreign(const struct shm_peer *peer, const struct shm_swqe *e, unsigned int
 }
 
 static uint8_t
-exec_write(const struct shm_peer *peer, const struct shm_swqe *e)
+exec_write(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e)
 {
 	uint8_t *dst;
 
@@ -362,7 +364,7 @@ exec_write(const struct shm_peer *peer, const struct shm_swqe *e)
 		return RDP_WC_SUCCESS; /* no remote effect at all */
 	dst = remote_range(peer, e, RDP_ACCESS_REMOTE_WRITE);
 	if (unlikely(dst == NULL))
-		return exec_foreign(peer, e, RDP_ACCESS_REMOTE_WRITE);
+		return exec_foreign(qp, peer, e, RDP_ACCESS_REMOTE_WRITE);
 	gather(e, dst);
 	return RDP_WC_SUCCESS;
 }
@@ -374,7 +376,7 @@ exec_write(const struct shm_peer *peer, const struct shm_swqe *e)
  * the copy into the local scatter list.
  */
 static uint8_t
-exec_read(const struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e)
+exec_read(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e)
 {
 	uint32_t slots = __atomic_load_n(&peer->qseg->max_dest_rd_atomic, __ATOMIC_ACQUIRE);
 	const uint8_t *src;
@@ -386,7 +388,7 @@ exec_read(const struct shm_qp *qp, const struct shm_peer *peer, const struct shm
 		return RDP_WC_SUCCESS;
 	src = remote_range(peer, e, RDP_ACCESS_REMOTE_READ);
 	if (unlikely(src == NULL))
-		return exec_foreign(peer, e, RDP_ACCESS_REMOTE_READ);
+		return exec_foreign(qp, peer, e, RDP_ACCESS_REMOTE_READ);
 	for (i = 0; i < e->num_sge; i++) {
 		memcpy(e->sge[i].addr, src, e->sge[i].len);
 		src += e->sge[i].len;
@@ -413,7 +415,7 @@ exec_one(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	if (unlikely(__atomic_load_n(&peer->qseg->rq_claim, __ATOMIC_RELAXED) != qp->peer_rq_claimed))
 		return RDP_WC_RETRY_EXC_ERR;
 	if (e->opcode == RDP_WR_RDMA_WRITE)
-		return exec_write(peer, e);
+		return exec_write(qp, peer, e);
 	if (e->opcode == RDP_WR_RDMA_READ)
 		return exec_read(qp, peer, e);
 	return exec_send(qp, b, e);

@@ -436,6 +436,7 @@ struct shm_qp {
 	uint64_t st_recv_posted;
 	uint64_t st_enomem;
 	uint64_t st_rnr;
+	uint64_t st_rdma_syscalls;  /**< WRITEs and READs run by exec_foreign() */
 	uint64_t bells_skipped;     /**< bursts published to an announced RQ without a doorbell */
 	/* slow path */
 	int memfd;
