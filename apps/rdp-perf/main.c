@@ -7,7 +7,7 @@
  * A server echoes ('E') or swallows ('S') what it receives; a client
  * measures ping-pong latency, windowed message rate one way, and echo
  * streams both ways, and RDMA WRITE and READ into a region the server
- * registers (as perftest's ib_write_bw, ib_read_bw, ib_write_lat and
+ * allocates (as perftest's ib_write_bw, ib_read_bw, ib_write_lat and
  * ib_read_lat do). Without --server or --connect it runs both sides on
  * this machine: it starts the server as a second process, pinned to the
  * other CPU. Everything the client measures is counted on its poller
@@ -1239,7 +1239,7 @@ usage(FILE *f)
 "  -m, --mode LIST        lat (ping-pong), bw (windowed one-way stream),\n"
 "                         bidir (windowed echo, both ways); write, read (RDMA\n"
 "                         WRITE or READ bandwidth into a region the server\n"
-"                         registers, windowed), write_lat, read_lat (one at a\n"
+"                         allocates, windowed), write_lat, read_lat (one at a\n"
 "                         time: a WRITE's latency is half its round trip, a\n"
 "                         READ's its round trip); default lat,bw\n"
 "  -s, --sizes LIST       message sizes in bytes, e.g. 64,4096,65536 (default)\n"
