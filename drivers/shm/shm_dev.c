@@ -565,18 +565,52 @@ shm_links_close(struct shm_dev *sd, struct shm_qp *qp)
 }
 
 /*
- * Is @p mr mapped by the peer of @p qp at the rendezvous? Memfds of the
- * QP's PD only: the QP's peer_mrs (or every receive MR when it has no
- * list), and every MR with remote access, which its owner opened to all
- * its peers (the key table names it to them anyway), so that a WRITE or a
- * READ into it is a memcpy. Receives stay limited to peer_mrs.
+ * What the peer of @p qp maps at the rendezvous, memfds of the QP's PD
+ * only. HELLO_RECV: the QP's peer_mrs (or every receive MR when it has no
+ * list), which receives need. HELLO_REMOTE: the other MRs with remote
+ * access, which their owner opened to all its peers (the key table names
+ * them anyway), so that a WRITE or a READ into one is a memcpy; as many
+ * as a rendezvous carries, the rest reached through the key table.
  */
+enum hello_pass { HELLO_RECV, HELLO_REMOTE };
+
 static bool
-hello_shares(const struct shm_qp *qp, const struct shm_mr *mr)
+hello_shares(const struct shm_qp *qp, const struct shm_mr *mr, enum hello_pass pass)
 {
+	bool recv;
+
 	if (mr == NULL || mr->memfd < 0 || mr->head.pd != qp->head.pd)
 		return false;
-	return shm_mr_remote(mr) || shm_peer_mr_ok(qp, mr->id);
+	recv = shm_peer_mr_ok(qp, mr->id);
+	return pass == HELLO_RECV ? recv : !recv && shm_mr_remote(mr);
+}
+
+/* Add the MRs of one pass to a hello (device lock held); -E2BIG when receive MRs do not fit. */
+static int
+hello_add_mrs(const struct shm_qp *qp, enum hello_pass pass, uint32_t limit,
+	      struct shm_hello *h, int *fds, uint32_t *nfd)
+{
+	const struct shm_dev *sd = qp->sd;
+	uint32_t i;
+
+	for (i = 0; i < limit; i++) {
+		const struct shm_mr *mr = sd->mrs[i];
+
+		if (!hello_shares(qp, mr, pass))
+			continue;
+		if (*nfd == SHM_MAX_FDS) {
+			if (pass == HELLO_REMOTE)
+				return 0;
+			return rdp_err_set(E2BIG, "driver shm: QP %u: more than %u receive MRs "
+					   "in its PD", qp->head.qp_num, SHM_MAX_FDS - 3);
+		}
+		h->mr[h->nb_mr++] = (struct shm_hello_mr){
+			.id = mr->id, .rkey = mr->head.rkey, .access = mr->head.access,
+			.addr = (uintptr_t)mr->head.addr, .length = mr->head.length,
+		};
+		fds[(*nfd)++] = mr->memfd;
+	}
+	return 0;
 }
 
 /*
@@ -600,7 +634,7 @@ shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 	struct msghdr msg = { 0 };
 	struct cmsghdr *cm;
 	struct iovec iov;
-	uint32_t i, nfd = 0, limit;
+	uint32_t nfd = 0, limit;
 	socklen_t salen;
 	int fd = -1, ret;
 
@@ -618,24 +652,12 @@ shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 	fds[nfd++] = sd->keys_fd;
 	pthread_mutex_lock(&sd->lock);
 	limit = sd->next_mr_id;
-	for (i = 0; i < limit; i++) {
-		struct shm_mr *mr = sd->mrs[i];
-
-		if (!hello_shares(qp, mr))
-			continue;
-		if (nfd == SHM_MAX_FDS) {
-			pthread_mutex_unlock(&sd->lock);
-			ret = rdp_err_set(E2BIG, "driver shm: QP %u: more than %u shareable MRs in "
-					  "its PD", qp->head.qp_num, SHM_MAX_FDS - 3);
-			goto out;
-		}
-		h->mr[h->nb_mr++] = (struct shm_hello_mr){
-			.id = mr->id, .rkey = mr->head.rkey, .access = mr->head.access,
-			.addr = (uintptr_t)mr->head.addr, .length = mr->head.length,
-		};
-		fds[nfd++] = mr->memfd;
-	}
+	ret = hello_add_mrs(qp, HELLO_RECV, limit, h, fds, &nfd);
+	if (ret == 0)
+		ret = hello_add_mrs(qp, HELLO_REMOTE, limit, h, fds, &nfd);
 	pthread_mutex_unlock(&sd->lock);
+	if (ret < 0)
+		goto out;
 	qp->mr_limit = limit;
 
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
