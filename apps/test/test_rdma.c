@@ -245,13 +245,10 @@ rdesc_through_the_wire(const struct rdp_region *r, struct rdp_rdesc *out)
 		       "%s", why);
 }
 
+/* The library up, nothing connected yet. */
 static void
-rig_open_mem(struct rig *g, bool pipeline, const char *read_depth, unsigned int server_access,
-	     enum rig_mem mem)
+rig_init(struct rig *g, const char *read_depth)
 {
-	struct rdp_ep_params srv = { .ops = &server_ops, .lcore = -1 };
-	struct rdp_ep_params cli = { .ops = &client_ops, .lcore = -1 };
-
 	memset(g, 0, sizeof(*g));
 	memset(&seen, 0, sizeof(seen));
 	rdp_test_eal_init("0-1");
@@ -260,6 +257,15 @@ rig_open_mem(struct rig *g, bool pipeline, const char *read_depth, unsigned int 
 	stream_cfg_env(g->cfg);
 	RDP_ASSERT_EQ(rdp_cfg_set(g->cfg, RDP_CFG_GLOBAL, "read_depth", read_depth, "test"), 0);
 	RDP_ASSERT_MSG(rdp_init(g->cfg) == 0, "rdp_init: %s", rdp_err_msg());
+}
+
+/* The rig's regions, then its endpoint and the server's. */
+static void
+rig_connect(struct rig *g, bool pipeline, unsigned int server_access, enum rig_mem mem)
+{
+	struct rdp_ep_params srv = { .ops = &server_ops, .lcore = -1 };
+	struct rdp_ep_params cli = { .ops = &client_ops, .lcore = -1 };
+
 	if (pipeline) {
 		g->events = rte_ring_create("rdma-events", 4096, (int)rte_socket_id(), 0);
 		RDP_ASSERT(g->events != NULL);
@@ -270,6 +276,14 @@ rig_open_mem(struct rig *g, bool pipeline, const char *read_depth, unsigned int 
 	rdesc_through_the_wire(g->server, &g->remote);
 	g->ep = stream_loopback_connect(&srv, &cli);
 	WAIT_FOR(g, __atomic_load_n(&server_ep, __ATOMIC_ACQUIRE) != NULL, "server endpoint");
+}
+
+static void
+rig_open_mem(struct rig *g, bool pipeline, const char *read_depth, unsigned int server_access,
+	     enum rig_mem mem)
+{
+	rig_init(g, read_depth);
+	rig_connect(g, pipeline, server_access, mem);
 }
 
 static void
@@ -780,6 +794,53 @@ RDP_TEST(e2e, rdma_write_into_a_deregistered_allocated_region_is_refused)
 	g.server = NULL;
 	o = op(&g, RDP_RDMA_WRITE, 0, 64, 0, 2);
 	run_refused(&g, &o);
+	rig_close(&g);
+	return 0;
+}
+
+/*
+ * More regions than one rendezvous can carry (a socket message holds 250
+ * fds on shm): the endpoint still connects, its receive buffers among what
+ * the peer maps, and every region is reached, those left out of the
+ * mapping through the key table.
+ */
+RDP_TEST(e2e, rdma_more_allocated_regions_than_a_rendezvous_carries_are_all_reached)
+{
+	enum { N = 300 };
+	static struct rdp_region *many[N];
+	const unsigned int rw = RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ;
+	struct rdp_rdma_op o;
+	uint64_t calls;
+	struct rig g;
+	uint32_t i;
+
+	rig_init(&g, "16");
+	for (i = 0; i < N; i++) {
+		many[i] = rdp_region_alloc(4096, rw, -1);
+		RDP_ASSERT_MSG(many[i] != NULL, "region %u: rdp_region_alloc: %s", i, rdp_err_msg());
+	}
+	rig_connect(&g, false, rw, RIG_ALLOC);
+	calls = dev_rdma_syscalls();
+	for (i = 0; i < N; i++) {
+		uint32_t word = 0x9e3779b9u * (i + 1);
+
+		memcpy(g.local, &word, sizeof(word));
+		o = op(&g, RDP_RDMA_WRITE, 0, sizeof(word), 4096 - sizeof(word), i);
+		rdesc_through_the_wire(many[i], &o.remote);
+		run_ok(&g, &o);
+		RDP_ASSERT_MSG(memcmp((uint8_t *)rdp_region_addr(many[i]) + 4096 - sizeof(word),
+				      &word, sizeof(word)) == 0, "region %u: the WRITE is not there", i);
+	}
+	/* and the rig's own pair, carried like any other */
+	o = op(&g, RDP_RDMA_WRITE, 0, 8, 0, N);
+	run_ok(&g, &o);
+	if (on_shm()) {
+		calls = dev_rdma_syscalls() - calls;
+		RDP_ASSERT_MSG(calls > 0 && calls < N, "%" PRIu64 " of %u WRITEs by system call",
+			       calls, N + 1);
+	}
+	for (i = 0; i < N; i++)
+		RDP_ASSERT_EQ(rdp_region_deregister(many[i]), 0);
 	rig_close(&g);
 	return 0;
 }
