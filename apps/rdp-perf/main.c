@@ -7,7 +7,7 @@
  * A server echoes ('E') or swallows ('S') what it receives; a client
  * measures ping-pong latency, windowed message rate one way, and echo
  * streams both ways, and RDMA WRITE and READ into a region the server
- * registers (as perftest's ib_write_bw, ib_read_bw, ib_write_lat and
+ * allocates (as perftest's ib_write_bw, ib_read_bw, ib_write_lat and
  * ib_read_lat do). Without --server or --connect it runs both sides on
  * this machine: it starts the server as a second process, pinned to the
  * other CPU. Everything the client measures is counted on its poller
@@ -72,10 +72,9 @@ mode_timed(enum perf_mode m)
 	return m == MODE_LAT || m == MODE_BIDIR || m == MODE_WRITE_LAT || m == MODE_READ_LAT;
 }
 
-/* The region both sides register for the one-sided modes: the largest -s. */
+/* The region both sides allocate for the one-sided modes: the largest -s. */
 #define PERF_REGION_BYTES (16u << 20)
 static struct rdp_region *region;
-static void *region_mem;
 
 static struct {
 	bool server;
@@ -318,19 +317,18 @@ send_region_request(struct rdp_ep *ep, void *arg)
 	}
 }
 
-/* Register this side's region for the one-sided modes (client and server). */
+/*
+ * This side's region for the one-sided modes (client and server), memory
+ * the library allocates: on shm the server's is mapped by each client at
+ * connect, so a WRITE or READ into it is a memcpy.
+ */
 static int
 region_setup(void)
 {
-	region_mem = calloc(1, PERF_REGION_BYTES);
-	if (region_mem == NULL) {
-		fprintf(stderr, "rdp-perf: no memory for the %u-byte region\n", PERF_REGION_BYTES);
-		return -1;
-	}
-	region = rdp_region_register(region_mem, PERF_REGION_BYTES,
-				     RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ);
+	region = rdp_region_alloc(PERF_REGION_BYTES,
+				  RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ, -1);
 	if (region == NULL) {
-		fprintf(stderr, "rdp-perf: rdp_region_register: %s\n", rdp_err_msg());
+		fprintf(stderr, "rdp-perf: rdp_region_alloc: %s\n", rdp_err_msg());
 		return -1;
 	}
 	return 0;
@@ -342,8 +340,6 @@ region_teardown(void)
 	if (region != NULL && rdp_region_deregister(region) < 0)
 		fprintf(stderr, "rdp-perf: rdp_region_deregister: %s\n", rdp_err_msg());
 	region = NULL;
-	free(region_mem);
-	region_mem = NULL;
 }
 
 /*
@@ -1244,7 +1240,7 @@ usage(FILE *f)
 "  -m, --mode LIST        lat (ping-pong), bw (windowed one-way stream),\n"
 "                         bidir (windowed echo, both ways); write, read (RDMA\n"
 "                         WRITE or READ bandwidth into a region the server\n"
-"                         registers, windowed), write_lat, read_lat (one at a\n"
+"                         allocates, windowed), write_lat, read_lat (one at a\n"
 "                         time: a WRITE's latency is half its round trip, a\n"
 "                         READ's its round trip); default lat,bw\n"
 "  -s, --sizes LIST       message sizes in bytes, e.g. 64,4096,65536 (default);\n"

@@ -5,21 +5,30 @@
  * message, with the data in place when the message arrives; READs beyond
  * the read depth waiting for their slots (shm fails a READ beyond them, so
  * a slip shows as a failure); a bad key failing the endpoint with every
- * operation and message reported once; regions busy while used; refusals.
+ * operation and message reported once; regions busy while used; refusals;
+ * regions the library allocates (rdp_region_alloc()), made before the
+ * endpoint connects (on shm a memcpy, no system call) or after it (on shm
+ * through the key table), with the same checks.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
 
+#include "ep_private.h"
 #include "ep_stream.h"
+#include "rdp_driver.h"
 #include "rdp_rdma.h"
 #include "rdp_test.h"
 
 #define REGION 65536u
 #define MAX_UD 4096u
+/* An allocated server region is this much longer than REGION: not a whole
+ * number of pages, so its last page holds bytes outside it. */
+#define ODD_TAIL 100u
 
 /* What the client saw, per user_data: done, failed (with the last status). */
 struct seen {
@@ -153,11 +162,18 @@ static const struct rdp_ep_ops client_ops = {
 	.on_recv = client_recv, .on_send = client_send, .on_state = client_state,
 };
 
+/* How a rig makes its two regions. */
+enum rig_mem {
+	RIG_APP,       /* application memory at odd addresses (rdp_region_register()) */
+	RIG_ALLOC,     /* rdp_region_alloc(), before the endpoint connects (the
+			* server's of REGION + ODD_TAIL bytes) */
+};
+
 struct rig {
 	struct rdp_cfg *cfg;
 	struct rdp_ep *ep;          /* the client's */
 	struct rte_ring *events;    /* pipeline: the client's events */
-	struct rdp_region *server;  /* REGION bytes at server_mem */
+	struct rdp_region *server;  /* REGION bytes at server_mem (RIG_ALLOC: + ODD_TAIL) */
 	struct rdp_region *local_region; /* the client's REGION bytes at local */
 	uint8_t *server_alloc, *local_alloc, *local;
 	struct rdp_rdesc remote;    /* the server's, as the client decoded it */
@@ -190,28 +206,18 @@ pump(struct rig *g)
 		}                                                                        \
 	} while (0)
 
+/* The rig's server and client regions, of REGION bytes each. */
 static void
-rig_open(struct rig *g, bool pipeline, const char *read_depth, unsigned int server_access)
+rig_regions(struct rig *g, enum rig_mem mem, unsigned int server_access)
 {
-	struct rdp_ep_params srv = { .ops = &server_ops, .lcore = -1 };
-	struct rdp_ep_params cli = { .ops = &client_ops, .lcore = -1 };
-	uint8_t wire[RDP_RDESC_LEN];
-	struct rdp_rdesc d;
-	char why[128] = "";
-
-	memset(g, 0, sizeof(*g));
-	memset(&seen, 0, sizeof(seen));
-	rdp_test_eal_init("0-1");
-	/* shm unless --driver says otherwise (the rxe lane runs these on verbs) */
-	g->cfg = stream_cfg(rdp_test_driver_or("shm"), 4096);
-	stream_cfg_env(g->cfg);
-	RDP_ASSERT_EQ(rdp_cfg_set(g->cfg, RDP_CFG_GLOBAL, "read_depth", read_depth, "test"), 0);
-	RDP_ASSERT_MSG(rdp_init(g->cfg) == 0, "rdp_init: %s", rdp_err_msg());
-	if (pipeline) {
-		g->events = rte_ring_create("rdma-events", 4096, (int)rte_socket_id(), 0);
-		RDP_ASSERT(g->events != NULL);
-		cli.ops = NULL;
-		cli.events = g->events;
+	if (mem == RIG_ALLOC) {
+		g->server = rdp_region_alloc(REGION + ODD_TAIL, server_access, -1);
+		RDP_ASSERT_MSG(g->server != NULL, "rdp_region_alloc: %s", rdp_err_msg());
+		g->local_region = rdp_region_alloc(REGION, 0, -1);
+		RDP_ASSERT_MSG(g->local_region != NULL, "rdp_region_alloc: %s", rdp_err_msg());
+		server_mem = rdp_region_addr(g->server);
+		g->local = rdp_region_addr(g->local_region);
+		return;
 	}
 	/* application memory at odd addresses: no alignment is assumed */
 	g->server_alloc = calloc(1, REGION + 64);
@@ -223,13 +229,67 @@ rig_open(struct rig *g, bool pipeline, const char *read_depth, unsigned int serv
 	g->local = g->local_alloc + 7;
 	g->local_region = rdp_region_register(g->local, REGION, 0);
 	RDP_ASSERT_MSG(g->local_region != NULL, "rdp_region_register: %s", rdp_err_msg());
-	/* the descriptor travels as bytes, as an application would send it */
-	rdp_region_rdesc(g->server, &d);
+}
+
+/* A region's descriptor as the client gets it: as bytes, as an application would send it. */
+static void
+rdesc_through_the_wire(const struct rdp_region *r, struct rdp_rdesc *out)
+{
+	uint8_t wire[RDP_RDESC_LEN];
+	struct rdp_rdesc d;
+	char why[128] = "";
+
+	rdp_region_rdesc(r, &d);
 	rdp_rdesc_encode(&d, wire);
-	RDP_ASSERT_MSG(rdp_rdesc_decode(wire, sizeof(wire), &g->remote, why, sizeof(why)) == 0,
+	RDP_ASSERT_MSG(rdp_rdesc_decode(wire, sizeof(wire), out, why, sizeof(why)) == 0,
 		       "%s", why);
+}
+
+/* The library up, nothing connected yet. */
+static void
+rig_init(struct rig *g, const char *read_depth)
+{
+	memset(g, 0, sizeof(*g));
+	memset(&seen, 0, sizeof(seen));
+	rdp_test_eal_init("0-1");
+	/* shm unless --driver says otherwise (the rxe lane runs these on verbs) */
+	g->cfg = stream_cfg(rdp_test_driver_or("shm"), 4096);
+	stream_cfg_env(g->cfg);
+	RDP_ASSERT_EQ(rdp_cfg_set(g->cfg, RDP_CFG_GLOBAL, "read_depth", read_depth, "test"), 0);
+	RDP_ASSERT_MSG(rdp_init(g->cfg) == 0, "rdp_init: %s", rdp_err_msg());
+}
+
+/* The rig's regions, then its endpoint and the server's. */
+static void
+rig_connect(struct rig *g, bool pipeline, unsigned int server_access, enum rig_mem mem)
+{
+	struct rdp_ep_params srv = { .ops = &server_ops, .lcore = -1 };
+	struct rdp_ep_params cli = { .ops = &client_ops, .lcore = -1 };
+
+	if (pipeline) {
+		g->events = rte_ring_create("rdma-events", 4096, (int)rte_socket_id(), 0);
+		RDP_ASSERT(g->events != NULL);
+		cli.ops = NULL;
+		cli.events = g->events;
+	}
+	rig_regions(g, mem, server_access);
+	rdesc_through_the_wire(g->server, &g->remote);
 	g->ep = stream_loopback_connect(&srv, &cli);
 	WAIT_FOR(g, __atomic_load_n(&server_ep, __ATOMIC_ACQUIRE) != NULL, "server endpoint");
+}
+
+static void
+rig_open_mem(struct rig *g, bool pipeline, const char *read_depth, unsigned int server_access,
+	     enum rig_mem mem)
+{
+	rig_init(g, read_depth);
+	rig_connect(g, pipeline, server_access, mem);
+}
+
+static void
+rig_open(struct rig *g, bool pipeline, const char *read_depth, unsigned int server_access)
+{
+	rig_open_mem(g, pipeline, read_depth, server_access, RIG_APP);
 }
 
 static void
@@ -389,7 +449,8 @@ queue_bad_key_burst(struct rdp_ep *ep, void *arg)
 	__atomic_store_n(&b->ran, true, __ATOMIC_RELEASE);
 }
 
-RDP_TEST(e2e, rdma_bad_key_fails_the_endpoint_and_reports_everything_once)
+static int
+bad_key(enum rig_mem mem)
 {
 	struct rdp_rdma_op ops[3];
 	struct bad_key_burst b = { .ops = ops };
@@ -397,7 +458,7 @@ RDP_TEST(e2e, rdma_bad_key_fails_the_endpoint_and_reports_everything_once)
 	struct rig g;
 	uint32_t i;
 
-	rig_open(&g, false, "16", RDP_REGION_REMOTE_WRITE);
+	rig_open_mem(&g, false, "16", RDP_REGION_REMOTE_WRITE, mem);
 	ops[0] = op(&g, RDP_RDMA_WRITE, 0, 64, 0, 1);
 	ops[1] = op(&g, RDP_RDMA_WRITE, 0, 64, 64, 2);
 	ops[1].remote.rkey ^= 0x5a00u;
@@ -427,6 +488,16 @@ RDP_TEST(e2e, rdma_bad_key_fails_the_endpoint_and_reports_everything_once)
 	return 0;
 }
 
+RDP_TEST(e2e, rdma_bad_key_fails_the_endpoint_and_reports_everything_once)
+{
+	return bad_key(RIG_APP);
+}
+
+RDP_TEST(e2e, rdma_bad_key_into_an_allocated_region_fails_the_endpoint_likewise)
+{
+	return bad_key(RIG_ALLOC);
+}
+
 /* On the poller, between queueing an operation and its report: the region must stay. */
 struct busy_check {
 	struct rig *g;
@@ -448,12 +519,13 @@ queue_then_deregister(struct rdp_ep *ep, void *arg)
 }
 
 /* A region an operation uses cannot go; once the operation is reported, it can. */
-RDP_TEST(e2e, rdma_region_in_use_refuses_to_deregister)
+static int
+region_in_use(enum rig_mem mem)
 {
 	struct busy_check b = { 0 };
 	struct rig g;
 
-	rig_open(&g, false, "16", RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ);
+	rig_open_mem(&g, false, "16", RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ, mem);
 	b.g = &g;
 	RDP_ASSERT_EQ(rdp_ep_call(g.ep, queue_then_deregister, &b), 0);
 	WAIT_FOR(&g, __atomic_load_n(&b.ran, __ATOMIC_ACQUIRE), "the poller's call");
@@ -463,6 +535,17 @@ RDP_TEST(e2e, rdma_region_in_use_refuses_to_deregister)
 	RDP_ASSERT_EQ(seen.done[5], 1);
 	rig_close(&g); /* deregisters it, now that nothing uses it */
 	return 0;
+}
+
+RDP_TEST(e2e, rdma_region_in_use_refuses_to_deregister)
+{
+	return region_in_use(RIG_APP);
+}
+
+/* The allocated region's memory stays too: the WRITE still reads from it. */
+RDP_TEST(e2e, rdma_allocated_region_in_use_refuses_to_deregister)
+{
+	return region_in_use(RIG_ALLOC);
 }
 
 /* What is refused before it is queued, with the reason in rte_errno; nothing is reported. */
@@ -512,6 +595,252 @@ RDP_TEST(e2e, rdma_refuses_bad_operations_before_queueing_them)
 	WAIT_FOR(&g, __atomic_load_n(&seen.events, __ATOMIC_ACQUIRE) == 1, "the good WRITE");
 	RDP_ASSERT_EQ(seen.done[7], 1);
 	RDP_ASSERT_EQ(seen.done[8] + seen.failed[8] + seen.done[1] + seen.failed[1], 0);
+	rig_close(&g);
+	return 0;
+}
+
+/* ---- regions the library allocates ---- */
+
+/* One-sided WRs the device ran with a system call (shm: process_vm_readv/writev). */
+static uint64_t
+dev_rdma_syscalls(void)
+{
+	struct rdp_dev_stats st;
+
+	RDP_ASSERT_EQ(rdp_dev_stats_get(rdp_rt.dev, &st), 0);
+	return st.rdma_syscalls;
+}
+
+static bool
+on_shm(void)
+{
+	return strcmp(rdp_rt.dev->drv->name, "shm") == 0;
+}
+
+/* Queue one operation and wait for its report: it must succeed. */
+static void
+run_ok(struct rig *g, const struct rdp_rdma_op *o)
+{
+	unsigned int before = __atomic_load_n(&seen.events, __ATOMIC_ACQUIRE);
+
+	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g->ep, o, 1), 1);
+	WAIT_FOR(g, __atomic_load_n(&seen.events, __ATOMIC_ACQUIRE) == before + 1, "the report");
+	RDP_ASSERT_MSG(seen.done[o->user_data] == 1, "operation %" PRIu64 ": done %u, failed %u "
+		       "(status %d)", o->user_data, seen.done[o->user_data],
+		       seen.failed[o->user_data], seen.status[o->user_data]);
+}
+
+/* Queue one operation the peer's device must refuse: it and the endpoint fail with -EACCES. */
+static void
+run_refused(struct rig *g, const struct rdp_rdma_op *o)
+{
+	unsigned int before = __atomic_load_n(&seen.events, __ATOMIC_ACQUIRE);
+
+	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g->ep, o, 1), 1);
+	WAIT_FOR(g, __atomic_load_n(&seen.events, __ATOMIC_ACQUIRE) == before + 1 &&
+		 __atomic_load_n(&seen.state, __ATOMIC_ACQUIRE) == RDP_EP_FAILED,
+		 "the report and FAILED");
+	RDP_ASSERT_EQ(seen.done[o->user_data], 0);
+	RDP_ASSERT_EQ(seen.failed[o->user_data], 1);
+	RDP_ASSERT_EQ(seen.status[o->user_data], -EACCES);
+	RDP_ASSERT_EQ(seen.state_err, -EACCES);
+}
+
+/* The arguments rdp_region_alloc() refuses, and before rdp_init(). */
+static void
+alloc_refusals(bool up)
+{
+	const unsigned int rw = RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ;
+
+	if (!up) {
+		RDP_ASSERT(rdp_region_alloc(4096, rw, -1) == NULL);
+		RDP_ASSERT_EQ(rte_errno, ENODEV);
+		return;
+	}
+	RDP_ASSERT(rdp_region_alloc(0, rw, -1) == NULL);
+	RDP_ASSERT_EQ(rte_errno, EINVAL);
+	RDP_ASSERT(rdp_region_alloc(4096, 4, -1) == NULL);
+	RDP_ASSERT_EQ(rte_errno, EINVAL);
+	RDP_ASSERT(rdp_region_alloc(4096, rw, -2) == NULL);
+	RDP_ASSERT_EQ(rte_errno, EINVAL);
+	RDP_ASSERT(rdp_region_alloc(4096, rw, RTE_MAX_NUMA_NODES) == NULL);
+	RDP_ASSERT_EQ(rte_errno, EINVAL);
+}
+
+/*
+ * Regions allocated before the endpoint connects: zero-filled; a WRITE
+ * lands where it says (the server checks it when the message after it
+ * arrives) and a READ brings it back; on shm both are copies into memory
+ * the peer mapped, with no system call.
+ */
+RDP_TEST(e2e, rdma_allocated_regions_round_trip_with_no_system_call)
+{
+	enum { LEN = REGION / 2, ROFF = 101, SEED = 7 };
+	static const uint8_t zero[REGION + ODD_TAIL];
+	struct claim c = { .seed = SEED, .offset = ROFF, .len = LEN };
+	struct rdp_rdma_op o;
+	struct rdp_msg *m;
+	uint64_t calls;
+	struct rig g;
+
+	alloc_refusals(false);
+	rig_open_mem(&g, false, "16", RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ, RIG_ALLOC);
+	alloc_refusals(true);
+	RDP_ASSERT_EQ(g.remote.len, REGION + ODD_TAIL);
+	RDP_ASSERT(memcmp(server_mem, zero, sizeof(zero)) == 0);
+	RDP_ASSERT(memcmp(g.local, zero, REGION) == 0);
+	calls = dev_rdma_syscalls();
+	pattern(g.local, LEN, SEED);
+	o = op(&g, RDP_RDMA_WRITE, 0, LEN, ROFF, 1);
+	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, &o, 1), 1);
+	m = rdp_msg_alloc(g.ep, sizeof(c));
+	RDP_ASSERT(m != NULL);
+	memcpy(m->data, &c, sizeof(c));
+	RDP_ASSERT_EQ(rdp_ep_send_burst(g.ep, &m, 1), 1);
+	WAIT_FOR(&g, __atomic_load_n(&seen.replies, __ATOMIC_ACQUIRE) == 1 &&
+		 __atomic_load_n(&seen.events, __ATOMIC_ACQUIRE) == 1, "answer and WRITE event");
+	RDP_ASSERT_EQ(seen.done[1], 1);
+	RDP_ASSERT_EQ(__atomic_load_n(&server_checked, __ATOMIC_ACQUIRE), 1);
+	RDP_ASSERT_EQ(__atomic_load_n(&server_bad, __ATOMIC_ACQUIRE), 0);
+	/* what the WRITE placed, and only there, comes back with a READ */
+	o = op(&g, RDP_RDMA_READ, LEN, LEN, ROFF - 1, 2);
+	run_ok(&g, &o);
+	RDP_ASSERT_EQ(g.local[LEN], 0);
+	RDP_ASSERT(memcmp(g.local + LEN + 1, g.local, LEN - 1) == 0);
+	if (on_shm())
+		RDP_ASSERT_EQ(dev_rdma_syscalls() - calls, 0);
+	rig_close(&g);
+	return 0;
+}
+
+/*
+ * A region allocated once the endpoint is up: its peer did not map it, and
+ * reaches it all the same (on shm through the key table, a system call per
+ * operation). The region's own bounds still hold there, to the byte: a
+ * WRITE past its end, in its last page, is a remote access error.
+ */
+RDP_TEST(e2e, rdma_region_allocated_after_connect_is_reached_within_its_bounds)
+{
+	enum { LATE = REGION + ODD_TAIL, LEN = 5000, ROFF = 3 };
+	struct rdp_region *late;
+	struct rdp_rdesc d;
+	struct rdp_rdma_op o;
+	uint8_t *mem;
+	uint64_t calls;
+	struct rig g;
+
+	rig_open_mem(&g, false, "16", RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ, RIG_ALLOC);
+	late = rdp_region_alloc(LATE, RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ, -1);
+	RDP_ASSERT_MSG(late != NULL, "rdp_region_alloc: %s", rdp_err_msg());
+	mem = rdp_region_addr(late);
+	rdesc_through_the_wire(late, &d);
+	calls = dev_rdma_syscalls();
+	pattern(g.local, LEN, 11);
+	o = op(&g, RDP_RDMA_WRITE, 0, LEN, ROFF, 1);
+	o.remote = d;
+	run_ok(&g, &o);
+	RDP_ASSERT(memcmp(mem + ROFF, g.local, LEN) == 0);
+	RDP_ASSERT_EQ(mem[ROFF - 1], 0);
+	RDP_ASSERT_EQ(mem[ROFF + LEN], 0);
+	/* the last byte of the region, back from the far end */
+	mem[LATE - 1] = 0xa5;
+	o = op(&g, RDP_RDMA_READ, REGION - 1, 1, LATE - 1, 2);
+	o.remote = d;
+	run_ok(&g, &o);
+	RDP_ASSERT_EQ(g.local[REGION - 1], 0xa5);
+	if (on_shm())
+		RDP_ASSERT_EQ(dev_rdma_syscalls() - calls, 2);
+	/* the descriptor stretched to the end of the page: the device still refuses */
+	d.len = RTE_ALIGN_CEIL(LATE, 4096u);
+	o = op(&g, RDP_RDMA_WRITE, 0, 8, LATE, 3);
+	o.remote = d;
+	run_refused(&g, &o);
+	RDP_ASSERT_EQ(mem[LATE - 1], 0xa5);
+	RDP_ASSERT_EQ(rdp_region_deregister(late), 0);
+	rig_close(&g);
+	return 0;
+}
+
+/* The same bound on a region the peer mapped at connect: its mapping's last page is larger. */
+RDP_TEST(e2e, rdma_write_past_an_allocated_region_in_its_last_page_is_refused)
+{
+	struct rdp_rdma_op o;
+	struct rig g;
+
+	rig_open_mem(&g, false, "16", RDP_REGION_REMOTE_WRITE, RIG_ALLOC);
+	o = op(&g, RDP_RDMA_WRITE, 0, 8, REGION + ODD_TAIL - 8, 1);
+	run_ok(&g, &o);
+	o = op(&g, RDP_RDMA_WRITE, 0, 8, REGION + ODD_TAIL, 2);
+	o.remote.len = RTE_ALIGN_CEIL(REGION + ODD_TAIL, 4096u);
+	run_refused(&g, &o);
+	rig_close(&g);
+	return 0;
+}
+
+/*
+ * A region deregistered after its peer mapped it: the peer's mapping
+ * outlives it, but a WRITE with its descriptor is a remote access error,
+ * as on a NIC, not a copy into memory nobody owns any more.
+ */
+RDP_TEST(e2e, rdma_write_into_a_deregistered_allocated_region_is_refused)
+{
+	struct rdp_rdma_op o;
+	struct rig g;
+
+	rig_open_mem(&g, false, "16", RDP_REGION_REMOTE_WRITE, RIG_ALLOC);
+	o = op(&g, RDP_RDMA_WRITE, 0, 64, 0, 1);
+	run_ok(&g, &o);
+	RDP_ASSERT_EQ(rdp_region_deregister(g.server), 0);
+	g.server = NULL;
+	o = op(&g, RDP_RDMA_WRITE, 0, 64, 0, 2);
+	run_refused(&g, &o);
+	rig_close(&g);
+	return 0;
+}
+
+/*
+ * More regions than one rendezvous can carry (a socket message holds 250
+ * fds on shm): the endpoint still connects, its receive buffers among what
+ * the peer maps, and every region is reached, those left out of the
+ * mapping through the key table.
+ */
+RDP_TEST(e2e, rdma_more_allocated_regions_than_a_rendezvous_carries_are_all_reached)
+{
+	enum { N = 300 };
+	static struct rdp_region *many[N];
+	const unsigned int rw = RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ;
+	struct rdp_rdma_op o;
+	uint64_t calls;
+	struct rig g;
+	uint32_t i;
+
+	rig_init(&g, "16");
+	for (i = 0; i < N; i++) {
+		many[i] = rdp_region_alloc(4096, rw, -1);
+		RDP_ASSERT_MSG(many[i] != NULL, "region %u: rdp_region_alloc: %s", i, rdp_err_msg());
+	}
+	rig_connect(&g, false, rw, RIG_ALLOC);
+	calls = dev_rdma_syscalls();
+	for (i = 0; i < N; i++) {
+		uint32_t word = 0x9e3779b9u * (i + 1);
+
+		memcpy(g.local, &word, sizeof(word));
+		o = op(&g, RDP_RDMA_WRITE, 0, sizeof(word), 4096 - sizeof(word), i);
+		rdesc_through_the_wire(many[i], &o.remote);
+		run_ok(&g, &o);
+		RDP_ASSERT_MSG(memcmp((uint8_t *)rdp_region_addr(many[i]) + 4096 - sizeof(word),
+				      &word, sizeof(word)) == 0, "region %u: the WRITE is not there", i);
+	}
+	/* and the rig's own pair, carried like any other */
+	o = op(&g, RDP_RDMA_WRITE, 0, 8, 0, N);
+	run_ok(&g, &o);
+	if (on_shm()) {
+		calls = dev_rdma_syscalls() - calls;
+		RDP_ASSERT_MSG(calls > 0 && calls < N, "%" PRIu64 " of %u WRITEs by system call",
+			       calls, N + 1);
+	}
+	for (i = 0; i < N; i++)
+		RDP_ASSERT_EQ(rdp_region_deregister(many[i]), 0);
 	rig_close(&g);
 	return 0;
 }

@@ -299,6 +299,7 @@ add_qp_stats(struct rdp_dev_stats *s, const struct shm_qp *qp)
 	s->recv_posted += RDP_STAT_READ(qp->st_recv_posted);
 	s->enomem += RDP_STAT_READ(qp->st_enomem);
 	s->rnr += RDP_STAT_READ(qp->st_rnr);
+	s->rdma_syscalls += RDP_STAT_READ(qp->st_rdma_syscalls);
 }
 
 static void
@@ -408,6 +409,25 @@ mr_publish(struct shm_dev *sd, struct shm_mr *mr)
 	return 0;
 }
 
+/*
+ * An MR with remote access goes into the key table, whatever memory it is:
+ * the table is how every peer checks that the MR still exists, and how a
+ * peer that has no mapping of it (rdp_mr_reg() memory, or a memfd made
+ * after the peer connected) reaches it with process_vm_readv/writev.
+ */
+static void
+key_publish(struct shm_dev *sd, const struct shm_mr *mr)
+{
+	struct shm_key *k = &sd->keys->key[mr->id];
+
+	if (!shm_mr_remote(mr))
+		return;
+	k->access = mr->head.access;
+	k->addr = (uintptr_t)mr->head.addr;
+	k->length = mr->head.length;
+	__atomic_store_n(&k->rkey, mr->head.rkey, __ATOMIC_RELEASE);
+}
+
 static struct rdp_mr *
 shm_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access)
 {
@@ -443,6 +463,7 @@ shm_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access)
 		munmap(p, map_len);
 		goto fail;
 	}
+	key_publish(sd, mr);
 	return &mr->head;
 fail:
 	if (mr->memfd >= 0)
@@ -472,14 +493,7 @@ shm_mr_reg(struct rdp_pd *pd, void *addr, size_t len, unsigned int access)
 		free(mr);
 		return NULL;
 	}
-	if (access & (RDP_ACCESS_REMOTE_WRITE | RDP_ACCESS_REMOTE_READ)) {
-		struct shm_key *k = &sd->keys->key[mr->id];
-
-		k->access = access;
-		k->addr = (uintptr_t)addr;
-		k->length = len;
-		__atomic_store_n(&k->rkey, mr->head.rkey, __ATOMIC_RELEASE);
-	}
+	key_publish(sd, mr);
 	return &mr->head;
 }
 
@@ -551,10 +565,59 @@ shm_links_close(struct shm_dev *sd, struct shm_qp *qp)
 }
 
 /*
+ * What the peer of @p qp maps at the rendezvous, memfds of the QP's PD
+ * only. HELLO_RECV: the QP's peer_mrs (or every receive MR when it has no
+ * list), which receives need. HELLO_REMOTE: the other MRs with remote
+ * access, which their owner opened to all its peers (the key table names
+ * them anyway), so that a WRITE or a READ into one is a memcpy; as many
+ * as a rendezvous carries, the rest reached through the key table.
+ */
+enum hello_pass { HELLO_RECV, HELLO_REMOTE };
+
+static bool
+hello_shares(const struct shm_qp *qp, const struct shm_mr *mr, enum hello_pass pass)
+{
+	bool recv;
+
+	if (mr == NULL || mr->memfd < 0 || mr->head.pd != qp->head.pd)
+		return false;
+	recv = shm_peer_mr_ok(qp, mr->id);
+	return pass == HELLO_RECV ? recv : !recv && shm_mr_remote(mr);
+}
+
+/* Add the MRs of one pass to a hello (device lock held); -E2BIG when receive MRs do not fit. */
+static int
+hello_add_mrs(const struct shm_qp *qp, enum hello_pass pass, uint32_t limit,
+	      struct shm_hello *h, int *fds, uint32_t *nfd)
+{
+	const struct shm_dev *sd = qp->sd;
+	uint32_t i;
+
+	for (i = 0; i < limit; i++) {
+		const struct shm_mr *mr = sd->mrs[i];
+
+		if (!hello_shares(qp, mr, pass))
+			continue;
+		if (*nfd == SHM_MAX_FDS) {
+			if (pass == HELLO_REMOTE)
+				return 0;
+			return rdp_err_set(E2BIG, "driver shm: QP %u: more than %u receive MRs "
+					   "in its PD", qp->head.qp_num, SHM_MAX_FDS - 3);
+		}
+		h->mr[h->nb_mr++] = (struct shm_hello_mr){
+			.id = mr->id, .rkey = mr->head.rkey, .access = mr->head.access,
+			.addr = (uintptr_t)mr->head.addr, .length = mr->head.length,
+		};
+		fds[(*nfd)++] = mr->memfd;
+	}
+	return 0;
+}
+
+/*
  * Send our receive side to the peer's device: its monitor attaches it and
- * answers. The QP's peer_mrs are shared, or else every receive MR of the
- * QP's PD that exists now: other MRs cannot receive on this QP. The answer
- * comes on the socket left in qp->connect_fd (shm_connect_poll()).
+ * answers, with the MRs hello_shares() names that exist now (later ones
+ * the peer reaches through the key table). The answer comes on the socket
+ * left in qp->connect_fd (shm_connect_poll()).
  */
 int
 shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
@@ -571,7 +634,7 @@ shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 	struct msghdr msg = { 0 };
 	struct cmsghdr *cm;
 	struct iovec iov;
-	uint32_t i, nfd = 0, limit;
+	uint32_t nfd = 0, limit;
 	socklen_t salen;
 	int fd = -1, ret;
 
@@ -589,25 +652,12 @@ shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 	fds[nfd++] = sd->keys_fd;
 	pthread_mutex_lock(&sd->lock);
 	limit = sd->next_mr_id;
-	for (i = 0; i < (qp->nb_peer_mr > 0 ? qp->nb_peer_mr : limit); i++) {
-		/* the QP's own list when it has one, else the PD's shareable MRs */
-		struct shm_mr *mr = sd->mrs[qp->nb_peer_mr > 0 ? qp->peer_mr[i] : i];
-
-		if (mr == NULL || mr->memfd < 0 || mr->head.pd != qp->head.pd)
-			continue;
-		if (nfd == SHM_MAX_FDS) {
-			pthread_mutex_unlock(&sd->lock);
-			ret = rdp_err_set(E2BIG, "driver shm: QP %u: more than %u shareable MRs in "
-					  "its PD", qp->head.qp_num, SHM_MAX_FDS - 3);
-			goto out;
-		}
-		h->mr[h->nb_mr++] = (struct shm_hello_mr){
-			.id = mr->id, .rkey = mr->head.rkey, .access = mr->head.access,
-			.addr = (uintptr_t)mr->head.addr, .length = mr->head.length,
-		};
-		fds[nfd++] = mr->memfd;
-	}
+	ret = hello_add_mrs(qp, HELLO_RECV, limit, h, fds, &nfd);
+	if (ret == 0)
+		ret = hello_add_mrs(qp, HELLO_REMOTE, limit, h, fds, &nfd);
 	pthread_mutex_unlock(&sd->lock);
+	if (ret < 0)
+		goto out;
 	qp->mr_limit = limit;
 
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);

@@ -306,17 +306,22 @@ remote_range(const struct shm_peer *peer, const struct shm_swqe *e, unsigned int
 	if (unlikely(m->base == NULL || m->rkey != e->rkey || !(m->access & access) ||
 		     !range_in(e->remote_addr, e->total_len, m->addr, m->length)))
 		return NULL;
+	/* deregistered since the rendezvous: the owner cleared its key */
+	if (unlikely(__atomic_load_n(&peer->keys->key[idx].rkey, __ATOMIC_ACQUIRE) != e->rkey))
+		return NULL;
 	return m->base + (e->remote_addr - m->addr);
 }
 
 /*
- * A one-sided WR into memory the peer registered with rdp_mr_reg(): its
- * key table says where and what is allowed, and the bytes go with one
+ * A one-sided WR into peer memory this side has not mapped (registered
+ * with rdp_mr_reg(), or a memfd made after the rendezvous): the peer's key
+ * table says where and what is allowed, and the bytes go with one
  * process_vm_writev/readv into the peer process. A region the peer
  * unmapped meanwhile fails as a bad address would.
  */
 static uint8_t
-exec_foreign(const struct shm_peer *peer, const struct shm_swqe *e, unsigned int access)
+exec_foreign(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e,
+	     unsigned int access)
 {
 	struct iovec local[SHM_MAX_SGE], remote;
 	const struct shm_key *k;
@@ -341,6 +346,7 @@ exec_foreign(const struct shm_peer *peer, const struct shm_swqe *e, unsigned int
 	}
 	remote.iov_base = (void *)(uintptr_t)e->remote_addr;
 	remote.iov_len = e->total_len;
+	RDP_STAT_ADD(qp->st_rdma_syscalls, 1);
 	n = access == RDP_ACCESS_REMOTE_WRITE ?
 		process_vm_writev(peer->pid, local, e->num_sge, &remote, 1, 0) :
 		process_vm_readv(peer->pid, local, e->num_sge, &remote, 1, 0);
@@ -350,7 +356,7 @@ exec_foreign(const struct shm_peer *peer, const struct shm_swqe *e, unsigned int
 }
 
 static uint8_t
-exec_write(const struct shm_peer *peer, const struct shm_swqe *e)
+exec_write(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e)
 {
 	uint8_t *dst;
 
@@ -358,7 +364,7 @@ exec_write(const struct shm_peer *peer, const struct shm_swqe *e)
 		return RDP_WC_SUCCESS; /* no remote effect at all */
 	dst = remote_range(peer, e, RDP_ACCESS_REMOTE_WRITE);
 	if (unlikely(dst == NULL))
-		return exec_foreign(peer, e, RDP_ACCESS_REMOTE_WRITE);
+		return exec_foreign(qp, peer, e, RDP_ACCESS_REMOTE_WRITE);
 	gather(e, dst);
 	return RDP_WC_SUCCESS;
 }
@@ -370,7 +376,7 @@ exec_write(const struct shm_peer *peer, const struct shm_swqe *e)
  * the copy into the local scatter list.
  */
 static uint8_t
-exec_read(const struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e)
+exec_read(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e)
 {
 	uint32_t slots = __atomic_load_n(&peer->qseg->max_dest_rd_atomic, __ATOMIC_ACQUIRE);
 	const uint8_t *src;
@@ -382,7 +388,7 @@ exec_read(const struct shm_qp *qp, const struct shm_peer *peer, const struct shm
 		return RDP_WC_SUCCESS;
 	src = remote_range(peer, e, RDP_ACCESS_REMOTE_READ);
 	if (unlikely(src == NULL))
-		return exec_foreign(peer, e, RDP_ACCESS_REMOTE_READ);
+		return exec_foreign(qp, peer, e, RDP_ACCESS_REMOTE_READ);
 	for (i = 0; i < e->num_sge; i++) {
 		memcpy(e->sge[i].addr, src, e->sge[i].len);
 		src += e->sge[i].len;
@@ -409,7 +415,7 @@ exec_one(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	if (unlikely(__atomic_load_n(&peer->qseg->rq_claim, __ATOMIC_RELAXED) != qp->peer_rq_claimed))
 		return RDP_WC_RETRY_EXC_ERR;
 	if (e->opcode == RDP_WR_RDMA_WRITE)
-		return exec_write(peer, e);
+		return exec_write(qp, peer, e);
 	if (e->opcode == RDP_WR_RDMA_READ)
 		return exec_read(qp, peer, e);
 	return exec_send(qp, b, e);
@@ -805,20 +811,6 @@ shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *e
 	return i;
 }
 
-/* Is MR @p id one the peer of @p qp may write into? */
-static inline bool
-peer_mr_ok(const struct shm_qp *qp, uint32_t id)
-{
-	uint32_t i;
-
-	if (qp->nb_peer_mr == 0)
-		return true;
-	for (i = 0; i < qp->nb_peer_mr; i++)
-		if (qp->peer_mr[i] == id)
-			return true;
-	return false;
-}
-
 uint16_t
 shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *err)
 {
@@ -851,7 +843,7 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 
 			/* only memory the peer has mapped can receive */
 			if (unlikely(mr == NULL || mr->memfd < 0 || mr->head.pd != q->pd ||
-				     mr->id >= qp->mr_limit || !peer_mr_ok(qp, mr->id) ||
+				     mr->id >= qp->mr_limit || !shm_peer_mr_ok(qp, mr->id) ||
 				     !(mr->head.access & RDP_ACCESS_LOCAL_WRITE) ||
 				     !range_in(s->addr, s->length, (uintptr_t)mr->head.addr,
 					       mr->head.length)))

@@ -339,6 +339,8 @@ struct rdp_dev_stats {
 	uint64_t flushed;       /**< completions with RDP_WC_WR_FLUSH_ERR */
 	uint64_t errors;        /**< other error completions */
 	uint64_t cq_overruns;   /**< CQs that went to error by overrun */
+	uint64_t rdma_syscalls; /**< one-sided WRs run with a system call (shm: into peer
+				 *   memory it has not mapped); 0 where the NIC runs them */
 };
 
 /* ---------------------------------------------------------------------- */

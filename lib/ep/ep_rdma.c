@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * One-sided operations (rdp_rdma.h): regions of application memory and
- * their remote descriptors, and RDMA WRITE and READ queued on an endpoint.
+ * One-sided operations (rdp_rdma.h): regions (application memory, or
+ * memory the device allocates) and their remote descriptors, and RDMA WRITE and READ queued on an endpoint.
  * An operation travels as a header from the endpoint's send pool whose
  * buffer holds what the WR needs (struct ep_rdma): in the send queue, in
  * order with the messages, tracked by its WR's sequence number, and back
@@ -35,40 +35,99 @@ struct rdp_region {
 /* Regions and descriptors                                                */
 /* ---------------------------------------------------------------------- */
 
-struct rdp_region *
-rdp_region_register(void *addr, size_t len, unsigned int access)
+/* The device access a region asks for: local write, and what it grants its peers. */
+static unsigned int
+region_dev_access(unsigned int access)
 {
 	unsigned int dev_access = RDP_ACCESS_LOCAL_WRITE;
-	struct rdp_region *r;
 
-	if (!rdp_rt.up) {
-		rdp_err_set(ENODEV, "rdp_region_register: rdmaplane is not initialised");
-		return NULL;
-	}
-	if (addr == NULL || len == 0 || (access & ~REGION_ACCESS_ALL) != 0) {
-		rdp_err_set(EINVAL, "rdp_region_register: %s", addr == NULL ? "NULL address" :
-			    len == 0 ? "zero length" : "unknown access flags");
-		return NULL;
-	}
 	if (access & RDP_REGION_REMOTE_WRITE)
 		dev_access |= RDP_ACCESS_REMOTE_WRITE;
 	if (access & RDP_REGION_REMOTE_READ)
 		dev_access |= RDP_ACCESS_REMOTE_READ;
-	r = calloc(1, sizeof(*r));
+	return dev_access;
+}
+
+/* The arguments every region takes; 0, or a negative errno with its message set. */
+static int
+region_args_check(const char *fn, size_t len, unsigned int access)
+{
+	if (!rdp_rt.up)
+		return rdp_err_set(ENODEV, "%s: rdmaplane is not initialised", fn);
+	if (len == 0)
+		return rdp_err_set(EINVAL, "%s: zero length", fn);
+	if ((access & ~REGION_ACCESS_ALL) != 0)
+		return rdp_err_set(EINVAL, "%s: unknown access flags 0x%x", fn, access);
+	return 0;
+}
+
+/* A region around a registered MR; NULL with rte_errno (the MR is the caller's then). */
+static struct rdp_region *
+region_new(const char *fn, struct rdp_mr *mr, unsigned int access)
+{
+	struct rdp_region *r = calloc(1, sizeof(*r));
+
 	if (r == NULL) {
-		rdp_err_set(ENOMEM, "rdp_region_register: out of memory");
+		rdp_err_set(ENOMEM, "%s: out of memory", fn);
 		return NULL;
 	}
-	r->mr = rdp_mr_reg(rdp_rt.pd, addr, len, dev_access);
-	if (r->mr == NULL) {
-		free(r);
-		return NULL;
-	}
-	r->addr = addr;
-	r->len = len;
+	r->mr = mr;
+	r->addr = mr->addr;
+	r->len = mr->length;    /* what was asked: a driver rounds only the mapping */
 	r->access = access;
 	atomic_init(&r->inflight, 0);
 	return r;
+}
+
+struct rdp_region *
+rdp_region_register(void *addr, size_t len, unsigned int access)
+{
+	static const char fn[] = "rdp_region_register";
+	struct rdp_region *r;
+	struct rdp_mr *mr;
+
+	if (addr == NULL) {
+		rdp_err_set(EINVAL, "%s: NULL address", fn);
+		return NULL;
+	}
+	if (region_args_check(fn, len, access) < 0)
+		return NULL;
+	mr = rdp_mr_reg(rdp_rt.pd, addr, len, region_dev_access(access));
+	if (mr == NULL)
+		return NULL;
+	r = region_new(fn, mr, access);
+	if (r == NULL)
+		(void)rdp_mr_free(mr);
+	return r;
+}
+
+struct rdp_region *
+rdp_region_alloc(size_t len, unsigned int access, int socket)
+{
+	static const char fn[] = "rdp_region_alloc";
+	struct rdp_region *r;
+	struct rdp_mr *mr;
+
+	if (region_args_check(fn, len, access) < 0)
+		return NULL;
+	if (socket < -1 || socket >= RTE_MAX_NUMA_NODES) {
+		rdp_err_set(EINVAL, "%s: socket %d, expected -1 or 0..%d", fn, socket,
+			    RTE_MAX_NUMA_NODES - 1);
+		return NULL;
+	}
+	mr = rdp_mr_alloc(rdp_rt.pd, len, socket, region_dev_access(access));
+	if (mr == NULL)
+		return NULL;
+	r = region_new(fn, mr, access);
+	if (r == NULL)
+		(void)rdp_mr_free(mr);
+	return r;
+}
+
+void *
+rdp_region_addr(const struct rdp_region *r)
+{
+	return r->addr;
 }
 
 int
@@ -81,6 +140,7 @@ rdp_region_deregister(struct rdp_region *r)
 	if (atomic_load(&r->inflight) != 0)
 		return rdp_err_set(EBUSY, "rdp_region_deregister: %u operations still use the "
 				   "region", atomic_load(&r->inflight));
+	/* rdp_mr_free() frees the memory of an MR rdp_mr_alloc() made */
 	ret = rdp_mr_free(r->mr);
 	if (ret < 0)
 		return ret;

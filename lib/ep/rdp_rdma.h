@@ -7,8 +7,13 @@
  * Moving data one-sided: registered regions of application memory, the
  * descriptors a peer needs to reach them, and RDMA WRITE and READ on an
  * endpoint.
- * - A region is memory the application owns (any address and alignment,
- *   hugepage or not) registered with the device once, after rdp_init().
+ * - A region is memory registered with the device once, after rdp_init():
+ *   memory the application owns (rdp_region_register(): any address and
+ *   alignment, hugepage or not), or memory the library allocates for it
+ *   (rdp_region_alloc()), which is what peers reach fastest: on shm a
+ *   peer maps it and a WRITE or READ into it is a memcpy, where memory the
+ *   application owns costs the peer a system call per operation
+ *   (docs/performance.md).
  *   rdp_region_rdesc() gives its remote descriptor: the application puts
  *   it in its own messages (rdp_rdesc_encode()) and the peer decodes it
  *   (rdp_rdesc_decode(), which checks it).
@@ -84,14 +89,51 @@ struct rdp_rdesc {
 struct rdp_region *rdp_region_register(void *addr, size_t len, unsigned int access);
 
 /**
- * Deregister a region. The memory stays the application's.
+ * Allocate memory and register it as a region, on the device the endpoints
+ * use. On shm the memory is a memfd: a peer that connects after this call
+ * maps it at the rendezvous and reaches it with a memcpy; a peer that was
+ * connected before reaches it too, through a system call per operation
+ * (connect after allocating for speed). On verbs it is the driver's
+ * NUMA-local memory.
+ *
+ * @param len
+ *   Bytes, at least 1 (the mapping is rounded up to a page; the region
+ *   and its descriptor are @p len bytes).
+ * @param access
+ *   enum rdp_region_access flags.
+ * @param socket
+ *   NUMA node of the memory, or -1 for any.
+ * @return
+ *   The region, zero-filled, at rdp_region_addr() (deregister it before
+ *   rdp_fini(): that frees the memory), or NULL with rte_errno:
+ *   ENODEV (before rdp_init()), EINVAL (zero length, unknown flags, a
+ *   socket out of range), ENOMEM, or the device's errno; rdp_err_msg()
+ *   says more.
+ */
+struct rdp_region *rdp_region_alloc(size_t len, unsigned int access, int socket);
+
+/**
+ * The first byte of a region: the memory rdp_region_alloc() made, or the
+ * address given to rdp_region_register().
  *
  * @param r
  *   The region.
+ * @return
+ *   Its address (never NULL).
+ */
+void *rdp_region_addr(const struct rdp_region *r);
+
+/**
+ * Deregister a region. Memory given to rdp_region_register() stays the
+ * application's; memory from rdp_region_alloc() is freed.
+ *
+ * @param r
+ *   The region, or NULL (nothing is done).
  * No operation may be queued on it while this runs.
  * @return
  *   0; -EBUSY while an operation queued by rdp_ep_rdma_burst() uses it
- *   (nothing is changed: retry after its event), or the device's errno.
+ *   (nothing is changed, the memory stays valid: retry after its event),
+ *   or the device's errno.
  */
 int rdp_region_deregister(struct rdp_region *r);
 

@@ -22,7 +22,8 @@
  *   to `added`, the owner keeps `owner_net` on a line of its own) and the
  *   doorbell bitmap, one bit per QP attached to the CQ, that a producer
  *   sets once per burst;
- * - receive and remote-write MRs (rdp_mr_alloc()) are memfds the peer maps.
+ * - MRs made by rdp_mr_alloc() are memfds: the peer maps the QP's receive
+ *   MRs and every MR with remote access that exists at the rendezvous.
  *
  * Nothing read from shared memory is trusted: every index, length and key is
  * bounds-checked against private copies before use.
@@ -203,7 +204,7 @@ struct shm_hello_mr {
 
 /** Sent by a QP going to RTR: "here is my receive side; send into it". */
 /**
- * One registered foreign MR (rdp_mr_reg() with remote access) as its peers
+ * One MR with remote access (rdp_mr_reg() or rdp_mr_alloc()) as its peers
  * see it, indexed by MR id. Written by the owner only: the fields, then
  * `rkey` with release; a deregistration clears `rkey` first. MR ids are
  * never reused, so an entry is published once and cleared once.
@@ -217,9 +218,10 @@ struct shm_key {
 };
 
 /**
- * The key table of a device: how a peer reaches memory that is not a
- * memfd (with process_vm_readv/writev into `pid`), shared at every
- * rendezvous.
+ * The key table of a device, shared at every rendezvous: which of its MRs
+ * with remote access still exist (a peer checks it before it uses a
+ * mapping), and how a peer reaches one it has not mapped (with
+ * process_vm_readv/writev into `pid`).
  */
 struct shm_key_seg {
 	uint32_t magic;
@@ -434,6 +436,7 @@ struct shm_qp {
 	uint64_t st_recv_posted;
 	uint64_t st_enomem;
 	uint64_t st_rnr;
+	uint64_t st_rdma_syscalls;  /**< WRITEs and READs run by exec_foreign() */
 	uint64_t bells_skipped;     /**< bursts published to an announced RQ without a doorbell */
 	/* slow path */
 	int memfd;
@@ -493,6 +496,27 @@ struct shm_dev {
 	struct shm_link links[SHM_MAX_LINKS];
 	struct rdp_dev_stats retired;    /**< counters of destroyed objects */
 };
+
+/** Does @p mr grant remote access (a WRITE target or a READ source)? */
+static inline bool
+shm_mr_remote(const struct shm_mr *mr)
+{
+	return (mr->head.access & (RDP_ACCESS_REMOTE_WRITE | RDP_ACCESS_REMOTE_READ)) != 0;
+}
+
+/** Is MR @p id one the peer of @p qp may receive into (its peer_mrs, if it has them)? */
+static inline bool
+shm_peer_mr_ok(const struct shm_qp *qp, uint32_t id)
+{
+	uint32_t i;
+
+	if (qp->nb_peer_mr == 0)
+		return true;
+	for (i = 0; i < qp->nb_peer_mr; i++)
+		if (qp->peer_mr[i] == id)
+			return true;
+	return false;
+}
 
 /** Receives posted on @p qp, as the thread that polls its CQ may read them. */
 static inline uint64_t
