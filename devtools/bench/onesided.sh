@@ -113,4 +113,4 @@ for it in $(seq "$iterations"); do
 	pair read_vs_memcpy 1048576 mcp -- read
 done
 
-printf '%s\n' "${rows[@]}" | python3 "$here/onesided_report.py"
+printf '%s\n' "${rows[@]}" | python3 "$here/bracket_report.py"

@@ -8,6 +8,7 @@
 # (default: rnr_retry = 0 so that an RNR is fatal, a 1 s transport timeout
 # as docs/rxe-lane.md advises for rxe in a VM, pollers that sleep when
 # idle, 20 s handshakes).
+# The server gets --max-msg of the largest -s.
 # Each run's JSON must show every phase measured with no exactly-once
 # violation (seq_errors), ENOMEM 0 and RNR 0; both processes must exit 0.
 # rxe's hw_counters that moved during a run are printed after it: they
@@ -39,6 +40,8 @@ for a in "$@"; do
 	prev=$a
 done
 want=$(( $(echo "$modes" | tr ',' '\n' | grep -c .) * $(echo "$sizes" | tr ',' '\n' | grep -c .) ))
+# the server accepts messages of the client's largest -s (rendezvous beyond 1 MiB)
+largest=$(echo "$sizes" | tr ',' '\n' | sort -n | tail -1)
 failed=0
 i=1
 while [ $i -le "$runs" ]; do
@@ -46,7 +49,8 @@ while [ $i -le "$runs" ]; do
 	counters /tmp/hw.before
 	rm -f /tmp/perf.json
 	rdp-perf -l 0-1 --no-huge --no-pci --file-prefix srv$i -- --server --quiet \
-		--listen 127.0.0.1:$port -c $cfg --driver verbs:device=rxe0 > /tmp/srv.out 2>&1 &
+		--listen 127.0.0.1:$port -c $cfg --driver verbs:device=rxe0 --max-msg "$largest" \
+		> /tmp/srv.out 2>&1 &
 	srv=$!
 	# the server listens once it has started its driver
 	t=0

@@ -222,12 +222,12 @@ struct rdp_qp_init_attr {
 	void *user_ctx;         /**< stored in rdp_qp.user_ctx */
 	/**
 	 * The MRs the peer may place data into through this QP (receive
-	 * buffers, RDMA WRITE targets) or RDMA READ from, at most
-	 * RDP_QP_MAX_PEER_MRS; receives
+	 * buffers, RDMA WRITE targets), at most RDP_QP_MAX_PEER_MRS; receives
 	 * from other MRs are refused. NULL: every such MR of the PD that exists
 	 * when the QP connects. Drivers whose peer needs the memory mapped
-	 * (shm) share exactly these, so one endpoint's peer sees one endpoint's
-	 * buffers; the verbs driver ignores it.
+	 * (shm) share these as receive targets, so one endpoint's peer sends
+	 * into one endpoint's buffers only (MRs with remote access are shared
+	 * for WRITE and READ besides); the verbs driver ignores it.
 	 */
 	struct rdp_mr *const *peer_mrs;
 	uint32_t nb_peer_mrs;   /**< entries in peer_mrs */

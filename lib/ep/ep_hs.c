@@ -33,8 +33,6 @@ setup_qp(struct rdp_ep *ep)
 {
 	const struct ep_lcore *lc = ep->lc;
 	struct rdp_qp_init_attr ia = { 0 };
-	struct rdp_mr *peer_mrs[2];
-	uint32_t nb_peer_mrs = 1;
 	struct rdp_qp_attr init = { .state = RDP_QPS_INIT };
 	char name[32];
 	uint32_t budget = ep_cq_budget(lc), tracks;
@@ -66,13 +64,10 @@ setup_qp(struct rdp_ep *ep)
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = ep->lc->max_inline;
 	ia.user_ctx = ep;
-	/* the peer writes into this endpoint's receive buffers and nothing else,
-	 * and READs the rendezvous messages of the lcore's send arena */
-	peer_mrs[0] = ep->recv_pool->mr;
-	if (lc->rv_send != NULL)
-		peer_mrs[nb_peer_mrs++] = lc->rv_send->mr;
-	ia.peer_mrs = peer_mrs;
-	ia.nb_peer_mrs = nb_peer_mrs;
+	/* the peer sends into this endpoint's receive buffers and nothing else
+	 * (what it may READ, the lcore's send arena, has remote access) */
+	ia.peer_mrs = &ep->recv_pool->mr;
+	ia.nb_peer_mrs = 1;
 	ep->qp = rdp_qp_create(rdp_rt.pd, &ia);
 	if (ep->qp == NULL)
 		return -rte_errno;

@@ -11,9 +11,12 @@
  *   pools on each poller's NUMA node, and the control thread that listens,
  *   connects and runs handshakes. rdp_fini() drains and frees everything.
  * - An endpoint is one RC queue pair to one peer, owned by one poller
- *   lcore. Messages of up to `max_msg_size` bytes travel as chunks of
- *   `buf_size` bytes and are reassembled in order; larger ones are refused
- *   with EMSGSIZE.
+ *   lcore. Messages of up to `rndv_threshold` bytes travel as chunks of
+ *   `buf_size` bytes and are reassembled in order; longer ones, up to
+ *   `max_msg_size`, go by rendezvous (the receiver RDMA READs them into
+ *   one contiguous buffer of its lcore's receive arena; docs/architecture.md,
+ *   "Rendezvous"); larger ones are refused with EMSGSIZE. Either way
+ *   messages are delivered in the order they were sent.
  * - Zero copy: rdp_msg_alloc() takes registered buffers, the application
  *   fills them and hands them to rdp_ep_send_burst(); received messages
  *   point into receive buffers, and rdp_msg_free() is what returns their
@@ -259,9 +262,10 @@ int rdp_ep_close(struct rdp_ep *ep);
  * @param len
  *   Payload bytes.
  * @return
- *   The message (segments of chunk size, `pkt_len` = @p len), or NULL with
- *   rte_errno: EMSGSIZE (larger than the endpoint's max message size),
- *   ENOBUFS (pool empty: retry after completions).
+ *   The message (segments of chunk size, `pkt_len` = @p len; above
+ *   `rndv_threshold`, one contiguous segment of the send arena), or NULL
+ *   with rte_errno: EMSGSIZE (larger than the endpoint's max message size),
+ *   ENOBUFS (pool or arena empty: retry after completions).
  */
 struct rdp_msg *rdp_msg_alloc(struct rdp_ep *ep, uint32_t len);
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""The report of devtools/bench/onesided.sh.
+"""The report of the bracketed comparisons (devtools/bench/onesided.sh, rndv.sh).
 
 Reads rows "NAME SIZE REF1 REF2 RDP" (operations per second: the reference
-before, the reference after, rdmaplane between them) and prints, per NAME
+before, the reference after, the subject between them) and prints, per NAME
 and SIZE, the pairs that count (REF1 and REF2 within 15 %), the median of
 their ratios RDP / mean(REF1, REF2), and the medians of both rates, in
 GB/s (10^9 bytes) and in operations per second. Exits 1 when no rdp-perf
@@ -43,7 +43,7 @@ def counted(pairs):
 def main():
     groups = parse(sys.stdin)
     if not groups:
-        print("onesided: no rows")
+        print("bracket_report: no rows")
         return 1
     print("%-24s %8s %6s %8s %10s %10s %12s %12s" %
           ("comparison", "size", "pairs", "ratio", "rdp GB/s", "ref GB/s", "rdp ops/s",
