@@ -102,6 +102,7 @@ struct raw_peer {
 	struct rdp_mr *mr;      /* send buffers, then receive buffers */
 	struct rdp_qp *qp;
 	int fd;
+	uint8_t rd_dest;        /* READs its hello says it serves */
 };
 
 static void raw_handshake(struct raw_peer *r, int port, bool send_ready);
@@ -136,7 +137,7 @@ raw_handshake(struct raw_peer *r, int port, bool send_ready)
 		.credit = { .sq_size = RAW_SQ, .signal_interval = 8, .rq_size = RAW_RQ,
 			    .ack_reserve = 8, .ack_threshold = 8 },
 		.buf_size = RAW_BUF, .max_msg_size = 65536,
-		.link_layer = RDP_LINK_SHM, .driver = "shm",
+		.link_layer = RDP_LINK_SHM, .driver = "shm", .rd_dest = r->rd_dest,
 	};
 	struct rdp_qp_attr attr = { .state = RDP_QPS_INIT };
 	struct rdp_hello ack;
@@ -279,6 +280,7 @@ static const uint8_t rts_1[32] = { 1, 0, 0, 0, 1, 0, 0, 0, 0, 16 };          /* 
 static const uint8_t rts_huge[32] = { 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };   /* 16 MiB */
 static const uint8_t rts_wrap[32] = { 1, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0,
 				      0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+static const uint8_t rts_ok[32] = { 1, 0, 0, 0, 0, 0, 0, 0, 16 };            /* 16 bytes */
 static const uint8_t rts_pad[32] = { 1, 0, 7, 0, 0, 0, 0, 0, 0, 16 };
 
 static const struct wire_case cases[] = {
@@ -385,6 +387,8 @@ RDP_TEST(e2e, ep_hostile_frames_fail_the_endpoint_naming_the_rule_and_leak_nothi
 
 		rdp_test_log_capture();
 		memset(&srv, 0, sizeof(srv));
+		/* it serves READs (rendezvous descriptors are refused for their fields) */
+		r.rd_dest = 16;
 		raw_establish(&r, port);
 		while (__atomic_load_n(&srv.ep, __ATOMIC_ACQUIRE) == NULL)
 			RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: not established", c->what);
@@ -399,6 +403,30 @@ RDP_TEST(e2e, ep_hostile_frames_fail_the_endpoint_naming_the_rule_and_leak_nothi
 		RDP_ASSERT_MSG(srv.err == c->err, "%s: error %d, expected %d", c->what, srv.err,
 			       c->err);
 		printf("ok: %s: %s\n", c->what, c->log);
+	}
+
+	/* a descriptor from a peer whose hello serves no READ: the endpoint may
+	 * not READ its message, and says so */
+	{
+		static const struct frame rts = { .imm = CTL, .len = 32, .payload = rts_ok };
+		double deadline = rdp_clock_s() + 5;
+
+		rdp_test_log_capture();
+		memset(&srv, 0, sizeof(srv));
+		r.rd_dest = 0;
+		raw_establish(&r, port);
+		while (__atomic_load_n(&srv.ep, __ATOMIC_ACQUIRE) == NULL)
+			RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no-READ peer: not established");
+		raw_send(&r, &rts, 1);
+		wait_log("a descriptor to an endpoint that issues no READ",
+			 "a descriptor, but this endpoint issues no READ (read depth 0 agreed in "
+			 "the handshake)");
+		raw_close(&r);
+		wait_released("a descriptor to an endpoint that issues no READ");
+		RDP_ASSERT_EQ(__atomic_load_n(&srv.received, __ATOMIC_ACQUIRE), 0);
+		RDP_ASSERT_EQ(srv.err, -EPROTO);
+		printf("ok: a descriptor to an endpoint that issues no READ fails it\n");
+		r.rd_dest = 16;
 	}
 
 	/* a peer that starts a message and never ends it holds only the

@@ -331,6 +331,14 @@ ep_rndv_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
 			byte_len >= 1 ? b[0] : 0, RV_RTS, RV_FIN);
 		return;
 	}
+	if (ep->credit.rd_depth == 0) {
+		/* the handshake agreed on no READ this way: the peer may not ask for one */
+		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+		ep_fail(ep, -EPROTO, "peer %s broke the rendezvous protocol: a descriptor, but "
+			"this endpoint issues no READ (read depth 0 agreed in the handshake)",
+			ep->peer);
+		return;
+	}
 	bad = rts_check(ep, b, byte_len, &value);
 	if (bad != NULL) {
 		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
