@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The registered arena (rdp_arena.h): a bitmap of pages, first fit from
- * the page after the last allocation, under a mutex.
+ * The registered arena (rdp_arena.h): a bitmap of pages, lowest fit, under
+ * a mutex.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -112,16 +112,13 @@ rdp_arena_alloc(struct rdp_arena *a, size_t len)
 	}
 	pthread_mutex_lock(&a->lock);
 	first = UINT32_MAX;
-	if (n <= a->pages_free) {
-		first = find_run(a, (uint32_t)n, a->hint, a->nb_pages);
-		if (first == UINT32_MAX)
-			first = find_run(a, (uint32_t)n, 0,
-					 RTE_MIN(a->nb_pages, a->hint + (uint32_t)n - 1));
-	}
+	/* the lowest run that fits: the buffers last freed are reused while their
+	 * lines are still in the caches, as a pool's stack reuses its buffers */
+	if (n <= a->pages_free)
+		first = find_run(a, (uint32_t)n, 0, a->nb_pages);
 	if (first != UINT32_MAX) {
 		mark(a, first, (uint32_t)n, true);
 		a->pages_free -= (uint32_t)n;
-		a->hint = first + (uint32_t)n == a->nb_pages ? 0 : first + (uint32_t)n;
 	}
 	pthread_mutex_unlock(&a->lock);
 	if (first == UINT32_MAX) {

@@ -6,7 +6,8 @@
  * @file
  * A registered arena: one contiguous registration cut into variable-size
  * runs of pages, for buffers too large for a pool (the rendezvous
- * messages of lib/ep). First fit from a rotating start; any thread may
+ * messages of lib/ep). Lowest fit (what was freed last is reused while it
+ * is still in the caches); any thread may
  * allocate and free (a mutex: large buffers are few and slow anyway).
  */
 
@@ -30,7 +31,6 @@ struct rdp_arena {
 	uint64_t *used;        /**< one bit per page, set: allocated */
 	uint32_t nb_pages;
 	uint32_t pages_free;
-	uint32_t hint;         /**< where the next search starts */
 	uint8_t *base;         /**< first byte */
 	struct rdp_mr *mr;     /**< registration of the whole arena */
 	char name[32];         /**< for messages */
