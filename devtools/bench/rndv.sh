@@ -16,19 +16,20 @@
 #   devtools/bench/rndv.sh [--iterations N] [--duration S] [--bin-dir DIR] [--smoke]
 #
 # --bin-dir: a build tree with apps/rdp-perf (default: build-bench, built
-# by run.sh). --smoke: one short iteration.
+# by run.sh). --smoke: one short iteration, the threshold at 64 KiB only.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 iterations=3
 duration=1
 bin_dir=$top/build-bench
+sweep="16384 32768 65536 131072 262144"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--iterations) iterations=$2; shift ;;
 	--duration) duration=$2; shift ;;
 	--bin-dir) bin_dir=$2; shift ;;
-	--smoke) iterations=1; duration=0.2 ;;
+	--smoke) iterations=1; duration=0.2; sweep=65536 ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "rndv.sh: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -65,7 +66,7 @@ for it in $(seq "$iterations"); do
 	pair rndv_vs_chunked_bw 1048576 chunked bw default bw
 	pair rndv_vs_write_bw 1048576 default write default bw
 	pair rndv_vs_write_bw 16777216 default write default bw
-	for size in 16384 32768 65536 131072 262144; do
+	for size in $sweep; do
 		# rndv_threshold just below the size: rendezvous; the chunked config: chunks
 		printf '[global]\nrndv_threshold = %d\n' $((size - 1)) > "$work/below.ini"
 		pair threshold_bw "$size" chunked bw below bw
