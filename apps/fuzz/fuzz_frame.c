@@ -10,7 +10,8 @@
  * number behind the one expected) is dropped, and the first violation ends
  * the stream. Properties:
  * - the rules accept exactly what a plain restatement of the wire format
- *   (docs/architecture.md, "Immediate data") accepts, and the SEND numbers
+ *   (docs/architecture.md, "Immediate data", rendezvous control messages
+ *   included) accepts, and the SEND numbers
  *   are judged as it judges them;
  * - the peer never returns more credits than we used;
  * - a message in progress and every message delivered stay within
@@ -39,6 +40,8 @@ ref_accepts(const struct ref *r, bool with_imm, uint32_t imm, uint32_t byte_len,
 
 	if (!with_imm || (imm & 0xffff) > returnable)
 		return false;
+	if (ack && first && last) /* a rendezvous control message: one whole chunk */
+		return byte_len >= 1 && byte_len <= r->chunk_size && !r->in_msg;
 	if (ack)
 		return byte_len == 0 && !first && !last;
 	if (byte_len > r->chunk_size || first == r->in_msg)
