@@ -14,6 +14,36 @@
 #include "ep_stream.h"
 #include "rdp_test.h"
 
+void
+stream_side_init(struct stream_side *s, const char *name, uint64_t salt, uint64_t peer_salt,
+		 uint64_t count, uint32_t max_size, uint32_t window, bool pipeline)
+{
+	memset(s, 0, sizeof(*s));
+	s->name = name;
+	s->salt = salt;
+	s->peer_salt = peer_salt;
+	s->count = count;
+	s->expect = count;
+	s->max_size = max_size;
+	s->window = window;
+	s->pipeline = pipeline;
+}
+
+void
+stream_wait_closed(struct stream_side *s)
+{
+	double deadline = rdp_clock_s() + 10;
+
+	stream_stop_sending(s);
+	while (!__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE)) {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: no CLOSED event within 10 s", s->name);
+		if (s->pipeline)
+			stream_pump(&s, 1, 0.001);
+		else
+			usleep(1000);
+	}
+}
+
 uint32_t
 stream_size(uint64_t salt, uint64_t seq, uint32_t max)
 {

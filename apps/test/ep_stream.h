@@ -47,6 +47,14 @@ struct stream_side {
 	char error[256];         /**< first check that failed, empty if none */
 };
 
+/** Set up side @p s: what it sends and expects, its largest message and window. */
+void stream_side_init(struct stream_side *s, const char *name, uint64_t salt,
+		      uint64_t peer_salt, uint64_t count, uint32_t max_size, uint32_t window,
+		      bool pipeline);
+
+/** Stop sending and pump (pipeline) or wait until @p s sees CLOSED (fails after 10 s). */
+void stream_wait_closed(struct stream_side *s);
+
 /** Sizes spread over [1, max]: log-uniform with 1% exactly max. */
 uint32_t stream_size(uint64_t salt, uint64_t seq, uint32_t max);
 

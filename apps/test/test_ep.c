@@ -44,31 +44,7 @@ static void
 side_init(struct stream_side *s, const char *name, uint64_t salt, uint64_t peer_salt,
 	  uint64_t count, bool pipeline)
 {
-	memset(s, 0, sizeof(*s));
-	s->name = name;
-	s->salt = salt;
-	s->peer_salt = peer_salt;
-	s->count = count;
-	s->expect = count;
-	s->max_size = MAX_MSG;
-	s->window = 48;
-	s->pipeline = pipeline;
-}
-
-/* Pump (pipeline) or wait (run-to-completion) until @p s sees CLOSED. */
-static void
-wait_closed(struct stream_side *s)
-{
-	double deadline = rdp_clock_s() + 10;
-
-	stream_stop_sending(s);
-	while (!__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE)) {
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: no CLOSED event within 10 s", s->name);
-		if (s->pipeline)
-			stream_pump(&s, 1, 0.001);
-		else
-			usleep(1000);
-	}
+	stream_side_init(s, name, salt, peer_salt, count, MAX_MSG, 48, pipeline);
 }
 
 /* Endpoints are freed asynchronously once the last reference goes. */
@@ -119,8 +95,8 @@ close_pair_and_fini(struct stream_side *srv, struct stream_side *cli, struct rdp
 	}
 	rdp_ep_close(stream_ep(cli));
 	rdp_ep_close(stream_ep(srv));
-	wait_closed(cli);
-	wait_closed(srv);
+	stream_wait_closed(cli);
+	stream_wait_closed(srv);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
 	return 0;
@@ -283,7 +259,7 @@ RDP_TEST(helper, e2e_stream_server)
 			usleep(1000);
 	}
 	rdp_ep_close(stream_ep(&srv));
-	wait_closed(&srv);
+	stream_wait_closed(&srv);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "server rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
 	return 0;
@@ -352,7 +328,7 @@ stream_two_processes(const char *driver, bool pipeline, uint64_t count)
 	RDP_ASSERT_EQ(stream_pump(sides, 1, 120), 0);
 	assert_clean(&cli);
 	rdp_ep_close(stream_ep(&cli));
-	wait_closed(&cli);
+	stream_wait_closed(&cli);
 	reap(pid, 0);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
@@ -415,7 +391,7 @@ RDP_TEST(e2e, ep_peer_killed_mid_stream_every_send_reported_once_then_reconnects
 	printf("peer killed: %" PRIu64 " sends completed, %" PRIu64 " reported failed (%s)\n",
 	       cli.done, cli.failed, strerror(-cli.state_err));
 	rdp_ep_close(ep);
-	wait_closed(&cli);
+	stream_wait_closed(&cli);
 	wait_no_endpoints();
 
 	/* a new server: the survivor connects again and streams */
@@ -427,7 +403,7 @@ RDP_TEST(e2e, ep_peer_killed_mid_stream_every_send_reported_once_then_reconnects
 	RDP_ASSERT_EQ(stream_pump(sides, 1, 60), 0);
 	assert_clean(&cli);
 	rdp_ep_close(stream_ep(&cli));
-	wait_closed(&cli);
+	stream_wait_closed(&cli);
 	reap(pid, 0);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
@@ -819,7 +795,7 @@ RDP_TEST(e2e, ep_connect_times_out_against_a_silent_server)
 	RDP_ASSERT_EQ(ret, -ETIMEDOUT);
 	RDP_ASSERT_EQ(rdp_ep_error(ep), -ETIMEDOUT);
 	rdp_ep_close(ep);
-	wait_closed(&cli);
+	stream_wait_closed(&cli);
 	wait_no_endpoints();
 	close(lfd);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
@@ -1049,7 +1025,7 @@ RDP_TEST(e2e, ep_cq_admission_grows_the_cq_then_refuses_with_the_numbers)
 	rdp_test_log_release();
 	for (i = 0; i < 3; i++) {
 		rdp_ep_close(ep[i]);
-		wait_closed(&cli[i]);
+		stream_wait_closed(&cli[i]);
 	}
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
@@ -1302,7 +1278,7 @@ RDP_TEST(e2e, ep_shared_secret_mismatch_fails_the_client_with_eacces)
 	ep = rdp_connect(addr, &prm);
 	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), -EACCES);
 	rdp_ep_close(ep);
-	wait_closed(&cli);
+	stream_wait_closed(&cli);
 	kill(pid, SIGKILL);
 	reap(pid, -1);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());

@@ -33,36 +33,6 @@ rndv_cfg(const char *driver, uint32_t max_msg, const char *threshold, const char
 	return cfg;
 }
 
-static void
-side_init(struct stream_side *s, const char *name, uint64_t salt, uint64_t peer_salt,
-	  uint64_t count, uint32_t max_size, bool pipeline)
-{
-	memset(s, 0, sizeof(*s));
-	s->name = name;
-	s->salt = salt;
-	s->peer_salt = peer_salt;
-	s->count = count;
-	s->expect = count;
-	s->max_size = max_size;
-	s->window = 16;
-	s->pipeline = pipeline;
-}
-
-static void
-wait_closed(struct stream_side *s)
-{
-	double deadline = rdp_clock_s() + 10;
-
-	stream_stop_sending(s);
-	while (!__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE)) {
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: no CLOSED event within 10 s", s->name);
-		if (s->pipeline)
-			stream_pump(&s, 1, 0.001);
-		else
-			usleep(1000);
-	}
-}
-
 /*
  * Both ways at once, sizes log-uniform up to 1 MiB (1 % exactly 1 MiB),
  * rendezvous above 16 KiB: every message arrives once, in order, byte for
@@ -84,8 +54,8 @@ mixed_stream(bool pipeline)
 	cfg = rndv_cfg(rdp_test_driver_or("shm:cqe_order=random:5"), 1u << 20, "16384",
 		       "8388608");
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
-	side_init(&srv, "server", 11, 12, 600, 1u << 20, pipeline);
-	side_init(&cli, "client", 12, 11, 600, 1u << 20, pipeline);
+	stream_side_init(&srv, "server", 11, 12, 600, 1u << 20, 16, pipeline);
+	stream_side_init(&cli, "client", 12, 11, 600, 1u << 20, 16, pipeline);
 	stream_params(&srv, &psrv);
 	stream_params(&cli, &pcli);
 	port = rdp_listen("127.0.0.1:0", &psrv);
@@ -112,8 +82,8 @@ mixed_stream(bool pipeline)
 	}
 	rdp_ep_close(stream_ep(&cli));
 	rdp_ep_close(stream_ep(&srv));
-	wait_closed(&cli);
-	wait_closed(&srv);
+	stream_wait_closed(&cli);
+	stream_wait_closed(&srv);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
 	return 0;

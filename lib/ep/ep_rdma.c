@@ -61,13 +61,20 @@ region_args_check(const char *fn, size_t len, unsigned int access)
 	return 0;
 }
 
-/* A region around a registered MR; NULL with rte_errno (the MR is the caller's then). */
+/*
+ * A region around a registered MR, NULL (rte_errno set) when @p mr is NULL
+ * or memory is short: the MR is freed then.
+ */
 static struct rdp_region *
 region_new(const char *fn, struct rdp_mr *mr, unsigned int access)
 {
-	struct rdp_region *r = calloc(1, sizeof(*r));
+	struct rdp_region *r;
 
+	if (mr == NULL)
+		return NULL;
+	r = calloc(1, sizeof(*r));
 	if (r == NULL) {
+		(void)rdp_mr_free(mr);
 		rdp_err_set(ENOMEM, "%s: out of memory", fn);
 		return NULL;
 	}
@@ -83,8 +90,6 @@ struct rdp_region *
 rdp_region_register(void *addr, size_t len, unsigned int access)
 {
 	static const char fn[] = "rdp_region_register";
-	struct rdp_region *r;
-	struct rdp_mr *mr;
 
 	if (addr == NULL) {
 		rdp_err_set(EINVAL, "%s: NULL address", fn);
@@ -92,21 +97,14 @@ rdp_region_register(void *addr, size_t len, unsigned int access)
 	}
 	if (region_args_check(fn, len, access) < 0)
 		return NULL;
-	mr = rdp_mr_reg(rdp_rt.pd, addr, len, region_dev_access(access));
-	if (mr == NULL)
-		return NULL;
-	r = region_new(fn, mr, access);
-	if (r == NULL)
-		(void)rdp_mr_free(mr);
-	return r;
+	return region_new(fn, rdp_mr_reg(rdp_rt.pd, addr, len, region_dev_access(access)),
+			  access);
 }
 
 struct rdp_region *
 rdp_region_alloc(size_t len, unsigned int access, int socket)
 {
 	static const char fn[] = "rdp_region_alloc";
-	struct rdp_region *r;
-	struct rdp_mr *mr;
 
 	if (region_args_check(fn, len, access) < 0)
 		return NULL;
@@ -115,13 +113,8 @@ rdp_region_alloc(size_t len, unsigned int access, int socket)
 			    RTE_MAX_NUMA_NODES - 1);
 		return NULL;
 	}
-	mr = rdp_mr_alloc(rdp_rt.pd, len, socket, region_dev_access(access));
-	if (mr == NULL)
-		return NULL;
-	r = region_new(fn, mr, access);
-	if (r == NULL)
-		(void)rdp_mr_free(mr);
-	return r;
+	return region_new(fn, rdp_mr_alloc(rdp_rt.pd, len, socket, region_dev_access(access)),
+			  access);
 }
 
 void *
@@ -280,6 +273,21 @@ range_ok(uint64_t off, uint64_t len, uint64_t size)
 	return len <= size && off <= size - len;
 }
 
+/* A carrier from the send pool made into an operation (no region, no owner, no user_data). */
+static void
+carrier_fill(struct rdp_ep *ep, struct rdp_msg *c, uint8_t opcode, uint64_t laddr,
+	     uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len)
+{
+	struct ep_rdma *d = rdma_of(c);
+
+	*d = (struct ep_rdma){ .laddr = laddr, .raddr = raddr, .len = len, .lkey = lkey,
+			       .rkey = rkey, .opcode = opcode };
+	c->flags = MSG_F_RDMA;
+	c->pkt_len = len;
+	c->user_data = 0;
+	c->ep = ep;
+}
+
 /* Check an operation before it is accepted; 0 or a positive errno. */
 static int
 op_check(const struct rdp_ep *ep, const struct rdp_rdma_op *op)
@@ -327,21 +335,12 @@ rdp_ep_rdma_burst(struct rdp_ep *ep, const struct rdp_rdma_op *ops, uint16_t n)
 		}
 		for (i = 0; i < chunk; i++) {
 			const struct rdp_rdma_op *op = &ops[done + i];
-			struct rdp_msg *m = carriers[i];
-			struct ep_rdma *d = rdma_of(m);
 
-			d->laddr = (uintptr_t)op->region->addr + op->offset;
-			d->raddr = op->remote.addr + op->remote_offset;
-			d->region = op->region;
-			d->owner = NULL;
-			d->len = op->len;
-			d->lkey = op->region->mr->lkey;
-			d->rkey = op->remote.rkey;
-			d->opcode = op->opcode;
-			m->flags = MSG_F_RDMA;
-			m->pkt_len = op->len;
-			m->user_data = op->user_data;
-			m->ep = ep;
+			carrier_fill(ep, carriers[i], op->opcode,
+				     (uintptr_t)op->region->addr + op->offset, op->region->mr->lkey,
+				     op->remote.addr + op->remote_offset, op->remote.rkey, op->len);
+			rdma_of(carriers[i])->region = op->region;
+			carriers[i]->user_data = op->user_data;
 			atomic_fetch_add(&op->region->inflight, 1);
 		}
 		k = ep_queue_sends(ep, carriers, chunk);
@@ -391,20 +390,8 @@ void
 ep_rdma_queue_internal(struct rdp_ep *ep, struct rdp_msg *c, struct rdp_msg *owner,
 		       uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len)
 {
-	struct ep_rdma *d = rdma_of(c);
-
-	d->laddr = laddr;
-	d->raddr = raddr;
-	d->region = NULL;
-	d->owner = owner;
-	d->len = len;
-	d->lkey = lkey;
-	d->rkey = rkey;
-	d->opcode = RDP_RDMA_READ;
-	c->flags = MSG_F_RDMA;
-	c->pkt_len = len;
-	c->user_data = 0;
-	c->ep = ep;
+	carrier_fill(ep, c, RDP_RDMA_READ, laddr, lkey, raddr, rkey, len);
+	rdma_of(c)->owner = owner;
 	txq_push(&ep->txq, c);
 	ep_busy(ep);
 }
