@@ -165,6 +165,24 @@ next_is_send(struct qp_sim_qp *qp)
 	}
 }
 
+/*
+ * Send completions that may overtake the oldest one: those of WRs posted
+ * fewer than sq_size WRs after it (the ring is in WR order).
+ */
+static uint32_t
+overtake_window(const struct qp_sim_qp *qp)
+{
+	uint32_t size = qp->cfg.cq_size, i = qp->scq_head, n = 0;
+	uint64_t oldest = qp->scq[i].seq;
+
+	while (n < qp->scq_count && qp->scq[i].seq < oldest + qp->cfg.sq_size) {
+		n++;
+		if (++i == size)
+			i = 0;
+	}
+	return n;
+}
+
 /* Take a send completion: the oldest, or in random order sometimes another. */
 static struct qp_sim_cqe
 take_send(struct qp_sim_qp *qp)
@@ -174,7 +192,7 @@ take_send(struct qp_sim_qp *qp)
 
 	if (qp->send_ooo_pct > 0 && qp->scq_count > 1 &&
 	    qp_sim_below(&qp->rng, 100) < qp->send_ooo_pct)
-		k = qp_sim_below(&qp->rng, qp->scq_count);
+		k = qp_sim_below(&qp->rng, overtake_window(qp));
 	i = qp->scq_head + k;
 	if (i >= size)
 		i -= size;

@@ -21,7 +21,9 @@
  * - **Completion order.** Within one work queue completions are polled in
  *   order; across the SQ and RQ the order is set by `qp_sim_order`. In
  *   random order, `send_ooo_pct` also lets a newer send completion of the
- *   same SQ overtake older ones (beyond what the InfiniBand spec allows).
+ *   same SQ overtake older ones (beyond what the InfiniBand spec allows),
+ *   by fewer than `sq_size` WRs: a completion overtakes only the oldest
+ *   pending one's next `sq_size - 1` WRs.
  *
  * Each QP has its own seeded generator, so a run is a function of the seed
  * and the caller's calls. No threads: the caller drives every step.

@@ -10,7 +10,7 @@
  * completed once).
  *
  * After every step: no post ever fails (SQ occupancy <= S), no RNR, the CQ
- * holds at most S + R completions, the policy's SQ count equals the NIC's,
+ * holds at most S + R completions (2S + R when send completions reorder), the policy's SQ count equals the NIC's,
  * credits are conserved, pure acks in flight fit the peer's reserve. Every
  * message is delivered exactly once and in order; every send buffer and
  * every receive buffer is released exactly once.
@@ -109,6 +109,7 @@ struct run {
 	struct sim_ep ep[2];
 	uint64_t round;
 	uint64_t progress_round;	/* last round anything was delivered */
+	uint32_t cq_budget[2];		/* S + R; 2S + R if send completions reorder */
 };
 
 static uint64_t base_seed;
@@ -504,9 +505,9 @@ check(struct run *r)
 		SIM_ASSERT(e->qp->err.rnr == 0, "side %u: a message found an empty RQ (RNR)", i);
 		SIM_ASSERT(e->qp->err.cq_overrun == 0, "side %u: CQ overrun", i);
 		SIM_ASSERT(qp_sim_sq_used(e->qp) <= e->p.sq_size, "side %u: SQ over S", i);
-		SIM_ASSERT(qp_sim_cq_used(e->qp) <= rdp_credit_cq_budget(&e->p),
+		SIM_ASSERT(qp_sim_cq_used(e->qp) <= r->cq_budget[i],
 			   "side %u: %u completions in a CQ budgeted %u", i,
-			   qp_sim_cq_used(e->qp), rdp_credit_cq_budget(&e->p));
+			   qp_sim_cq_used(e->qp), r->cq_budget[i]);
 		if (!e->legacy)
 			SIM_ASSERT(rdp_credit_sq_inflight(&e->cr) == qp_sim_sq_used(e->qp),
 				   "side %u: policy counts %u WRs in the SQ, the NIC %u", i,
@@ -681,9 +682,11 @@ run_segment(uint64_t seed, unsigned int segment, enum qp_sim_order order, uint32
 		 traffic_name[r->b.traffic], p[0].sq_size, p[1].sq_size, p[0].signal_interval,
 		 p[1].signal_interval, p[0].rq_size, p[1].rq_size, p[0].ack_reserve,
 		 p[1].ack_reserve, p[0].ack_threshold, p[1].ack_threshold);
-	for (i = 0; i < 2; i++)
-		cfg[i] = (struct qp_sim_cfg){ p[i].sq_size, p[i].rq_size,
-					      rdp_credit_cq_budget(&p[i]) };
+	for (i = 0; i < 2; i++) {
+		/* stale send completions come from WRs posted at most S earlier */
+		r->cq_budget[i] = rdp_credit_cq_budget(&p[i]) + (ooo_pct > 0 ? p[i].sq_size : 0);
+		cfg[i] = (struct qp_sim_cfg){ p[i].sq_size, p[i].rq_size, r->cq_budget[i] };
+	}
 	SIM_ASSERT(qp_sim_create(&r->sim, cfg, order, ooo_pct, mix(seed + 1)) == 0,
 		   "qp_sim_create");
 	ep_init(r, 0, p, legacy);
@@ -730,6 +733,19 @@ run_segment(uint64_t seed, unsigned int segment, enum qp_sim_order order, uint32
 	free(r);
 }
 
+/* Segment @p segment of a soak from @p seed, with @p left messages still to go. */
+static uint64_t
+soak_segment(uint64_t seed, unsigned int segment, enum qp_sim_order order, uint32_t ooo_pct,
+	     uint64_t left, struct segment_result *res)
+{
+	uint64_t rng = mix(seed + segment);
+	/* even, so that request/response splits it exactly */
+	uint64_t n = RTE_MIN(left, (uint64_t)between(&rng, 10000, 100000)) * 2;
+
+	run_segment(mix(seed ^ (segment + 1)), segment, order, ooo_pct, n, false, 64, res);
+	return n;
+}
+
 /* Our policy over @p total messages in segments of random configurations. */
 static int
 soak(enum qp_sim_order order, uint32_t ooo_pct, uint64_t total)
@@ -740,11 +756,8 @@ soak(enum qp_sim_order order, uint32_t ooo_pct, uint64_t total)
 	unsigned int segment = 0;
 
 	while (done < total) {
-		uint64_t rng = mix(seed + segment);
-		/* even, so that request/response splits it exactly */
-		uint64_t n = RTE_MIN(total - done, (uint64_t)between(&rng, 10000, 100000)) * 2;
+		uint64_t n = soak_segment(seed, segment, order, ooo_pct, total - done, &res);
 
-		run_segment(mix(seed ^ (segment + 1)), segment, order, ooo_pct, n, false, 64, &res);
 		SIM_ASSERT(res.overflow_at == 0, "our policy overflowed");
 		SIM_ASSERT(res.messages >= n, "segment delivered %" PRIu64 " of %" PRIu64,
 			   res.messages, n);
@@ -782,6 +795,30 @@ RDP_TEST(unit, credit_sim_random_order_keeps_every_invariant)
 RDP_TEST(unit, credit_sim_out_of_order_send_completions_keep_every_invariant)
 {
 	return soak(QP_SIM_RANDOM, 30, 2500000);
+}
+
+/*
+ * A device that reordered send completions within one SQ would leave a
+ * completion in the CQ after a newer one freed its slot, and the slot could
+ * be reused: with every READ signaled, the CQ could then hold more than
+ * S + R. A reordering run is held to 2S + R, with reordering spanning fewer
+ * than S WRs (the stale completions then come from at most S WRs). This
+ * seed overran an S + R queue when reordering was unbounded.
+ */
+RDP_TEST(unit, credit_sim_out_of_order_send_completions_fit_two_sq_budgets)
+{
+	const uint64_t seed = UINT64_C(4329220324821178075);
+	struct segment_result res;
+	unsigned int segment;
+
+	base_seed = seed;
+	for (segment = 0; segment < 2; segment++) {
+		uint64_t n = soak_segment(seed, segment, QP_SIM_RANDOM, 30, 2500000, &res);
+
+		RDP_ASSERT_MSG(res.messages >= n, "segment %u delivered %" PRIu64 " of %" PRIu64,
+			       segment, res.messages, n);
+	}
+	return 0;
 }
 
 /* The legacy window, same harness: it must post into a full SQ. */
