@@ -300,6 +300,26 @@ rdp_cq_destroy(struct rdp_cq *cq)
 	return DESTROY_OP(cq, cq->dev, cq_destroy);
 }
 
+/* rdp_post_recv() on a QP that receives from an SRQ. */
+static uint16_t
+srq_qp_post_recv(struct rdp_qp *qp, const struct rdp_recv_wr *wr, uint16_t n, int *err)
+{
+	RTE_SET_USED(qp);
+	RTE_SET_USED(wr);
+	RTE_SET_USED(n);
+	*err = -EINVAL;
+	return 0;
+}
+
+/* A QP made with an SRQ: it counts as a user of it, and has no RQ to post to. */
+static void
+srq_attach(struct rdp_qp *qp, struct rdp_srq *srq)
+{
+	qp->srq = srq;
+	qp->post_recv = srq_qp_post_recv;
+	__atomic_fetch_add(&srq->nb_qps, 1, __ATOMIC_RELAXED);
+}
+
 struct rdp_qp *
 rdp_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 {
@@ -310,8 +330,12 @@ rdp_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 		rdp_err_set(EINVAL, "rdp_qp_create: send_cq and recv_cq are required");
 		return NULL;
 	}
-	if (attr->cap.max_send_wr == 0 || attr->cap.max_recv_wr == 0) {
+	if (attr->cap.max_send_wr == 0 || (attr->cap.max_recv_wr == 0 && attr->srq == NULL)) {
 		rdp_err_set(EINVAL, "rdp_qp_create: max_send_wr and max_recv_wr must be >= 1");
+		return NULL;
+	}
+	if (attr->srq != NULL && attr->srq->dev != dev) {
+		rdp_err_set(EINVAL, "rdp_qp_create: the SRQ belongs to another device");
 		return NULL;
 	}
 	qp = CREATE_OP(dev, qp_create, pd, attr);
@@ -319,6 +343,8 @@ rdp_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 		DESTROY_OP(qp, dev, qp_destroy);
 		return no_fast_path(dev, "QP");
 	}
+	if (qp != NULL && attr->srq != NULL)
+		srq_attach(qp, attr->srq);
 	return qp;
 }
 
@@ -390,7 +416,65 @@ rdp_qp_connect(struct rdp_qp *qp, const struct rdp_qp_addr *remote,
 int
 rdp_qp_destroy(struct rdp_qp *qp)
 {
-	return DESTROY_OP(qp, qp->dev, qp_destroy);
+	struct rdp_srq *srq = qp != NULL ? qp->srq : NULL;
+	int ret = DESTROY_OP(qp, qp->dev, qp_destroy);
+
+	if (ret == 0 && srq != NULL)
+		__atomic_fetch_sub(&srq->nb_qps, 1, __ATOMIC_RELAXED);
+	return ret;
+}
+
+struct rdp_srq *
+rdp_srq_create(struct rdp_pd *pd, const struct rdp_srq_init_attr *attr)
+{
+	struct rdp_dev *dev = pd->dev;
+	struct rdp_srq *srq;
+
+	if (attr->max_wr == 0) {
+		rdp_err_set(EINVAL, "rdp_srq_create: max_wr must be >= 1");
+		return NULL;
+	}
+	if (attr->srq_limit > attr->max_wr) {
+		rdp_err_set(EINVAL, "rdp_srq_create: srq_limit %u is above max_wr %u",
+			    attr->srq_limit, attr->max_wr);
+		return NULL;
+	}
+	srq = CREATE_OP(dev, srq_create, pd, attr);
+	if (srq != NULL && srq->post_recv == NULL) {
+		DESTROY_OP(srq, dev, srq_destroy);
+		return no_fast_path(dev, "SRQ");
+	}
+	return srq;
+}
+
+int
+rdp_srq_destroy(struct rdp_srq *srq)
+{
+	uint32_t users;
+
+	if (srq == NULL)
+		return 0;
+	users = __atomic_load_n(&srq->nb_qps, __ATOMIC_ACQUIRE);
+	if (users > 0)
+		return rdp_err_set(EBUSY, "rdp_srq_destroy: %u QPs still receive from the SRQ",
+				   users);
+	return DESTROY_OP(srq, srq->dev, srq_destroy);
+}
+
+int
+rdp_srq_modify_limit(struct rdp_srq *srq, uint32_t limit)
+{
+	if (limit > srq->max_wr)
+		return rdp_err_set(EINVAL, "rdp_srq_modify_limit: limit %u is above max_wr %u",
+				   limit, srq->max_wr);
+	return CALL_OP(srq->dev, srq_modify_limit, srq, limit);
+}
+
+int
+rdp_srq_query(struct rdp_srq *srq, struct rdp_srq_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	return CALL_OP(srq->dev, srq_query, srq, attr);
 }
 
 const char *

@@ -34,7 +34,15 @@
  * - immediate data is carried; a zero-length RDMA WRITE succeeds with no
  *   remote effect (the credit protocol's reclaim marker);
  * - a CQ that would overrun goes to error and says so (rdp_poll_cq() < 0 and
- *   an RDP_EVENT_CQ_ERR event), never silently.
+ *   an RDP_EVENT_CQ_ERR event), never silently;
+ * - a shared receive queue (SRQ) gives its receives to its QPs in posting
+ *   order, whichever QP a SEND arrives on; the completion comes on that QP's
+ *   recv CQ with its `qp_num`; an SRQ that is empty is RNR as an empty RQ
+ *   is; a QP in error flushes none of the SRQ's receives (only its own send
+ *   WRs); a receive that was taken for a QP being destroyed completes (with
+ *   that QP's number) or stays posted, never lost, and nothing waits for a
+ *   "last WQE reached" event (rxe raises none); an armed limit raises one
+ *   RDP_EVENT_SRQ_LIMIT when the receives left drop below it, then disarms.
  *
  * CONCURRENCY: a CQ and the QPs attached to it are used by one thread at a
  * time on the fast path (the poller lcore that owns them). Slow-path calls
@@ -58,6 +66,7 @@ struct rdp_dev;
 struct rdp_pd;
 struct rdp_cq;
 struct rdp_qp;
+struct rdp_srq;
 
 /** Longest driver spec accepted by rdp_dev_open(), including the NUL. */
 #define RDP_DEV_SPEC_MAX 256
@@ -231,6 +240,31 @@ struct rdp_qp_init_attr {
 	 */
 	struct rdp_mr *const *peer_mrs;
 	uint32_t nb_peer_mrs;   /**< entries in peer_mrs */
+	/**
+	 * Take receives from this shared receive queue instead of an RQ of the
+	 * QP's own (NULL: its own RQ). cap.max_recv_wr and cap.max_recv_sge
+	 * are then ignored and rdp_post_recv() on the QP fails with -EINVAL.
+	 * The SRQ belongs to the QP's device. On shm, the QPs of one SRQ share
+	 * one recv_cq and name no peer_mrs (their peers map every receive MR
+	 * of the PD).
+	 */
+	struct rdp_srq *srq;
+};
+
+/** Arguments of rdp_srq_create(). */
+struct rdp_srq_init_attr {
+	uint32_t max_wr;    /**< receives it holds, 1..rdp_dev_attr.max_srq_wr */
+	uint32_t max_sge;   /**< SGEs per receive, 0..rdp_dev_attr.max_srq_sge (0 means 1) */
+	uint32_t srq_limit; /**< limit armed at creation (see rdp_srq_modify_limit()), 0: none */
+	int socket;         /**< NUMA node of its memory, or -1 */
+	void *user_ctx;     /**< stored in rdp_srq.user_ctx */
+};
+
+/** Result of rdp_srq_query(). */
+struct rdp_srq_attr {
+	uint32_t max_wr;    /**< as asked (accounting uses it) */
+	uint32_t max_sge;   /**< SGEs per receive */
+	uint32_t srq_limit; /**< the armed limit, 0 when none (or once it fired) */
 };
 
 /** What a peer needs to connect to a QP; exchanged in the handshake. */
@@ -308,6 +342,8 @@ struct rdp_dev_attr {
 	int numa_node;            /**< NUMA node of the device, -1 unknown */
 	uint32_t fds_per_qp;      /**< file descriptors one connected QP may hold at
 				   *   once, its setup included (0 for verbs) */
+	uint32_t max_srq_wr;      /**< deepest SRQ, 0 without SRQ support */
+	uint32_t max_srq_sge;     /**< SGEs per SRQ receive */
 };
 
 /** Asynchronous event types, mirroring verbs' affiliated events. */
@@ -317,6 +353,11 @@ enum rdp_event_type {
 	RDP_EVENT_PORT_ERR,     /**< the link went down */
 	RDP_EVENT_PORT_ACTIVE,  /**< the link came up */
 	RDP_EVENT_DEVICE_FATAL, /**< the device is gone */
+	/**
+	 * The receives left on an SRQ dropped below its armed limit (srq set);
+	 * the limit is disarmed (rdp_srq_modify_limit() arms it again).
+	 */
+	RDP_EVENT_SRQ_LIMIT,
 };
 
 /**
@@ -327,12 +368,13 @@ struct rdp_event {
 	enum rdp_event_type type;
 	struct rdp_qp *qp; /**< affected QP or NULL */
 	struct rdp_cq *cq; /**< affected CQ or NULL */
+	struct rdp_srq *srq; /**< affected SRQ or NULL */
 };
 
 /** Device-wide counters; every driver fills every field it can. */
 struct rdp_dev_stats {
 	uint64_t send_posted;   /**< send WRs accepted by post_send */
-	uint64_t recv_posted;   /**< receive WRs accepted by post_recv */
+	uint64_t recv_posted;   /**< receive WRs accepted by post_recv and post_srq_recv */
 	uint64_t completions;   /**< completions returned by poll_cq */
 	uint64_t enomem;        /**< post_send refusals for a full SQ */
 	uint64_t rnr;           /**< sends that found the remote RQ empty */
@@ -353,6 +395,9 @@ typedef uint16_t (*rdp_post_send_fn)(struct rdp_qp *qp, const struct rdp_send_wr
 /** Fast-path post_recv: returns WRs accepted, sets *err (0 or -errno) for wr[ret]. */
 typedef uint16_t (*rdp_post_recv_fn)(struct rdp_qp *qp, const struct rdp_recv_wr *wr,
 				     uint16_t n, int *err);
+/** Fast-path post_srq_recv: returns WRs accepted, sets *err (0 or -errno) for wr[ret]. */
+typedef uint16_t (*rdp_post_srq_recv_fn)(struct rdp_srq *srq, const struct rdp_recv_wr *wr,
+					 uint16_t n, int *err);
 /** Fast-path poll: returns completions written (0..n) or -EIO when the CQ is in error. */
 typedef int (*rdp_poll_cq_fn)(struct rdp_cq *cq, struct rdp_wc *wc, uint16_t n);
 
@@ -376,6 +421,19 @@ struct rdp_qp {
 	uint32_t qp_num;
 	struct rdp_qp_cap cap;      /**< as asked for: accounting uses these */
 	void *user_ctx;             /**< from rdp_qp_init_attr */
+	struct rdp_srq *srq;        /**< its SRQ, or NULL (set by the generic layer) */
+};
+
+/** Generic head of a shared receive queue. */
+struct rdp_srq {
+	rdp_post_srq_recv_fn post_recv; /**< fast path, never NULL */
+	struct rdp_dev *dev;
+	struct rdp_pd *pd;
+	uint32_t max_wr;            /**< as asked for: accounting uses it */
+	uint32_t max_sge;           /**< SGEs per receive */
+	int socket;                 /**< NUMA node of its memory */
+	void *user_ctx;             /**< from rdp_srq_init_attr */
+	uint32_t nb_qps;            /**< (atomic) QPs using it, kept by the generic layer */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -424,6 +482,34 @@ static inline uint16_t
 rdp_post_recv(struct rdp_qp *qp, const struct rdp_recv_wr *wr, uint16_t n, int *err)
 {
 	return qp->post_recv(qp, wr, n, err);
+}
+
+/**
+ * Post a burst of receive WRs to a shared receive queue (one doorbell).
+ * Every QP created with the SRQ takes its next receive from it, in the
+ * order they were posted.
+ *
+ * @param srq
+ *   The SRQ; only its owner thread posts (shm: the thread that polls its
+ *   QPs' recv CQ, or another one as for rdp_post_recv(); verbs: the
+ *   thread that polls its QPs' recv CQs).
+ * @param wr
+ *   @p n work requests.
+ * @param n
+ *   Number of WRs.
+ * @param err
+ *   Set to 0 when all were accepted, else to the error of `wr[return]`:
+ *   -ENOMEM (`max_wr` receives posted and not completed), -EINVAL (too
+ *   many SGEs, or memory the driver cannot receive into: on shm, memory
+ *   not from rdp_mr_alloc() of the SRQ's PD, or allocated after one of its
+ *   QPs connected).
+ * @return
+ *   Number of WRs accepted, in order.
+ */
+static inline uint16_t
+rdp_post_srq_recv(struct rdp_srq *srq, const struct rdp_recv_wr *wr, uint16_t n, int *err)
+{
+	return srq->post_recv(srq, wr, n, err);
 }
 
 /**
@@ -647,7 +733,7 @@ int rdp_cq_destroy(struct rdp_cq *cq);
  * @param pd
  *   The PD.
  * @param attr
- *   CQs and capacities.
+ *   CQs and capacities, and the SRQ it receives from, if any.
  * @return
  *   The QP, or NULL with rte_errno (EINVAL, ENOMEM).
  */
@@ -761,6 +847,59 @@ int rdp_qp_connect(struct rdp_qp *qp, const struct rdp_qp_addr *remote,
  *   0 or a negative errno.
  */
 int rdp_qp_destroy(struct rdp_qp *qp);
+
+/**
+ * Create a shared receive queue: receives posted once, taken by whichever
+ * of its QPs a SEND arrives on (rdp_qp_init_attr.srq).
+ *
+ * @param pd
+ *   The PD of its receive buffers (shm: and of its QPs).
+ * @param attr
+ *   Depth, SGEs per receive, the limit armed at creation, NUMA node.
+ * @return
+ *   The SRQ, or NULL with rte_errno: EINVAL (max_wr 0 or above
+ *   max_srq_wr, max_sge above max_srq_sge, srq_limit above max_wr),
+ *   ENOMEM, ENOTSUP (the driver has no SRQ).
+ */
+struct rdp_srq *rdp_srq_create(struct rdp_pd *pd, const struct rdp_srq_init_attr *attr);
+
+/**
+ * Destroy an SRQ. Its receives still posted are dropped without a
+ * completion: their buffers are the owner's again.
+ *
+ * @param srq
+ *   The SRQ, or NULL.
+ * @return
+ *   0, -EBUSY while a QP uses it, or a driver errno.
+ */
+int rdp_srq_destroy(struct rdp_srq *srq);
+
+/**
+ * Arm (or disarm) an SRQ's limit, as ibv_modify_srq() with IBV_SRQ_LIMIT:
+ * once fewer than @p limit of its receives are left (posted and not taken
+ * by a SEND), one RDP_EVENT_SRQ_LIMIT is raised and the limit disarmed.
+ * The event may come when the receive that crossed it is completed.
+ *
+ * @param srq
+ *   The SRQ.
+ * @param limit
+ *   0 (disarm) .. max_wr.
+ * @return
+ *   0, -EINVAL (above max_wr), -ENOTSUP, or a driver errno.
+ */
+int rdp_srq_modify_limit(struct rdp_srq *srq, uint32_t limit);
+
+/**
+ * Read an SRQ's attributes.
+ *
+ * @param srq
+ *   The SRQ.
+ * @param attr
+ *   Filled on success (srq_limit is 0 once the limit fired).
+ * @return
+ *   0, -ENOTSUP, or a driver errno.
+ */
+int rdp_srq_query(struct rdp_srq *srq, struct rdp_srq_attr *attr);
 
 /**
  * Name of a QP state.

@@ -314,6 +314,8 @@ device_events(void)
 		case RDP_EVENT_PORT_ACTIVE:
 			EP_LOG(NOTICE, "device %s: port active", rdp_rt.attr.name);
 			break;
+		case RDP_EVENT_SRQ_LIMIT:
+			break; /* the endpoints make no SRQ (yet) */
 		}
 	}
 }

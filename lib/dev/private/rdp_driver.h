@@ -73,6 +73,14 @@ struct rdp_driver_ops {
 	int (*qp_query)(struct rdp_qp *qp, struct rdp_qp_attr *attr);
 	int (*qp_local_addr)(struct rdp_qp *qp, struct rdp_qp_addr *addr);
 	int (*qp_destroy)(struct rdp_qp *qp);
+	/**
+	 * Shared receive queues (all four, or none: -ENOTSUP). srq_destroy
+	 * is only called while no QP uses the SRQ (the generic layer counts).
+	 */
+	struct rdp_srq *(*srq_create)(struct rdp_pd *pd, const struct rdp_srq_init_attr *attr);
+	int (*srq_destroy)(struct rdp_srq *srq);
+	int (*srq_modify_limit)(struct rdp_srq *srq, uint32_t limit);
+	int (*srq_query)(struct rdp_srq *srq, struct rdp_srq_attr *attr);
 };
 
 /** A registered driver. */
@@ -88,7 +96,7 @@ struct rdp_driver {
 struct rdp_dev {
 	const struct rdp_driver *drv;
 	char spec[RDP_DEV_SPEC_MAX];     /**< as opened */
-	uint32_t nb_objects;             /**< PDs, MRs, CQs and QPs alive */
+	uint32_t nb_objects;             /**< PDs, MRs, CQs, QPs and SRQs alive */
 	void *priv;                      /**< driver state, dev_priv_size bytes */
 };
 
