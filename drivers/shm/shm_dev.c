@@ -74,6 +74,34 @@ shm_event_push(struct shm_dev *sd, enum rdp_event_type type, struct rdp_qp *qp,
 }
 
 void
+shm_event_push_srq(struct shm_dev *sd, struct rdp_srq *srq)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&sd->ev_lock);
+	if (sd->ev_tail - sd->ev_head < SHM_MAX_EVENTS)
+		sd->ev[sd->ev_tail++ % SHM_MAX_EVENTS] =
+			(struct rdp_event){ .type = RDP_EVENT_SRQ_LIMIT, .srq = srq };
+	else
+		sd->ev_lost++;
+	pthread_mutex_unlock(&sd->ev_lock);
+	if (write(sd->ev_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		SHM_LOG(ERR, "event fd write: %s", strerror(errno));
+}
+
+void
+shm_event_forget_srq(struct shm_dev *sd, const struct rdp_srq *srq)
+{
+	uint64_t i;
+
+	pthread_mutex_lock(&sd->ev_lock);
+	for (i = sd->ev_head; i != sd->ev_tail; i++)
+		if (sd->ev[i % SHM_MAX_EVENTS].srq == srq)
+			sd->ev[i % SHM_MAX_EVENTS].srq = NULL;
+	pthread_mutex_unlock(&sd->ev_lock);
+}
+
+void
 shm_event_forget(struct shm_dev *sd, const struct rdp_qp *qp, const struct rdp_cq *cq)
 {
 	uint64_t i;
@@ -211,6 +239,7 @@ shm_dev_open(struct rdp_dev *dev, const char *args)
 	pthread_mutex_init(&sd->ev_lock, NULL);
 	TAILQ_INIT(&sd->qps);
 	TAILQ_INIT(&sd->cqs);
+	TAILQ_INIT(&sd->srqs);
 	sd->next_qpn = 1;
 	memcpy(&sd->gid[0], &pid, 4);
 	memcpy(&sd->gid[4], &sd->instance, 4);
@@ -289,6 +318,8 @@ shm_dev_query(struct rdp_dev *dev, struct rdp_dev_attr *attr)
 	attr->active_mtu = SHM_MTU;
 	attr->numa_node = -1;
 	attr->fds_per_qp = SHM_FDS_PER_QP;
+	attr->max_srq_wr = SHM_MAX_WR;
+	attr->max_srq_sge = SHM_MAX_SGE;
 	return 0;
 }
 
@@ -323,15 +354,24 @@ shm_stats_retire_cq(struct shm_dev *sd, const struct shm_cq *cq)
 	add_cq_stats(&sd->retired, cq);
 }
 
+void
+shm_stats_retire_srq(struct shm_dev *sd, const struct shm_srq *srq)
+{
+	sd->retired.recv_posted += RDP_STAT_READ(srq->st_recv_posted);
+}
+
 static int
 shm_stats_get(struct rdp_dev *dev, struct rdp_dev_stats *st)
 {
 	struct shm_dev *sd = to_sdev(dev);
 	const struct shm_qp *qp;
 	const struct shm_cq *cq;
+	const struct shm_srq *srq;
 
 	pthread_mutex_lock(&sd->lock);
 	*st = sd->retired;
+	TAILQ_FOREACH(srq, &sd->srqs, next)
+		st->recv_posted += RDP_STAT_READ(srq->st_recv_posted);
 	TAILQ_FOREACH(qp, &sd->qps, next)
 		add_qp_stats(st, qp);
 	TAILQ_FOREACH(cq, &sd->cqs, next)
@@ -650,8 +690,15 @@ shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 	fds[nfd++] = qp->memfd;
 	fds[nfd++] = qp->rcq->memfd;
 	fds[nfd++] = sd->keys_fd;
+	if (qp->srq != NULL) {
+		h->srq = 1;
+		fds[nfd++] = qp->srq->memfd;
+	}
 	pthread_mutex_lock(&sd->lock);
 	limit = sd->next_mr_id;
+	/* what the SRQ may hold from now on: MRs this peer maps */
+	if (qp->srq != NULL)
+		shm_srq_mr_limit(qp->srq, limit);
 	ret = hello_add_mrs(qp, HELLO_RECV, limit, h, fds, &nfd);
 	if (ret == 0)
 		ret = hello_add_mrs(qp, HELLO_REMOTE, limit, h, fds, &nfd);
@@ -783,6 +830,8 @@ shm_peer_unmap(struct shm_peer *p)
 		munmap(p->qseg, p->qseg_len);
 	if (p->cseg != NULL)
 		munmap(p->cseg, p->cseg_len);
+	if (p->sseg != NULL)
+		munmap(p->sseg, p->sseg_len);
 	if (p->keys != NULL)
 		munmap((void *)p->keys, p->keys_len);
 	for (i = 0; p->mr != NULL && i < p->nb_mr; i++)
@@ -828,6 +877,37 @@ reply_send(int fd, int status, const char *fmt, ...)
 	return status;
 }
 
+/*
+ * Map and check the SRQ segment of a peer QP that receives from one: a
+ * receive queue header as a QP segment's (read once; the peer and the
+ * SRQ's other senders may change it while we look).
+ */
+static int
+peer_srq_map(struct shm_peer *p, int fd)
+{
+	struct shm_qp_seg *s = map_fd(fd, sizeof(*s), &p->sseg_len);
+	uint32_t size;
+	uint64_t ent_off;
+
+	p->sseg = s;
+	if (s == NULL)
+		return -EINVAL;
+	size = __atomic_load_n(&s->rq_size, __ATOMIC_RELAXED);
+	ent_off = __atomic_load_n(&s->ent_off, __ATOMIC_RELAXED);
+	p->srq_stride = __atomic_load_n(&s->rq_stride, __ATOMIC_RELAXED);
+	p->srq_max_sge = __atomic_load_n(&s->max_sge, __ATOMIC_RELAXED);
+	if (s->magic != SHM_SRQ_MAGIC || s->version != SHM_VERSION || size == 0 ||
+	    size > SHM_MAX_WR || (size & (size - 1)) != 0 || p->srq_max_sge > SHM_MAX_SGE ||
+	    p->srq_max_sge == 0 || p->srq_stride < shm_rq_stride(p->srq_max_sge) ||
+	    p->srq_stride % 64 != 0 || ent_off < sizeof(*s) || ent_off % 64 != 0 ||
+	    ent_off > p->sseg_len || (p->sseg_len - ent_off) / p->srq_stride < size)
+		return -EINVAL;
+	p->srq_mask = size - 1;
+	p->srq_inline = p->srq_stride - shm_rq_ent_hdr(p->srq_max_sge);
+	p->sents = (uint8_t *)s + ent_off;
+	return 0;
+}
+
 /* Map and check what a hello shares; everything in it is untrusted. */
 static struct shm_peer *
 peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int nfd,
@@ -836,15 +916,16 @@ peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int 
 	struct shm_peer *p = calloc(1, sizeof(*p));
 	struct shm_qp_seg *q;
 	struct shm_cq_seg *c;
-	uint32_t i, max_id = 0, rq_size, nb_words;
+	uint32_t i, max_id = 0, rq_size, nb_words, nsrq;
 	uint64_t ent_off;
 
 	if (p == NULL) {
 		snprintf(why, why_len, "out of memory");
 		return NULL;
 	}
-	if (hlen < sizeof(*h) || h->nb_mr > SHM_MAX_FDS - 3 ||
-	    hlen != sizeof(*h) + h->nb_mr * sizeof(h->mr[0]) || nfd != 3 + h->nb_mr) {
+	nsrq = hlen >= sizeof(*h) && h->srq == 1;
+	if (hlen < sizeof(*h) || h->srq > 1 || h->nb_mr > SHM_MAX_FDS - 3 - nsrq ||
+	    hlen != sizeof(*h) + h->nb_mr * sizeof(h->mr[0]) || nfd != 3 + nsrq + h->nb_mr) {
 		snprintf(why, why_len, "malformed rendezvous message");
 		goto fail;
 	}
@@ -886,6 +967,11 @@ peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int 
 		goto fail;
 	}
 	p->pid = __atomic_load_n(&p->keys->pid, __ATOMIC_RELAXED);
+	if (nsrq && peer_srq_map(p, fds[3]) < 0) {
+		snprintf(why, why_len, "the peer's shared receive queue is invalid");
+		goto fail;
+	}
+	p->bell_slot = h->bell_word;
 	p->bell_word = h->bell_word / 64;
 	p->bell_bit = UINT64_C(1) << (h->bell_word % 64);
 	p->qpn = h->src_qpn;
@@ -911,7 +997,7 @@ peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int 
 			snprintf(why, why_len, "peer MR %u is invalid", hm->id);
 			goto fail;
 		}
-		m->base = map_fd(fds[3 + i], hm->length, &len);
+		m->base = map_fd(fds[3 + nsrq + i], hm->length, &len);
 		if (m->base == NULL) {
 			snprintf(why, why_len, "cannot map peer MR %u (%" PRIu64 " bytes)", hm->id,
 				 hm->length);
@@ -1150,6 +1236,10 @@ static const struct rdp_driver_ops shm_ops = {
 	.qp_query = shm_qp_query,
 	.qp_local_addr = shm_qp_local_addr,
 	.qp_destroy = shm_qp_destroy,
+	.srq_create = shm_srq_create,
+	.srq_destroy = shm_srq_destroy,
+	.srq_modify_limit = shm_srq_modify_limit,
+	.srq_query = shm_srq_query,
 };
 
 /* Tried after verbs: real RDMA hardware wins when it is there. */

@@ -238,6 +238,11 @@ shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 			    attr->nb_peer_mrs, RDP_QP_MAX_PEER_MRS);
 		return NULL;
 	}
+	if (attr->srq != NULL && (attr->srq->pd != pd || attr->nb_peer_mrs > 0)) {
+		rdp_err_set(EINVAL, "driver shm: a QP with an SRQ needs the SRQ's PD and no "
+			    "peer_mrs (its peer maps every receive MR of the PD)");
+		return NULL;
+	}
 	for (i = 0; i < attr->nb_peer_mrs; i++) {
 		const struct shm_mr *mr = to_smr(attr->peer_mrs[i]);
 
@@ -265,9 +270,9 @@ shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 				       64u);
 	qp->sq_mask = sq_size - 1;
 	qp->sq = aligned_alloc(64, (size_t)sq_size * qp->sq_stride);
-	/* receive queue: shared with the peer */
-	rq_size = rte_align32pow2(cap->max_recv_wr);
-	qp->max_recv_sge = RTE_MAX(cap->max_recv_sge, 1u);
+	/* receive queue: shared with the peer (one unused entry with an SRQ) */
+	rq_size = attr->srq != NULL ? 1 : rte_align32pow2(cap->max_recv_wr);
+	qp->max_recv_sge = attr->srq != NULL ? 1 : RTE_MAX(cap->max_recv_sge, 1u);
 	qp->rq_stride = shm_rq_stride(qp->max_recv_sge);
 	qp->rq_mask = rq_size - 1;
 	ent_off = sizeof(struct shm_qp_seg);
@@ -302,6 +307,11 @@ shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 	qp->head.user_ctx = attr->user_ctx;
 
 	pthread_mutex_lock(&sd->lock);
+	if (attr->srq != NULL && shm_srq_attach_locked(to_ssrq(attr->srq), qp) < 0) {
+		pthread_mutex_unlock(&sd->lock);
+		qp_free(qp);
+		return NULL;
+	}
 	ret = slot_take_locked(qp->rcq, qp, &qp->rslot);
 	if (ret == 0 && qp->scq != qp->rcq) {
 		ret = slot_take_locked(qp->scq, qp, &qp->sslot);
@@ -310,6 +320,8 @@ shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 	} else {
 		qp->sslot = qp->rslot;
 	}
+	if (ret < 0 && qp->srq != NULL)
+		shm_srq_detach_locked(qp->srq, qp);
 	if (ret == 0) {
 		qp->head.qp_num = sd->next_qpn++;
 		qp->seg->qpn = qp->head.qp_num;
@@ -554,6 +566,9 @@ shm_qp_destroy(struct rdp_qp *q)
 	shm_links_close(sd, qp);
 	pthread_mutex_lock(&sd->lock);
 	TAILQ_REMOVE(&sd->qps, qp, next);
+	/* its SRQ's receives stay there: one it took completes with its number */
+	if (qp->srq != NULL)
+		shm_srq_detach_locked(qp->srq, qp);
 	slot_give_locked(rcq, qp->rslot);
 	if (scq != rcq)
 		slot_give_locked(scq, qp->sslot);

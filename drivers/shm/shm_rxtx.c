@@ -149,7 +149,8 @@ gather(const struct shm_swqe *e, uint8_t *dst)
  * one of its MRs.
  */
 static uint8_t
-scatter(const struct shm_peer *peer, const struct shm_rq_ent *ent, const struct shm_swqe *e)
+scatter(const struct shm_peer *peer, uint32_t max_sge, const struct shm_rq_ent *ent,
+	const struct shm_swqe *e)
 {
 	struct shm_rsge rs[SHM_MAX_SGE];
 	uint8_t *dst[SHM_MAX_SGE];
@@ -159,7 +160,7 @@ scatter(const struct shm_peer *peer, const struct shm_rq_ent *ent, const struct 
 	uint64_t soff;
 
 	nsge = __atomic_load_n(&ent->num_sge, __ATOMIC_RELAXED);
-	if (unlikely(nsge > peer->max_sge))
+	if (unlikely(nsge > max_sge))
 		return RDP_WC_LOC_QP_OP_ERR;
 	memcpy(rs, ent->sge, nsge * sizeof(rs[0]));
 	for (i = 0; i < nsge; i++) {
@@ -231,13 +232,110 @@ struct sq_batch {
 	bool eager;           /**< publish what ran before its bookkeeping (sq_exec_one) */
 };
 
+/*
+ * Place a SEND into a claimed receive entry of the peer (its RQ's or its
+ * SRQ's, with that queue's SGE count and inline room) and write its result;
+ * returns the receiver's status.
+ */
+static __rte_always_inline uint8_t
+ent_fill(const struct shm_peer *peer, uint32_t max_sge, uint32_t rq_inline,
+	 struct shm_rq_ent *ent, const struct shm_swqe *e)
+{
+	uint8_t st, flags = e->opcode == RDP_WR_SEND_WITH_IMM ? RDP_WC_WITH_IMM : 0;
+
+	if (e->total_len <= rq_inline) {
+		/* small: into the entry; the owner copies it into its buffer */
+		if (e->total_len <= __atomic_load_n(&ent->total_len, __ATOMIC_RELAXED)) {
+			gather(e, shm_rq_ent_data(ent, max_sge));
+			flags |= SHM_ENT_INLINE;
+			st = RDP_WC_SUCCESS;
+		} else {
+			st = RDP_WC_LOC_LEN_ERR;
+		}
+	} else {
+		st = scatter(peer, max_sge, ent, e);
+	}
+	ent->byte_len = e->total_len;
+	ent->imm = e->imm;
+	ent->wc_flags = flags;
+	ent->status = st;
+	return st;
+}
+
+/* The sender's status for a SEND whose receiver got @p st. */
+static inline uint8_t
+send_status(uint8_t st)
+{
+	if (likely(st == RDP_WC_SUCCESS))
+		return RDP_WC_SUCCESS;
+	return st == RDP_WC_LOC_LEN_ERR ? RDP_WC_REM_INV_REQ_ERR : RDP_WC_REM_OP_ERR;
+}
+
+/*
+ * Claim the next receive of the peer's SRQ: one CAS on its claim index,
+ * which the SRQ's other senders share. An SRQ with nothing left is an RNR,
+ * as an empty RQ is; an index that keeps moving or runs past what is
+ * posted is garbage.
+ */
+static uint8_t
+srq_claim(struct shm_qp *qp, const struct shm_peer *peer, uint64_t *idx)
+{
+	struct shm_qp_seg *seg = peer->sseg;
+	uint64_t c = __atomic_load_n(&seg->rq_claim, __ATOMIC_RELAXED);
+	unsigned int tries;
+
+	for (tries = 0; tries < SHM_SRQ_CLAIM_TRIES; tries++) {
+		uint64_t posted = __atomic_load_n(&seg->rq_posted, __ATOMIC_ACQUIRE);
+
+		if (posted == c)
+			return rnr(qp);
+		if (unlikely(posted - c > (uint64_t)peer->srq_mask + 1))
+			return RDP_WC_REM_OP_ERR;
+		if (__atomic_compare_exchange_n(&seg->rq_claim, &c, c + 1, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED)) {
+			*idx = c;
+			return RDP_WC_SUCCESS;
+		}
+	}
+	return RDP_WC_REM_OP_ERR;
+}
+
+/*
+ * A SEND to a QP that receives from an SRQ: it takes the SRQ's next entry,
+ * completes it at once (its seq: the entries of one sender are not
+ * contiguous) and names the QP it arrived on; the count and the doorbell
+ * come at the end of the run, on that QP's CQ, as for an RQ.
+ */
+static uint8_t
+exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
+{
+	const struct shm_peer *peer = b->peer;
+	struct shm_rq_ent *ent;
+	uint64_t idx = 0;
+	uint8_t st = srq_claim(qp, peer, &idx);
+
+	if (st != RDP_WC_SUCCESS)
+		return st;
+	qp->rnr_waiting = 0;
+	ent = shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, idx);
+	st = ent_fill(peer, peer->srq_max_sge, peer->srq_inline, ent, e);
+	ent->src_slot = peer->bell_slot;
+	ent->src_qpn = peer->qpn;
+	__atomic_store_n(&ent->seq, shm_rq_seq(idx), __ATOMIC_RELEASE);
+	b->nremote++;
+	return send_status(st);
+}
+
 static __rte_always_inline uint8_t
 exec_send(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 {
 	const struct shm_peer *peer = b->peer;
 	struct shm_rq_ent *ent;
 	uint64_t c = qp->peer_rq_ci;
-	uint8_t st, flags;
+	uint8_t st;
+
+	if (unlikely(peer->sseg != NULL))
+		return exec_send_srq(qp, b, e);
 
 	if (c == qp->peer_rq_claimed) {
 		uint64_t want;
@@ -265,29 +363,11 @@ exec_send(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	}
 	qp->rnr_waiting = 0;
 	ent = shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride, c);
-	flags = e->opcode == RDP_WR_SEND_WITH_IMM ? RDP_WC_WITH_IMM : 0;
-	if (e->total_len <= peer->rq_inline) {
-		/* small: into the entry; the owner copies it into its buffer */
-		if (e->total_len <= __atomic_load_n(&ent->total_len, __ATOMIC_RELAXED)) {
-			gather(e, shm_rq_ent_data(ent, peer->max_sge));
-			flags |= SHM_ENT_INLINE;
-			st = RDP_WC_SUCCESS;
-		} else {
-			st = RDP_WC_LOC_LEN_ERR;
-		}
-	} else {
-		st = scatter(peer, ent, e);
-	}
-	ent->byte_len = e->total_len;
-	ent->imm = e->imm;
-	ent->wc_flags = flags;
-	ent->status = st;
+	st = ent_fill(peer, peer->max_sge, peer->rq_inline, ent, e);
 	/* its seq is stored at the end of the run (sq_publish) */
 	qp->peer_rq_ci = c + 1;
 	b->nremote++;
-	if (likely(st == RDP_WC_SUCCESS))
-		return RDP_WC_SUCCESS;
-	return st == RDP_WC_LOC_LEN_ERR ? RDP_WC_REM_INV_REQ_ERR : RDP_WC_REM_OP_ERR;
+	return send_status(st);
 }
 
 /*
@@ -811,6 +891,46 @@ shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *e
 	return i;
 }
 
+/*
+ * Write receive WR @p w into entry @p ent (MR ids and offsets, for the
+ * peer) and into our own copy @p lsge (addresses). Only memory every peer
+ * that may take the entry has mapped can receive: memfds of @p pd below
+ * @p mr_limit, and for an RQ (@p qp) the MRs its peer_mrs name. False
+ * when an SGE is not such memory.
+ */
+static __rte_always_inline bool
+recv_ent_fill(struct shm_dev *sd, const struct rdp_pd *pd, const struct shm_qp *qp,
+	      uint32_t mr_limit, const struct rdp_recv_wr *w, struct shm_rq_ent *ent,
+	      struct shm_lsge *lsge, uint64_t *total)
+{
+	uint32_t j;
+
+	*total = 0;
+	for (j = 0; j < w->num_sge; j++) {
+		const struct rdp_sge *s = &w->sg_list[j];
+		struct shm_mr *mr = mr_lookup(sd, s->lkey);
+
+		if (unlikely(mr == NULL || mr->memfd < 0 || mr->head.pd != pd ||
+			     mr->id >= mr_limit || (qp != NULL && !shm_peer_mr_ok(qp, mr->id)) ||
+			     !(mr->head.access & RDP_ACCESS_LOCAL_WRITE) ||
+			     !range_in(s->addr, s->length, (uintptr_t)mr->head.addr,
+				       mr->head.length)))
+			return false;
+		ent->sge[j].mr_id = mr->id;
+		ent->sge[j].len = s->length;
+		ent->sge[j].off = s->addr - (uintptr_t)mr->head.addr;
+		lsge[j].addr = (uint8_t *)(uintptr_t)s->addr;
+		lsge[j].len = s->length;
+		*total += s->length;
+	}
+	if (unlikely(*total > UINT32_MAX))
+		return false;
+	ent->num_sge = w->num_sge;
+	ent->total_len = (uint32_t)*total;
+	ent->status = RDP_WC_SUCCESS;
+	return true;
+}
+
 uint16_t
 shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *err)
 {
@@ -824,8 +944,7 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 		struct shm_rq_ent *ent;
 		struct shm_rpost *post;
 		struct shm_lsge *lsge;
-		uint64_t total = 0;
-		uint32_t j;
+		uint64_t total;
 
 		if (unlikely(qp->rq_posted - shm_rq_reaped(qp) >= q->cap.max_recv_wr)) {
 			*err = -ENOMEM;
@@ -837,31 +956,10 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 		}
 		ent = shm_rq_ent(qp->ents, qp->rq_mask, qp->rq_stride, qp->rq_posted);
 		lsge = rq_lsge(qp, qp->rq_posted);
-		for (j = 0; j < w->num_sge; j++) {
-			const struct rdp_sge *s = &w->sg_list[j];
-			struct shm_mr *mr = mr_lookup(sd, s->lkey);
-
-			/* only memory the peer has mapped can receive */
-			if (unlikely(mr == NULL || mr->memfd < 0 || mr->head.pd != q->pd ||
-				     mr->id >= qp->mr_limit || !shm_peer_mr_ok(qp, mr->id) ||
-				     !(mr->head.access & RDP_ACCESS_LOCAL_WRITE) ||
-				     !range_in(s->addr, s->length, (uintptr_t)mr->head.addr,
-					       mr->head.length)))
-				break;
-			ent->sge[j].mr_id = mr->id;
-			ent->sge[j].len = s->length;
-			ent->sge[j].off = s->addr - (uintptr_t)mr->head.addr;
-			lsge[j].addr = (uint8_t *)(uintptr_t)s->addr;
-			lsge[j].len = s->length;
-			total += s->length;
-		}
-		if (unlikely(j != w->num_sge || total > UINT32_MAX)) {
+		if (unlikely(!recv_ent_fill(sd, q->pd, qp, qp->mr_limit, w, ent, lsge, &total))) {
 			*err = -EINVAL;
 			break;
 		}
-		ent->num_sge = w->num_sge;
-		ent->total_len = (uint32_t)total;
-		ent->status = RDP_WC_SUCCESS;
 		post = &qp->rq_post[qp->rq_posted & qp->rq_mask];
 		post->wr_id = w->wr_id;
 		post->num_sge = w->num_sge;
@@ -880,6 +978,56 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 		 */
 		if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_ERR))
 			shm_bell_self(qp->rcq, qp->rslot);
+	}
+	return i;
+}
+
+/* Our own copy of the SGEs posted at SRQ entry @p idx (max_sge of them). */
+static inline struct shm_lsge *
+srq_lsge(const struct shm_srq *srq, uint64_t idx)
+{
+	return &srq->rq_sge[(size_t)(idx & srq->rq_mask) * srq->max_sge];
+}
+
+uint16_t
+shm_post_srq_recv(struct rdp_srq *r, const struct rdp_recv_wr *wr, uint16_t n, int *err)
+{
+	struct shm_srq *srq = to_ssrq(r);
+	uint32_t mr_limit = __atomic_load_n(&srq->mr_limit, __ATOMIC_ACQUIRE);
+	uint64_t reaped = __atomic_load_n(&srq->reaped, __ATOMIC_ACQUIRE);
+	uint16_t i;
+
+	*err = 0;
+	for (i = 0; i < n; i++) {
+		const struct rdp_recv_wr *w = &wr[i];
+		uint64_t idx = srq->posted, total;
+		struct shm_rpost *post;
+
+		if (unlikely(idx - reaped >= r->max_wr)) {
+			reaped = __atomic_load_n(&srq->reaped, __ATOMIC_ACQUIRE);
+			if (idx - reaped >= r->max_wr) {
+				*err = -ENOMEM;
+				break;
+			}
+		}
+		if (unlikely(w->num_sge > srq->max_sge || (w->num_sge > 0 && w->sg_list == NULL) ||
+			     !recv_ent_fill(srq->sd, r->pd, NULL, mr_limit, w,
+					    shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, idx),
+					    srq_lsge(srq, idx), &total))) {
+			*err = -EINVAL;
+			break;
+		}
+		post = &srq->rq_post[idx & srq->rq_mask];
+		post->wr_id = w->wr_id;
+		post->num_sge = w->num_sge;
+		post->total_len = (uint32_t)total;
+		/* the entry and its record first: the poller may be another thread */
+		__atomic_store_n(&srq->posted, idx + 1, __ATOMIC_RELEASE);
+	}
+	if (i > 0) {
+		RDP_STAT_ADD(srq->st_recv_posted, i);
+		/* the senders may take them from here on */
+		__atomic_store_n(&srq->seg->rq_posted, srq->posted, __ATOMIC_RELEASE);
 	}
 	return i;
 }
@@ -910,14 +1058,13 @@ rq_next_complete(const struct shm_qp *qp)
  * length comes from shared memory: it is checked against both sides.
  */
 static uint8_t
-rq_copy_in(const struct shm_qp *qp, const struct shm_rpost *post, const struct shm_rq_ent *ent,
-	   uint32_t len)
+rq_copy_in(const struct shm_lsge *sge, uint32_t max_sge, uint32_t rq_inline,
+	   const struct shm_rpost *post, const struct shm_rq_ent *ent, uint32_t len)
 {
-	const struct shm_lsge *sge = rq_lsge(qp, qp->rq_reaped);
-	const uint8_t *src = shm_rq_ent_data(ent, qp->max_recv_sge);
+	const uint8_t *src = shm_rq_ent_data(ent, max_sge);
 	uint32_t i;
 
-	if (unlikely(len > qp->rq_inline))
+	if (unlikely(len > rq_inline))
 		return RDP_WC_GENERAL_ERR;
 	if (likely(len <= sge[0].len)) {
 		memcpy(sge[0].addr, src, len);
@@ -986,7 +1133,8 @@ rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
 		if (unlikely(st >= RDP_WC_STATUS_MAX || (st == RDP_WC_SUCCESS && bl > post->total_len)))
 			st = RDP_WC_GENERAL_ERR;
 		else if ((flags & SHM_ENT_INLINE) && st == RDP_WC_SUCCESS)
-			st = rq_copy_in(qp, post, ent, bl);
+			st = rq_copy_in(rq_lsge(qp, qp->rq_reaped), qp->max_recv_sge, qp->rq_inline,
+					post, ent, bl);
 		w->wr_id = post->wr_id;
 		w->status = st;
 		w->opcode = RDP_WC_RECV;
@@ -1046,6 +1194,98 @@ rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
 }
 
 /*
+ * The receives left on @p srq (posted, not taken) dropped below its armed
+ * limit: one event, and the limit is disarmed. The claim index is the
+ * senders': bounded by what was reaped and posted.
+ */
+static void
+srq_limit_check(struct shm_srq *srq)
+{
+	uint32_t limit = __atomic_load_n(&srq->limit, __ATOMIC_RELAXED);
+	uint64_t posted, claim;
+
+	if (likely(limit == 0))
+		return;
+	posted = shm_srq_posted(srq);
+	claim = __atomic_load_n(&srq->seg->rq_claim, __ATOMIC_RELAXED);
+	if (claim - srq->reaped > posted - srq->reaped)
+		claim = posted;
+	if (posted - claim >= limit)
+		return;
+	if (__atomic_compare_exchange_n(&srq->limit, &limit, 0, false, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED))
+		shm_event_push_srq(srq->sd, &srq->head);
+}
+
+/*
+ * The QP an SRQ entry names, when it is one of @p cq's QPs on @p srq; else
+ * NULL (a QP destroyed since its SEND took the entry, or garbage).
+ */
+static inline struct shm_qp *
+srq_ent_qp(const struct shm_srq *srq, struct shm_cq *cq, uint32_t slot, uint32_t qpn)
+{
+	struct shm_qp *qp;
+
+	if (unlikely(slot >= SHM_MAX_QP))
+		return NULL;
+	qp = __atomic_load_n(&cq->slot[slot], __ATOMIC_ACQUIRE);
+	if (unlikely(qp == NULL || qp->srq != srq || qp->head.qp_num != qpn))
+		return NULL;
+	return qp;
+}
+
+/* The completion of the SRQ entry at srq->reaped, which a peer completed. */
+static void
+srq_wc(struct shm_srq *srq, struct shm_cq *cq, const struct shm_rq_ent *ent, struct rdp_wc *w)
+{
+	const struct shm_rpost *post = &srq->rq_post[srq->reaped & srq->rq_mask];
+	uint8_t st = __atomic_load_n(&ent->status, __ATOMIC_RELAXED);
+	uint32_t bl = __atomic_load_n(&ent->byte_len, __ATOMIC_RELAXED);
+	uint8_t flags = __atomic_load_n(&ent->wc_flags, __ATOMIC_RELAXED);
+	uint32_t qpn = __atomic_load_n(&ent->src_qpn, __ATOMIC_RELAXED);
+	struct shm_qp *qp = srq_ent_qp(srq, cq, __atomic_load_n(&ent->src_slot, __ATOMIC_RELAXED),
+				       qpn);
+
+	if (unlikely(st >= RDP_WC_STATUS_MAX || (st == RDP_WC_SUCCESS && bl > post->total_len)))
+		st = RDP_WC_GENERAL_ERR;
+	else if ((flags & SHM_ENT_INLINE) && st == RDP_WC_SUCCESS)
+		st = rq_copy_in(srq_lsge(srq, srq->reaped), srq->max_sge, srq->rq_inline, post,
+				ent, bl);
+	w->wr_id = post->wr_id;
+	w->status = st;
+	w->opcode = RDP_WC_RECV;
+	w->wc_flags = flags & RDP_WC_WITH_IMM;
+	w->reserved = 0;
+	w->byte_len = bl;
+	w->imm = ent->imm;
+	w->qp_num = qpn;
+	/* a receive error moves the receiver's QP to error (not the SRQ) */
+	if (unlikely(st != RDP_WC_SUCCESS) && qp != NULL)
+		shm_qp_set_error(qp);
+}
+
+int
+shm_srq_reap(struct shm_srq *srq, struct shm_cq *cq, struct rdp_wc *wc, int n)
+{
+	uint64_t posted = shm_srq_posted(srq);
+	int k = 0;
+
+	while (srq->reaped != posted && k < n) {
+		const struct shm_rq_ent *ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride,
+							   srq->reaped);
+
+		if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) != shm_rq_seq(srq->reaped))
+			break;
+		srq_wc(srq, cq, ent, &wc[k++]);
+		/* after reading the entry and its record: the poster may reuse them */
+		__atomic_store_n(&srq->reaped, srq->reaped + 1, __ATOMIC_RELEASE);
+	}
+	if (k > 0)
+		srq_limit_check(srq);
+	return k;
+}
+
+/*
  * A reap from @p qp: it becomes the hot QP; once it has been the hot QP
  * for SHM_ANNOUNCE_AFTER reaps in a row, its RQ is announced as peeked
  * (and the one announced before is withdrawn). With many busy QPs the hot
@@ -1078,7 +1318,11 @@ service(struct shm_cq *cq, struct shm_qp *qp, struct rdp_wc *wc, int n, bool *id
 			sq_run(qp);
 		busy = qp->sq_exec != qp->sq_pi;
 	}
-	if (qp->rcq == cq) {
+	if (qp->rcq == cq && qp->srq != NULL) {
+		/* the SRQ's entries in order, whichever of its QPs they arrived on */
+		k = shm_srq_reap(qp->srq, cq, wc, n);
+		busy = busy || k == n;
+	} else if (qp->rcq == cq) {
 		k = rq_reap(qp, wc, n);
 		busy = busy || k == n;
 		/* only an open QP is peeked: a closed one is drained, then destroyed */

@@ -78,7 +78,11 @@ extern int shm_logtype;
 #define SHM_CQ_MAGIC 0x52444351u  /* "RDCQ" */
 #define SHM_HELLO_MAGIC 0x52444848u
 #define SHM_KEYS_MAGIC 0x52444b59u /* "RDKY" */
-#define SHM_VERSION 6u
+#define SHM_SRQ_MAGIC 0x52445351u  /* "RDSQ" */
+#define SHM_VERSION 7u
+
+/** CAS attempts a sender makes on an SRQ's claim index before it calls the index garbage. */
+#define SHM_SRQ_CLAIM_TRIES 4096u
 
 /** No QP slot. */
 #define SHM_NO_SLOT UINT32_MAX
@@ -114,7 +118,9 @@ struct shm_rq_ent {
 	/* written by the owner at post_recv */
 	uint32_t num_sge;
 	uint32_t total_len;
-	uint64_t pad1;
+	/* written by the peer that completes an SRQ entry: the QP it arrived on */
+	uint32_t src_slot;   /**< that QP's slot in its recv CQ */
+	uint32_t src_qpn;    /**< that QP's number */
 	struct shm_rsge sge[];
 };
 
@@ -244,7 +250,9 @@ struct shm_hello {
 	uint32_t src_qpn;
 	uint32_t dst_qpn;
 	uint32_t bell_word;  /**< the sender's recv CQ doorbell slot */
-	uint32_t nb_mr;      /**< fds: [qp seg, cq seg, key table, mr 0 .. nb_mr-1] */
+	uint32_t nb_mr;      /**< fds: [qp seg, cq seg, key table, (srq seg), mr 0 .. nb_mr-1] */
+	uint32_t srq;        /**< 1: the QP receives from an SRQ, whose segment is fds[3] */
+	uint32_t pad;
 	struct shm_hello_mr mr[];
 };
 
@@ -293,6 +301,15 @@ struct shm_peer {
 	const struct shm_key_seg *keys; /**< the peer device's key table */
 	size_t keys_len;
 	int32_t pid;          /**< the peer process, read once from its key table */
+	/* the SRQ the peer QP receives from (sseg NULL: its own RQ above) */
+	struct shm_qp_seg *sseg;
+	size_t sseg_len;
+	uint8_t *sents;
+	uint32_t srq_mask;
+	uint32_t srq_stride;
+	uint32_t srq_max_sge;
+	uint32_t srq_inline;
+	uint32_t bell_slot;   /**< the peer QP's slot in its recv CQ (written into SRQ entries) */
 };
 
 /** A local send WQE (private). */
@@ -333,6 +350,7 @@ struct shm_lcqe {
 };
 
 struct shm_dev;
+struct shm_srq;
 
 struct shm_cq {
 	struct rdp_cq head;
@@ -409,6 +427,7 @@ struct shm_qp {
 	struct shm_cq *rcq;
 	uint32_t sslot;
 	uint32_t rslot;
+	struct shm_srq *srq;        /**< receives come from it, or NULL */
 	/* receive queue (owner thread) */
 	struct shm_qp_seg *seg;
 	uint8_t *ents;
@@ -447,6 +466,37 @@ struct shm_qp {
 	struct rdp_qp_attr connect_attr; /**< the RTR it completes */
 	unsigned int connect_mask;
 	TAILQ_ENTRY(shm_qp) next;
+};
+
+/**
+ * A shared receive queue: a segment laid out as a QP segment's receive
+ * queue (header, then entries), which every peer of its QPs maps and
+ * claims from (one CAS per SEND on `rq_claim`). A sender completes the
+ * entry in place and names the QP it arrived on (src_slot, src_qpn); the
+ * poller of the recv CQ its QPs share reaps the entries in SRQ order.
+ */
+struct shm_srq {
+	struct rdp_srq head;
+	struct shm_dev *sd;
+	struct shm_qp_seg *seg;
+	uint8_t *ents;
+	struct shm_rpost *rq_post;  /**< per entry: what we posted */
+	struct shm_lsge *rq_sge;    /**< per entry: max_sge SGEs */
+	uint32_t rq_mask;
+	uint32_t rq_stride;
+	uint32_t rq_inline;
+	uint32_t max_sge;
+	uint32_t mr_limit;          /**< (atomic) MR ids below it are mapped by every peer */
+	uint32_t limit;             /**< (atomic) armed limit, 0: none */
+	uint64_t posted;            /**< (atomic) the poster's: receives posted */
+	uint64_t reaped;            /**< (atomic) the poller's: receives completed */
+	uint64_t st_recv_posted;    /**< (single writer: the poster) */
+	/* slow path (device lock) */
+	int memfd;                  /**< kept open: every QP's rendezvous shares it */
+	size_t seg_len;
+	struct shm_cq *rcq;         /**< the recv CQ its QPs share, NULL while it has none */
+	uint32_t nb_qps;
+	TAILQ_ENTRY(shm_srq) next;
 };
 
 struct shm_link {
@@ -493,6 +543,7 @@ struct shm_dev {
 	uint32_t nb_cq_made;
 	TAILQ_HEAD(, shm_qp) qps;
 	TAILQ_HEAD(, shm_cq) cqs;
+	TAILQ_HEAD(, shm_srq) srqs;
 	struct shm_link links[SHM_MAX_LINKS];
 	struct rdp_dev_stats retired;    /**< counters of destroyed objects */
 };
@@ -536,6 +587,14 @@ static inline struct shm_qp *to_sqp(struct rdp_qp *qp) { return container_of(qp,
 static inline struct shm_cq *to_scq(struct rdp_cq *cq) { return container_of(cq, struct shm_cq, head); }
 static inline struct shm_mr *to_smr(struct rdp_mr *mr) { return container_of(mr, struct shm_mr, head); }
 static inline struct shm_dev *to_sdev(struct rdp_dev *dev) { return dev->priv; }
+static inline struct shm_srq *to_ssrq(struct rdp_srq *srq) { return container_of(srq, struct shm_srq, head); }
+
+/** Receives posted on @p srq, as the thread that polls its QPs' CQ may read them. */
+static inline uint64_t
+shm_srq_posted(const struct shm_srq *srq)
+{
+	return __atomic_load_n(&srq->posted, __ATOMIC_ACQUIRE);
+}
 
 static inline struct shm_swqe *
 shm_wqe(const struct shm_qp *qp, uint64_t idx)
@@ -573,14 +632,20 @@ shm_lkey(uint32_t id)
 /* Fast path (shm_rxtx.c). */
 uint16_t shm_post_send(struct rdp_qp *qp, const struct rdp_send_wr *wr, uint16_t n, int *err);
 uint16_t shm_post_recv(struct rdp_qp *qp, const struct rdp_recv_wr *wr, uint16_t n, int *err);
+uint16_t shm_post_srq_recv(struct rdp_srq *srq, const struct rdp_recv_wr *wr, uint16_t n,
+			   int *err);
+/* Completions of @p srq's entries, in SRQ order, for the QPs of @p cq (its poller). */
+int shm_srq_reap(struct shm_srq *srq, struct shm_cq *cq, struct rdp_wc *wc, int n);
 int shm_poll_cq(struct rdp_cq *cq, struct rdp_wc *wc, uint16_t n);
 
 /* Shared between files. */
 bool shm_qp_set_error(struct shm_qp *qp);
 void shm_event_push(struct shm_dev *sd, enum rdp_event_type type, struct rdp_qp *qp,
 		    struct rdp_cq *cq);
-/* Drop references to a QP or CQ being destroyed from queued events. */
+void shm_event_push_srq(struct shm_dev *sd, struct rdp_srq *srq);
+/* Drop references to a QP, CQ or SRQ being destroyed from queued events. */
 void shm_event_forget(struct shm_dev *sd, const struct rdp_qp *qp, const struct rdp_cq *cq);
+void shm_event_forget_srq(struct shm_dev *sd, const struct rdp_srq *srq);
 void shm_link_down(struct shm_dev *sd);
 void shm_peer_unmap(struct shm_peer *p);
 /* The rendezvous of RTR: blocking (shm_connect), or started, polled, abandoned. */
@@ -594,6 +659,7 @@ void shm_monitor_stop(struct shm_dev *sd);
 /* Called with the device lock held when an object goes away. */
 void shm_stats_retire_qp(struct shm_dev *sd, const struct shm_qp *qp);
 void shm_stats_retire_cq(struct shm_dev *sd, const struct shm_cq *cq);
+void shm_stats_retire_srq(struct shm_dev *sd, const struct shm_srq *srq);
 
 /* Slow-path ops (shm_qp.c). */
 /* A sealed memfd of @p len bytes, mapped; NULL with errno. */
@@ -611,6 +677,17 @@ int shm_qp_query(struct rdp_qp *qp, struct rdp_qp_attr *attr);
 int shm_qp_local_addr(struct rdp_qp *qp, struct rdp_qp_addr *addr);
 int shm_qp_destroy(struct rdp_qp *qp);
 
+/* Shared receive queues (shm_srq.c). */
+struct rdp_srq *shm_srq_create(struct rdp_pd *pd, const struct rdp_srq_init_attr *attr);
+int shm_srq_destroy(struct rdp_srq *srq);
+int shm_srq_modify_limit(struct rdp_srq *srq, uint32_t limit);
+int shm_srq_query(struct rdp_srq *srq, struct rdp_srq_attr *attr);
+/* A QP joins (device lock held): its recv CQ must be the SRQ's; 0 or -EINVAL. */
+int shm_srq_attach_locked(struct shm_srq *srq, struct shm_qp *qp);
+/* A QP leaves (device lock held, on the poller's thread): the last one unbinds the CQ. */
+void shm_srq_detach_locked(struct shm_srq *srq, struct shm_qp *qp);
+/* A QP of the SRQ connects: its peer maps the MRs below @p limit only. */
+void shm_srq_mr_limit(struct shm_srq *srq, uint32_t limit);
 /** Freeze a memfd's size before sharing it: peers refuse unsealed ones. */
 static inline int
 shm_seal(int fd)
