@@ -57,7 +57,16 @@ wc_translate(struct verbs_cq *cq, const struct ibv_wc *w, struct rdp_wc *out)
 	out->byte_len = 0;
 	out->imm = 0;
 	out->qp_num = w->qp_num;
-	if (s->is_send) {
+	if (s->is_srq) {
+		verbs_srq_slot_free(s->srq, s);
+		if (likely(st == RDP_WC_SUCCESS)) {
+			out->byte_len = w->byte_len;
+			if (w->wc_flags & IBV_WC_WITH_IMM) {
+				out->wc_flags = RDP_WC_WITH_IMM;
+				out->imm = be32toh(w->imm_data);
+			}
+		}
+	} else if (s->is_send) {
 		/* completions within one SQ may be reported out of order: keep the max */
 		if (s->seq + 1 > qp->sq_ci)
 			qp->sq_ci = s->seq + 1;

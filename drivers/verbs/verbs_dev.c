@@ -389,6 +389,8 @@ verbs_dev_open(struct rdp_dev *dev, const char *args)
 	TAILQ_INIT(&vd->cqs);
 	TAILQ_INIT(&vd->qps);
 	TAILQ_INIT(&vd->zombies);
+	TAILQ_INIT(&vd->srqs);
+	TAILQ_INIT(&vd->srq_zombies);
 
 	gid_str(&p.gid, gs, sizeof(gs));
 	if (p.link_layer == RDP_LINK_INFINIBAND)
@@ -413,7 +415,12 @@ static void
 verbs_dev_close(struct rdp_dev *dev)
 {
 	struct verbs_dev *vd = verbs_dev(dev);
+	struct verbs_srq *srq;
 
+	while ((srq = TAILQ_FIRST(&vd->srq_zombies)) != NULL) {
+		TAILQ_REMOVE(&vd->srq_zombies, srq, next);
+		verbs_srq_release(srq);
+	}
 	ibv_close_device(vd->ctx);
 	pthread_mutex_destroy(&vd->lock);
 }
@@ -442,6 +449,8 @@ verbs_dev_query(struct rdp_dev *dev, struct rdp_dev_attr *attr)
 	attr->lid = pa.lid;
 	attr->active_mtu = verbs_mtu_bytes(pa.active_mtu);
 	attr->numa_node = vd->numa_node;
+	attr->max_srq_wr = vd->dev_attr.max_srq > 0 ? (uint32_t)vd->dev_attr.max_srq_wr : 0;
+	attr->max_srq_sge = vd->dev_attr.max_srq > 0 ? (uint32_t)vd->dev_attr.max_srq_sge : 0;
 	return 0;
 }
 
@@ -470,10 +479,14 @@ verbs_stats_get(struct rdp_dev *dev, struct rdp_dev_stats *st)
 	struct verbs_qp_stats qs;
 	struct verbs_cq *cq;
 	struct verbs_qp *qp;
+	struct verbs_srq *srq;
 
 	pthread_mutex_lock(&vd->lock);
 	cs = vd->dead_cq_stats;
 	qs = vd->dead_qp_stats;
+	qs.recv_posted += vd->dead_srq_posted;
+	TAILQ_FOREACH(srq, &vd->srqs, next)
+		qs.recv_posted += RDP_STAT_READ(srq->recv_posted);
 	TAILQ_FOREACH(cq, &vd->cqs, next)
 		cq_stats_add(&cs, &cq->stats);
 	TAILQ_FOREACH(qp, &vd->qps, next)
@@ -577,6 +590,10 @@ event_map(struct verbs_dev *vd, const struct ibv_async_event *e, struct rdp_even
 		ev->type = RDP_EVENT_QP_FATAL;
 		ev->qp = &((struct verbs_qp *)e->element.qp->qp_context)->head;
 		return true;
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		ev->type = RDP_EVENT_SRQ_LIMIT;
+		ev->srq = &((struct verbs_srq *)e->element.srq->srq_context)->head;
+		return true;
 	case IBV_EVENT_PORT_ERR:
 	case IBV_EVENT_PORT_ACTIVE:
 		if (e->element.port_num != vd->port)
@@ -637,6 +654,10 @@ static const struct rdp_driver_ops verbs_ops = {
 	.qp_query = verbs_qp_query,
 	.qp_local_addr = verbs_qp_local_addr,
 	.qp_destroy = verbs_qp_destroy,
+	.srq_create = verbs_srq_create,
+	.srq_destroy = verbs_srq_destroy,
+	.srq_modify_limit = verbs_srq_modify_limit,
+	.srq_query = verbs_srq_query,
 };
 
 /* Hardware first: rdp_dev_default_spec() falls back to shm without a device. */

@@ -215,6 +215,13 @@ qp_create_verbs(struct verbs_dev *vd, struct verbs_pd *pd, struct verbs_qp *qp,
 	};
 	struct ibv_qp *q;
 
+	if (attr->srq != NULL) {
+		/* receives come from the SRQ: no RQ of its own */
+		ia.srq = to_vsrq(attr->srq)->srq;
+		ia.cap.max_recv_wr = 0;
+		ia.cap.max_recv_sge = 0;
+	}
+
 	q = ibv_create_qp(pd->pd, &ia);
 	if (q != NULL)
 		qp->inline_max = RTE_MIN(ia.cap.max_inline_data, vd->max_inline);
@@ -230,7 +237,14 @@ verbs_qp_create(struct rdp_pd *rpd, const struct rdp_qp_init_attr *attr)
 	const struct rdp_qp_cap *cap = &attr->cap;
 	uint32_t sq_ring, rq_ring, i;
 	struct verbs_qp *qp;
+	struct rdp_qp_cap asked = *cap;
 
+	if (attr->srq != NULL) {
+		/* an SRQ QP's receive capacities are the SRQ's, not checked here */
+		asked.max_recv_wr = 0;
+		asked.max_recv_sge = 0;
+		cap = &asked;
+	}
 	if (qp_check_cap(vd, cap) < 0)
 		return NULL;
 	if (attr->send_cq->dev != rpd->dev || attr->recv_cq->dev != rpd->dev) {
@@ -238,19 +252,22 @@ verbs_qp_create(struct rdp_pd *rpd, const struct rdp_qp_init_attr *attr)
 		return NULL;
 	}
 	sq_ring = rte_align32pow2(cap->max_send_wr);
-	rq_ring = rte_align32pow2(cap->max_recv_wr);
+	rq_ring = cap->max_recv_wr > 0 ? rte_align32pow2(cap->max_recv_wr) : 0;
 	qp = verbs_zalloc(sizeof(*qp), socket);
 	if (qp == NULL)
 		goto nomem;
 	qp->sq_mask = sq_ring - 1;
-	qp->rq_mask = rq_ring - 1;
+	qp->rq_mask = rq_ring > 0 ? rq_ring - 1 : 0;
 	qp->head.cap = *cap;
 	qp->sq_slots = verbs_zalloc(sq_ring * sizeof(*qp->sq_slots), socket);
-	qp->rq_slots = verbs_zalloc(rq_ring * sizeof(*qp->rq_slots), socket);
 	qp->send_scratch = verbs_zalloc(cap->max_send_wr * sizeof(*qp->send_scratch), socket);
-	qp->recv_scratch = verbs_zalloc(cap->max_recv_wr * sizeof(*qp->recv_scratch), socket);
-	if (qp->sq_slots == NULL || qp->rq_slots == NULL || qp->send_scratch == NULL ||
-	    qp->recv_scratch == NULL)
+	if (rq_ring > 0) {
+		qp->rq_slots = verbs_zalloc(rq_ring * sizeof(*qp->rq_slots), socket);
+		qp->recv_scratch = verbs_zalloc(cap->max_recv_wr * sizeof(*qp->recv_scratch),
+						socket);
+	}
+	if (qp->sq_slots == NULL || qp->send_scratch == NULL ||
+	    (rq_ring > 0 && (qp->rq_slots == NULL || qp->recv_scratch == NULL)))
 		goto nomem;
 	for (i = 0; i < sq_ring; i++) {
 		qp->sq_slots[i].qp = qp;

@@ -41,14 +41,19 @@ _Static_assert(offsetof(struct rdp_sge, lkey) == offsetof(struct ibv_sge, lkey),
 #define VERBS_POLL_CHUNK 32
 
 struct verbs_qp;
+struct verbs_srq;
 
 /* One posted WR, found again from the verbs wr_id of its completion. */
 struct verbs_slot {
 	uint64_t wr_id;          /* the caller's */
 	uint64_t seq;            /* send: position in the SQ, frees up to it */
-	struct verbs_qp *qp;     /* owner, set once */
+	union {
+		struct verbs_qp *qp;   /* owner, set once */
+		struct verbs_srq *srq; /* ... when is_srq */
+	};
 	uint8_t wc_opcode;       /* enum rdp_wc_opcode reported for it */
 	uint8_t is_send;         /* set once */
+	uint8_t is_srq;          /* set once: a receive of an SRQ */
 } __rte_aligned(32);
 
 /* Counters of one CQ, written by its poller only. */
@@ -100,6 +105,25 @@ struct verbs_qp {
 	unsigned int zombie_refs;     /* CQs alive that may still hold its CQEs */
 };
 
+/*
+ * A shared receive queue. Its receives complete out of order (on any of
+ * its QPs' CQs), so its slots come from a free ring rather than by
+ * position: the poster takes them, the poller gives them back (one thread
+ * each), and the asked max_wr is the most outstanding.
+ */
+struct verbs_srq {
+	struct rdp_srq head;          /* first */
+	struct ibv_srq *srq;
+	struct verbs_slot *slots;     /* max_wr */
+	uint32_t *free_ring;          /* indices of free slots, mask + 1 entries */
+	uint32_t mask;
+	uint64_t free_head;           /* poster: slots taken */
+	uint64_t free_tail;           /* (atomic) poller: slots given back */
+	struct ibv_recv_wr *scratch;  /* max_wr entries: one chain per burst */
+	uint64_t recv_posted;         /* counter, written by the poster */
+	TAILQ_ENTRY(verbs_srq) next;  /* the device's live list, then its zombies */
+};
+
 struct verbs_mr {
 	struct rdp_mr head;           /* first */
 	struct ibv_mr *mr;
@@ -134,6 +158,11 @@ struct verbs_dev {
 	/* Destroyed QPs: their slots stay until every CQ that may still hold
 	 * one of their completions is destroyed, so polling those is safe. */
 	TAILQ_HEAD(, verbs_qp) zombies;
+	/* SRQs: destroyed ones keep their slots until the device closes, as a
+	 * CQ may still hold completions that point into them. */
+	TAILQ_HEAD(, verbs_srq) srqs;
+	TAILQ_HEAD(, verbs_srq) srq_zombies;
+	uint64_t dead_srq_posted;
 	struct verbs_cq_stats dead_cq_stats; /* counters of destroyed objects */
 	struct verbs_qp_stats dead_qp_stats;
 };
@@ -160,6 +189,12 @@ static inline struct verbs_mr *
 to_vmr(struct rdp_mr *mr)
 {
 	return container_of(mr, struct verbs_mr, head);
+}
+
+static inline struct verbs_srq *
+to_vsrq(struct rdp_srq *srq)
+{
+	return container_of(srq, struct verbs_srq, head);
 }
 
 static inline struct verbs_pd *
@@ -207,5 +242,22 @@ int verbs_qp_query(struct rdp_qp *qp, struct rdp_qp_attr *attr);
 int verbs_qp_local_addr(struct rdp_qp *qp, struct rdp_qp_addr *addr);
 int verbs_qp_destroy(struct rdp_qp *qp);
 void verbs_qp_release(struct verbs_qp *qp);
+
+/* verbs_srq.c */
+struct rdp_srq *verbs_srq_create(struct rdp_pd *pd, const struct rdp_srq_init_attr *attr);
+int verbs_srq_destroy(struct rdp_srq *srq);
+int verbs_srq_modify_limit(struct rdp_srq *srq, uint32_t limit);
+int verbs_srq_query(struct rdp_srq *srq, struct rdp_srq_attr *attr);
+void verbs_srq_release(struct verbs_srq *srq);
+
+/* A polled completion of an SRQ receive gives its slot back (the poller's thread). */
+static inline void
+verbs_srq_slot_free(struct verbs_srq *srq, const struct verbs_slot *s)
+{
+	uint64_t tail = srq->free_tail;
+
+	srq->free_ring[tail & srq->mask] = (uint32_t)(s - srq->slots);
+	__atomic_store_n(&srq->free_tail, tail + 1, __ATOMIC_RELEASE);
+}
 
 #endif /* RDP_VERBS_PRIVATE_H */
