@@ -61,13 +61,16 @@ conf_opts_default(struct conf_opts *o)
 /* Local sides                                                            */
 /* ---------------------------------------------------------------------- */
 
+/* A side; with @p cq, on that CQ (not its own) and receiving from @p srq. */
 static void
-side_open(struct rdp_dev *dev, struct rdp_pd *pd, struct conf_side *s, const struct conf_opts *o)
+side_open_on(struct rdp_dev *dev, struct rdp_pd *pd, struct conf_side *s,
+	     const struct conf_opts *o, struct rdp_cq *cq, struct rdp_srq *srq)
 {
 	struct rdp_qp_init_attr ia = { 0 };
 
 	s->agent = -1;
-	s->cq = rdp_cq_create(dev, o->cqe, -1);
+	s->cq_borrowed = cq != NULL;
+	s->cq = cq != NULL ? cq : rdp_cq_create(dev, o->cqe, -1);
 	RDP_ASSERT_MSG(s->cq != NULL, "rdp_cq_create: %s", rdp_err_msg());
 	s->rx = rdp_mr_alloc(pd, CONF_BUF_SIZE, -1,
 			     RDP_ACCESS_LOCAL_WRITE | RDP_ACCESS_REMOTE_WRITE | RDP_ACCESS_REMOTE_READ);
@@ -80,6 +83,7 @@ side_open(struct rdp_dev *dev, struct rdp_pd *pd, struct conf_side *s, const str
 	ia.cap.max_recv_wr = o->rq;
 	ia.cap.max_send_sge = o->send_sge;
 	ia.cap.max_recv_sge = o->recv_sge;
+	ia.srq = srq;
 	s->qp = rdp_qp_create(pd, &ia);
 	RDP_ASSERT_MSG(s->qp != NULL, "rdp_qp_create: %s", rdp_err_msg());
 	s->rx_addr = (uintptr_t)s->rx->addr;
@@ -96,6 +100,12 @@ side_open(struct rdp_dev *dev, struct rdp_pd *pd, struct conf_side *s, const str
 	s->qp_num = s->qp->qp_num;
 }
 
+static void
+side_open(struct rdp_dev *dev, struct rdp_pd *pd, struct conf_side *s, const struct conf_opts *o)
+{
+	side_open_on(dev, pd, s, o, NULL, NULL);
+}
+
 /* Byte @p off of a local side's region (app memory outlives its registration). */
 static uint8_t *
 region_at(struct conf_side *s, unsigned int region, uint32_t off)
@@ -108,8 +118,10 @@ region_at(struct conf_side *s, unsigned int region, uint32_t off)
 static void
 side_close(struct conf_side *s)
 {
-	RDP_ASSERT_EQ(rdp_qp_destroy(s->qp), 0);
-	RDP_ASSERT_EQ(rdp_cq_destroy(s->cq), 0);
+	if (s->qp != NULL)
+		RDP_ASSERT_EQ(rdp_qp_destroy(s->qp), 0);
+	if (!s->cq_borrowed)
+		RDP_ASSERT_EQ(rdp_cq_destroy(s->cq), 0);
 	RDP_ASSERT_EQ(rdp_mr_free(s->rx), 0);
 	RDP_ASSERT_EQ(rdp_mr_free(s->tx), 0);
 	if (s->app != NULL)
@@ -341,8 +353,13 @@ conn_params(const struct conf_opts *o)
 	};
 }
 
-void
-conf_pair_open(struct conf_pair *p, const char *spec, const struct conf_opts *o)
+/*
+ * Open a pair; side a on @p dev and @p pd when given (else a device of
+ * @p spec is opened), on @p cq and receiving from @p srq when given.
+ */
+static void
+pair_open(struct conf_pair *p, const char *spec, const struct conf_opts *o,
+	  struct rdp_dev *dev, struct rdp_pd *pd, struct rdp_cq *cq, struct rdp_srq *srq)
 {
 	struct rdp_qp_conn_params conn = conn_params(o);
 	bool remote = spec == NULL && peer_in_process();
@@ -365,11 +382,11 @@ conf_pair_open(struct conf_pair *p, const char *spec, const struct conf_opts *o)
 		close(sv[1]);
 		p->b.agent = sv[0];
 	}
-	p->dev = rdp_dev_open(spec);
+	p->dev = dev != NULL ? dev : rdp_dev_open(spec);
 	RDP_ASSERT_MSG(p->dev != NULL, "rdp_dev_open(%s): %s", spec, rdp_err_msg());
-	p->pd = rdp_pd_alloc(p->dev);
+	p->pd = pd != NULL ? pd : rdp_pd_alloc(p->dev);
 	RDP_ASSERT_MSG(p->pd != NULL, "rdp_pd_alloc: %s", rdp_err_msg());
-	side_open(p->dev, p->pd, &p->a, o);
+	side_open_on(p->dev, p->pd, &p->a, o, cq, srq);
 	RDP_ASSERT_EQ(rdp_qp_local_addr(p->a.qp, &aa), 0);
 	if (remote) {
 		RDP_ASSERT_MSG(recv(p->b.agent, &h, sizeof(h), 0) == (ssize_t)sizeof(h),
@@ -394,6 +411,43 @@ conf_pair_open(struct conf_pair *p, const char *spec, const struct conf_opts *o)
 	else
 		RDP_ASSERT_MSG(rdp_qp_connect(p->b.qp, &aa, &conn) == 0, "connect b: %s",
 			       rdp_err_msg());
+}
+
+void
+conf_pair_open(struct conf_pair *p, const char *spec, const struct conf_opts *o)
+{
+	pair_open(p, spec, o, NULL, NULL, NULL, NULL);
+}
+
+void
+conf_pair_open_srq(struct conf_pair *p, struct rdp_dev *dev, struct rdp_pd *pd,
+		   struct rdp_cq *cq, struct rdp_srq *srq, const struct conf_opts *o)
+{
+	pair_open(p, NULL, o, dev, pd, cq, srq);
+}
+
+/* Close side b, wherever it lives. */
+static void
+side_b_close(struct conf_pair *p)
+{
+	int status;
+
+	if (p->b.agent >= 0) {
+		rpc_simple(&p->b, OP_CLOSE, 0, 0, 0);
+		close(p->b.agent);
+		RDP_ASSERT_EQ(waitpid(p->b.pid, &status, 0), p->b.pid);
+		RDP_ASSERT_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			       "the peer process failed");
+	} else {
+		side_close(&p->b);
+	}
+}
+
+void
+conf_pair_close_srq(struct conf_pair *p)
+{
+	side_close(&p->a);
+	side_b_close(p);
 }
 
 void

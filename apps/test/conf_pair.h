@@ -43,6 +43,7 @@ struct conf_side {
 	uint32_t qp_num;
 	int agent;            /**< socket to the process holding it, or -1 */
 	int pid;              /**< that process */
+	bool cq_borrowed;     /**< cq is not the side's own (conf_pair_open_srq()) */
 };
 
 /** Sizes and transport parameters of a pair. */
@@ -72,6 +73,18 @@ void conf_pair_open(struct conf_pair *p, const char *spec, const struct conf_opt
 
 /** Destroy everything; asserts every call succeeds. */
 void conf_pair_close(struct conf_pair *p);
+
+/**
+ * Connect a pair whose side a is a QP on @p dev and @p pd (opened by the
+ * caller on the driver under test), on @p cq (send and recv CQ, not the
+ * side's own) and receiving from @p srq; side b is as conf_pair_open()
+ * makes it (another process with RDP_TEST_CONF_PEER=process). Asserts.
+ */
+void conf_pair_open_srq(struct conf_pair *p, struct rdp_dev *dev, struct rdp_pd *pd,
+			struct rdp_cq *cq, struct rdp_srq *srq, const struct conf_opts *o);
+
+/** Destroy what conf_pair_open_srq() made (not the device, PD, CQ or SRQ); asserts. */
+void conf_pair_close_srq(struct conf_pair *p);
 
 /**
  * Connect another pair, both sides in this process, on the device and PD

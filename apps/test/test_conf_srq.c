@@ -1,0 +1,547 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Driver conformance, shared receive queues (suite `conf`, so on shm in
+ * all three conformance runs and on rxe in the VM lane): one SRQ on the
+ * driver under test with several QPs taking their receives from it, each
+ * QP connected to a peer of its own (conf_pair_open_srq(): another process
+ * with RDP_TEST_CONF_PEER=process). The peers send; the SRQ's side checks
+ * order, the QP each completion names, RNR, what an error or a destroyed
+ * QP does to the SRQ's receives, the limit event and the refusals.
+ *
+ * A driver without SRQs (max_srq_wr 0, or rdp_srq_create() -ENOTSUP) makes
+ * every test here skip, saying so.
+ */
+#include <errno.h>
+#include <unistd.h>
+
+#include <rte_errno.h>
+
+#include "conf_pair.h"
+#include "rdp_test.h"
+
+#define T_MS 5000 /* deadline for completions that must come */
+#define Q_MS 30   /* window in which nothing may come */
+#define MAX_QPS 3
+#define SLOT 256  /* bytes of the SRQ's buffer per receive */
+
+/* One SRQ and the QPs on it, each with a peer. */
+struct srq_host {
+	struct rdp_dev *dev;
+	struct rdp_pd *pd;
+	struct rdp_cq *cq;   /* send and recv CQ of every QP on the SRQ */
+	struct rdp_srq *srq;
+	struct rdp_mr *buf;  /* the SRQ's receive buffers */
+	struct conf_pair pair[MAX_QPS];
+	int nb;
+};
+
+/* Open the device, the SRQ and @p nb QPs on it; RDP_TEST_SKIPPED without SRQs. */
+static int
+host_open(struct srq_host *h, uint32_t max_wr, int nb, const struct conf_opts *o)
+{
+	struct rdp_srq_init_attr sa = { .max_wr = max_wr, .max_sge = 1, .socket = -1 };
+	struct rdp_dev_attr attr;
+	int i;
+
+	memset(h, 0, sizeof(*h));
+	h->dev = rdp_dev_open(rdp_test_driver());
+	RDP_ASSERT_MSG(h->dev != NULL, "rdp_dev_open: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_dev_query(h->dev, &attr), 0);
+	if (attr.max_srq_wr == 0) {
+		RDP_ASSERT_EQ(rdp_dev_close(h->dev), 0);
+		return rdp_test_skip("driver %s has no shared receive queue (max_srq_wr 0)",
+				     rdp_test_driver());
+	}
+	h->pd = rdp_pd_alloc(h->dev);
+	RDP_ASSERT(h->pd != NULL);
+	h->cq = rdp_cq_create(h->dev, 256, -1);
+	RDP_ASSERT_MSG(h->cq != NULL, "rdp_cq_create: %s", rdp_err_msg());
+	/* before any QP connects: every peer maps it */
+	h->buf = rdp_mr_alloc(h->pd, CONF_BUF_SIZE, -1, RDP_ACCESS_LOCAL_WRITE);
+	RDP_ASSERT_MSG(h->buf != NULL, "rdp_mr_alloc: %s", rdp_err_msg());
+	h->srq = rdp_srq_create(h->pd, &sa);
+	RDP_ASSERT_MSG(h->srq != NULL, "rdp_srq_create: %s", rdp_err_msg());
+	for (i = 0; i < nb; i++)
+		conf_pair_open_srq(&h->pair[i], h->dev, h->pd, h->cq, h->srq, o);
+	h->nb = nb;
+	return 0;
+}
+
+static void
+host_close(struct srq_host *h)
+{
+	int i;
+
+	for (i = 0; i < h->nb; i++)
+		conf_pair_close_srq(&h->pair[i]);
+	RDP_ASSERT_MSG(rdp_srq_destroy(h->srq) == 0, "rdp_srq_destroy: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_mr_free(h->buf), 0);
+	RDP_ASSERT_EQ(rdp_cq_destroy(h->cq), 0);
+	RDP_ASSERT_EQ(rdp_pd_free(h->pd), 0);
+	RDP_ASSERT_MSG(rdp_dev_close(h->dev) == 0, "rdp_dev_close: %s", rdp_err_msg());
+}
+
+/* Post receive @p wr_id on the SRQ into slot @p slot of its buffer; the post error. */
+static int
+srq_post(struct srq_host *h, uint64_t wr_id, uint32_t slot)
+{
+	struct rdp_sge sge = { .addr = (uintptr_t)h->buf->addr + slot * SLOT, .length = SLOT,
+			       .lkey = h->buf->lkey };
+	struct rdp_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 };
+	int err;
+
+	rdp_post_srq_recv(h->srq, &wr, 1, &err);
+	return err;
+}
+
+/* Poll the SRQ side's CQ until @p want completions or @p ms passed. */
+static int
+host_poll(struct srq_host *h, struct rdp_wc *wc, int want, int ms)
+{
+	double deadline = rdp_clock_s() + ms / 1000.0;
+	int got = 0;
+
+	while (got < want) {
+		int r = rdp_poll_cq(h->cq, wc + got, (uint16_t)(want - got));
+
+		RDP_ASSERT_MSG(r >= 0, "rdp_poll_cq failed: %d", r);
+		got += r;
+		if (r == 0 && rdp_clock_s() > deadline)
+			break;
+	}
+	return got;
+}
+
+static void
+host_quiet(struct srq_host *h, int ms)
+{
+	struct rdp_wc wc;
+
+	RDP_ASSERT_MSG(host_poll(h, &wc, 1, ms) == 0, "unexpected completion: wr_id %" PRIu64
+		       " status %s qp %u", wc.wr_id, rdp_wc_status_str(wc.status), wc.qp_num);
+}
+
+/* Peer of QP @p q sends @p len bytes with immediate @p imm, signaled; asserts it completes. */
+static void
+peer_send(struct srq_host *h, int q, uint32_t len, uint32_t imm)
+{
+	struct rdp_wc wc;
+
+	conf_tx_fill(&h->pair[q].b, 0, len, (uint8_t)imm);
+	RDP_ASSERT_EQ(conf_post_send(&h->pair[q].b, RDP_WR_SEND_WITH_IMM, RDP_SEND_SIGNALED,
+				     imm, 0, len, imm, 0, 0), 0);
+	RDP_ASSERT_EQ(conf_poll(&h->pair[q].b, &wc, 1, T_MS), 1);
+	RDP_ASSERT_MSG(wc.status == RDP_WC_SUCCESS, "peer %d: send %u: %s", q, imm,
+		       rdp_wc_status_str(wc.status));
+}
+
+/* The next completion on the SRQ side: receive @p wr_id on QP @p q, with @p imm. */
+static void
+expect_recv(struct srq_host *h, int q, uint64_t wr_id, uint32_t imm, uint32_t len)
+{
+	struct rdp_wc wc;
+
+	RDP_ASSERT_MSG(host_poll(h, &wc, 1, T_MS) == 1, "receive %" PRIu64 " never came", wr_id);
+	RDP_ASSERT_MSG(wc.status == RDP_WC_SUCCESS, "receive %" PRIu64 ": %s", wc.wr_id,
+		       rdp_wc_status_str(wc.status));
+	RDP_ASSERT_EQ(wc.opcode, RDP_WC_RECV);
+	RDP_ASSERT_MSG(wc.wr_id == wr_id, "SEND %u took receive %" PRIu64 ", the SRQ's next is %"
+		       PRIu64, imm, wc.wr_id, wr_id);
+	RDP_ASSERT_MSG(wc.qp_num == h->pair[q].a.qp_num, "receive %" PRIu64 " names QP %u, it "
+		       "arrived on QP %u", wr_id, wc.qp_num, h->pair[q].a.qp_num);
+	RDP_ASSERT(wc.wc_flags & RDP_WC_WITH_IMM);
+	RDP_ASSERT_EQ(wc.imm, imm);
+	RDP_ASSERT_EQ(wc.byte_len, len);
+}
+
+/* Does slot @p slot of the SRQ's buffer hold what peer @p q sent from its tx? */
+static bool
+slot_holds(struct srq_host *h, uint32_t slot, int q, uint32_t len)
+{
+	uint8_t sent[SLOT];
+
+	conf_read(&h->pair[q].b, CONF_TX, 0, sent, len);
+	return memcmp((uint8_t *)h->buf->addr + slot * SLOT, sent, len) == 0;
+}
+
+RDP_TEST(conf, conf_srq_receives_of_three_qps_complete_in_srq_posting_order_naming_their_qp)
+{
+	static const int from[] = { 0, 1, 2, 2, 1, 0, 1, 0, 2 };
+	struct srq_host h;
+	struct conf_opts o;
+	uint32_t k;
+	int ret;
+
+	conf_opts_default(&o);
+	ret = host_open(&h, 16, 3, &o);
+	if (ret != 0)
+		return ret;
+	for (k = 0; k < RTE_DIM(from); k++)
+		RDP_ASSERT_EQ(srq_post(&h, 1000 + k, k), 0);
+	/* one at a time, so that the order of arrival is the order of sending */
+	for (k = 0; k < RTE_DIM(from); k++) {
+		uint32_t len = 40 + 7 * k;
+
+		peer_send(&h, from[k], len, k);
+		expect_recv(&h, from[k], 1000 + k, k, len);
+		RDP_ASSERT_MSG(slot_holds(&h, k, from[k], len), "receive %u holds other bytes", k);
+	}
+	host_quiet(&h, Q_MS);
+	host_close(&h);
+	return 0;
+}
+
+RDP_TEST(conf, conf_srq_empty_is_rnr_as_an_empty_rq_and_other_qps_go_on)
+{
+	struct rdp_dev_stats st;
+	struct srq_host h;
+	struct conf_opts o;
+	struct rdp_wc wc;
+	int ret;
+
+	conf_opts_default(&o); /* rnr_retry 0: an RNR is fatal to the sender */
+	ret = host_open(&h, 8, 2, &o);
+	if (ret != 0)
+		return ret;
+	RDP_ASSERT_EQ(conf_post_send(&h.pair[0].b, RDP_WR_SEND, RDP_SEND_SIGNALED, 1, 0, 8, 0, 0,
+				     0), 0);
+	RDP_ASSERT_EQ(conf_poll(&h.pair[0].b, &wc, 1, T_MS), 1);
+	RDP_ASSERT_MSG(wc.status == RDP_WC_RNR_RETRY_EXC_ERR, "a SEND into an empty SRQ: %s",
+		       rdp_wc_status_str(wc.status));
+	RDP_ASSERT_EQ(conf_qp_state(&h.pair[0].b), RDP_QPS_ERR);
+	/* the receiver is not hurt, and nothing was consumed */
+	RDP_ASSERT_EQ(conf_qp_state(&h.pair[0].a), RDP_QPS_RTS);
+	host_quiet(&h, Q_MS);
+	if (h.pair[0].b.agent < 0) {
+		RDP_ASSERT_EQ(rdp_dev_stats_get(h.dev, &st), 0);
+		RDP_ASSERT_MSG(st.rnr >= 1, "the RNR was not counted");
+	}
+	RDP_ASSERT_EQ(srq_post(&h, 77, 0), 0);
+	peer_send(&h, 1, 16, 5);
+	expect_recv(&h, 1, 77, 5, 16);
+	host_close(&h);
+	return 0;
+}
+
+RDP_TEST(conf, conf_srq_empty_with_rnr_retry_waits_for_a_posted_receive)
+{
+	struct srq_host h;
+	struct conf_opts o;
+	struct rdp_wc wc;
+	int ret;
+
+	conf_opts_default(&o);
+	o.rnr_retry = 7; /* retry forever */
+	ret = host_open(&h, 8, 2, &o);
+	if (ret != 0)
+		return ret;
+	conf_tx_fill(&h.pair[1].b, 0, 24, 9);
+	RDP_ASSERT_EQ(conf_post_send(&h.pair[1].b, RDP_WR_SEND_WITH_IMM, RDP_SEND_SIGNALED, 1, 0,
+				     24, 42, 0, 0), 0);
+	conf_quiet(&h.pair[1].b, Q_MS);
+	host_quiet(&h, Q_MS);
+	RDP_ASSERT_EQ(srq_post(&h, 500, 3), 0);
+	/* the sender's retries run on its own calls: poll it first */
+	RDP_ASSERT_EQ(conf_poll(&h.pair[1].b, &wc, 1, T_MS), 1);
+	RDP_ASSERT_MSG(wc.status == RDP_WC_SUCCESS, "the retried SEND: %s",
+		       rdp_wc_status_str(wc.status));
+	expect_recv(&h, 1, 500, 42, 24);
+	RDP_ASSERT(slot_holds(&h, 3, 1, 24));
+	host_close(&h);
+	return 0;
+}
+
+RDP_TEST(conf, conf_srq_qp_error_flushes_its_sends_and_none_of_the_srq_receives)
+{
+	struct srq_host h;
+	struct conf_opts o;
+	struct rdp_wc wc;
+	int ret, k;
+
+	conf_opts_default(&o);
+	o.rnr_retry = 7; /* QP 0's SEND to its peer's empty RQ waits */
+	ret = host_open(&h, 16, 3, &o);
+	if (ret != 0)
+		return ret;
+	for (k = 0; k < 6; k++)
+		RDP_ASSERT_EQ(srq_post(&h, 100 + k, k), 0);
+	peer_send(&h, 0, 10, 0);
+	expect_recv(&h, 0, 100, 0, 10);
+	/* an outstanding send of QP 0, which its error must flush */
+	RDP_ASSERT_EQ(conf_post_send(&h.pair[0].a, RDP_WR_SEND, RDP_SEND_SIGNALED, 9, 0, 8, 0, 0,
+				     0), 0);
+	host_quiet(&h, Q_MS);
+	conf_qp_err(&h.pair[0].a);
+	RDP_ASSERT_EQ(host_poll(&h, &wc, 1, T_MS), 1);
+	RDP_ASSERT_MSG(wc.wr_id == 9 && wc.status == RDP_WC_WR_FLUSH_ERR,
+		       "QP 0's error: wr_id %" PRIu64 " %s, want its send 9 flushed", wc.wr_id,
+		       rdp_wc_status_str(wc.status));
+	RDP_ASSERT_EQ(wc.qp_num, h.pair[0].a.qp_num);
+	/* and not one of the five receives still on the SRQ */
+	host_quiet(&h, 3 * Q_MS);
+	RDP_ASSERT_EQ(conf_qp_state(&h.pair[0].a), RDP_QPS_ERR);
+	for (k = 1; k < 6; k++) {
+		int q = 1 + k % 2;
+
+		peer_send(&h, q, 20 + k, k);
+		expect_recv(&h, q, 100 + k, k, 20 + k);
+	}
+	host_quiet(&h, Q_MS);
+	host_close(&h);
+	return 0;
+}
+
+RDP_TEST(conf, conf_srq_destroying_a_qp_whose_peer_keeps_sending_loses_no_receive)
+{
+	enum { POSTED = 12, BURST = 4 };
+	bool seen[POSTED] = { false };
+	struct srq_host h;
+	struct conf_opts o;
+	struct rdp_wc wc[POSTED];
+	int ret, k, n, got = 0, left;
+
+	conf_opts_default(&o); /* rnr_retry 0: one SEND too many is an RNR */
+	ret = host_open(&h, 32, 3, &o);
+	if (ret != 0)
+		return ret;
+	for (k = 0; k < POSTED; k++)
+		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);
+	/* QP 0's peer sends a burst, and QP 0 is destroyed behind it */
+	for (k = 0; k < BURST; k++)
+		RDP_ASSERT_EQ(conf_post_send(&h.pair[0].b, RDP_WR_SEND, 0, k, 0, 8, 0, 0, 0), 0);
+	conf_qp_destroy(&h.pair[0].a);
+	/* ... and keeps sending into the QP that is gone */
+	for (k = 0; k < 2; k++)
+		conf_post_send(&h.pair[0].b, RDP_WR_SEND, 0, BURST + k, 0, 8, 0, 0, 0);
+	/* whatever QP 0 took completes, once each */
+	while ((n = host_poll(&h, wc + got, POSTED - got, 300)) > 0)
+		got += n;
+	for (k = 0; k < got; k++) {
+		RDP_ASSERT_MSG(wc[k].wr_id < POSTED && !seen[wc[k].wr_id],
+			       "receive %" PRIu64 " completed twice or was never posted",
+			       wc[k].wr_id);
+		seen[wc[k].wr_id] = true;
+		RDP_ASSERT_MSG(wc[k].qp_num == h.pair[0].a.qp_num, "receive %" PRIu64 " names QP "
+			       "%u, not the destroyed QP %u", wc[k].wr_id, wc[k].qp_num,
+			       h.pair[0].a.qp_num);
+		RDP_ASSERT_EQ(wc[k].status, RDP_WC_SUCCESS);
+	}
+	RDP_ASSERT_MSG(got <= BURST, "%d receives completed for %d SENDs", got, BURST);
+	/* the rest are still posted: exactly that many SENDs find one */
+	left = POSTED - got;
+	printf("QP 0 completed %d receives before it went; %d left on the SRQ\n", got, left);
+	for (k = 0; k < left; k++) {
+		struct rdp_wc w;
+
+		peer_send(&h, 1, 12, 100 + k);
+		RDP_ASSERT_MSG(host_poll(&h, &w, 1, T_MS) == 1, "receive %d of %d left is lost", k,
+			       left);
+		RDP_ASSERT_EQ(w.status, RDP_WC_SUCCESS);
+		RDP_ASSERT_EQ(w.qp_num, h.pair[1].a.qp_num);
+		RDP_ASSERT_MSG(w.wr_id < POSTED && !seen[w.wr_id], "receive %" PRIu64
+			       " completed twice", w.wr_id);
+		seen[w.wr_id] = true;
+	}
+	RDP_ASSERT_EQ(conf_post_send(&h.pair[1].b, RDP_WR_SEND, RDP_SEND_SIGNALED, 999, 0, 8, 0,
+				     0, 0), 0);
+	RDP_ASSERT_EQ(conf_poll(&h.pair[1].b, wc, 1, T_MS), 1);
+	RDP_ASSERT_MSG(wc[0].status == RDP_WC_RNR_RETRY_EXC_ERR, "a SEND beyond the %d receives "
+		       "posted: %s", POSTED, rdp_wc_status_str(wc[0].status));
+	host_quiet(&h, Q_MS);
+	host_close(&h);
+	return 0;
+}
+
+/* Wait up to @p ms for an SRQ limit event; other events are not expected. */
+static bool
+limit_event(struct srq_host *h, int ms)
+{
+	double deadline = rdp_clock_s() + ms / 1000.0;
+	struct rdp_event ev;
+
+	do {
+		int r = rdp_dev_event_get(h->dev, &ev);
+
+		if (r == 0) {
+			RDP_ASSERT_MSG(ev.type == RDP_EVENT_SRQ_LIMIT, "unexpected event %u", ev.type);
+			RDP_ASSERT(ev.srq == h->srq);
+			return true;
+		}
+		RDP_ASSERT_EQ(r, -EAGAIN);
+		usleep(1000);
+	} while (rdp_clock_s() < deadline);
+	return false;
+}
+
+static uint32_t
+armed(struct srq_host *h)
+{
+	struct rdp_srq_attr a;
+
+	RDP_ASSERT_EQ(rdp_srq_query(h->srq, &a), 0);
+	RDP_ASSERT_EQ(a.max_wr, 16);
+	return a.srq_limit;
+}
+
+RDP_TEST(conf, conf_srq_limit_event_fires_once_when_the_receives_left_drop_below_it)
+{
+	struct srq_host h;
+	struct conf_opts o;
+	int ret, k;
+
+	conf_opts_default(&o);
+	ret = host_open(&h, 16, 2, &o);
+	if (ret != 0)
+		return ret;
+	RDP_ASSERT_EQ(rdp_srq_modify_limit(h.srq, 17), -EINVAL);
+	for (k = 0; k < 8; k++)
+		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);
+	RDP_ASSERT_EQ(rdp_srq_modify_limit(h.srq, 4), 0);
+	RDP_ASSERT_EQ(armed(&h), 4);
+	/* 4 left: not below the limit */
+	for (k = 0; k < 4; k++) {
+		peer_send(&h, k % 2, 8, k);
+		expect_recv(&h, k % 2, k, k, 8);
+	}
+	RDP_ASSERT_MSG(!limit_event(&h, Q_MS), "limit event with 4 receives left, limit 4");
+	peer_send(&h, 0, 8, 4);
+	expect_recv(&h, 0, 4, 4, 8);
+	RDP_ASSERT_MSG(limit_event(&h, T_MS), "no limit event with 3 receives left, limit 4");
+	RDP_ASSERT_MSG(armed(&h) == 0, "the limit stays armed after its event");
+	for (k = 5; k < 7; k++) {
+		peer_send(&h, 1, 8, k);
+		expect_recv(&h, 1, k, k, 8);
+	}
+	RDP_ASSERT_MSG(!limit_event(&h, Q_MS), "a second limit event without re-arming");
+	/* armed again: the next receive taken below it fires */
+	RDP_ASSERT_EQ(rdp_srq_modify_limit(h.srq, 2), 0);
+	peer_send(&h, 0, 8, 7);
+	expect_recv(&h, 0, 7, 7, 8);
+	RDP_ASSERT_MSG(limit_event(&h, T_MS), "no limit event once re-armed");
+	host_close(&h);
+	return 0;
+}
+
+RDP_TEST(conf, conf_srq_post_recv_on_a_qp_with_an_srq_is_refused)
+{
+	struct rdp_sge sge;
+	struct rdp_recv_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 };
+	struct srq_host h;
+	struct conf_opts o;
+	int ret, err;
+
+	conf_opts_default(&o);
+	ret = host_open(&h, 8, 1, &o);
+	if (ret != 0)
+		return ret;
+	sge = (struct rdp_sge){ .addr = (uintptr_t)h.buf->addr, .length = 64,
+				.lkey = h.buf->lkey };
+	RDP_ASSERT_EQ(rdp_post_recv(h.pair[0].a.qp, &wr, 1, &err), 0);
+	RDP_ASSERT_EQ(err, -EINVAL);
+	RDP_ASSERT(h.pair[0].a.qp->srq == h.srq);
+	/* the SRQ takes it, and the QP receives into it */
+	RDP_ASSERT_EQ(rdp_post_srq_recv(h.srq, &wr, 1, &err), 1);
+	RDP_ASSERT_EQ(err, 0);
+	peer_send(&h, 0, 8, 3);
+	expect_recv(&h, 0, 1, 3, 8);
+	host_close(&h);
+	return 0;
+}
+
+RDP_TEST(conf, conf_srq_post_beyond_max_wr_is_enomem_until_a_receive_completes)
+{
+	struct rdp_sge sge[6];
+	struct rdp_recv_wr wr[6];
+	struct srq_host h;
+	struct conf_opts o;
+	int ret, err, k;
+
+	conf_opts_default(&o);
+	ret = host_open(&h, 4, 1, &o);
+	if (ret != 0)
+		return ret;
+	for (k = 0; k < 6; k++) {
+		sge[k] = (struct rdp_sge){ .addr = (uintptr_t)h.buf->addr + k * SLOT,
+					   .length = SLOT, .lkey = h.buf->lkey };
+		wr[k] = (struct rdp_recv_wr){ .wr_id = k, .sg_list = &sge[k], .num_sge = 1 };
+	}
+	RDP_ASSERT_EQ(rdp_post_srq_recv(h.srq, wr, 6, &err), 4);
+	RDP_ASSERT_EQ(err, -ENOMEM);
+	RDP_ASSERT_EQ(rdp_post_srq_recv(h.srq, &wr[4], 1, &err), 0);
+	RDP_ASSERT_EQ(err, -ENOMEM);
+	peer_send(&h, 0, 8, 1);
+	expect_recv(&h, 0, 0, 1, 8);
+	RDP_ASSERT_EQ(rdp_post_srq_recv(h.srq, &wr[4], 2, &err), 1);
+	RDP_ASSERT_EQ(err, -ENOMEM);
+	host_close(&h);
+	return 0;
+}
+
+RDP_TEST(conf, conf_srq_destroy_while_a_qp_uses_it_is_busy)
+{
+	struct srq_host h;
+	struct conf_opts o;
+	int ret;
+
+	conf_opts_default(&o);
+	ret = host_open(&h, 8, 2, &o);
+	if (ret != 0)
+		return ret;
+	RDP_ASSERT_EQ(rdp_srq_destroy(h.srq), -EBUSY);
+	conf_pair_close_srq(&h.pair[1]);
+	h.nb = 1;
+	RDP_ASSERT_EQ(rdp_srq_destroy(h.srq), -EBUSY);
+	/* the SRQ still works for the QP left */
+	RDP_ASSERT_EQ(srq_post(&h, 5, 0), 0);
+	peer_send(&h, 0, 8, 2);
+	expect_recv(&h, 0, 5, 2, 8);
+	conf_pair_close_srq(&h.pair[0]);
+	h.nb = 0;
+	/* an object of its device until destroyed */
+	RDP_ASSERT_EQ(rdp_dev_close(h.dev), -EBUSY);
+	host_close(&h);
+	return 0;
+}
+
+RDP_TEST(conf, conf_srq_create_refuses_zero_and_beyond_the_device_limits)
+{
+	struct rdp_srq_init_attr sa = { .max_wr = 0, .max_sge = 1, .socket = -1 };
+	struct rdp_dev_attr attr;
+	struct rdp_dev *dev;
+	struct rdp_pd *pd;
+	struct rdp_srq *srq;
+
+	dev = rdp_dev_open(rdp_test_driver());
+	RDP_ASSERT_MSG(dev != NULL, "rdp_dev_open: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_dev_query(dev, &attr), 0);
+	if (attr.max_srq_wr == 0) {
+		RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
+		return rdp_test_skip("driver %s has no shared receive queue (max_srq_wr 0)",
+				     rdp_test_driver());
+	}
+	pd = rdp_pd_alloc(dev);
+	RDP_ASSERT(pd != NULL);
+	RDP_ASSERT(rdp_srq_create(pd, &sa) == NULL);
+	RDP_ASSERT_EQ(rte_errno, EINVAL);
+	sa.max_wr = attr.max_srq_wr + 1;
+	RDP_ASSERT(rdp_srq_create(pd, &sa) == NULL);
+	RDP_ASSERT_EQ(rte_errno, EINVAL);
+	sa.max_wr = 8;
+	sa.max_sge = attr.max_srq_sge + 1;
+	RDP_ASSERT(rdp_srq_create(pd, &sa) == NULL);
+	RDP_ASSERT_EQ(rte_errno, EINVAL);
+	sa.max_sge = 1;
+	sa.srq_limit = 9;
+	RDP_ASSERT(rdp_srq_create(pd, &sa) == NULL);
+	RDP_ASSERT_EQ(rte_errno, EINVAL);
+	/* the largest the device allows is fine */
+	sa.srq_limit = 0;
+	sa.max_wr = attr.max_srq_wr;
+	srq = rdp_srq_create(pd, &sa);
+	RDP_ASSERT_MSG(srq != NULL, "rdp_srq_create(max_srq_wr %u): %s", attr.max_srq_wr,
+		       rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_srq_destroy(srq), 0);
+	RDP_ASSERT_EQ(rdp_pd_free(pd), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
+	return 0;
+}
