@@ -53,9 +53,10 @@ in_path(const char *prog)
 	return false;
 }
 
-/* Run spin on the model with @p defines and pan with @p pan_args. */
+/* Run spin on lib/credit/model/@p model.pml with @p defines and pan with @p pan_args. */
 static void
-spin_run(const char *defines, const char *pan_args, struct spin_result *res)
+spin_run(const char *model, const char *defines, const char *pan_args,
+	 struct spin_result *res)
 {
 	const char *root = getenv("RDP_SOURCE_ROOT");
 	char cmd[8192], line[1024];
@@ -69,13 +70,13 @@ spin_run(const char *defines, const char *pan_args, struct spin_result *res)
 	/* the trail is written next to the model, so work on a copy */
 	snprintf(cmd, sizeof(cmd),
 		 "set -e; d=$(mktemp -d); trap 'rm -rf \"$d\"' EXIT; cd \"$d\"; "
-		 "cp '%s/lib/credit/model/credit.pml' credit.pml; "
-		 "spin -a %s credit.pml >/dev/null; "
+		 "cp '%s/lib/credit/model/%s.pml' m.pml; "
+		 "spin -a %s m.pml >/dev/null; "
 		 "cc -O2 -w -DNFAIR=4 -DMEMLIM=3072 -o pan pan.c; "
 		 "./pan -m400000 %s 2>&1 || true; "
-		 "if [ -f credit.pml.trail ]; then echo '@trail'; "
-		 "spin -t %s credit.pml 2>&1 | sed -n 's/^[ \\t]*\\(side [01] .*\\)$/\\1/p'; fi",
-		 root, defines, pan_args, defines);
+		 "if [ -f m.pml.trail ]; then echo '@trail'; "
+		 "spin -t %s m.pml 2>&1 | sed -n 's/^[ \\t]*\\(side [01] .*\\)$/\\1/p'; fi",
+		 root, model, defines, pan_args, defines);
 	memset(res, 0, sizeof(*res));
 	res->errors = -1;
 	res->complete = true;
@@ -108,7 +109,8 @@ spin_run(const char *defines, const char *pan_args, struct spin_result *res)
 			fputs(line, stdout);
 	}
 	RDP_ASSERT_EQ(pclose(out), 0);
-	printf("spin %s | pan %s: %ld states stored, %d errors, %.1f s%s%s", defines, pan_args,
+	printf("spin %s.pml %s | pan %s: %ld states stored, %d errors, %.1f s%s%s", model,
+	       defines, pan_args,
 	       res->states, res->errors, rdp_clock_s() - t0,
 	       res->violation[0] != '\0' ? "\n  " : "\n", res->violation);
 	fflush(stdout);
@@ -125,11 +127,11 @@ skip_without_spin(void)
 
 /* The model verifies: no assertion fails, `live` holds, the search is complete. */
 static void
-verifies(const char *defines, const char *pan_args)
+model_verifies(const char *model, const char *defines, const char *pan_args)
 {
 	struct spin_result res;
 
-	spin_run(defines, pan_args, &res);
+	spin_run(model, defines, pan_args, &res);
 	RDP_ASSERT_MSG(res.errors == 0, "spin found an error in %s:\n%s%s", defines,
 		       res.violation, res.trail);
 	RDP_ASSERT_MSG(res.complete, "the search of %s was incomplete", defines);
@@ -139,13 +141,18 @@ verifies(const char *defines, const char *pan_args)
 
 /* The model fails with @p what in pan's first error line. */
 static void
-finds(const char *defines, const char *pan_args, const char *what, struct spin_result *res)
+model_finds(const char *model, const char *defines, const char *pan_args, const char *what,
+	    struct spin_result *res)
 {
-	spin_run(defines, pan_args, res);
+	spin_run(model, defines, pan_args, res);
 	RDP_ASSERT_MSG(res->errors >= 1, "spin found no error in %s", defines);
 	RDP_ASSERT_MSG(strstr(res->violation, what) != NULL,
 		       "spin found another error than %s: %s", what, res->violation);
 }
+
+/* credit.pml, the protocol of one endpoint */
+#define verifies(defines, pan_args) model_verifies("credit", defines, pan_args)
+#define finds(defines, pan_args, what, res) model_finds("credit", defines, pan_args, what, res)
 
 RDP_TEST(model, model_ours_one_way_keeps_i1_to_i3_and_delivers_everything)
 {
@@ -352,5 +359,50 @@ RDP_TEST(model, model_unsignaled_reads_deadlock_waiting_for_a_read_slot)
 	finds(P1 " -DRDMA -DMUTANT_READ_UNSIGNALED -DTRAFFIC=ONEWAY -DN=3", SAFETY_AND_LIVENESS,
 	      "acceptance cycle", &res);
 	printf("counterexample:\n%s", res.trail);
+	return 0;
+}
+
+/*
+ * lease.pml: three endpoints on one shared receive queue, their credits
+ * leased from the poller's pool (docs/credit-protocol.md, "Leased credits
+ * on a shared receive queue").
+ */
+#define LEASE1 "-DK=3 -DFLOOR=1 -DLMAX=3 -DGRANT=2 -DTACK=1 -DNSRQ=5 -DN=2"
+#define LEASE2 "-DK=3 -DFLOOR=1 -DLMAX=2 -DGRANT=1 -DTACK=2 -DNSRQ=4 -DN=2"
+
+RDP_TEST(model, model_leased_srq_credits_never_rnr_and_come_back_to_the_floor)
+{
+	int skip = skip_without_spin();
+
+	if (skip != 0)
+		return skip;
+	model_verifies("lease", LEASE1, SAFETY_AND_LIVENESS);
+	model_verifies("lease", LEASE2, SAFETY_AND_LIVENESS);
+	return 0;
+}
+
+/* Grants that do not wait for the pool lend the SRQ beyond its buffers. */
+RDP_TEST(model, model_leases_beyond_the_srq_find_it_empty)
+{
+	struct spin_result res;
+	int skip = skip_without_spin();
+
+	if (skip != 0)
+		return skip;
+	model_finds("lease", LEASE1 " -DMUTANT_OVERCOMMIT", SAFETY_AND_LIVENESS, "L1_no_rnr",
+		    &res);
+	return 0;
+}
+
+/* A quiet sender that keeps its excess strands the credits it was lent. */
+RDP_TEST(model, model_leases_without_give_back_strand_on_a_quiet_sender)
+{
+	struct spin_result res;
+	int skip = skip_without_spin();
+
+	if (skip != 0)
+		return skip;
+	model_finds("lease", LEASE1 " -DMUTANT_NO_GIVEBACK", SAFETY_AND_LIVENESS,
+		    "acceptance cycle", &res);
 	return 0;
 }

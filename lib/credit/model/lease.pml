@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Leased credits on a shared receive queue, model-checked with spin.
+ *
+ * One poller owns an SRQ of NSRQ receive buffers shared by K endpoints.
+ * Each endpoint k has a peer, sender k, that streams messages to it over its
+ * own RC connection (FIFO, in order). The receive side is what is new, so
+ * that is what is modelled; the send queues follow the per-endpoint rules
+ * of credit.pml and are left out.
+ *
+ * The poller's credits are in exactly one place:
+ *   - pool: free, the poller's own;
+ *   - lease[k]: endpoint k's. It is never below FLOOR and never above LMAX,
+ *     and is split into the sender's rc, data and give-backs on the wire or
+ *     waiting in the CQ, messages the application holds, owed credits, and
+ *     credits on their way back in immediate data.
+ * NSRQ = pool + sum(lease). Every buffer a message consumes was posted.
+ *
+ * The rules (docs/credit-protocol.md, "Leased credits on a shared receive
+ * queue"):
+ *   - A sender spends one credit per data SEND and sets WANT on it when its
+ *     backlog is larger than its credits after the send.
+ *   - The poller marks an endpoint wanting on a WANT, and unmarks it on a
+ *     data SEND without WANT. A wanting endpoint waits in a FIFO for one
+ *     grant of up to GRANT credits from the pool (never above LMAX).
+ *   - A freed message's credit goes back to its endpoint (owed), unless the
+ *     lease is above FLOOR and the endpoint is not wanting or others wait:
+ *     then it goes to the pool (the lease shrinks where the poller is).
+ *   - A sender with no backlog and rc above FLOOR gives the excess back:
+ *     one SEND that spends one credit and carries rc - FLOOR - 1 more. The
+ *     poller reposts its buffer at once and puts all rc - FLOOR into the
+ *     pool (the lease shrinks where the sender is).
+ *   - Owed credits travel in immediate data once owed >= TACK, or at once
+ *     when the sender holds none and none are on the wire (out == 0).
+ *
+ * Checked:
+ *   L1  no RNR: assertion at every arrival, on the SRQ's own count of
+ *       posted buffers;
+ *   L2  conservation and bounds: pool + sum(lease) == NSRQ and
+ *       FLOOR <= lease <= LMAX after every step;
+ *   L3  liveness, finite streams (default): <> DONE, every message of every
+ *       sender delivered and freed, every lease back at FLOOR (no credit
+ *       stranded on a quiet sender or at the poller), nothing on the wire;
+ *       no fairness assumed. Endless streams (-DINF, under weak fairness):
+ *       every sender delivers infinitely often, and a wanting endpoint is
+ *       granted or stops wanting (no starvation).
+ *
+ * Mutants, each a check that the model can fail:
+ *   -DMUTANT_OVERCOMMIT   grants do not wait for the pool (the SRQ is lent
+ *                         beyond its buffers, as RNR-retry designs do): L1
+ *   -DMUTANT_NO_GIVEBACK  a quiet sender keeps its excess: L3 (stranded)
+ *   -DMUTANT_NO_DIVERT    freed credits always go back to their endpoint:
+ *                         a wanting endpoint can starve, which only the
+ *                         endless streams can show (finite streams end,
+ *                         and give-backs then return everything); that
+ *                         search under weak fairness does not finish in
+ *                         minutes at K = 3, so the suite leaves it out.
+ */
+
+#ifndef K
+#define K 3		/* endpoints on the SRQ */
+#endif
+#ifndef FLOOR
+#define FLOOR 1		/* credits each endpoint keeps */
+#endif
+#ifndef LMAX
+#define LMAX 3		/* most credits one endpoint may lease */
+#endif
+#ifndef GRANT
+#define GRANT 2		/* most credits one grant gives */
+#endif
+#ifndef TACK
+#define TACK 1		/* smallest count a pure ack returns (unless out == 0) */
+#endif
+#ifndef NSRQ
+#define NSRQ 5		/* SRQ buffers: K * FLOOR plus what can be lent */
+#endif
+#ifndef N
+#define N 3		/* messages per sender (finite streams) */
+#endif
+
+#define DATA 0
+#define GB 1
+#define CAP (LMAX + 1)
+
+hidden byte L1_no_rnr = 1;
+hidden byte L2_credits_conserved = 1;
+
+/* ---- the poller ---- */
+byte posted = NSRQ;	/* SRQ buffers posted */
+byte pool = NSRQ - K * FLOOR;
+byte lease[K];
+byte owed[K];		/* freed, reposted, not yet sent back */
+byte held[K];		/* received messages the application holds */
+byte out[K];		/* credits sent to sender k minus what its SENDs spent or gave back */
+bit wanting[K];
+bit queued[K];		/* in the FIFO of wanting endpoints */
+chan wq = [K] of { byte };
+chan wire[K] = [CAP] of { byte, byte };	/* sender k to the poller: kind, value */
+chan cq[K] = [CAP] of { byte, byte };	/* arrived, consumed a buffer, not polled */
+chan back[K] = [CAP] of { byte };	/* credits on their way to sender k */
+
+/* ---- the senders ---- */
+byte rc[K];
+byte backlog[K];	/* handed over, not sent */
+#ifdef INF
+bit par[K];		/* flips at each delivery of stream k */
+#else
+byte left[K];		/* still to hand over */
+byte dlv[K];		/* delivered and freed */
+#endif
+
+hidden byte k, g, v, w, x;	/* scratch, dead between steps */
+
+/* an overcommitting design conserves nothing: leave it to L1 to catch it */
+#ifdef MUTANT_OVERCOMMIT
+#define CONSERVED() skip
+#else
+#define CONSERVED() assert(L2_credits_conserved && x + pool == NSRQ)
+#endif
+#define CHECK_L2() \
+	x = 0; w = 0; \
+	do \
+	:: w < K -> assert(L2_credits_conserved && lease[w] >= FLOOR && lease[w] <= LMAX); \
+		x = x + lease[w]; w++ \
+	:: else -> break \
+	od; \
+	CONSERVED(); \
+	x = 0; w = 0
+
+/* one grant to the oldest waiter, while the pool has credit */
+#ifdef MUTANT_OVERCOMMIT
+#define POOL_HAS (true)
+#else
+#define POOL_HAS (pool > 0)
+#endif
+inline serve()
+{
+	do
+	:: nempty(wq) && POOL_HAS ->
+		wq?v;
+		queued[v] = 0;
+		if
+		:: wanting[v] ->
+			g = LMAX - lease[v];
+			if
+			:: g > GRANT -> g = GRANT
+			:: else -> skip
+			fi;
+#ifndef MUTANT_OVERCOMMIT
+			if
+			:: g > pool -> g = pool
+			:: else -> skip
+			fi;
+			pool = pool - g;
+#else
+			if
+			:: g > pool -> pool = 0
+			:: else -> pool = pool - g
+			fi;
+#endif
+			lease[v] = lease[v] + g;
+			owed[v] = owed[v] + g
+		:: else -> skip
+		fi;
+		v = 0; g = 0
+	:: empty(wq) || !POOL_HAS -> break
+	od
+}
+
+#ifdef MUTANT_NO_DIVERT
+#define DIVERT(k) (false)
+#else
+#define DIVERT(k) (lease[k] > FLOOR && (!wanting[k] || len(wq) > 0))
+#endif
+
+init {
+	atomic {
+		k = 0;
+		do
+		:: k < K ->
+			lease[k] = FLOOR;
+			rc[k] = FLOOR;
+			out[k] = FLOOR;
+#ifndef INF
+			left[k] = N;
+#endif
+			run Sender(k);
+			run Arrive(k);
+			run Poll(k);
+			run Free(k);
+			run Credit(k);
+			k++
+		:: else -> break
+		od;
+		k = 0
+	}
+}
+
+/* sender i: its application, its data SENDs, its give-backs, its credits */
+proctype Sender(byte i)
+{
+	do
+	/* the application hands a message over */
+#ifdef INF
+	:: d_step { backlog[i] < 2 -> backlog[i]++ }
+#else
+	:: d_step { left[i] > 0 -> left[i]--; backlog[i]++ }
+#endif
+	/* a data SEND, WANT when the backlog outlasts the credits */
+	:: d_step { backlog[i] > 0 && rc[i] > 0 && nfull(wire[i]) ->
+		rc[i]--; backlog[i]--;
+		wire[i]!DATA,(backlog[i] > rc[i]) }
+#ifndef MUTANT_NO_GIVEBACK
+	/* a quiet sender gives its excess back */
+	:: d_step { backlog[i] == 0 && rc[i] > FLOOR && nfull(wire[i]) ->
+		wire[i]!GB,(rc[i] - FLOOR - 1);
+		rc[i] = FLOOR }
+#endif
+	/* credits arrive in immediate data */
+	:: d_step { nempty(back[i]) -> back[i]?g; rc[i] = rc[i] + g; g = 0 }
+	od
+}
+
+/* a SEND of sender i arrives and takes the oldest posted buffer of the SRQ */
+proctype Arrive(byte i)
+{
+	do
+	:: d_step { nempty(wire[i]) && nfull(cq[i]) ->
+		assert(L1_no_rnr && posted > 0);
+		posted--;
+		wire[i]?v,g; cq[i]!v,g;
+		v = 0; g = 0 }
+	od
+}
+
+/* the poller takes a receive completion of endpoint i */
+proctype Poll(byte i)
+{
+	do
+	:: d_step { nempty(cq[i]) ->
+		cq[i]?v,g;
+		if
+		:: v == DATA ->
+			held[i]++;
+			out[i]--;
+			wanting[i] = g;
+			if
+			:: g && !queued[i] -> queued[i] = 1; wq!i
+			:: else -> skip
+			fi
+		:: else ->	/* a give-back: its buffer goes back at once */
+			posted++;
+			out[i] = out[i] - g - 1;
+			lease[i] = lease[i] - g - 1;
+			pool = pool + g + 1
+		fi;
+		serve();
+		CHECK_L2();
+		v = 0; g = 0 }
+	od
+}
+
+/* the application frees a message of endpoint i; its buffer is posted again */
+proctype Free(byte i)
+{
+	do
+	:: d_step { held[i] > 0 ->
+		held[i]--;
+		posted++;
+#ifdef INF
+		par[i] = !par[i];
+#else
+		dlv[i]++;
+#endif
+		if
+		:: DIVERT(i) -> lease[i]--; pool++
+		:: else -> owed[i]++
+		fi;
+		serve();
+		CHECK_L2() }
+	od
+}
+
+/* owed credits go back in immediate data (a piggyback or a pure ack) */
+proctype Credit(byte i)
+{
+	do
+	:: d_step { owed[i] > 0 && (owed[i] >= TACK || out[i] == 0) && nfull(back[i]) ->
+		back[i]!owed[i];
+		out[i] = out[i] + owed[i];
+		owed[i] = 0 }
+	od
+}
+
+#ifdef INF
+ltl live { []<> par[0] && []<> !par[0] && [] (queued[0] -> <> !queued[0]) }
+#else
+#define QUIET(k) (dlv[k] == N && lease[k] == FLOOR && len(wire[k]) == 0 && len(cq[k]) == 0)
+ltl live { <> (QUIET(0) && QUIET(1) && QUIET(2)) }
+#endif
