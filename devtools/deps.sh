@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Install the Debian 12 packages a task needs, only those missing.
 # Usage: devtools/deps.sh build|test|bench
+# (test: man-db and groff-base render the man pages; libsystemd-dev is what
+# DPDK's static list, `pkg-config --static`, names as -lsystemd.)
 set -euo pipefail
 
 build_pkgs="gcc libc6-dev meson ninja-build pkg-config python3 dpdk-dev libdpdk-dev
             libibverbs-dev libnuma-dev libbsd-dev libsodium-dev"
 test_pkgs="$build_pkgs clang llvm libclang-rt-14-dev spin valgrind qemu-system-x86
            busybox-static cpio kmod xz-utils iproute2 rdma-core ibverbs-providers
-           ibverbs-utils ucx-utils libfabric-bin linux-perf"
+           ibverbs-utils ucx-utils libfabric-bin linux-perf man-db groff-base
+           libsystemd-dev"
 bench_pkgs="$build_pkgs ucx-utils libfabric-bin valgrind linux-perf"
 
 case "${1:-}" in

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A program outside the tree, built by devtools/test_install.sh against an
- * installed rdmaplane with nothing but `pkg-config librdmaplane`.
+ * installed rdmaplane with nothing but `pkg-config librdmaplane`, linked
+ * to librdmaplane.so and (`pkg-config --static`) to librdmaplane.a.
  * Usage: install_consumer GOOD.ini BAD.ini
  */
 #define _GNU_SOURCE /* dladdr() */
@@ -11,6 +12,7 @@
 #include <rdp_build_config.h>
 #include <rdp_cfg.h>
 #include <rdp_credit.h>
+#include <rdp_dev.h>
 
 int
 main(int argc, char **argv)
@@ -43,6 +45,11 @@ main(int argc, char **argv)
 	rdp_cfg_free(cfg);
 
 	if (rdp_cfg_load(argv[2]) != NULL)
+		return 1;
+	printf("%s\n", rdp_err_msg());
+
+	/* the drivers register from constructors: a static link must keep them */
+	if (rdp_dev_open("nosuch") != NULL)
 		return 1;
 	printf("%s\n", rdp_err_msg());
 	return 0;
