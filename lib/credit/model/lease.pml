@@ -25,7 +25,8 @@
  *     grant of up to GRANT credits from the pool (never above LMAX).
  *   - A freed message's credit goes back to its endpoint (owed), unless the
  *     lease is above FLOOR and the endpoint is not wanting or others wait:
- *     then it goes to the pool (the lease shrinks where the poller is).
+ *     then it goes to the pool (the lease shrinks where the poller is). A
+ *     data SEND without WANT also sends the owed credits above FLOOR there.
  *   - A sender with no backlog and rc above FLOOR gives the excess back:
  *     one SEND that spends one credit and carries rc - FLOOR - 1 more. The
  *     poller reposts its buffer at once and puts all rc - FLOOR into the
@@ -247,6 +248,17 @@ proctype Poll(byte i)
 			wanting[i] = g;
 			if
 			:: g && !queued[i] -> queued[i] = 1; wq!i
+			:: !g ->
+				/* no longer wanting: owed credits above the floor go to the pool */
+				w = lease[i] - FLOOR;
+				if
+				:: w > owed[i] -> w = owed[i]
+				:: else -> skip
+				fi;
+				owed[i] = owed[i] - w;
+				lease[i] = lease[i] - w;
+				pool = pool + w;
+				w = 0
 			:: else -> skip
 			fi
 		:: else ->	/* a give-back: its buffer goes back at once */

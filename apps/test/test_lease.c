@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Leased SRQ credits (lib/credit/rdp_lease.h): the rules one at a time,
+ * then a randomized simulator of many endpoints sharing one SRQ.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "rdp_lease.h"
+#include "rdp_test.h"
+
+#define WQ_MAX 256
+
+static struct rdp_lease *wq[WQ_MAX];
+
+static void
+pool_init(struct rdp_lease_pool *p, uint32_t size, uint32_t floor, uint32_t lmax,
+	  uint32_t grant, uint32_t members)
+{
+	char why[256];
+
+	RDP_ASSERT_MSG(rdp_lease_pool_init(p, size, floor, lmax, grant, wq, members, why,
+					   sizeof(why)) == 0, "%s", why);
+}
+
+RDP_TEST(unit, lease_pool_rejects_a_floor_of_zero_and_a_max_below_it)
+{
+	struct rdp_lease_pool p;
+	char why[256];
+
+	RDP_ASSERT_EQ(rdp_lease_pool_init(&p, 8, 0, 4, 1, wq, 4, why, sizeof(why)), -EINVAL);
+	RDP_ASSERT(strstr(why, "srq_floor=0") != NULL);
+	RDP_ASSERT_EQ(rdp_lease_pool_init(&p, 8, 2, 1, 1, wq, 4, why, sizeof(why)), -EINVAL);
+	RDP_ASSERT(strstr(why, "srq_lease_max=1") != NULL);
+	RDP_ASSERT_EQ(rdp_lease_pool_init(&p, 1, 2, 4, 1, wq, 4, why, sizeof(why)), -EINVAL);
+	RDP_ASSERT(strstr(why, "srq_size=1") != NULL);
+	return 0;
+}
+
+RDP_TEST(unit, lease_admission_refuses_a_floor_the_pool_lacks_and_names_the_numbers)
+{
+	struct rdp_lease_pool p;
+	struct rdp_lease l[3];
+	char why[256];
+
+	pool_init(&p, 5, 2, 4, 1, 3);
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &l[0], why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &l[1], why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(l[0].lease, 2u);
+	RDP_ASSERT_EQ(l[0].out, 2u);
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &l[2], why, sizeof(why)), -ENOSPC);
+	RDP_ASSERT_MSG(strstr(why, "srq_size=5: 1 credits free") != NULL &&
+		       strstr(why, "srq_floor=2") != NULL, "%s", why);
+	rdp_lease_leave(&p, &l[1]);
+	RDP_ASSERT_EQ(p.free, 3u);
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &l[2], why, sizeof(why)), 0);
+	return 0;
+}
+
+RDP_TEST(unit, lease_grants_go_to_wanting_endpoints_in_order_within_the_pool)
+{
+	struct rdp_lease_pool p;
+	struct rdp_lease a, b;
+	char why[256];
+
+	pool_init(&p, 5, 1, 4, 2, 2);	/* 3 credits to lend */
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &a, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &b, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, true), 0);
+	RDP_ASSERT_EQ(a.lease, 3u);	/* floor + one grant of 2 */
+	RDP_ASSERT_EQ(a.owed, 2u);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &b, true), 0);
+	RDP_ASSERT_EQ(b.lease, 2u);	/* the last credit of the pool */
+	RDP_ASSERT_EQ(p.free, 0u);
+	/* no credit left: a second WANT waits */
+	RDP_ASSERT_EQ(rdp_lease_take_owed(&a, 1), 2u);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, true), 0);
+	RDP_ASSERT(a.queued);
+	RDP_ASSERT_EQ(p.grants, 2u);
+	return 0;
+}
+
+RDP_TEST(unit, lease_freed_credits_above_the_floor_go_to_a_waiter)
+{
+	struct rdp_lease_pool p;
+	struct rdp_lease a, b;
+	char why[256];
+
+	pool_init(&p, 4, 1, 3, 2, 2);
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &a, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &b, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, true), 0);	/* a takes both spare credits */
+	RDP_ASSERT_EQ(a.lease, 3u);
+	RDP_ASSERT_EQ(rdp_lease_take_owed(&a, 1), 2u);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &b, true), 0);	/* b waits */
+	RDP_ASSERT(b.queued);
+	/* a is still wanting, but b waits: a's freed credit goes to b */
+	RDP_ASSERT(rdp_lease_on_free(&p, &a));
+	RDP_ASSERT_EQ(a.lease, 2u);
+	RDP_ASSERT_EQ(b.lease, 2u);
+	RDP_ASSERT_EQ(b.owed, 1u);
+	/* at the floor, a freed credit stays with its endpoint */
+	RDP_ASSERT_EQ(rdp_lease_take_owed(&b, 1), 1u);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &b, false), 0);
+	RDP_ASSERT(rdp_lease_on_free(&p, &b));	/* b not wanting, above its floor */
+	RDP_ASSERT_EQ(b.lease, 1u);
+	RDP_ASSERT(!rdp_lease_on_free(&p, &b));	/* b's first message */
+	RDP_ASSERT_EQ(b.lease, 1u);
+	RDP_ASSERT_EQ(b.owed, 1u);
+	return 0;
+}
+
+RDP_TEST(unit, lease_give_back_beyond_what_the_peer_holds_is_a_protocol_violation)
+{
+	struct rdp_lease_pool p;
+	struct rdp_lease a;
+	char why[256];
+
+	pool_init(&p, 8, 1, 4, 3, 1);
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &a, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, true), 0);	/* lease 4, 3 owed */
+	RDP_ASSERT_EQ(rdp_lease_take_owed(&a, 1), 3u);		/* out = 3 */
+	RDP_ASSERT_EQ(rdp_lease_on_give_back(&p, &a, 3), -EPROTO);	/* 4 > out */
+	RDP_ASSERT_EQ(rdp_lease_on_give_back(&p, &a, UINT32_MAX), -EPROTO);
+	RDP_ASSERT_EQ(rdp_lease_on_give_back(&p, &a, 2), 0);	/* all 3 back */
+	RDP_ASSERT_EQ(a.lease, 1u);
+	RDP_ASSERT_EQ(p.free, 7u);
+	RDP_ASSERT_EQ(rdp_lease_on_give_back(&p, &a, 0), -EPROTO);	/* below the floor */
+	/* and data with no credit out */
+	RDP_ASSERT_EQ(a.out, 0u);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, false), -EPROTO);
+	return 0;
+}
+
+RDP_TEST(unit, lease_owed_credits_wait_for_the_threshold_unless_the_peer_holds_none)
+{
+	struct rdp_lease_pool p;
+	struct rdp_lease a;
+	char why[256];
+
+	pool_init(&p, 8, 3, 3, 1, 1);
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &a, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, false), 0);
+	RDP_ASSERT(!rdp_lease_on_free(&p, &a));
+	RDP_ASSERT_EQ(rdp_lease_take_owed(&a, 2), 0u);	/* 1 owed, the peer holds 2 */
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, false), 0);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, false), 0);
+	RDP_ASSERT_EQ(rdp_lease_take_owed(&a, 2), 1u);	/* out == 0: at once */
+	RDP_ASSERT_EQ(a.out, 1u);
+	return 0;
+}
+
+RDP_TEST(unit, lease_peer_rules_want_and_give_back)
+{
+	RDP_ASSERT(rdp_lease_want(3, 2));
+	RDP_ASSERT(!rdp_lease_want(2, 2));
+	RDP_ASSERT_EQ(rdp_lease_give_back_due(0, 5, 2), 3u);
+	RDP_ASSERT_EQ(rdp_lease_give_back_due(1, 5, 2), 0u);
+	RDP_ASSERT_EQ(rdp_lease_give_back_due(0, 2, 2), 0u);
+	return 0;
+}
+
+/* ---- the simulator: many endpoints, one SRQ, random order ---- */
+
+enum { SIM_DATA, SIM_GB };
+
+struct sim_msg {
+	uint8_t kind;
+	bool want;
+	uint32_t val;	/* data: sequence number; give-back: extra */
+};
+
+struct sim_ep {
+	struct rdp_lease l;
+	/* the peer */
+	uint32_t rc;
+	uint64_t backlog, to_hand, tx_seq;
+	uint32_t back_credits;	/* credits in immediate data towards the peer */
+	/* the wire and the CQ: [0, arrived) consumed a buffer and wait for the poller */
+	struct sim_msg *q;
+	uint32_t q_head, q_len, arrived, q_cap;
+	/* the poller's application */
+	uint32_t held;
+	uint64_t rx_seq;
+};
+
+static uint64_t
+rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void
+sim_check(const struct rdp_lease_pool *p, const struct sim_ep *e, uint32_t n)
+{
+	uint64_t sum = p->free;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		RDP_ASSERT_MSG(e[i].l.lease >= p->floor && e[i].l.lease <= p->lease_max,
+			       "endpoint %u leases %u", i, e[i].l.lease);
+		sum += e[i].l.lease;
+	}
+	RDP_ASSERT_MSG(sum == p->size, "%" PRIu64 " credits for %u buffers", sum, p->size);
+}
+
+RDP_TEST(unit, lease_sim_many_endpoints_share_one_srq_without_rnr)
+{
+	const uint32_t n = 160, size = 640, floor = 1, lmax = 32, grant = 4;
+	const uint64_t per_ep = 8000;
+	struct rdp_lease_pool p;
+	struct sim_ep *e = calloc(n, sizeof(*e));
+	uint64_t seed = 0x9e3779b97f4a7c15ull, rounds = 0, delivered = 0;
+	uint32_t posted = size, i, quiet_rounds = 0;
+	char why[256];
+
+	RDP_ASSERT(e != NULL);
+	if (getenv("RDP_SEED") != NULL)
+		seed = strtoull(getenv("RDP_SEED"), NULL, 0) | 1;
+	printf("seed %" PRIu64 "\n", seed);
+	RDP_ASSERT(n <= WQ_MAX);
+	pool_init(&p, size, floor, lmax, grant, n);
+	for (i = 0; i < n; i++) {
+		RDP_ASSERT_EQ(rdp_lease_admit(&p, &e[i].l, why, sizeof(why)), 0);
+		e[i].rc = floor;
+		e[i].to_hand = per_ep;
+		e[i].q_cap = lmax + 1;
+		e[i].q = calloc(e[i].q_cap, sizeof(*e[i].q));
+		RDP_ASSERT(e[i].q != NULL);
+	}
+	while (quiet_rounds < 4 * n * 16) {
+		struct sim_ep *x = &e[rnd(&seed) % n];
+		uint32_t step = (uint32_t)(rnd(&seed) % 6), extra;
+		struct sim_msg *m;
+
+		rounds++;
+		RDP_ASSERT_MSG(rounds < 400000000ull, "no end after %" PRIu64 " rounds", rounds);
+		switch (step) {
+		case 0:	/* the peer's application hands over a burst */
+			if (x->to_hand > 0 && rnd(&seed) % 4 == 0) {
+				uint64_t b = 1 + rnd(&seed) % 16;
+
+				b = b > x->to_hand ? x->to_hand : b;
+				x->to_hand -= b;
+				x->backlog += b;
+			}
+			break;
+		case 1:	/* the peer sends, or gives back */
+			if (x->q_len == x->q_cap)
+				break;
+			m = &x->q[(x->q_head + x->q_len) % x->q_cap];
+			if (x->backlog > 0 && x->rc > 0) {
+				x->rc--;
+				x->backlog--;
+				*m = (struct sim_msg){ SIM_DATA, rdp_lease_want(x->backlog, x->rc),
+						       (uint32_t)x->tx_seq++ };
+				x->q_len++;
+			} else if ((extra = rdp_lease_give_back_due(x->backlog, x->rc, floor)) > 0) {
+				*m = (struct sim_msg){ SIM_GB, false, extra - 1 };
+				x->rc -= extra;
+				x->q_len++;
+			}
+			break;
+		case 2:	/* a SEND arrives: it takes a buffer of the SRQ */
+			if (x->arrived < x->q_len) {
+				RDP_ASSERT_MSG(posted > 0, "RNR: endpoint %u's SEND found the SRQ "
+					       "empty (seed %" PRIu64 ")", (unsigned)(x - e), seed);
+				posted--;
+				x->arrived++;
+			}
+			break;
+		case 3:	/* the poller takes a completion */
+			if (x->arrived == 0)
+				break;
+			m = &x->q[x->q_head];
+			x->q_head = (x->q_head + 1) % x->q_cap;
+			x->q_len--;
+			x->arrived--;
+			if (m->kind == SIM_DATA) {
+				RDP_ASSERT_EQ(m->val, (uint32_t)x->rx_seq);
+				x->rx_seq++;
+				x->held++;
+				RDP_ASSERT_EQ(rdp_lease_on_data(&p, &x->l, m->want), 0);
+			} else {
+				posted++;
+				RDP_ASSERT_EQ(rdp_lease_on_give_back(&p, &x->l, m->val), 0);
+			}
+			sim_check(&p, e, n);
+			break;
+		case 4:	/* the poller's application frees, slowly or at once */
+			if (x->held > 0 && rnd(&seed) % 3 == 0) {
+				x->held--;
+				posted++;
+				delivered++;
+				rdp_lease_on_free(&p, &x->l);
+				sim_check(&p, e, n);
+			}
+			break;
+		case 5:	/* credits go back; the peer polls them */
+			x->back_credits += rdp_lease_take_owed(&x->l, 4);
+			if (x->back_credits > 0 && rnd(&seed) % 2 == 0) {
+				x->rc += x->back_credits;
+				x->back_credits = 0;
+			}
+			break;
+		}
+		if (delivered == n * per_ep)
+			quiet_rounds++;
+	}
+	RDP_ASSERT_EQ(delivered, n * per_ep);
+	for (i = 0; i < n; i++) {
+		RDP_ASSERT_EQ(e[i].rx_seq, per_ep);
+		RDP_ASSERT_MSG(e[i].l.lease == floor, "endpoint %u kept %u credits when quiet", i,
+			       e[i].l.lease);
+		free(e[i].q);
+	}
+	RDP_ASSERT_EQ(posted, size);
+	printf("%u endpoints on an SRQ of %u: %" PRIu64 " messages, %" PRIu64 " grants, %"
+	       PRIu64 " credits diverted, %" PRIu64 " given back, %" PRIu64 " rounds\n", n, size,
+	       delivered, p.grants, p.diverted, p.given_back, rounds);
+	RDP_ASSERT_MSG(p.grants > 0 && p.diverted > 0 && p.given_back > 0,
+		       "the run never granted, diverted or gave back");
+	free(e);
+	return 0;
+}

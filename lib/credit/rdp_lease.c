@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rdp_lease.h"
+
+int
+rdp_lease_pool_init(struct rdp_lease_pool *p, uint32_t size, uint32_t floor,
+		    uint32_t lease_max, uint32_t grant, struct rdp_lease **wq,
+		    uint32_t max_members, char *why, size_t len)
+{
+	if (floor == 0) {
+		snprintf(why, len, "srq_floor=0: every endpoint needs at least one credit");
+		return -EINVAL;
+	}
+	if (lease_max < floor) {
+		snprintf(why, len, "srq_lease_max=%u is below srq_floor=%u", lease_max, floor);
+		return -EINVAL;
+	}
+	if (grant == 0) {
+		snprintf(why, len, "srq_grant=0: a grant must give at least one credit");
+		return -EINVAL;
+	}
+	if (size < floor) {
+		snprintf(why, len, "srq_size=%u cannot hold one endpoint's srq_floor=%u", size,
+			 floor);
+		return -EINVAL;
+	}
+	if (wq == NULL || max_members == 0) {
+		snprintf(why, len, "no room for members");
+		return -EINVAL;
+	}
+	memset(p, 0, sizeof(*p));
+	p->size = size;
+	p->free = size;
+	p->floor = floor;
+	p->lease_max = lease_max;
+	p->grant = grant;
+	p->wq = wq;
+	p->wq_cap = max_members;
+	return 0;
+}
+
+int
+rdp_lease_admit(struct rdp_lease_pool *p, struct rdp_lease *l, char *why, size_t len)
+{
+	if (p->members == p->wq_cap) {
+		snprintf(why, len, "the SRQ has its most endpoints (%u)", p->wq_cap);
+		return -EUSERS;
+	}
+	if (p->free < p->floor) {
+		snprintf(why, len, "srq_size=%u: %u credits free, an endpoint needs srq_floor=%u "
+			 "(%u endpoints lease the other %u)", p->size, p->free, p->floor,
+			 p->members, p->size - p->free);
+		return -ENOSPC;
+	}
+	memset(l, 0, sizeof(*l));
+	p->free -= p->floor;
+	p->members++;
+	l->lease = p->floor;
+	l->out = p->floor;
+	return 0;
+}
+
+static void
+wq_remove(struct rdp_lease_pool *p, struct rdp_lease *l)
+{
+	uint32_t i, n = p->wq_len, kept = 0;
+
+	for (i = 0; i < n; i++) {
+		struct rdp_lease *w = p->wq[(p->wq_head + i) % p->wq_cap];
+
+		if (w != l)
+			p->wq[(p->wq_head + kept++) % p->wq_cap] = w;
+	}
+	p->wq_len = kept;
+	l->queued = false;
+}
+
+void
+rdp_lease_leave(struct rdp_lease_pool *p, struct rdp_lease *l)
+{
+	if (l->queued)
+		wq_remove(p, l);
+	p->free += l->lease;
+	p->members--;
+	memset(l, 0, sizeof(*l));
+}
+
+/* Grants to the oldest waiters while the pool has credit. */
+static void
+serve(struct rdp_lease_pool *p)
+{
+	while (p->wq_len > 0 && p->free > 0) {
+		struct rdp_lease *l = p->wq[p->wq_head];
+		uint32_t g = p->lease_max - l->lease;
+
+		p->wq_head = (p->wq_head + 1) % p->wq_cap;
+		p->wq_len--;
+		l->queued = false;
+		if (!l->wanting || g == 0)
+			continue;
+		if (g > p->grant)
+			g = p->grant;
+		if (g > p->free)
+			g = p->free;
+		p->free -= g;
+		l->lease += g;
+		l->owed += g;
+		p->grants++;
+	}
+}
+
+int
+rdp_lease_on_data(struct rdp_lease_pool *p, struct rdp_lease *l, bool want)
+{
+	if (l->out == 0)
+		return -EPROTO;
+	l->out--;
+	l->wanting = want;
+	if (!want) {
+		/* no longer wanting: what it is owed above its floor goes to the pool */
+		uint32_t n = l->lease - p->floor < l->owed ? l->lease - p->floor : l->owed;
+
+		l->owed -= n;
+		l->lease -= n;
+		p->free += n;
+		p->diverted += n;
+	}
+	if (want && !l->queued) {
+		p->wq[(p->wq_head + p->wq_len) % p->wq_cap] = l;
+		p->wq_len++;
+		l->queued = true;
+	}
+	serve(p);
+	return 0;
+}
+
+int
+rdp_lease_on_give_back(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t extra)
+{
+	uint64_t n = (uint64_t)extra + 1;
+
+	if (n > l->out || n > l->lease || l->lease - n < p->floor)
+		return -EPROTO;
+	l->out -= (uint32_t)n;
+	l->lease -= (uint32_t)n;
+	p->free += (uint32_t)n;
+	p->given_back += n;
+	serve(p);
+	return 0;
+}
+
+bool
+rdp_lease_on_free(struct rdp_lease_pool *p, struct rdp_lease *l)
+{
+	bool divert = l->lease > p->floor && (!l->wanting || p->wq_len > 0);
+
+	if (divert) {
+		l->lease--;
+		p->free++;
+		p->diverted++;
+	} else {
+		l->owed++;
+	}
+	serve(p);
+	return divert;
+}
+
+uint32_t
+rdp_lease_take_owed(struct rdp_lease *l, uint32_t ack_threshold)
+{
+	uint32_t n = l->owed;
+
+	if (n == 0 || (n < ack_threshold && l->out != 0))
+		return 0;
+	l->owed = 0;
+	l->out += n;
+	return n;
+}

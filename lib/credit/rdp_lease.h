@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RDP_LEASE_H
+#define RDP_LEASE_H
+
+/**
+ * @file
+ * Leased receive credits: the endpoints of one poller share one shared
+ * receive queue (SRQ), and the poller lends its credits to them.
+ *
+ * Pure C like rdp_credit.h: it decides and counts, never posts. The rules
+ * are those of lib/credit/model/lease.pml (docs/credit-protocol.md,
+ * "Leased credits on a shared receive queue"):
+ *
+ * - Every credit of an SRQ of `size` buffers is in the pool or in exactly
+ *   one member's lease; a lease stays within `[floor, lease_max]`.
+ * - A member is admitted only if its floor is free in the pool.
+ * - A data SEND whose immediate data says WANT queues its member (FIFO)
+ *   for one grant of up to `grant` credits; a data SEND without WANT
+ *   withdraws it.
+ * - A freed message's credit is owed to its member, unless the lease is
+ *   above the floor and the member is not wanting or others wait: then it
+ *   goes to the pool.
+ * - A give-back from the peer spends one credit and returns `extra` more:
+ *   `extra + 1` leave the lease for the pool.
+ * - Owed credits go back once `owed >= T_ack`, or at once when nothing of
+ *   the lease is at the peer or on the wire (`out == 0`).
+ *
+ * The peer's side is two inline rules: rdp_lease_want() and
+ * rdp_lease_give_back_due().
+ *
+ * CONCURRENCY: none; a pool and its members belong to one poller thread.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rdp_lease;
+
+/** A poller's SRQ credits. Read fields freely; change them only through the functions. */
+struct rdp_lease_pool {
+	uint32_t size;		/**< SRQ buffers, all credits */
+	uint32_t free;		/**< credits in the pool */
+	uint32_t floor;		/**< credits every member keeps */
+	uint32_t lease_max;	/**< most credits one member may lease */
+	uint32_t grant;		/**< most credits one grant gives */
+	uint32_t members;	/**< members admitted */
+	struct rdp_lease **wq;	/**< FIFO of wanting members, `wq_cap` slots */
+	uint32_t wq_cap;	/**< members at most */
+	uint32_t wq_head;	/**< oldest waiter */
+	uint32_t wq_len;	/**< waiters */
+	uint64_t grants;	/**< grants given */
+	uint64_t diverted;	/**< freed credits sent to the pool instead of their member */
+	uint64_t given_back;	/**< credits peers gave back */
+};
+
+/** One member's lease (one endpoint). */
+struct rdp_lease {
+	uint32_t lease;		/**< credits leased */
+	uint32_t owed;		/**< credits to send back to the peer */
+	uint32_t out;		/**< credits sent to the peer minus those its SENDs spent or gave back */
+	bool wanting;		/**< the peer's last data SEND said WANT */
+	bool queued;		/**< waiting in the pool's FIFO */
+};
+
+/**
+ * Set up a pool.
+ *
+ * @param p
+ *   The pool.
+ * @param size
+ *   SRQ buffers.
+ * @param floor
+ *   Credits each member keeps, at least 1.
+ * @param lease_max
+ *   Most credits one member may lease, at least @p floor.
+ * @param grant
+ *   Most credits one grant gives, at least 1.
+ * @param wq
+ *   Storage for the waiters' FIFO, @p max_members slots.
+ * @param max_members
+ *   Members at most.
+ * @param why
+ *   Receives the first rule broken, naming the parameters and values.
+ * @param len
+ *   Size of @p why.
+ * @return
+ *   0, or -EINVAL.
+ */
+int rdp_lease_pool_init(struct rdp_lease_pool *p, uint32_t size, uint32_t floor,
+			uint32_t lease_max, uint32_t grant, struct rdp_lease **wq,
+			uint32_t max_members, char *why, size_t len);
+
+/**
+ * Admit a member: its floor leaves the pool. The peer starts with `floor`
+ * credits (`l->out == floor`).
+ *
+ * @param p
+ *   The pool.
+ * @param l
+ *   The member's lease, zeroed or not.
+ * @param why
+ *   Receives the numbers on refusal.
+ * @param len
+ *   Size of @p why.
+ * @return
+ *   0; -ENOSPC when the floor is not free in the pool; -EUSERS when the
+ *   pool has its most members.
+ */
+int rdp_lease_admit(struct rdp_lease_pool *p, struct rdp_lease *l, char *why, size_t len);
+
+/**
+ * A member leaves (its QP is gone: nothing of the lease is on the wire any
+ * more): every credit of its lease goes back to the pool.
+ *
+ * @param p
+ *   The pool.
+ * @param l
+ *   The member.
+ */
+void rdp_lease_leave(struct rdp_lease_pool *p, struct rdp_lease *l);
+
+/**
+ * A data SEND of the member's peer was polled.
+ *
+ * @param p
+ *   The pool.
+ * @param l
+ *   The member.
+ * @param want
+ *   The SEND's immediate data said WANT.
+ * @return
+ *   0, or -EPROTO when the peer had no credit to spend.
+ */
+int rdp_lease_on_data(struct rdp_lease_pool *p, struct rdp_lease *l, bool want);
+
+/**
+ * A give-back of the member's peer was polled; its buffer goes back to the
+ * SRQ at once.
+ *
+ * @param p
+ *   The pool.
+ * @param l
+ *   The member.
+ * @param extra
+ *   Credits returned beside the one the give-back spent.
+ * @return
+ *   0, or -EPROTO when the peer returned more than it held or would leave
+ *   the lease below the floor.
+ */
+int rdp_lease_on_give_back(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t extra);
+
+/**
+ * The application freed a message of the member and its buffer went back
+ * to the SRQ: the credit is owed to the member or goes to the pool.
+ *
+ * @param p
+ *   The pool.
+ * @param l
+ *   The member.
+ * @return
+ *   true if the credit went to the pool.
+ */
+bool rdp_lease_on_free(struct rdp_lease_pool *p, struct rdp_lease *l);
+
+/**
+ * How many owed credits to send back now, and count them as sent.
+ *
+ * @param l
+ *   The member.
+ * @param ack_threshold
+ *   T_ack: the smallest count worth a pure ack when the peer still holds
+ *   credits. Pass 1 when a data SEND carries them anyway.
+ * @return
+ *   The credits to carry in immediate data, 0 for none.
+ */
+uint32_t rdp_lease_take_owed(struct rdp_lease *l, uint32_t ack_threshold);
+
+/**
+ * The peer's rule for WANT on a data SEND.
+ *
+ * @param backlog
+ *   Messages still to send after this one.
+ * @param rc
+ *   Credits left after this one.
+ * @return
+ *   Whether to set WANT.
+ */
+static inline bool
+rdp_lease_want(uint64_t backlog, uint32_t rc)
+{
+	return backlog > rc;
+}
+
+/**
+ * The peer's rule for a give-back.
+ *
+ * @param backlog
+ *   Messages waiting to be sent.
+ * @param rc
+ *   Credits held.
+ * @param floor
+ *   The poller's floor (from the handshake).
+ * @return
+ *   0 for none; otherwise `extra + 1`: send a give-back that spends one
+ *   credit and carries `extra`, and take all of it off `rc`.
+ */
+static inline uint32_t
+rdp_lease_give_back_due(uint64_t backlog, uint32_t rc, uint32_t floor)
+{
+	return backlog == 0 && rc > floor ? rc - floor : 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RDP_LEASE_H */
