@@ -406,3 +406,36 @@ RDP_TEST(model, model_leases_without_give_back_strand_on_a_quiet_sender)
 		    "acceptance cycle", &res);
 	return 0;
 }
+
+/*
+ * The peers' pure acks land in the SRQ's reserve, the poller's in each
+ * peer's RQ: two endpoints that stream both ways.
+ */
+#define LEASE_ACKS "-DK=2 -DN=2 -DNX=2 -DYACKS -DCY=1 -DTACKY=1 -DGRANT=1"
+
+RDP_TEST(model, model_leased_srq_pure_acks_fit_both_reserves)
+{
+	int skip = skip_without_spin();
+
+	if (skip != 0)
+		return skip;
+	/* the poller's acks carry 1: the peer keeps 2 entries for them */
+	model_verifies("lease", LEASE_ACKS " -DLMAX=2 -DTACK=1 -DNSRQ=5", SAFETY_AND_LIVENESS);
+	/* acks carry 2 or go alone at out == 0: 1 entry, below ceil(3 / 2) */
+	model_verifies("lease", LEASE_ACKS " -DLMAX=3 -DTACK=2 -DGRANT=2 -DNSRQ=6",
+		       SAFETY_AND_LIVENESS);
+	return 0;
+}
+
+/* One entry fewer at the peer for the poller's pure acks: an RNR there. */
+RDP_TEST(model, model_leased_srq_peer_short_of_ack_entries_finds_its_rq_empty)
+{
+	struct spin_result res;
+	int skip = skip_without_spin();
+
+	if (skip != 0)
+		return skip;
+	model_finds("lease", LEASE_ACKS " -DLMAX=2 -DTACK=1 -DNSRQ=5 -DMUTANT_SHORT_AY",
+		    SAFETY_AND_LIVENESS, "L1_no_rnr", &res);
+	return 0;
+}

@@ -46,10 +46,20 @@
  *       every sender delivers infinitely often, and a wanting endpoint is
  *       granted or stops wanting (no starvation).
  *
+ * Pure acks (-DYACKS): the poller also streams NX messages to each peer,
+ * into the peer's own RQ of CY data credits and AY entries for the
+ * poller's pure acks, and each peer returns those credits piggybacked on
+ * its data or in pure acks (at least TACKY each) that land in the SRQ.
+ * The SRQ keeps AX = ceil(CY / TACKY) buffers per endpoint for them, the
+ * I2 bound of credit.pml; the poller's own credits go back in pure acks
+ * only (the worst case for the peer). L1 then covers the peer's RQ too.
+ *
  * Mutants, each a check that the model can fail:
  *   -DMUTANT_OVERCOMMIT   grants do not wait for the pool (the SRQ is lent
  *                         beyond its buffers, as RNR-retry designs do): L1
  *   -DMUTANT_NO_GIVEBACK  a quiet sender keeps its excess: L3 (stranded)
+ *   -DMUTANT_SHORT_AY     (with -DYACKS) the peer keeps one entry fewer
+ *                         for the poller's pure acks: L1 at the peer
  *   -DMUTANT_NO_DIVERT    freed credits always go back to their endpoint:
  *                         a wanting endpoint can starve, which only the
  *                         endless streams can show (finite streams end,
@@ -80,16 +90,54 @@
 #define N 3		/* messages per sender (finite streams) */
 #endif
 
+#ifdef YACKS
+#ifndef CY
+#define CY 2		/* data credits of each peer's own RQ, for the poller's data */
+#endif
+#ifndef TACKY
+#define TACKY 1		/* the peer's ack threshold */
+#endif
+#ifndef NX
+#define NX 2		/* messages the poller sends each peer */
+#endif
+/* the SRQ's reserve for one peer's pure acks: its I2 bound */
+#ifdef MUTANT_SHORT_AX
+#define AX ((CY + TACKY - 1) / TACKY - 1)
+#else
+#define AX ((CY + TACKY - 1) / TACKY)
+#endif
+/*
+ * The peer's reserve for the poller's pure acks. Each carries at least TACK
+ * of at most LMAX credits, except one sent at out == 0, which is alone on
+ * the wire and in the peer's CQ (out == 0 says nothing is there): so
+ * max(1, LMAX / TACK), never more than today's ceil(C / T_ack).
+ */
+#if LMAX / TACK > 0
+#define AY_NEED (LMAX / TACK)
+#else
+#define AY_NEED 1
+#endif
+#ifdef MUTANT_SHORT_AY
+#define AY (AY_NEED - 1)
+#else
+#define AY AY_NEED
+#endif
+#define XCAP (CY + AY)
+#else
+#define AX 0
+#endif
+
 #define DATA 0
 #define GB 1
-#define CAP (LMAX + 1)
+#define ACK 2
+#define CAP (LMAX + AX + 1)
 
 hidden byte L1_no_rnr = 1;
 hidden byte L2_credits_conserved = 1;
 
 /* ---- the poller ---- */
 byte posted = NSRQ;	/* SRQ buffers posted */
-byte pool = NSRQ - K * FLOOR;
+byte pool = NSRQ - K * (FLOOR + AX);
 byte lease[K];
 byte owed[K];		/* freed, reposted, not yet sent back */
 byte held[K];		/* received messages the application holds */
@@ -97,9 +145,21 @@ byte out[K];		/* credits sent to sender k minus what its SENDs spent or gave bac
 bit wanting[K];
 bit queued[K];		/* in the FIFO of wanting endpoints */
 chan wq = [K] of { byte };
-chan wire[K] = [CAP] of { byte, byte };	/* sender k to the poller: kind, value */
-chan cq[K] = [CAP] of { byte, byte };	/* arrived, consumed a buffer, not polled */
+chan wire[K] = [CAP] of { byte, byte, byte };	/* peer k to the poller: kind, value, credits */
+chan cq[K] = [CAP] of { byte, byte, byte };	/* arrived, consumed a buffer, not polled */
+#ifdef YACKS
+/* the poller's own stream to peer k, into the peer's RQ: kind, value */
+chan back[K] = [XCAP] of { byte, byte };
+chan ycq[K] = [XCAP] of { byte, byte };
+byte xrc[K];		/* the poller's credits for peer k's RQ */
+byte xleft[K];		/* messages still to send to peer k */
+byte yposted[K];	/* peer k's RQ entries posted */
+byte yheld[K];		/* messages of the poller peer k's application holds */
+byte yowed[K];		/* credits peer k owes the poller */
+byte xdlv[K];		/* messages of the poller delivered and freed at peer k */
+#else
 chan back[K] = [CAP] of { byte };	/* credits on their way to sender k */
+#endif
 
 /* ---- the senders ---- */
 byte rc[K];
@@ -117,7 +177,7 @@ hidden byte k, g, v, w, x;	/* scratch, dead between steps */
 #ifdef MUTANT_OVERCOMMIT
 #define CONSERVED() skip
 #else
-#define CONSERVED() assert(L2_credits_conserved && x + pool == NSRQ)
+#define CONSERVED() assert(L2_credits_conserved && x + pool + K * AX == NSRQ)
 #endif
 #define CHECK_L2() \
 	x = 0; w = 0; \
@@ -186,6 +246,12 @@ init {
 #ifndef INF
 			left[k] = N;
 #endif
+#ifdef YACKS
+			xrc[k] = CY;
+			xleft[k] = NX;
+			yposted[k] = CY + AY;
+			run Peer(k);
+#endif
 			run Sender(k);
 			run Arrive(k);
 			run Poll(k);
@@ -197,6 +263,14 @@ init {
 		k = 0
 	}
 }
+
+#ifdef YACKS
+#define PIGGY(i) yowed[i]
+#define TAKE_PIGGY(i) yowed[i] = 0
+#else
+#define PIGGY(i) 0
+#define TAKE_PIGGY(i) skip
+#endif
 
 /* sender i: its application, its data SENDs, its give-backs, its credits */
 proctype Sender(byte i)
@@ -211,17 +285,45 @@ proctype Sender(byte i)
 	/* a data SEND, WANT when the backlog outlasts the credits */
 	:: d_step { backlog[i] > 0 && rc[i] > 0 && nfull(wire[i]) ->
 		rc[i]--; backlog[i]--;
-		wire[i]!DATA,(backlog[i] > rc[i]) }
+		wire[i]!DATA,(backlog[i] > rc[i]),PIGGY(i);
+		TAKE_PIGGY(i) }
 #ifndef MUTANT_NO_GIVEBACK
 	/* a quiet sender gives its excess back */
 	:: d_step { backlog[i] == 0 && rc[i] > FLOOR && nfull(wire[i]) ->
-		wire[i]!GB,(rc[i] - FLOOR - 1);
+		wire[i]!GB,(rc[i] - FLOOR - 1),0;
 		rc[i] = FLOOR }
 #endif
+#ifdef YACKS
+	/* a pure ack for the poller's messages, into the SRQ's reserve */
+	:: d_step { yowed[i] >= TACKY && nfull(wire[i]) -> wire[i]!ACK,0,yowed[i]; yowed[i] = 0 }
+#else
 	/* credits arrive in immediate data */
 	:: d_step { nempty(back[i]) -> back[i]?g; rc[i] = rc[i] + g; g = 0 }
+#endif
 	od
 }
+
+#ifdef YACKS
+/* peer i's RQ: the poller's SENDs arrive, are polled, and freed */
+proctype Peer(byte i)
+{
+	do
+	:: d_step { nempty(back[i]) && nfull(ycq[i]) ->
+		assert(L1_no_rnr && yposted[i] > 0);
+		yposted[i]--;
+		back[i]?v,g; ycq[i]!v,g;
+		v = 0; g = 0 }
+	:: d_step { nempty(ycq[i]) ->
+		ycq[i]?v,g;
+		if
+		:: v == ACK -> rc[i] = rc[i] + g; yposted[i]++
+		:: else -> yheld[i]++
+		fi;
+		v = 0; g = 0 }
+	:: d_step { yheld[i] > 0 -> yheld[i]--; yposted[i]++; yowed[i]++; xdlv[i]++ }
+	od
+}
+#endif
 
 /* a SEND of sender i arrives and takes the oldest posted buffer of the SRQ */
 proctype Arrive(byte i)
@@ -230,8 +332,8 @@ proctype Arrive(byte i)
 	:: d_step { nempty(wire[i]) && nfull(cq[i]) ->
 		assert(L1_no_rnr && posted > 0);
 		posted--;
-		wire[i]?v,g; cq[i]!v,g;
-		v = 0; g = 0 }
+		wire[i]?v,g,w; cq[i]!v,g,w;
+		v = 0; g = 0; w = 0 }
 	od
 }
 
@@ -240,7 +342,11 @@ proctype Poll(byte i)
 {
 	do
 	:: d_step { nempty(cq[i]) ->
-		cq[i]?v,g;
+		cq[i]?v,g,x;
+#ifdef YACKS
+		xrc[i] = xrc[i] + x;
+#endif
+		x = 0;
 		if
 		:: v == DATA ->
 			held[i]++;
@@ -261,11 +367,13 @@ proctype Poll(byte i)
 				w = 0
 			:: else -> skip
 			fi
-		:: else ->	/* a give-back: its buffer goes back at once */
+		:: v == GB ->	/* a give-back: its buffer goes back at once */
 			posted++;
 			out[i] = out[i] - g - 1;
 			lease[i] = lease[i] - g - 1;
 			pool = pool + g + 1
+		:: v == ACK ->	/* the peer's pure ack: its buffer goes back at once */
+			posted++
 		fi;
 		serve();
 		CHECK_L2();
@@ -294,20 +402,41 @@ proctype Free(byte i)
 	od
 }
 
-/* owed credits go back in immediate data (a piggyback or a pure ack) */
+/*
+ * Owed credits go back in immediate data (a pure ack here, the worst case
+ * for the peer's RQ); with -DYACKS the poller also streams to the peer.
+ */
 proctype Credit(byte i)
 {
 	do
 	:: d_step { owed[i] > 0 && (owed[i] >= TACK || out[i] == 0) && nfull(back[i]) ->
+#ifdef YACKS
+		back[i]!ACK,owed[i];
+#else
 		back[i]!owed[i];
+#endif
 		out[i] = out[i] + owed[i];
 		owed[i] = 0 }
+#ifdef YACKS
+	:: d_step { xleft[i] > 0 && xrc[i] > 0 && nfull(back[i]) ->
+		xleft[i]--; xrc[i]--; back[i]!DATA,0 }
+#endif
 	od
 }
 
 #ifdef INF
 ltl live { []<> par[0] && []<> !par[0] && [] (queued[0] -> <> !queued[0]) }
 #else
-#define QUIET(k) (dlv[k] == N && lease[k] == FLOOR && len(wire[k]) == 0 && len(cq[k]) == 0)
+#ifdef YACKS
+#define XQUIET(k) (xdlv[k] == NX && len(back[k]) == 0)
+#else
+#define XQUIET(k) true
+#endif
+#define QUIET(k) (dlv[k] == N && lease[k] == FLOOR && len(wire[k]) == 0 && len(cq[k]) == 0 && \
+		  XQUIET(k))
+#if K == 2
+ltl live { <> (QUIET(0) && QUIET(1)) }
+#else
 ltl live { <> (QUIET(0) && QUIET(1) && QUIET(2)) }
+#endif
 #endif
