@@ -247,13 +247,19 @@ static void
 expire_handshakes(void)
 {
 	uint64_t now = rdp_clock_ns();
-	struct rdp_ep *ep, *next;
+	struct rdp_ep *ep;
 
-	RTE_TAILQ_FOREACH_SAFE(ep, &rdp_ctl.handshakes, ctl_next, next)
-		if (now > ep->deadline_ns)
-			hs_fail(ep, -ETIMEDOUT, "no progress within %u ms (%s)",
-				ep->hs == HS_TCP_CONNECT ? ep->lc->conf.connect_timeout_ms :
-				ep->lc->conf.handshake_timeout_ms, hs_waiting_for(ep));
+	/*
+	 * One at a time from the start: a handshake that ends can start one
+	 * that waited for its slot, or end another, so no saved next is safe.
+	 */
+again:
+	TAILQ_FOREACH(ep, &rdp_ctl.handshakes, ctl_next)
+		if (now > ep->deadline_ns || (ep->is_server && ep->hs == HS_RECV_HELLO &&
+					      now > ep->hello_deadline_ns)) {
+			hs_expire(ep, now);
+			goto again;
+		}
 }
 
 /*
