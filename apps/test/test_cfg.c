@@ -922,7 +922,7 @@ RDP_TEST(unit, cfg_docs_describe_every_key)
 			       row);
 		n++;
 	}
-	RDP_ASSERT_EQ(n, 35);
+	RDP_ASSERT_EQ(n, 37);
 	rdp_cfg_free(cfg);
 	return 0;
 }

@@ -978,6 +978,11 @@ RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
 	telemetry_query(prefix, "/rdp/lcores", out, sizeof(out));
 	printf("%s\n", out);
 	RDP_ASSERT_MSG(strstr(out, "\"endpoints\":2") != NULL, "%s", out);
+	telemetry_query(prefix, "/rdp/handshakes", out, sizeof(out));
+	printf("%s\n", out);
+	RDP_ASSERT_MSG(strstr(out, "\"accepted\":1,\"hello_timeouts\":0,\"refused_per_peer\":0,"
+			      "\"waited_for_slot\":0,\"in_progress\":0,\"waiting\":0,") != NULL,
+		       "%s", out);
 	RDP_ASSERT_EQ(stream_pump(sides, 2, 120), 0);
 	assert_clean(&cli);
 	return close_pair_and_fini(&srv, &cli, cfg);
@@ -2083,7 +2088,7 @@ RDP_TEST(e2e, ep_a_trickling_hello_is_closed_at_its_deadline_from_accept)
 
 /*
  * handshakes_per_peer at accept: an address whose connections have stalled
- * before their HELLO (past a quarter of hello_timeout_ms) gets no more: a
+ * before their HELLO (past half of hello_timeout_ms) gets no more: a
  * new connection from it is closed at once and counted; another address is
  * served as before, a real client too.
  */
@@ -2097,14 +2102,14 @@ RDP_TEST(e2e, ep_an_address_with_stalled_hellos_is_refused_at_accept)
 	int port, fd[2], extra, other, i;
 
 	rdp_test_eal_init("0-1");
-	/* stalled past 2 s (a quarter of 8 s), closed at 8 s */
-	cfg = init_with("shm", "hello_timeout_ms", "8000", "handshake_timeout_ms", "20000",
+	/* stalled past 2.5 s (half of 5 s), closed at 5 s */
+	cfg = init_with("shm", "hello_timeout_ms", "5000", "handshake_timeout_ms", "20000",
 			 "handshakes_per_peer", "2", NULL);
 	port = listen_stream_server(&srv);
 	for (i = 0; i < 2; i++)
 		fd[i] = connect_from("127.0.0.2", port);
 	HS_WAIT(st.waiting == 2);
-	usleep(2500 * 1000);
+	usleep(3000 * 1000);
 	extra = connect_from("127.0.0.2", port);
 	RDP_ASSERT_MSG(closed_within(extra, 5000), "the third stalled peer was not refused");
 	close(extra);
@@ -2242,8 +2247,8 @@ RDP_TEST(e2e, ep_a_real_client_handshakes_within_1s_beside_100_trickling_sockets
 	int port;
 
 	rdp_test_eal_init("0-1");
-	/* room for every trickler to wait: max_endpoints is the waiting room */
-	cfg = init_with("shm", "max_endpoints", "128", NULL);
+	/* the default deadline; room for every trickler to wait (max_endpoints) */
+	cfg = init_with("shm", "hello_timeout_ms", "200", "max_endpoints", "128", NULL);
 	port = listen_stream_server(&srv);
 	memset(&t, 0, sizeof(t));
 	t.port = port;

@@ -160,7 +160,7 @@ ctl_unlisten_serve(struct unlisten_req *req)
 
 /*
  * Whether @p ss may have another connection: not when handshakes_per_peer
- * of its connections have stalled before their HELLO (past a quarter of
+ * of its connections have stalled before their HELLO (past half of
  * hello_timeout_ms: a client sends its HELLO as soon as it is connected).
  * Counted, and said at most once a second.
  */
@@ -173,7 +173,7 @@ peer_admitted(const struct listener *l, const struct ep_lcore *lc,
 	unsigned int slotted, stalled;
 	char who[INET6_ADDRSTRLEN + 8];
 
-	hs_peer_count(ss, now, lc->conf.hello_timeout_ms * 1000000ull / 4, &slotted, &stalled);
+	hs_peer_count(ss, now, lc->conf.hello_timeout_ms * 1000000ull / 2, &slotted, &stalled);
 	if (stalled < lc->conf.handshakes_per_peer)
 		return true;
 	__atomic_store_n(&rdp_ctl.nb_refused_per_peer, rdp_ctl.nb_refused_per_peer + 1,
@@ -181,7 +181,7 @@ peer_admitted(const struct listener *l, const struct ep_lcore *lc,
 	if (said_ns == 0 || now - said_ns >= 1000000000ull) {
 		said_ns = now;
 		addr_name(ss, who, sizeof(who));
-		EP_LOG(NOTICE, "listener %s: refused a connection from %s: %u of its connections "
+		EP_LOG(WARNING, "listener %s: refused a connection from %s: %u of its connections "
 		       "have sent no whole HELLO (handshakes_per_peer = %u); %" PRIu64 " refused "
 		       "so far", l->addr, who, stalled, lc->conf.handshakes_per_peer,
 		       rdp_ctl.nb_refused_per_peer);
