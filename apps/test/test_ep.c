@@ -2076,9 +2076,9 @@ RDP_TEST(e2e, ep_a_trickling_hello_is_closed_at_its_deadline_from_accept)
 	close(silent);
 	HS_WAIT(st.hello_timeouts == 2 && st.waiting == 0 && st.in_progress == 0);
 	RDP_ASSERT_EQ(hs_stats().accepted, 2);
-	RDP_ASSERT_MSG(strstr(rdp_test_log, "no whole HELLO within hello_timeout_ms = 300 ms of "
-			      "the accept (0 of 200 bytes)") != NULL, "%s", rdp_test_log);
-	RDP_ASSERT_MSG(strstr(rdp_test_log, "peer 127.0.0.2:") != NULL, "%s", rdp_test_log);
+	/* one line says it (the second, in the same 100 ms, may go unsaid) */
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "failed: no whole HELLO within hello_timeout_ms = 300 "
+			      "ms of the accept (") != NULL, "%s", rdp_test_log);
 	rdp_test_log_release();
 	RDP_ASSERT_EQ(rdp_endpoint_count(), 0);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());

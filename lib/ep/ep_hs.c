@@ -21,6 +21,7 @@
  * (hs_promote()). See docs/architecture.md, "Fair handshakes".
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -218,6 +219,35 @@ qp_connect_abort(struct rdp_ep *ep)
 	rdp_qp_modify_abort(ep->qp);
 }
 
+/*
+ * Whether to keep quiet about a server handshake that failed before its
+ * HELLO was in, timed out or closed: what a flood of trickling or silent
+ * sockets makes by the hundred a second. One line in each 100 ms says so
+ * (with how many went unsaid); a log written to a slow pipe would
+ * otherwise hold up the control thread, and every handshake with it.
+ */
+static bool
+hs_quiet(const struct rdp_ep *ep, int err)
+{
+	static uint64_t said_ns, unsaid;
+	uint64_t now;
+
+	if (!ep->is_server || ep->hs != HS_RECV_HELLO || ep->in_len >= RDP_HELLO_LEN ||
+	    (err != -ETIMEDOUT && err != -ECONNRESET))
+		return false;
+	now = rdp_clock_ns();
+	if (said_ns != 0 && now - said_ns < 100000000ull) {
+		unsaid++;
+		return true;
+	}
+	if (unsaid > 0)
+		EP_LOG(WARNING, "%" PRIu64 " more connections closed before their HELLO were "
+		       "not logged (see /rdp/handshakes)", unsaid);
+	said_ns = now;
+	unsaid = 0;
+	return false;
+}
+
 void
 hs_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 {
@@ -229,7 +259,7 @@ hs_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	if (err != -ECANCELED)
+	if (err != -ECANCELED && !hs_quiet(ep, err))
 		EP_LOG(WARNING, "handshake %s peer %s failed: %s",
 		       ep->is_server ? "from" : "to", ep->peer, why);
 	if (ep->fd >= 0 && (err == -EPROTO || err == -EACCES)) {
