@@ -399,6 +399,12 @@ stream_cfg(const char *driver, uint32_t max_msg)
 		{ "listen", "" }, { "handshake_timeout_ms", "2000" },
 		{ "connect_timeout_ms", "2000" },
 		/*
+		 * the sanitizer lanes' clients, beside busy pollers on two
+		 * CPUs, may send their HELLO later than production's 200 ms
+		 * allow; the fair-handshake tests set it themselves
+		 */
+		{ "hello_timeout_ms", "2000" },
+		/*
 		 * 1 s transport timeout (4.096 us * 2^18): rxe under an emulated,
 		 * loaded VM retransmits multi-packet SENDs on the default 67 ms and
 		 * then reports REM_INV_REQ or RNR for them (docs/rxe-lane.md)
@@ -421,6 +427,8 @@ stream_cfg(const char *driver, uint32_t max_msg)
 		RDP_ASSERT(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "connect_timeout_ms",
 				       getenv("RDP_TEST_HANDSHAKE_MS"), "test") == 0);
 		RDP_ASSERT(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "handshake_timeout_ms",
+				       getenv("RDP_TEST_HANDSHAKE_MS"), "test") == 0);
+		RDP_ASSERT(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "hello_timeout_ms",
 				       getenv("RDP_TEST_HANDSHAKE_MS"), "test") == 0);
 	}
 	RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "driver", driver, "test") == 0, "%s",

@@ -139,6 +139,8 @@ RDP_TEST(unit, cfg_defaults_are_the_documented_values)
 	RDP_ASSERT_EQ(g->connect_timeout_ms, 5000);
 	RDP_ASSERT_EQ(g->handshake_timeout_ms, 5000);
 	RDP_ASSERT_EQ(g->max_handshakes, 16);
+	RDP_ASSERT_EQ(g->hello_timeout_ms, 200);
+	RDP_ASSERT_EQ(g->handshakes_per_peer, 4);
 	RDP_ASSERT_STR_EQ(g->secret, "");
 	RDP_ASSERT_EQ(rdp_cfg_lcores(cfg, NULL, 0), 0);
 	RDP_ASSERT(rdp_cfg_lcore(cfg, 7) == g);
@@ -395,6 +397,32 @@ RDP_TEST(unit, cfg_rejects_values_longer_than_their_maximum)
 			"longer than 255 characters");
 	snprintf(text, sizeof(text), "[global]\nsecret = %0256d\n", 0);
 	EXPECT_REJECTED(text, "bad.ini:2: [global] secret = (hidden): longer than 255 characters");
+	tmp_leave();
+	return 0;
+}
+
+RDP_TEST(unit, cfg_hello_deadline_and_per_peer_cap_are_checked_naming_file_line_and_key)
+{
+	const struct rdp_cfg_lcore *g;
+	struct rdp_cfg *cfg;
+
+	tmp_enter();
+	EXPECT_REJECTED("[global]\nhello_timeout_ms = 0\n",
+			"bad.ini:2: [global] hello_timeout_ms = 0: must be an integer in [1, 600000]");
+	EXPECT_REJECTED("[global]\n\nhello_timeout_ms = 200ms\n",
+			"bad.ini:3: [global] hello_timeout_ms = 200ms: "
+			"must be an integer in [1, 600000]");
+	EXPECT_REJECTED("[global]\nhandshakes_per_peer = 0\n",
+			"bad.ini:2: [global] handshakes_per_peer = 0: must be an integer in [1, 4096]");
+	EXPECT_REJECTED("[lcore.2]\nhandshakes_per_peer = 4097\n",
+			"bad.ini:2: [lcore.2] handshakes_per_peer = 4097: "
+			"must be an integer in [1, 4096]");
+	cfg = load_text("good.ini", "[global]\nhello_timeout_ms = 50\nhandshakes_per_peer = 1\n");
+	RDP_ASSERT_MSG(cfg != NULL, "%s", rdp_err_msg());
+	g = rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL);
+	RDP_ASSERT_EQ(g->hello_timeout_ms, 50);
+	RDP_ASSERT_EQ(g->handshakes_per_peer, 1);
+	rdp_cfg_free(cfg);
 	tmp_leave();
 	return 0;
 }
@@ -894,7 +922,7 @@ RDP_TEST(unit, cfg_docs_describe_every_key)
 			       row);
 		n++;
 	}
-	RDP_ASSERT_EQ(n, 35);
+	RDP_ASSERT_EQ(n, 37);
 	rdp_cfg_free(cfg);
 	return 0;
 }

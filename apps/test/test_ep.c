@@ -665,7 +665,7 @@ RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
 	int port;
 
 	rdp_test_eal_init("0-1");
-	cfg = init_with("shm", "handshake_timeout_ms", "300", NULL);
+	cfg = init_with("shm", "handshake_timeout_ms", "300", "hello_timeout_ms", "300", NULL);
 	port = listen_stream_server(&srv);
 	rdp_test_log_capture();
 
@@ -687,7 +687,8 @@ RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
 	cases[2].what = "truncated hello";
 	rdp_hello_encode(&h, cases[2].bytes);
 	cases[2].len = 57;
-	cases[2].log = "no progress within 300 ms (waiting for HELLO)";
+	cases[2].log = "no whole HELLO within hello_timeout_ms = 300 ms of the accept (57 of 200 "
+		       "bytes)";
 
 	cases[3].what = "incompatible sizes";
 	h = client_hello();
@@ -699,7 +700,8 @@ RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
 
 	cases[4].what = "silent peer";
 	cases[4].len = 0;
-	cases[4].log = "no progress within 300 ms (waiting for HELLO)";
+	cases[4].log = "no whole HELLO within hello_timeout_ms = 300 ms of the accept (0 of 200 "
+		       "bytes)";
 
 	cases[5].what = "other driver";
 	h = client_hello();
@@ -976,6 +978,11 @@ RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
 	telemetry_query(prefix, "/rdp/lcores", out, sizeof(out));
 	printf("%s\n", out);
 	RDP_ASSERT_MSG(strstr(out, "\"endpoints\":2") != NULL, "%s", out);
+	telemetry_query(prefix, "/rdp/handshakes", out, sizeof(out));
+	printf("%s\n", out);
+	RDP_ASSERT_MSG(strstr(out, "\"accepted\":1,\"hello_timeouts\":0,\"refused_per_peer\":0,"
+			      "\"waited_for_slot\":0,\"in_progress\":0,\"waiting\":0,") != NULL,
+		       "%s", out);
 	RDP_ASSERT_EQ(stream_pump(sides, 2, 120), 0);
 	assert_clean(&cli);
 	return close_pair_and_fini(&srv, &cli, cfg);
@@ -1656,10 +1663,104 @@ RDP_TEST(e2e, ep_accepted_endpoint_hears_established_before_messages_sent_at_onc
 	return 0;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Handshake slots, the waiting room, fair handshakes                     */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A TCP connection to 127.0.0.1:@p port from @p src (127.0.0.x: Linux
+ * routes the whole of 127/8 to lo), so one process can be many peers.
+ */
+static int
+connect_from(const char *src, int port)
+{
+	struct sockaddr_in from = { .sin_family = AF_INET };
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	RDP_ASSERT(fd >= 0);
+	RDP_ASSERT_EQ(inet_pton(AF_INET, src, &from.sin_addr), 1);
+	RDP_ASSERT_EQ(inet_pton(AF_INET, "127.0.0.1", &to.sin_addr), 1);
+	RDP_ASSERT_MSG(bind(fd, (struct sockaddr *)&from, sizeof(from)) == 0, "bind %s: %s", src,
+		       strerror(errno));
+	RDP_ASSERT_MSG(connect(fd, (struct sockaddr *)&to, sizeof(to)) == 0, "connect from %s: %s",
+		       src, strerror(errno));
+	return fd;
+}
+
+/* Whether the server closed @p fd within @p ms (end of file or reset). */
+static bool
+closed_within(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	uint8_t b[RDP_HELLO_LEN];
+
+	if (poll(&p, 1, ms) <= 0)
+		return false;
+	return recv(fd, b, sizeof(b), MSG_DONTWAIT) <= 0;
+}
+
+static struct rdp_hs_stats
+hs_stats(void)
+{
+	struct rdp_hs_stats st;
+
+	RDP_ASSERT_EQ(rdp_hs_stats_get(&st), 0);
+	return st;
+}
+
+/* Wait until the handshake counters satisfy @p cond (an expression of st). */
+#define HS_WAIT(cond) do { \
+	double hs_deadline_ = rdp_clock_s() + 15; \
+	struct rdp_hs_stats st = hs_stats(); \
+	while (!(cond)) { \
+		RDP_ASSERT_MSG(rdp_clock_s() < hs_deadline_, "never: %s (accepted %" PRIu64 \
+			       ", hello timeouts %" PRIu64 ", refused %" PRIu64 ", waited %" \
+			       PRIu64 ", in progress %u, waiting %u)", #cond, st.accepted, \
+			       st.hello_timeouts, st.refused_per_peer, st.waited_for_slot, \
+			       st.in_progress, st.waiting); \
+		usleep(1000); \
+		st = hs_stats(); \
+	} \
+} while (0)
+
+/* Send @p h from @p src on a new connection; returns it (the ACK is not read). */
+static int
+raw_hello_from(const char *src, int port, struct raw_client *rc, struct rdp_hello *h)
+{
+	uint8_t out[RDP_HELLO_LEN];
+	int fd;
+
+	raw_client_open(rc, h);
+	fd = connect_from(src, port);
+	rdp_hello_encode(h, out);
+	RDP_ASSERT(send(fd, out, sizeof(out), 0) == sizeof(out));
+	return fd;
+}
+
+/* Whether a HELLO_ACK arrives on @p fd within @p ms. */
+static bool
+ack_within(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	uint8_t back[RDP_HELLO_LEN];
+	struct rdp_hello ack;
+	char why[256];
+
+	if (poll(&p, 1, ms) <= 0)
+		return false;
+	RDP_ASSERT(recv(fd, back, sizeof(back), MSG_WAITALL) == sizeof(back));
+	RDP_ASSERT_EQ(rdp_hello_decode(back, sizeof(back), &ack, why, sizeof(why)), 0);
+	RDP_ASSERT_MSG(ack.type == RDP_HELLO_ACK, "type %u: %s", ack.type, ack.reason);
+	return true;
+}
+
 RDP_TEST(e2e, ep_handshakes_beyond_the_limit_wait_their_turn)
 {
 	struct stream_side srv, cli;
 	struct rdp_ep_params psrv, pcli;
+	struct raw_client rc[2];
+	struct rdp_hello h[2] = { client_hello(), client_hello() };
 	struct rdp_cfg *cfg;
 	struct rdp_ep *ep;
 	char addr[64];
@@ -1674,19 +1775,24 @@ RDP_TEST(e2e, ep_handshakes_beyond_the_limit_wait_their_turn)
 	stream_params(&cli, &pcli);
 	port = rdp_listen("127.0.0.1:0", &psrv);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	/* two silent peers take both handshake slots */
+	/* two peers past their HELLO that never send READY take both slots */
+	fd[0] = raw_hello_from("127.0.0.2", port, &rc[0], &h[0]);
+	fd[1] = raw_hello_from("127.0.0.3", port, &rc[1], &h[1]);
 	for (i = 0; i < 2; i++)
-		fd[i] = stream_raw_connect(port);
-	usleep(200000);
+		RDP_ASSERT(ack_within(fd[i], 5000));
 	ep = rdp_connect(addr, &pcli);
 	RDP_ASSERT(ep != NULL);
-	/* the third waits in the backlog: not refused, not established */
+	/* the third's HELLO waits for a slot: not refused, not established */
+	HS_WAIT(st.waited_for_slot == 1);
 	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 500), -ETIMEDOUT);
 	RDP_ASSERT_EQ(rdp_ep_state(ep), RDP_EP_CONNECTING);
 	/* a slot frees: its turn comes */
 	close(fd[0]);
 	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 10000), 0);
 	close(fd[1]);
+	HS_WAIT(st.in_progress == 0 && st.waiting == 0);
+	for (i = 0; i < 2; i++)
+		raw_client_close(&rc[i]);
 	return close_pair_and_fini(&srv, &cli, cfg);
 }
 
@@ -1781,9 +1887,10 @@ thread_cpu_ticks(const char *name)
 }
 
 /*
- * A listener opened while the handshakes are at max_handshakes waits like
- * the others: a peer in its backlog neither makes the control thread spin
- * nor is accepted before a slot frees.
+ * A listener opened while the waiting room is full (as many connections
+ * without a handshake slot as the lcores' max_endpoints) waits like the
+ * others: a peer in its backlog neither makes the control thread spin nor
+ * is accepted before a place frees.
  */
 RDP_TEST(e2e, ep_listener_opened_at_the_handshake_limit_waits_without_spinning)
 {
@@ -1792,16 +1899,23 @@ RDP_TEST(e2e, ep_listener_opened_at_the_handshake_limit_waits_without_spinning)
 	struct rdp_cfg *cfg;
 	struct rdp_ep *ep;
 	uint64_t t0, t1;
-	char addr[64];
-	int port, port2, fd, fd2;
+	char addr[64], src[16];
+	static int fd[64];
+	unsigned int i, room;
+	int port, port2;
 
 	rdp_test_eal_init("0-1");
-	cfg = init_with("shm", "max_handshakes", "1", "handshake_timeout_ms", "20000",
-			 "connect_timeout_ms", "20000", NULL);
+	cfg = init_with("shm", "max_endpoints", "4", "hello_timeout_ms", "20000",
+			 "handshake_timeout_ms", "20000", "connect_timeout_ms", "20000", NULL);
 	port = listen_stream_server(&srv);
-	fd = stream_raw_connect(port); /* a silent peer takes the only slot */
-	usleep(200000);
-	fd2 = stream_raw_connect(port); /* another waits: accepting pauses */
+	room = hs_stats().waiting_max;
+	RDP_ASSERT_MSG(room < RTE_DIM(fd), "waiting room of %u", room);
+	/* silent peers fill the waiting room; one more waits in the backlog */
+	for (i = 0; i <= room; i++) {
+		snprintf(src, sizeof(src), "127.0.0.%u", 2 + i);
+		fd[i] = connect_from(src, port);
+	}
+	HS_WAIT(st.waiting == room);
 	usleep(200000);
 	side_init(&srv2, "server2", 1, 2, 0, false);
 	stream_params(&srv2, &psrv2);
@@ -1821,9 +1935,10 @@ RDP_TEST(e2e, ep_listener_opened_at_the_handshake_limit_waits_without_spinning)
 	RDP_ASSERT_MSG(t1 - t0 < 15, "the control thread spun: %" PRIu64 " ticks in 0.5 s",
 		       t1 - t0);
 	RDP_ASSERT_EQ(rdp_ep_state(ep), RDP_EP_CONNECTING);
-	/* the slots free: the peer waiting on the new listener gets its turn */
-	close(fd);
-	close(fd2);
+	RDP_ASSERT_EQ(hs_stats().accepted, room);
+	/* the places free: the peer waiting on the new listener gets its turn */
+	for (i = 0; i <= room; i++)
+		close(fd[i]);
 	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 10000), 0);
 	return close_pair_and_fini(&srv2, &cli, cfg);
 }
@@ -1901,7 +2016,7 @@ RDP_TEST(e2e, ep_fini_stops_accepting_before_it_waits_for_the_endpoints)
 	int port, fd;
 
 	rdp_test_eal_init("0-1");
-	cfg = init_with("shm", "handshake_timeout_ms", "1000", NULL);
+	cfg = init_with("shm", "handshake_timeout_ms", "1000", "hello_timeout_ms", "1000", NULL);
 	port = listen_stream_server(&srv);
 	fd = stream_raw_connect(port); /* accepted; its handshake waits for HELLO */
 	usleep(100000);
@@ -1917,4 +2032,252 @@ RDP_TEST(e2e, ep_fini_stops_accepting_before_it_waits_for_the_endpoints)
 	RDP_ASSERT_EQ(rdp_endpoint_count(), 0);
 	rdp_cfg_free(cfg);
 	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Fair handshakes: hello_timeout_ms, handshakes_per_peer                 */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A peer that trickles its HELLO, one byte every 50 ms, well inside any
+ * per-byte timeout, is closed hello_timeout_ms after its accept: its
+ * progress does not push the deadline back. A silent peer from another
+ * address goes the same way; both are counted and nothing is left.
+ */
+RDP_TEST(e2e, ep_a_trickling_hello_is_closed_at_its_deadline_from_accept)
+{
+	struct stream_side srv;
+	struct rdp_cfg *cfg;
+	uint8_t buf[RDP_HELLO_LEN];
+	struct rdp_hello h = client_hello();
+	unsigned int sent = 0;
+	int port, fd, silent;
+
+	rdp_test_eal_init("0-1");
+	cfg = init_with("shm", "hello_timeout_ms", "300", "handshake_timeout_ms", "20000",
+			 NULL);
+	port = listen_stream_server(&srv);
+	rdp_test_log_capture();
+	rdp_hello_encode(&h, buf);
+	silent = connect_from("127.0.0.3", port);
+	fd = connect_from("127.0.0.2", port);
+	while (sent < RDP_HELLO_LEN) {
+		if (send(fd, buf + sent, 1, MSG_NOSIGNAL) != 1)
+			break;
+		sent++;
+		if (closed_within(fd, 50))
+			break;
+	}
+	close(fd);
+	printf("the server closed the trickler after %u of %d bytes\n", sent, RDP_HELLO_LEN);
+	/* a deadline restarted by each byte would have let all 200 through (10 s) */
+	RDP_ASSERT_MSG(sent < RDP_HELLO_LEN, "the trickler sent its whole HELLO");
+	RDP_ASSERT(closed_within(silent, 15000));
+	close(silent);
+	HS_WAIT(st.hello_timeouts == 2 && st.waiting == 0 && st.in_progress == 0);
+	RDP_ASSERT_EQ(hs_stats().accepted, 2);
+	/* one line says it (the second, in the same 100 ms, may go unsaid) */
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "failed: no whole HELLO within hello_timeout_ms = 300 "
+			      "ms of the accept (") != NULL, "%s", rdp_test_log);
+	rdp_test_log_release();
+	RDP_ASSERT_EQ(rdp_endpoint_count(), 0);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/*
+ * handshakes_per_peer at accept: an address whose connections have stalled
+ * before their HELLO (past half of hello_timeout_ms) gets no more: a
+ * new connection from it is closed at once and counted; another address is
+ * served as before, a real client too.
+ */
+RDP_TEST(e2e, ep_an_address_with_stalled_hellos_is_refused_at_accept)
+{
+	struct stream_side srv, cli;
+	struct rdp_ep_params pcli;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	char addr[64];
+	int port, fd[2], extra, other, i;
+
+	rdp_test_eal_init("0-1");
+	/* stalled past 2.5 s (half of 5 s), closed at 5 s */
+	cfg = init_with("shm", "hello_timeout_ms", "5000", "handshake_timeout_ms", "20000",
+			 "handshakes_per_peer", "2", NULL);
+	port = listen_stream_server(&srv);
+	for (i = 0; i < 2; i++)
+		fd[i] = connect_from("127.0.0.2", port);
+	HS_WAIT(st.waiting == 2);
+	usleep(3000 * 1000);
+	extra = connect_from("127.0.0.2", port);
+	RDP_ASSERT_MSG(closed_within(extra, 5000), "the third stalled peer was not refused");
+	close(extra);
+	HS_WAIT(st.refused_per_peer == 1);
+	/* another address is accepted and kept */
+	other = connect_from("127.0.0.3", port);
+	HS_WAIT(st.waiting == 3);
+	RDP_ASSERT(!closed_within(other, 100));
+	/* and a real client from a third address gets through */
+	side_init(&cli, "client", 2, 1, 0, false);
+	stream_params(&cli, &pcli);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &pcli);
+	RDP_ASSERT(ep != NULL);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 10000), 0);
+	RDP_ASSERT_EQ(hs_stats().refused_per_peer, 1);
+	close(other);
+	for (i = 0; i < 2; i++)
+		close(fd[i]);
+	return close_pair_and_fini(&srv, &cli, cfg);
+}
+
+/*
+ * handshakes_per_peer on the slots: a peer past its HELLO that never
+ * sends READY holds its address's only slot; the address's next HELLO
+ * waits (counted), while another address is served; when the first ends,
+ * the waiting one takes its slot.
+ */
+RDP_TEST(e2e, ep_handshakes_per_peer_caps_the_slots_one_address_holds)
+{
+	struct stream_side srv, cli;
+	struct rdp_ep_params pcli;
+	struct raw_client rc[2];
+	struct rdp_hello h[2] = { client_hello(), client_hello() };
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	char addr[64];
+	int port, fd[2];
+
+	rdp_test_eal_init("0-1");
+	cfg = init_with("shm", "handshakes_per_peer", "1", "handshake_timeout_ms", "20000",
+			 NULL);
+	port = listen_stream_server(&srv);
+	fd[0] = raw_hello_from("127.0.0.2", port, &rc[0], &h[0]);
+	RDP_ASSERT(ack_within(fd[0], 5000)); /* it holds its slot, waiting for READY */
+	fd[1] = raw_hello_from("127.0.0.2", port, &rc[1], &h[1]);
+	HS_WAIT(st.waited_for_slot == 1);
+	RDP_ASSERT(!ack_within(fd[1], 300));
+	RDP_ASSERT_EQ(hs_stats().in_progress, 1);
+	RDP_ASSERT_EQ(hs_stats().waiting, 1);
+	/* another address has slots */
+	side_init(&cli, "client", 2, 1, 0, false);
+	stream_params(&cli, &pcli);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &pcli);
+	RDP_ASSERT(ep != NULL);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 10000), 0);
+	/* the first peer goes: the second gets the address's slot */
+	close(fd[0]);
+	RDP_ASSERT(ack_within(fd[1], 10000));
+	close(fd[1]);
+	HS_WAIT(st.in_progress == 0 && st.waiting == 0);
+	raw_client_close(&rc[0]);
+	raw_client_close(&rc[1]);
+	return close_pair_and_fini(&srv, &cli, cfg);
+}
+
+/*
+ * The issue's case, at the defaults of hello_timeout_ms, handshakes_per_peer
+ * and max_handshakes: 100 sockets trickle their HELLO, a byte every 0.5 s,
+ * from 51 addresses (50 of them from 127.0.0.2), and reconnect as soon as
+ * they are closed. A real client started among them completes its
+ * handshake within 1 s.
+ */
+#define TRICKLERS 100
+
+struct tricklers {
+	int port;
+	int fd[TRICKLERS];
+	char src[TRICKLERS][16];
+	double next[TRICKLERS];
+	unsigned int sent[TRICKLERS];
+	uint64_t reconnects;   /* (atomic) */
+	bool stop;             /* (atomic) */
+	pthread_t thread;
+};
+
+static void *
+trickle_main(void *arg)
+{
+	struct tricklers *t = arg;
+	uint8_t buf[RDP_HELLO_LEN];
+	struct rdp_hello h = client_hello();
+	unsigned int i;
+
+	rdp_hello_encode(&h, buf);
+	while (!__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE)) {
+		double now = rdp_clock_s();
+
+		for (i = 0; i < TRICKLERS; i++) {
+			bool gone = closed_within(t->fd[i], 0);
+
+			if (!gone && now >= t->next[i]) {
+				gone = send(t->fd[i], buf + t->sent[i] % RDP_HELLO_LEN, 1,
+					    MSG_NOSIGNAL) != 1;
+				t->sent[i]++;
+				t->next[i] = now + 0.5;
+			}
+			if (gone) {
+				close(t->fd[i]);
+				t->fd[i] = connect_from(t->src[i], t->port);
+				t->sent[i] = 0;
+				t->next[i] = now;
+				__atomic_fetch_add(&t->reconnects, 1, __ATOMIC_RELAXED);
+			}
+		}
+		usleep(5000);
+	}
+	for (i = 0; i < TRICKLERS; i++)
+		close(t->fd[i]);
+	return NULL;
+}
+
+RDP_TEST(e2e, ep_a_real_client_handshakes_within_1s_beside_100_trickling_sockets)
+{
+	static struct tricklers t;
+	struct stream_side srv, cli;
+	struct rdp_ep_params pcli;
+	struct rdp_hs_stats st;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	char addr[64];
+	double t0, took;
+	unsigned int i;
+	int port;
+
+	rdp_test_eal_init("0-1");
+	/* the default deadline; room for every trickler to wait (max_endpoints) */
+	cfg = init_with("shm", "hello_timeout_ms", "200", "max_endpoints", "128", NULL);
+	port = listen_stream_server(&srv);
+	memset(&t, 0, sizeof(t));
+	t.port = port;
+	for (i = 0; i < TRICKLERS; i++) {
+		snprintf(t.src[i], sizeof(t.src[i]), "127.0.0.%u", i < 50 ? 2 : i - 47);
+		t.fd[i] = connect_from(t.src[i], port);
+		t.next[i] = 0;
+	}
+	RDP_ASSERT(pthread_create(&t.thread, NULL, trickle_main, &t) == 0);
+	/* the tricklers trickle, are closed and come back */
+	usleep(1500 * 1000);
+	side_init(&cli, "client", 2, 1, 0, false);
+	stream_params(&cli, &pcli);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	t0 = rdp_clock_s();
+	ep = rdp_connect(addr, &pcli);
+	RDP_ASSERT(ep != NULL);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 10000), 0);
+	took = rdp_clock_s() - t0;
+	st = hs_stats();
+	__atomic_store_n(&t.stop, true, __ATOMIC_RELEASE);
+	pthread_join(t.thread, NULL);
+	printf("the real client's handshake took %.0f ms beside %d tricklers (reconnected %" PRIu64
+	       " times; hello timeouts %" PRIu64 ", refused %" PRIu64 ", waiting %u)\n",
+	       took * 1e3, TRICKLERS, t.reconnects, st.hello_timeouts, st.refused_per_peer,
+	       st.waiting);
+	RDP_ASSERT_MSG(took < 1.0, "the real client took %.0f ms", took * 1e3);
+	/* the tricklers were closed by the deadline, not let through */
+	RDP_ASSERT_MSG(st.hello_timeouts >= TRICKLERS, "%" PRIu64 " hello timeouts",
+		       st.hello_timeouts);
+	return close_pair_and_fini(&srv, &cli, cfg);
 }

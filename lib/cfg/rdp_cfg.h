@@ -112,7 +112,9 @@ struct rdp_cfg_lcore {
 	char connect[RDP_CFG_VALUE_MAX + 1]; /**< `host:port`; empty: no peer */
 	uint32_t connect_timeout_ms;   /**< TCP connect deadline */
 	uint32_t handshake_timeout_ms; /**< hello exchange deadline */
-	uint32_t max_handshakes;       /**< handshakes in progress at once */
+	uint32_t max_handshakes;       /**< handshakes past their HELLO at once */
+	uint32_t hello_timeout_ms;     /**< a whole HELLO within this of the accept */
+	uint32_t handshakes_per_peer;  /**< handshakes of one peer address at once */
 	uint32_t drain_timeout_ms;     /**< a closed endpoint's drain deadline; 0: none */
 	char secret[RDP_CFG_VALUE_MAX + 1]; /**< handshake secret; global-only */
 };

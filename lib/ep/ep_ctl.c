@@ -205,13 +205,21 @@ handshake_qp_failed(struct rdp_ep *ep)
 	hs_fail(ep, ep->early_err, "its QP went to error during the handshake");
 }
 
-static void
+/*
+ * One burst of requests; true when there may be more. A burst is short so
+ * that the sockets are served between bursts: an application's burst of
+ * rdp_connect() calls (each creating its QP first) sends each HELLO soon
+ * after its connect, as a server's hello_timeout_ms expects, instead of
+ * after the last connect.
+ */
+static bool
 serve_inbox(void)
 {
-	void *items[64];
+	void *items[8];
 	unsigned int n, i;
 
-	while ((n = rte_ring_sc_dequeue_burst(rdp_ctl.inbox, items, RTE_DIM(items), NULL)) > 0) {
+	n = rte_ring_sc_dequeue_burst(rdp_ctl.inbox, items, RTE_DIM(items), NULL);
+	if (n > 0) {
 		RDP_HANDOFF_ACQUIRE(rdp_ctl.inbox);
 		for (i = 0; i < n; i++) {
 			void *obj = (void *)((uintptr_t)items[i] & ~(uintptr_t)7);
@@ -241,19 +249,26 @@ serve_inbox(void)
 			}
 		}
 	}
+	return n == RTE_DIM(items);
 }
 
 static void
 expire_handshakes(void)
 {
 	uint64_t now = rdp_clock_ns();
-	struct rdp_ep *ep, *next;
+	struct rdp_ep *ep;
 
-	RTE_TAILQ_FOREACH_SAFE(ep, &rdp_ctl.handshakes, ctl_next, next)
-		if (now > ep->deadline_ns)
-			hs_fail(ep, -ETIMEDOUT, "no progress within %u ms (%s)",
-				ep->hs == HS_TCP_CONNECT ? ep->lc->conf.connect_timeout_ms :
-				ep->lc->conf.handshake_timeout_ms, hs_waiting_for(ep));
+	/*
+	 * One at a time from the start: a handshake that ends can start one
+	 * that waited for its slot, or end another, so no saved next is safe.
+	 */
+again:
+	TAILQ_FOREACH(ep, &rdp_ctl.handshakes, ctl_next)
+		if (now > ep->deadline_ns || (ep->is_server && ep->hs == HS_RECV_HELLO &&
+					      now > ep->hello_deadline_ns)) {
+			hs_expire(ep, now);
+			goto again;
+		}
 }
 
 /*
@@ -324,11 +339,13 @@ static void *
 ctl_main(void *arg)
 {
 	struct epoll_event evs[64];
+	bool more = false;
 	int n, i;
 
 	RTE_SET_USED(arg);
 	while (!__atomic_load_n(&rdp_ctl.stop, __ATOMIC_ACQUIRE)) {
-		n = epoll_wait(rdp_ctl.epfd, evs, RTE_DIM(evs), CTL_TICK_MS);
+		/* requests left in the inbox: look at the sockets, do not sleep */
+		n = epoll_wait(rdp_ctl.epfd, evs, RTE_DIM(evs), more ? 0 : CTL_TICK_MS);
 		for (i = 0; i < n; i++) {
 			void *obj = (void *)((uintptr_t)evs[i].data.ptr & ~(uintptr_t)7);
 			uint64_t v;
@@ -360,7 +377,7 @@ ctl_main(void *arg)
 			}
 			}
 		}
-		serve_inbox();
+		more = serve_inbox();
 		expire_handshakes();
 		expire_drains();
 	}
@@ -438,7 +455,8 @@ ctl_stop(void)
 	__atomic_store_n(&rdp_ctl.stop, true, __ATOMIC_RELEASE);
 	pthread_join(rdp_ctl.thread, NULL);
 	rdp_ctl.running = false;
-	serve_inbox();
+	while (serve_inbox())
+		;
 	while ((l = TAILQ_FIRST(&rdp_ctl.listeners)) != NULL) {
 		TAILQ_REMOVE(&rdp_ctl.listeners, l, next);
 		close(l->fd);

@@ -11,8 +11,17 @@
  * driver whose QP connect waits on the network (shm's rendezvous) gives a
  * descriptor to watch too (HS_QP_CONNECT). A handshake ends handed to its
  * poller (EP_PH_HANDOVER), or freed when nothing of it exists yet.
+ *
+ * A server handshake takes a slot (max_handshakes, at most
+ * handshakes_per_peer of them for one peer address) only once its whole
+ * HELLO is in: until then it holds a socket and this struct, in the
+ * waiting room (as many as the lcores' max_endpoints), and has
+ * hello_timeout_ms from its accept to send the HELLO. A HELLO that finds
+ * no slot free waits in the room, unread further, until one frees
+ * (hs_promote()). See docs/architecture.md, "Fair handshakes".
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -105,15 +114,98 @@ hello_local(struct rdp_ep *ep)
 	}
 }
 
+/* The counters rdp_hs_stats_get() reads: written by this thread only, each whole. */
+static void
+count(uint64_t *c)
+{
+	__atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
+}
+
+static void
+set_count(unsigned int *c, unsigned int v)
+{
+	__atomic_store_n(c, v, __ATOMIC_RELAXED);
+}
+
+static bool
+same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			      &((const struct sockaddr_in6 *)b)->sin6_addr,
+			      sizeof(struct in6_addr)) == 0;
+	return false;
+}
+
+void
+hs_peer_count(const struct sockaddr_storage *ss, uint64_t now, uint64_t stalled_ns,
+	      unsigned int *slotted, unsigned int *stalled)
+{
+	const struct rdp_ep *ep;
+
+	*slotted = 0;
+	*stalled = 0;
+	TAILQ_FOREACH(ep, &rdp_ctl.handshakes, ctl_next) {
+		if (!ep->is_server || !same_addr(&ep->peer_ss, ss))
+			continue;
+		if (ep->hs_slotted)
+			(*slotted)++;
+		else if (ep->hs == HS_RECV_HELLO && now - ep->accepted_ns > stalled_ns)
+			(*stalled)++;
+	}
+}
+
+/* The waiting room has a place again: resume accepting, if that was paused. */
+static void
+room_check(void)
+{
+	if (rdp_ctl.accept_paused && rdp_ctl.nb_waiting < hs_waiting_max())
+		ctl_listeners_watch(true);
+}
+
+/* Take a slot for a server handshake whose HELLO is in, if one is free for its address. */
+static bool
+slot_take(struct rdp_ep *ep)
+{
+	const struct rdp_cfg_lcore *conf = &ep->lc->conf;
+	unsigned int slotted, stalled;
+
+	if (rdp_ctl.nb_server_handshakes >= conf->max_handshakes)
+		return false;
+	hs_peer_count(&ep->peer_ss, 0, UINT64_MAX, &slotted, &stalled);
+	if (slotted >= conf->handshakes_per_peer)
+		return false;
+	ep->hs_slotted = true;
+	set_count(&rdp_ctl.nb_server_handshakes, rdp_ctl.nb_server_handshakes + 1);
+	set_count(&rdp_ctl.nb_waiting, rdp_ctl.nb_waiting - 1);
+	/* the rest of the handshake has its whole deadline from here */
+	ep->deadline_ns = rdp_clock_ns() + conf->handshake_timeout_ms * 1000000ull;
+	room_check();
+	return true;
+}
+
+static void hs_promote(void);
+
 static void
 hs_remove(struct rdp_ep *ep)
 {
 	TAILQ_REMOVE(&rdp_ctl.handshakes, ep, ctl_next);
 	ep->ctl_list = CTL_NONE;
-	if (ep->is_server) {
-		rdp_ctl.nb_server_handshakes--;
-		ctl_listeners_watch(true); /* a slot is free: waiting peers go on */
+	if (!ep->is_server)
+		return;
+	if (ep->hs_slotted) {
+		ep->hs_slotted = false;
+		set_count(&rdp_ctl.nb_server_handshakes, rdp_ctl.nb_server_handshakes - 1);
+		hs_promote(); /* a slot is free: a HELLO waiting for it goes on */
+	} else {
+		set_count(&rdp_ctl.nb_waiting, rdp_ctl.nb_waiting - 1);
 	}
+	room_check();
 }
 
 /* Stop waiting for the driver's QP connect, if the handshake was. */
@@ -127,6 +219,35 @@ qp_connect_abort(struct rdp_ep *ep)
 	rdp_qp_modify_abort(ep->qp);
 }
 
+/*
+ * Whether to keep quiet about a server handshake that failed before its
+ * HELLO was in, timed out or closed: what a flood of trickling or silent
+ * sockets makes by the hundred a second. One line in each 100 ms says so
+ * (with how many went unsaid); a log written to a slow pipe would
+ * otherwise hold up the control thread, and every handshake with it.
+ */
+static bool
+hs_quiet(const struct rdp_ep *ep, int err)
+{
+	static uint64_t said_ns, unsaid;
+	uint64_t now;
+
+	if (!ep->is_server || ep->hs != HS_RECV_HELLO || ep->in_len >= RDP_HELLO_LEN ||
+	    (err != -ETIMEDOUT && err != -ECONNRESET))
+		return false;
+	now = rdp_clock_ns();
+	if (said_ns != 0 && now - said_ns < 100000000ull) {
+		unsaid++;
+		return true;
+	}
+	if (unsaid > 0)
+		EP_LOG(WARNING, "%" PRIu64 " more connections closed before their HELLO were "
+		       "not logged (see /rdp/handshakes)", unsaid);
+	said_ns = now;
+	unsaid = 0;
+	return false;
+}
+
 void
 hs_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 {
@@ -138,7 +259,7 @@ hs_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	if (err != -ECANCELED)
+	if (err != -ECANCELED && !hs_quiet(ep, err))
 		EP_LOG(WARNING, "handshake %s peer %s failed: %s",
 		       ep->is_server ? "from" : "to", ep->peer, why);
 	if (ep->fd >= 0 && (err == -EPROTO || err == -EACCES)) {
@@ -323,11 +444,23 @@ hs_qp_connect_event(struct rdp_ep *ep)
 	qp_connected(ep);
 }
 
+/* The HELLO has its slot: take the resources, connect the QP. */
+static void
+hello_slotted(struct rdp_ep *ep, const struct rdp_hello *peer)
+{
+	int ret = setup_qp(ep);
+
+	if (ret < 0) {
+		hs_fail(ep, -EPROTO, "%s", rdp_err_msg());
+		return;
+	}
+	connect_qp(ep, peer);
+}
+
 static void
 on_hello(struct rdp_ep *ep, const struct rdp_hello *peer)
 {
 	char why[RDP_ERR_MSG_MAX];
-	int ret;
 
 	if (peer->type != RDP_HELLO_HELLO) {
 		hs_fail(ep, -EPROTO, "expected HELLO, got message type %u", peer->type);
@@ -347,12 +480,48 @@ on_hello(struct rdp_ep *ep, const struct rdp_hello *peer)
 		hs_fail(ep, -EPROTO, "%s", why);
 		return;
 	}
-	ret = setup_qp(ep);
-	if (ret < 0) {
-		hs_fail(ep, -EPROTO, "%s", rdp_err_msg());
+	if (!slot_take(ep)) {
+		/* wait for a slot, reading nothing more: only its going away counts */
+		ep->hs = HS_WAIT_SLOT;
+		ctl_watch(ep, EPOLLRDHUP);
+		count(&rdp_ctl.nb_waited_for_slot);
 		return;
 	}
-	connect_qp(ep, peer);
+	hello_slotted(ep, peer);
+}
+
+/*
+ * A slot freed: the oldest HELLOs waiting for one take it, unless their
+ * address holds its share. hs_fail() on the way frees a slot again and
+ * calls here: the loop that runs takes it.
+ */
+static void
+hs_promote(void)
+{
+	struct rdp_ep *ep;
+	bool again = true;
+
+	if (rdp_ctl.promoting)
+		return;
+	rdp_ctl.promoting = true;
+	while (again) {
+		again = false;
+		TAILQ_FOREACH(ep, &rdp_ctl.handshakes, ctl_next) {
+			struct rdp_hello peer;
+			char why[RDP_ERR_MSG_MAX];
+
+			if (!ep->is_server || ep->hs != HS_WAIT_SLOT || !slot_take(ep))
+				continue;
+			/* decoded and checked once already: the bytes are the same */
+			if (rdp_hello_decode(ep->in_buf, RDP_HELLO_LEN, &peer, why, sizeof(why)) < 0)
+				hs_fail(ep, -EPROTO, "%s", why);
+			else
+				hello_slotted(ep, &peer);
+			again = true; /* the list changed under us: from the start */
+			break;
+		}
+	}
+	rdp_ctl.promoting = false;
 }
 
 /*
@@ -491,6 +660,11 @@ hs_writable(struct rdp_ep *ep)
 void
 hs_event(struct rdp_ep *ep, uint32_t events)
 {
+	if (ep->hs == HS_WAIT_SLOT) {
+		hs_fail(ep, -ECONNRESET, "the peer closed the connection while its HELLO "
+			"waited for a handshake slot");
+		return;
+	}
 	if (ep->hs == HS_QP_CONNECT) {
 		/* only the peer's going away can come on the socket meanwhile */
 		hs_fail(ep, -ECONNRESET, "the peer closed the connection while its QP "
@@ -512,6 +686,7 @@ hs_waiting_for(const struct rdp_ep *ep)
 	case HS_RECV_ACK: return "waiting for HELLO_ACK";
 	case HS_RECV_READY: return "waiting for READY";
 	case HS_QP_CONNECT: return "the QP connecting to its peer";
+	case HS_WAIT_SLOT: return "its HELLO waiting for a handshake slot";
 	default: return "sending";
 	}
 }
@@ -567,9 +742,55 @@ hs_start_accept(struct rdp_ep *ep, int fd)
 	ep->qp_connect_fd = -1;
 	ep->hs = HS_RECV_HELLO;
 	ep->in_len = 0;
-	ep->deadline_ns = rdp_clock_ns() + ep->lc->conf.handshake_timeout_ms * 1000000ull;
+	ep->accepted_ns = rdp_clock_ns();
+	/* both from the accept: bytes that trickle in push neither back */
+	ep->hello_deadline_ns = ep->accepted_ns + ep->lc->conf.hello_timeout_ms * 1000000ull;
+	ep->deadline_ns = ep->accepted_ns + ep->lc->conf.handshake_timeout_ms * 1000000ull;
 	TAILQ_INSERT_TAIL(&rdp_ctl.handshakes, ep, ctl_next);
 	ep->ctl_list = CTL_HANDSHAKE;
-	rdp_ctl.nb_server_handshakes++;
+	set_count(&rdp_ctl.nb_waiting, rdp_ctl.nb_waiting + 1);
 	ctl_watch(ep, EPOLLIN | EPOLLRDHUP);
+}
+
+void
+hs_expire(struct rdp_ep *ep, uint64_t now)
+{
+	const struct rdp_cfg_lcore *conf = &ep->lc->conf;
+
+	if (ep->is_server && ep->hs == HS_RECV_HELLO && now > ep->hello_deadline_ns) {
+		count(&rdp_ctl.nb_hello_timeouts);
+		hs_fail(ep, -ETIMEDOUT, "no whole HELLO within hello_timeout_ms = %u ms of the "
+			"accept (%u of %d bytes)", conf->hello_timeout_ms, ep->in_len,
+			RDP_HELLO_LEN);
+		return;
+	}
+	if (now > ep->deadline_ns)
+		hs_fail(ep, -ETIMEDOUT, "no progress within %u ms (%s)",
+			ep->hs == HS_TCP_CONNECT ? conf->connect_timeout_ms :
+			conf->handshake_timeout_ms, hs_waiting_for(ep));
+}
+
+unsigned int
+hs_waiting_max(void)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < rdp_rt.nb_lcores; i++)
+		n += rdp_rt.lcores[rdp_rt.order[i]]->conf.max_endpoints;
+	return n;
+}
+
+int
+rdp_hs_stats_get(struct rdp_hs_stats *st)
+{
+	if (st == NULL)
+		return rdp_err_set(EINVAL, "rdp_hs_stats_get: NULL stats");
+	st->accepted = __atomic_load_n(&rdp_ctl.nb_accepted, __ATOMIC_RELAXED);
+	st->hello_timeouts = __atomic_load_n(&rdp_ctl.nb_hello_timeouts, __ATOMIC_RELAXED);
+	st->refused_per_peer = __atomic_load_n(&rdp_ctl.nb_refused_per_peer, __ATOMIC_RELAXED);
+	st->waited_for_slot = __atomic_load_n(&rdp_ctl.nb_waited_for_slot, __ATOMIC_RELAXED);
+	st->in_progress = __atomic_load_n(&rdp_ctl.nb_server_handshakes, __ATOMIC_RELAXED);
+	st->waiting = __atomic_load_n(&rdp_ctl.nb_waiting, __ATOMIC_RELAXED);
+	st->waiting_max = hs_waiting_max();
+	return 0;
 }

@@ -2,11 +2,12 @@
 /*
  * Listeners and addresses, on the control thread: the application's
  * rdp_listen() binds and hands the socket over, the control thread watches
- * it (or stops, at max_handshakes) and accepts into a server handshake;
+ * it (or stops, with the waiting room full) and accepts into a server handshake;
  * rdp_listen_close() closes them there and waits until it has.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <rte_tailq.h>
 
 #include "ep_ctl.h"
+#include "rdp_clock.h"
 #include "rdp_hostport.h"
 
 /* ---------------------------------------------------------------------- */
@@ -50,6 +52,20 @@ ctl_resolve(const char *hostport, bool passive, struct sockaddr_storage *ss, soc
 	*len = res->ai_addrlen;
 	freeaddrinfo(res);
 	return 0;
+}
+
+/* "host" of an address (no port). */
+static void
+addr_name(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, host, sizeof(host));
+	else if (ss->ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, host,
+			  sizeof(host));
+	snprintf(buf, len, ss->ss_family == AF_INET6 ? "[%s]" : "%s", host);
 }
 
 static void
@@ -93,9 +109,10 @@ listener_watch(struct listener *l, bool on)
 }
 
 /*
- * Stop or resume watching the listeners. At max_handshakes, new
- * connections wait in the kernel's backlog instead of being accepted: a
- * burst of clients is served in turn, and a flood holds no more than the
+ * Stop or resume watching the listeners. With the waiting room full (as
+ * many connections without a handshake slot as the lcores' max_endpoints),
+ * new connections wait in the kernel's backlog instead of being accepted:
+ * a burst of clients is served in turn, and a flood holds no more than the
  * limit of our resources.
  */
 void
@@ -141,21 +158,64 @@ ctl_unlisten_serve(struct unlisten_req *req)
 	__atomic_store_n(&req->done, true, __ATOMIC_RELEASE);
 }
 
+/*
+ * Whether @p ss may have another connection: not when handshakes_per_peer
+ * of its connections have stalled before their HELLO (past half of
+ * hello_timeout_ms: a client sends its HELLO as soon as it is connected).
+ * Counted, and said at most once a second.
+ */
+static bool
+peer_admitted(const struct listener *l, const struct ep_lcore *lc,
+	      const struct sockaddr_storage *ss)
+{
+	static uint64_t said_ns;
+	uint64_t now = rdp_clock_ns();
+	unsigned int slotted, stalled;
+	char who[INET6_ADDRSTRLEN + 8];
+
+	hs_peer_count(ss, now, lc->conf.hello_timeout_ms * 1000000ull / 2, &slotted, &stalled);
+	if (stalled < lc->conf.handshakes_per_peer)
+		return true;
+	__atomic_store_n(&rdp_ctl.nb_refused_per_peer, rdp_ctl.nb_refused_per_peer + 1,
+			 __ATOMIC_RELAXED);
+	if (said_ns == 0 || now - said_ns >= 1000000000ull) {
+		said_ns = now;
+		addr_name(ss, who, sizeof(who));
+		EP_LOG(WARNING, "listener %s: refused a connection from %s: %u of its connections "
+		       "have sent no whole HELLO (handshakes_per_peer = %u); %" PRIu64 " refused "
+		       "so far", l->addr, who, stalled, lc->conf.handshakes_per_peer,
+		       rdp_ctl.nb_refused_per_peer);
+	}
+	return false;
+}
+
 void
 ctl_accept(struct listener *l)
 {
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
 	struct ep_lcore *lc;
 	struct rdp_ep *ep;
 	int fd;
 
 	lc = rt_pick_lcore(l->prm.lcore);
-	if (rdp_ctl.nb_server_handshakes >= lc->conf.max_handshakes) {
+	/* the waiting room is full: the rest wait in the kernel's backlog */
+	if (rdp_ctl.nb_waiting >= hs_waiting_max()) {
 		ctl_listeners_watch(false);
 		return;
 	}
-	fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
+	__atomic_store_n(&rdp_ctl.nb_accepted, rdp_ctl.nb_accepted + 1, __ATOMIC_RELAXED);
+	if (ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_port = 0;
+	else if (ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
+	if (!peer_admitted(l, lc, &ss)) {
+		close(fd);
+		return;
+	}
 	ep = ep_new(lc, &l->prm, false);
 	if (ep == NULL) {
 		EP_LOG(ERR, "listener %s: cannot accept: %s", l->addr, rdp_err_msg());
@@ -163,6 +223,7 @@ ctl_accept(struct listener *l)
 		return;
 	}
 	peer_name(fd, ep->peer, sizeof(ep->peer));
+	ep->peer_ss = ss;
 	hs_start_accept(ep, fd);
 }
 

@@ -160,6 +160,25 @@ tel_endpoint(const char *cmd, const char *params, struct rte_tel_data *d)
 	return ret;
 }
 
+static int
+tel_handshakes(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct rdp_hs_stats st;
+
+	RTE_SET_USED(cmd);
+	RTE_SET_USED(params);
+	rdp_hs_stats_get(&st);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "accepted", st.accepted);
+	rte_tel_data_add_dict_u64(d, "hello_timeouts", st.hello_timeouts);
+	rte_tel_data_add_dict_u64(d, "refused_per_peer", st.refused_per_peer);
+	rte_tel_data_add_dict_u64(d, "waited_for_slot", st.waited_for_slot);
+	rte_tel_data_add_dict_u64(d, "in_progress", st.in_progress);
+	rte_tel_data_add_dict_u64(d, "waiting", st.waiting);
+	rte_tel_data_add_dict_u64(d, "waiting_max", st.waiting_max);
+	return 0;
+}
+
 void
 ep_telemetry_register(void)
 {
@@ -174,5 +193,8 @@ ep_telemetry_register(void)
 				   "Ids of live endpoints. No parameters");
 	rte_telemetry_register_cmd("/rdp/endpoint", tel_endpoint,
 				   "One endpoint: state, credits, stalls, ENOMEM, RNR. Parameter: id");
+	rte_telemetry_register_cmd("/rdp/handshakes", tel_handshakes,
+				   "Listeners' handshakes: accepted, HELLO timeouts, refused per peer, "
+				   "waiting. No parameters");
 }
 

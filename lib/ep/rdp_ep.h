@@ -419,6 +419,34 @@ void rdp_ep_stats_get(const struct rdp_ep *ep, struct rdp_ep_stats *stats);
  */
 unsigned int rdp_endpoint_count(void);
 
+/** What the listeners' handshakes came to (docs/architecture.md, "Fair handshakes"). */
+struct rdp_hs_stats {
+	uint64_t accepted;          /**< connections the listeners accepted */
+	uint64_t hello_timeouts;    /**< closed: no whole HELLO within hello_timeout_ms */
+	uint64_t refused_per_peer;  /**< refused at accept: their address had
+				     *   handshakes_per_peer connections stalled before
+				     *   their HELLO */
+	uint64_t waited_for_slot;   /**< had their HELLO, then waited for a slot
+				     *   (max_handshakes or handshakes_per_peer) */
+	uint32_t in_progress;       /**< now: handshakes holding a slot */
+	uint32_t waiting;           /**< now: accepted, holding no slot (before or
+				     *   after their HELLO) */
+	uint32_t waiting_max;       /**< the most that may wait: the lcores'
+				     *   max_endpoints, summed */
+};
+
+/**
+ * The listeners' handshake counters, cumulative since rdp_init(). Also in
+ * telemetry, `/rdp/handshakes`. Each field is read whole; together they are
+ * a racy snapshot.
+ *
+ * @param st
+ *   Filled.
+ * @return
+ *   0, or -EINVAL for a NULL @p st.
+ */
+int rdp_hs_stats_get(struct rdp_hs_stats *st);
+
 /**
  * Print every endpoint alive in the process, one line each, with what its
  * release waits for: its state, the teardown's progress (drain marker

@@ -42,8 +42,15 @@ struct ep_ctl {
 	TAILQ_HEAD(, rdp_ep) established;
 	TAILQ_HEAD(, rdp_ep) drains;  /* closed while established, by deadline */
 	TAILQ_HEAD(, listener) listeners;
-	unsigned int nb_server_handshakes;
-	bool accept_paused;   /* at max_handshakes: listeners not watched */
+	unsigned int nb_server_handshakes; /* holding a slot (past their HELLO) */
+	unsigned int nb_waiting;           /* accepted, holding no slot */
+	bool accept_paused;   /* the waiting room is full: listeners not watched */
+	bool promoting;       /* hs_promote() runs: a handshake it ends does not recurse */
+	/* counters (written here, read by rdp_hs_stats_get() and telemetry) */
+	uint64_t nb_accepted;
+	uint64_t nb_hello_timeouts;
+	uint64_t nb_refused_per_peer;
+	uint64_t nb_waited_for_slot;
 };
 
 extern struct ep_ctl rdp_ctl;
@@ -103,5 +110,13 @@ void hs_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* What a handshake waits for, for the timeout's message. */
 const char *hs_waiting_for(const struct rdp_ep *ep);
+/* Past its deadlines (the HELLO's, the handshake's): fail it (expire_handshakes()). */
+void hs_expire(struct rdp_ep *ep, uint64_t now);
+/* The waiting room's size: the lcores' max_endpoints, summed. */
+unsigned int hs_waiting_max(void);
+/* Server handshakes of @p ep's peer address: holding a slot, and stalled before their
+ * HELLO for longer than @p stalled_ns. */
+void hs_peer_count(const struct sockaddr_storage *ss, uint64_t now, uint64_t stalled_ns,
+		   unsigned int *slotted, unsigned int *stalled);
 
 #endif /* RDP_EP_CTL_H */

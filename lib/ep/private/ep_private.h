@@ -27,6 +27,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 
 #include "rdp_arena.h"
 #include "rdp_cfg.h"
@@ -119,6 +120,8 @@ enum hs_step {
 	HS_QP_CONNECT,      /* waiting for the driver to connect the QP (a shm
 			     * rendezvous), then the next message goes out */
 	HS_ADMIT,           /* (as hs_after_send only) the client's READY is out: admit */
+	HS_WAIT_SLOT,       /* server: its HELLO is in, waiting for a slot
+			     * (max_handshakes, handshakes_per_peer) */
 };
 
 /* What the control thread holds of an endpoint (control thread only). */
@@ -313,6 +316,10 @@ struct rdp_ep {
 	int qp_connect_fd;              /* HS_QP_CONNECT: the driver's descriptor to watch */
 	uint32_t path_mtu;              /* agreed in the handshake */
 	uint64_t deadline_ns;           /* the handshake's, then the drain's */
+	uint64_t hello_deadline_ns;     /* server: its whole HELLO by then (from accept) */
+	uint64_t accepted_ns;           /* server: when accepted */
+	struct sockaddr_storage peer_ss; /* server: the peer's address (its port zeroed) */
+	bool hs_slotted;                /* server: holds a handshake slot */
 	TAILQ_ENTRY(rdp_ep) drain_next; /* closed while established: drain deadlines */
 	bool drain_listed;              /* on that list */
 	uint8_t in_buf[RDP_HELLO_LEN];
