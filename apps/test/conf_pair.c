@@ -357,30 +357,43 @@ conn_params(const struct conf_opts *o)
  * Open a pair; side a on @p dev and @p pd when given (else a device of
  * @p spec is opened), on @p cq and receiving from @p srq when given.
  */
+/* Fork the process that holds side b; it opens its own device. */
 static void
-pair_open(struct conf_pair *p, const char *spec, const struct conf_opts *o,
-	  struct rdp_dev *dev, struct rdp_pd *pd, struct rdp_cq *cq, struct rdp_srq *srq)
+spawn_agent(struct conf_pair *p, const char *spec, const struct conf_opts *o)
 {
 	struct rdp_qp_conn_params conn = conn_params(o);
-	bool remote = spec == NULL && peer_in_process();
+	int sv[2];
+
+	RDP_ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	fflush(stdout);
+	p->b.pid = fork();
+	RDP_ASSERT(p->b.pid >= 0);
+	if (p->b.pid == 0) {
+		close(sv[0]);
+		agent_main(sv[1], spec, o, &conn);
+	}
+	close(sv[1]);
+	p->b.agent = sv[0];
+}
+
+/* Open a pair; @p spawned: conf_pair_prepare_srq() already forked side b's process, if any. */
+static void
+pair_open(struct conf_pair *p, const char *spec, const struct conf_opts *o,
+	  struct rdp_dev *dev, struct rdp_pd *pd, struct rdp_cq *cq, struct rdp_srq *srq,
+	  bool spawned)
+{
+	struct rdp_qp_conn_params conn = conn_params(o);
+	bool remote = spawned ? p->b.agent >= 0 : spec == NULL && peer_in_process();
 	struct rdp_qp_addr aa, ba;
 	struct agent_hello h;
-	int sv[2], ret;
+	int ret;
 
 	if (spec == NULL)
 		spec = rdp_test_driver();
-	memset(p, 0, sizeof(*p));
-	if (remote) {
-		RDP_ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-		fflush(stdout);
-		p->b.pid = fork();
-		RDP_ASSERT(p->b.pid >= 0);
-		if (p->b.pid == 0) {
-			close(sv[0]);
-			agent_main(sv[1], spec, o, &conn);
-		}
-		close(sv[1]);
-		p->b.agent = sv[0];
+	if (!spawned) {
+		memset(p, 0, sizeof(*p));
+		if (remote)
+			spawn_agent(p, spec, o);
 	}
 	p->dev = dev != NULL ? dev : rdp_dev_open(spec);
 	RDP_ASSERT_MSG(p->dev != NULL, "rdp_dev_open(%s): %s", spec, rdp_err_msg());
@@ -416,14 +429,35 @@ pair_open(struct conf_pair *p, const char *spec, const struct conf_opts *o,
 void
 conf_pair_open(struct conf_pair *p, const char *spec, const struct conf_opts *o)
 {
-	pair_open(p, spec, o, NULL, NULL, NULL, NULL);
+	pair_open(p, spec, o, NULL, NULL, NULL, NULL, false);
 }
 
 void
 conf_pair_open_srq(struct conf_pair *p, struct rdp_dev *dev, struct rdp_pd *pd,
 		   struct rdp_cq *cq, struct rdp_srq *srq, const struct conf_opts *o)
 {
-	pair_open(p, NULL, o, dev, pd, cq, srq);
+	pair_open(p, NULL, o, dev, pd, cq, srq, true);
+}
+
+void
+conf_pair_prepare_srq(struct conf_pair *p, const struct conf_opts *o)
+{
+	memset(p, 0, sizeof(*p));
+	p->b.agent = -1;
+	if (peer_in_process())
+		spawn_agent(p, rdp_test_driver(), o);
+}
+
+void
+conf_pair_unprepare_srq(struct conf_pair *p)
+{
+	int status;
+
+	if (p->b.agent < 0)
+		return;
+	close(p->b.agent);
+	p->b.agent = -1;
+	RDP_ASSERT_EQ(waitpid(p->b.pid, &status, 0), p->b.pid);
 }
 
 /* Close side b, wherever it lives. */

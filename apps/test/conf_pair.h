@@ -83,6 +83,17 @@ void conf_pair_close(struct conf_pair *p);
 void conf_pair_open_srq(struct conf_pair *p, struct rdp_dev *dev, struct rdp_pd *pd,
 			struct rdp_cq *cq, struct rdp_srq *srq, const struct conf_opts *o);
 
+/**
+ * Before conf_pair_open_srq(), and before this process opens a device:
+ * fork side b's process (RDP_TEST_CONF_PEER=process) while this one has no
+ * threads yet (a device may start one, and ThreadSanitizer refuses to run
+ * a child forked after that).
+ */
+void conf_pair_prepare_srq(struct conf_pair *p, const struct conf_opts *o);
+
+/** Give up a pair prepared and never opened (its process, if any, exits). */
+void conf_pair_unprepare_srq(struct conf_pair *p);
+
 /** Destroy what conf_pair_open_srq() made (not the device, PD, CQ or SRQ); asserts. */
 void conf_pair_close_srq(struct conf_pair *p);
 

@@ -44,10 +44,14 @@ host_open(struct srq_host *h, uint32_t max_wr, int nb, const struct conf_opts *o
 	int i;
 
 	memset(h, 0, sizeof(*h));
+	for (i = 0; i < nb; i++)
+		conf_pair_prepare_srq(&h->pair[i], o);
 	h->dev = rdp_dev_open(rdp_test_driver());
 	RDP_ASSERT_MSG(h->dev != NULL, "rdp_dev_open: %s", rdp_err_msg());
 	RDP_ASSERT_EQ(rdp_dev_query(h->dev, &attr), 0);
 	if (attr.max_srq_wr == 0) {
+		for (i = 0; i < nb; i++)
+			conf_pair_unprepare_srq(&h->pair[i]);
 		RDP_ASSERT_EQ(rdp_dev_close(h->dev), 0);
 		return rdp_test_skip("driver %s has no shared receive queue (max_srq_wr 0)",
 				     rdp_test_driver());
