@@ -1611,15 +1611,23 @@ fan_in_rate(uint32_t nqp, uint64_t msgs)
 
 RDP_TEST(shm, shm_one_cq_serving_1024_qps_keeps_most_of_the_single_qp_rate)
 {
-	double one = fan_in_rate(1, 4000000), many = fan_in_rate(1024, 4000000);
+	double best = 0;
+	int round;
 
-	printf("one CQ: 1 QP %.2f M msgs/s, 1024 QPs %.2f M msgs/s (%.2fx)\n", one / 1e6,
-	       many / 1e6, many / one);
 	/* The benchmark lane asks 0.8x on a quiet machine. Here, on shared
 	 * cores, the ratio moves between 0.55x and 0.75x with cache misses over
 	 * 1024 QPs' state; a poll that scanned every attached QP would lose
-	 * more than 10x, and that is what this bound catches. */
-	RDP_ASSERT_MSG(many >= 0.35 * one, "1024 QPs run at %.2fx the rate of one", many / one);
+	 * more than 10x, and that is what this bound catches. The best of three
+	 * side-by-side pairs, so that another lane's burst on these cores does
+	 * not count as that regression. */
+	for (round = 0; round < 3 && best < 0.35; round++) {
+		double one = fan_in_rate(1, 4000000), many = fan_in_rate(1024, 4000000);
+
+		printf("one CQ: 1 QP %.2f M msgs/s, 1024 QPs %.2f M msgs/s (%.2fx)\n", one / 1e6,
+		       many / 1e6, many / one);
+		best = RTE_MAX(best, many / one);
+	}
+	RDP_ASSERT_MSG(best >= 0.35, "1024 QPs run at %.2fx the rate of one at best", best);
 	return 0;
 }
 
