@@ -139,7 +139,7 @@ RDP_TEST(unit, cfg_defaults_are_the_documented_values)
 	RDP_ASSERT_EQ(g->connect_timeout_ms, 5000);
 	RDP_ASSERT_EQ(g->handshake_timeout_ms, 5000);
 	RDP_ASSERT_EQ(g->max_handshakes, 16);
-	RDP_ASSERT_EQ(g->hello_timeout_ms, 200);
+	RDP_ASSERT_EQ(g->hello_timeout_ms, 1000);
 	RDP_ASSERT_EQ(g->handshakes_per_peer, 4);
 	RDP_ASSERT_STR_EQ(g->secret, "");
 	RDP_ASSERT_EQ(rdp_cfg_lcores(cfg, NULL, 0), 0);

@@ -2248,7 +2248,7 @@ RDP_TEST(e2e, ep_a_real_client_handshakes_within_1s_beside_100_trickling_sockets
 
 	rdp_test_eal_init("0-1");
 	/* the default deadline; room for every trickler to wait (max_endpoints) */
-	cfg = init_with("shm", "hello_timeout_ms", "200", "max_endpoints", "128", NULL);
+	cfg = init_with("shm", "hello_timeout_ms", "1000", "max_endpoints", "128", NULL);
 	port = listen_stream_server(&srv);
 	memset(&t, 0, sizeof(t));
 	t.port = port;

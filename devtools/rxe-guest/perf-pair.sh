@@ -17,7 +17,7 @@
 runs=${1:?usage: perf-pair.sh RUNS [client options]}
 shift
 cfg=/tmp/perf-pair.ini
-printf '[global]\n%b\n' "${PERF_CFG:-rnr_retry = 0\ntimeout = 18\nidle_sleep_us = 20\nhandshake_timeout_ms = 20000\nconnect_timeout_ms = 20000}" > $cfg
+printf '[global]\n%b\n' "${PERF_CFG:-rnr_retry = 0\ntimeout = 18\nidle_sleep_us = 20\nhandshake_timeout_ms = 20000\nhello_timeout_ms = 20000\nconnect_timeout_ms = 20000}" > $cfg
 port=18515
 counters() {	# counters FILE: every rxe hw counter, "dev/name value"
 	for d in /sys/class/infiniband/rxe*; do

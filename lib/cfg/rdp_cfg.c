@@ -131,7 +131,7 @@ static const struct key keys[] = {
 	U32(connect_timeout_ms,   "5000",    1, 600000,        0),
 	U32(handshake_timeout_ms, "5000",    1, 600000,        0),
 	U32(max_handshakes,       "16",      1, 4096,          0),
-	U32(hello_timeout_ms,     "200",     1, 600000,        0),
+	U32(hello_timeout_ms,     "1000",     1, 600000,        0),
 	U32(handshakes_per_peer,  "4",       1, 4096,          0),
 	U32(drain_timeout_ms,     "3000",    0, 600000,        0),
 	STR(secret,               "",                          F_GLOBAL | F_SECRET),
