@@ -304,11 +304,12 @@ assert_verified(const char *json_path, bool reads, bool writes)
 	RDP_ASSERT_EQ(json_u64(j, NULL, "mismatches"), 0);
 	RDP_ASSERT_EQ(json_u64(j, NULL, "error_replies"), 0);
 	if (reads) {
-		RDP_ASSERT_MSG(json_u64(j, "read", "ios") > 0, "no reads:\n%s", j);
-		RDP_ASSERT_EQ(json_u64(j, NULL, "verified_blocks"), json_u64(j, "read", "ios"));
+		RDP_ASSERT_MSG(json_u64(j, "read", "total_ios") > 0, "no reads:\n%s", j);
+		RDP_ASSERT_EQ(json_u64(j, NULL, "verified_blocks"),
+			      json_u64(j, "read", "io_bytes") / BLK_BLOCK_SIZE);
 	}
 	if (writes)
-		RDP_ASSERT_MSG(json_u64(j, "write", "ios") > 0, "no writes:\n%s", j);
+		RDP_ASSERT_MSG(json_u64(j, "write", "total_ios") > 0, "no writes:\n%s", j);
 }
 
 /* The syncs per second of a server's last progress line, -1 without one. */
@@ -336,7 +337,7 @@ RDP_TEST(e2e, blk_verify_randrw_in_one_process_checks_every_read)
 	const char *j;
 
 	assert_exit(run_blk(log, 60, "load", "--in-process", "--rw", "randrw", "--verify",
-			    "--size", "1M", "--duration", "2", "--json", json, NULL), 0, log);
+			    "--size", "1M", "--runtime", "2", "--output-format=json", "--output", json, NULL), 0, log);
 	assert_output(log, ", 0 mismatches");
 	assert_verified(json, true, true);
 	j = slurp(json);
@@ -360,16 +361,16 @@ RDP_TEST(e2e, blk_verify_across_processes_resumes_from_the_state_file)
 	/* sequential multi-block writes, then random reads and writes from two
 	 * endpoints that must find the first run's data */
 	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "write", "--bs", "16K",
-			    "--verify", "--state", state, "--duration", "1.5", "--json", json,
+			    "--verify", "--state", state, "--runtime", "1.5", "--output-format=json", "--output", json,
 			    NULL), 0, log);
 	assert_verified(json, false, true);
-	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "randrw", "--endpoints",
-			    "2", "--qd", "16", "--verify", "--state", state, "--duration", "1.5",
-			    "--json", json, NULL), 0, log);
+	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "randrw", "--numjobs",
+			    "2", "--iodepth", "16", "--verify", "--state", state, "--runtime", "1.5",
+			    "--output-format=json", "--output", json, NULL), 0, log);
 	assert_verified(json, true, true);
 	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--check", "--state", state,
-			    "--json", json, NULL), 0, log);
-	assert_output(log, "check: 4096 blocks read back and verified");
+			    "--output-format=json", "--output", json, NULL), 0, log);
+	assert_output(log, "check: 32768 blocks read back and verified");
 	assert_verified(json, true, false);
 	RDP_ASSERT_MSG(json_u64(slurp(json), NULL, "verified_acknowledged") > 0, "%s",
 		       slurp(json));
@@ -389,7 +390,7 @@ RDP_TEST(e2e, blk_sync_server_killed_mid_run_keeps_every_acknowledged_write)
 	const char *state = path_of("state.bin"), *disk = path_of("disk.img");
 	const char *json = path_of("check.json");
 	const char *args[] = { "--connect", NULL, "--rw", "randwrite", "--verify", "--state",
-			       state, "--duration", "240", NULL };
+			       state, "--runtime", "240", NULL };
 	char addr[64];
 	double deadline;
 	pid_t srv, ld;
@@ -424,8 +425,8 @@ RDP_TEST(e2e, blk_sync_server_killed_mid_run_keeps_every_acknowledged_write)
 	srv = start_server(slog, &port, "--file", disk, "--sync", NULL);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--check", "--state", state,
-			    "--json", json, NULL), 0, log);
-	assert_output(log, "check: 4096 blocks read back and verified");
+			    "--output-format=json", "--output", json, NULL), 0, log);
+	assert_output(log, "check: 32768 blocks read back and verified");
 	assert_verified(json, true, false);
 	RDP_ASSERT_MSG(json_u64(slurp(json), NULL, "verified_acknowledged") > 0,
 		       "no acknowledged write was checked:\n%s", slurp(json));
@@ -461,12 +462,12 @@ RDP_TEST(e2e, blk_check_names_a_lost_or_corrupted_block)
 	/* 256 blocks written sequentially (many times over) and acknowledged */
 	srv = start_server(slog, &port, "--file", disk, "--size", "1M", NULL);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	for (i = 0; i == 0 || strstr(slurp(log), "256 of 256 blocks written and acknowledged") ==
+	for (i = 0; i == 0 || strstr(slurp(log), "2048 of 2048 blocks written and acknowledged") ==
 	     NULL; i++) {
 		/* one run is enough unless the machine is crowded: each resumes the state */
 		RDP_ASSERT_MSG(i < 10, "256 blocks not written in 10 runs:\n%s", slurp(log));
 		assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "write",
-				    "--verify", "--state", state, "--duration", "1", NULL), 0, log);
+				    "--verify", "--state", state, "--runtime", "1", NULL), 0, log);
 	}
 	stop_server(srv, slog);
 
@@ -488,7 +489,7 @@ RDP_TEST(e2e, blk_check_names_a_lost_or_corrupted_block)
 		RDP_ASSERT(pread(fd, bad, BLK_BLOCK_SIZE, 37 * BLK_BLOCK_SIZE) == BLK_BLOCK_SIZE);
 		close(fd);
 	}
-	bad[2000] ^= 0x10;
+	bad[200] ^= 0x10;
 	poke_block(disk, 37, bad, saved);
 	srv = start_server(slog, &port, "--file", disk, NULL);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
@@ -500,7 +501,7 @@ RDP_TEST(e2e, blk_check_names_a_lost_or_corrupted_block)
 	poke_block(disk, 37, saved, NULL);
 	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--check", "--state", state,
 			    NULL), 0, log);
-	assert_output(log, "check: 256 blocks read back and verified, 256 of them hold "
+	assert_output(log, "check: 2048 blocks read back and verified, 2048 of them hold "
 		      "acknowledged writes, 0 mismatches");
 	stop_server(srv, slog);
 	scratch_remove();
@@ -511,7 +512,7 @@ RDP_TEST(e2e, blk_check_names_a_lost_or_corrupted_block)
 /* Bad requests                                                           */
 /* ---------------------------------------------------------------------- */
 
-#define NBLOCKS 256 /* the server of these tests: --memory 1M */
+#define NBLOCKS 2048 /* the server of these tests: --memory 1M */
 
 static struct rte_ring *events;
 
@@ -629,9 +630,11 @@ RDP_TEST(e2e, blk_bad_requests_get_error_replies_and_the_server_keeps_serving)
 		{ "unknown opcode 9", { .opcode = 9 }, 0, BLK_S_EOPNOTSUPP },
 		{ "opcode 0", { .opcode = 0, .count = 1 }, 0, BLK_S_EOPNOTSUPP },
 		{ "read of 0 blocks", { .opcode = BLK_OP_READ, .count = 0 }, 0, BLK_S_EINVAL },
-		{ "read of 65 blocks", { .opcode = BLK_OP_READ, .count = 65 }, 0, BLK_S_E2BIG },
-		{ "write of 65 blocks, with their data",
-		  { .opcode = BLK_OP_WRITE, .count = 65 }, 65 * BLK_BLOCK_SIZE, BLK_S_E2BIG },
+		{ "read of 2049 blocks",
+		  { .opcode = BLK_OP_READ, .count = BLK_MAX_COUNT + 1 }, 0, BLK_S_E2BIG },
+		{ "write of 2049 blocks, with one",
+		  { .opcode = BLK_OP_WRITE, .count = BLK_MAX_COUNT + 1 }, BLK_BLOCK_SIZE,
+		  BLK_S_E2BIG },
 		{ "write of 2 blocks with 1 block of data",
 		  { .opcode = BLK_OP_WRITE, .count = 2 }, BLK_BLOCK_SIZE, BLK_S_EBADMSG },
 		{ "write of 1 block with 1 byte too many",
@@ -667,7 +670,9 @@ RDP_TEST(e2e, blk_bad_requests_get_error_replies_and_the_server_keeps_serving)
 	rdp_test_eal_init("0@1,1@0");
 	cfg = rdp_cfg_default();
 	RDP_ASSERT(cfg != NULL);
+	/* as rdp-blk: a 1 MiB request and its header fit in a message */
 	RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "driver", rdp_test_driver(), "test") == 0 &&
+		       rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_msg_size", "1048640", "test") == 0 &&
 		       rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
 	events = rte_ring_create("blk_events", 1024, SOCKET_ID_ANY, RING_F_SC_DEQ);
@@ -770,12 +775,12 @@ RDP_TEST(e2e, blk_bad_arguments_exit_2_naming_the_option)
 		const char *args[4];
 		const char *msg;
 	} cases[] = {
-		{ "load", { "--qd", "0" }, "rdp-blk load: --qd 0: expected 1..4096" },
+		{ "load", { "--iodepth", "0" }, "rdp-blk load: --iodepth 0: expected 1..4096" },
 		{ "load", { "--rw", "randomwrite" }, "--rw randomwrite: expected randread" },
-		{ "load", { "--bs", "1000" }, "--bs 1000: expected a multiple of 4096" },
+		{ "load", { "--bs", "1000" }, "--bs 1000: expected 512 bytes to 1 MiB" },
 		{ "load", { "--rwmixread", "70" }, "--rwmixread 70: only with --rw randrw" },
 		{ "load", { "--check" }, "--check: needs --state FILE" },
-		{ "load", { "--duration", "-1" }, "--duration -1: expected seconds" },
+		{ "load", { "--runtime", "-1" }, "--runtime -1: expected seconds" },
 		{ "load", { "--connect", "127.0.0.1:1", "--sync" }, "--sync: only for a local" },
 		{ "load", { "--frobnicate" }, "--frobnicate: unknown option" },
 		{ "serve", { "--size", "1M" }, "--file/--memory (missing)" },
