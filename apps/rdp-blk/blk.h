@@ -42,6 +42,7 @@ struct serve_opts {
 	unsigned int nb_exports;
 	uint64_t size;       /* --size: bytes of each file; 0: the file's size */
 	bool no_direct;      /* --no-direct: files through the page cache */
+	bool psync;          /* --ioengine psync: blocking pread/pwrite on the poller */
 	bool sync;           /* --sync: writes durable before their reply */
 	const char *listen;  /* --listen HOST:PORT, NULL: the configuration's */
 	int port_fd;         /* --port-fd: write the bound port there */

@@ -110,7 +110,8 @@ struct blk_sync {
 
 struct blk_dev {
 	int fd;
-	bool file;        /* io_uring; false: a memory device */
+	bool file;        /* a file or block device; false: a memory device */
+	bool psync;       /* --ioengine psync: the file's I/O blocks the poller */
 	bool direct;      /* O_DIRECT */
 	uint32_t align;   /* O_DIRECT: offsets and lengths a multiple of this */
 	uint64_t nblocks;
@@ -168,6 +169,7 @@ static struct {
 	unsigned int accepted;    /* since start */
 	struct srv_stats st[RTE_MAX_LCORE];
 	struct blk_lcore *lc[RTE_MAX_LCORE];
+	void *bounce[RTE_MAX_LCORE]; /* psync with O_DIRECT: one aligned buffer per lcore */
 	struct srv_stats last;    /* totals at the last progress line */
 } srv;
 
@@ -243,6 +245,38 @@ mem_io(int fd, struct rdp_msg *m, uint32_t off, uint64_t pos, uint32_t len, bool
 		pos += batch;
 		len -= batch;
 	}
+	return 0;
+}
+
+/*
+ * --ioengine psync on an O_DIRECT file: pread/pwrite through the lcore's
+ * aligned bounce buffer, blocking the poller (the comparison's baseline).
+ */
+static uint32_t
+psync_io(struct blk_dev *d, struct rdp_msg *m, uint64_t pos, uint32_t len, bool write)
+{
+	unsigned int lcore = rte_lcore_id();
+	ssize_t r;
+
+	if (!d->direct)
+		return mem_io(d->fd, m, BLK_HDR_SIZE, pos, len, write);
+	if (srv.bounce[lcore] == NULL &&
+	    posix_memalign(&srv.bounce[lcore], BUF_ALIGN, (size_t)BLK_MAX_COUNT * BLK_BLOCK_SIZE) != 0) {
+		srv.bounce[lcore] = NULL;
+		return ENOMEM;
+	}
+	if (write)
+		rdp_msg_read(m, BLK_HDR_SIZE, srv.bounce[lcore], len);
+	do {
+		r = write ? pwrite(d->fd, srv.bounce[lcore], len, (off_t)pos) :
+			    pread(d->fd, srv.bounce[lcore], len, (off_t)pos);
+	} while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return (uint32_t)errno;
+	if ((uint32_t)r != len)
+		return BLK_S_EIO;
+	if (!write && rdp_msg_write(m, BLK_HDR_SIZE, srv.bounce[lcore], len) != 0)
+		return BLK_S_EIO;
 	return 0;
 }
 
@@ -452,7 +486,7 @@ srv_on_recv(struct rdp_ep *ep, struct rdp_msg **reqs, uint16_t n, void *arg)
 			.magic = BLK_REP_MAGIC, .opcode = q.opcode, .count = q.count, .tag = q.tag,
 			.status = status, .max_count = max_count, .nblocks = d->nblocks,
 		};
-		if (status == BLK_S_OK && d->file && q.opcode != BLK_OP_INFO) {
+		if (status == BLK_S_OK && d->file && !d->psync && q.opcode != BLK_OP_INFO) {
 			if (c == NULL || L == NULL ||
 			    !file_start(L, c, m, &hdr, pos, len, q.flags & BLK_F_FUA))
 				break; /* no context or send buffer: back-pressure, offered again */
@@ -470,9 +504,18 @@ srv_on_recv(struct rdp_ep *ep, struct rdp_msg **reqs, uint16_t n, void *arg)
 			else if (misaligned)
 				cnt_add(&st->misaligned, 1);
 		} else {
-			if (q.opcode == BLK_OP_READ || q.opcode == BLK_OP_WRITE)
+			if ((q.opcode == BLK_OP_READ || q.opcode == BLK_OP_WRITE) && d->psync)
+				status = psync_io(d, q.opcode == BLK_OP_READ ? r : m, pos, len,
+						  q.opcode == BLK_OP_WRITE);
+			else if (q.opcode == BLK_OP_READ || q.opcode == BLK_OP_WRITE)
 				status = mem_io(d->fd, q.opcode == BLK_OP_READ ? r : m,
 						BLK_HDR_SIZE, pos, len, q.opcode == BLK_OP_WRITE);
+			if (status == BLK_S_OK && d->psync && (q.opcode == BLK_OP_FLUSH ||
+			    (q.opcode == BLK_OP_WRITE && (srv.sync || (q.flags & BLK_F_FUA))))) {
+				/* psync: one fdatasync per durable request, on the poller */
+				status = fdatasync(d->fd) < 0 ? (uint32_t)errno : BLK_S_OK;
+				cnt_add(&st->syncs, 1);
+			}
 			if (status != BLK_S_OK && q.opcode == BLK_OP_READ) {
 				/* an error reply carries no data */
 				rdp_msg_free(r);
@@ -701,7 +744,7 @@ dio_align(int fd, bool blkdev)
 }
 
 static int
-file_open(struct blk_dev *d, const char *file, uint64_t size, bool direct)
+file_open(struct blk_dev *d, const char *file, uint64_t size, bool direct, bool psync)
 {
 	char hs[32];
 	struct stat sb;
@@ -752,6 +795,7 @@ file_open(struct blk_dev *d, const char *file, uint64_t size, bool direct)
 	}
 	d->file = true;
 	d->direct = direct;
+	d->psync = psync;
 	d->align = direct ? dio_align(d->fd, S_ISBLK(sb.st_mode)) : BLK_BLOCK_SIZE;
 	if (d->align > BUF_ALIGN) {
 		fprintf(stderr, "rdp-blk serve: --file %s: direct I/O needs %u-byte alignment, "
@@ -776,7 +820,7 @@ dev_open(struct blk_dev *d, const struct blk_export *e, const struct serve_opts 
 	for (l = 0; l < RTE_MAX_LCORE; l++)
 		d->sync[l].wait_tail = &d->sync[l].wait;
 	if (e->file != NULL)
-		return file_open(d, e->file, o->size, !o->no_direct);
+		return file_open(d, e->file, o->size, !o->no_direct, o->psync);
 	d->fd = memfd_create("rdp-blk", MFD_CLOEXEC);
 	if (d->fd < 0 || ftruncate(d->fd, (off_t)e->size) < 0) {
 		fprintf(stderr, "rdp-blk serve: --memory: %s\n", strerror(errno));
@@ -910,7 +954,7 @@ blk_server_start(const struct serve_opts *o, int lcore, int *ports)
 		srv.dev[srv.nb_devs++] = d;
 		if (dev_open(d, &o->exports[i], o) < 0)
 			return -1;
-		any_file |= d->file;
+		any_file |= d->file && !d->psync;
 	}
 	if (any_file && rings_init(lcore) < 0)
 		return -1;
@@ -939,10 +983,11 @@ blk_server_start(const struct serve_opts *o, int lcore, int *ports)
 			       d->what, d->nblocks, BLK_BLOCK_SIZE, ports[i]);
 	}
 	if (!srv.quiet) {
-		printf("rdp-blk serve: writes acknowledged %s; file I/O by io_uring, submitted "
-		       "and reaped by the pollers without waiting\n",
-		       srv.sync ? "after fdatasync (--sync, one per group of writes)" :
-		       "once written (durable after a FLUSH)");
+		printf("rdp-blk serve: writes acknowledged %s; %s\n",
+		       srv.sync ? "after fdatasync (--sync)" : "once written (durable after a FLUSH)",
+		       o->psync ? "file I/O by pread/pwrite on the pollers (--ioengine psync, "
+		       "blocking)" : "file I/O by io_uring, submitted and reaped by the pollers "
+		       "without waiting");
 		fflush(stdout);
 	}
 	return 0;
@@ -1009,6 +1054,10 @@ blk_server_stop(void)
 			free(L->ios[k].buf);
 		free(L);
 		srv.lc[i] = NULL;
+	}
+	for (i = 0; i < RTE_MAX_LCORE; i++) {
+		free(srv.bounce[i]);
+		srv.bounce[i] = NULL;
 	}
 	for (i = 0; i < srv.nb_devs; i++) {
 		struct blk_dev *d = srv.dev[i];
@@ -1097,6 +1146,9 @@ serve_usage(FILE *f)
 "  --no-direct          open files without O_DIRECT (through the page cache):\n"
 "                       for a file system that refuses O_DIRECT, or requests\n"
 "                       below its direct-I/O alignment\n"
+"  --ioengine ENGINE    io_uring (default) or psync: pread/pwrite on the\n"
+"                       poller, which waits for the disk (a baseline to\n"
+"                       compare with; a durable request syncs alone)\n"
 "  --sync               acknowledge a write only once it is durable: one\n"
 "                       fdatasync (an io_uring operation) after each group of\n"
 "                       completed writes. Without it a write is acknowledged\n"
@@ -1133,6 +1185,7 @@ serve_parse(int argc, char **argv, struct serve_opts *o)
 		{ "size", required_argument, NULL, 's' },
 		{ "memory", required_argument, NULL, 'm' },
 		{ "no-direct", no_argument, NULL, 'N' },
+		{ "ioengine", required_argument, NULL, 'E' },
 		{ "sync", no_argument, NULL, 'S' },
 		{ "listen", required_argument, NULL, 'L' },
 		{ "config", required_argument, NULL, 'c' },
@@ -1182,6 +1235,12 @@ serve_parse(int argc, char **argv, struct serve_opts *o)
 						      "e.g. 64M");
 			break;
 		case 'N': o->no_direct = true; break;
+		case 'E':
+			if (strcmp(optarg, "io_uring") != 0 && strcmp(optarg, "psync") != 0)
+				return blk_bad_option("serve", "--ioengine", optarg,
+						      "expected io_uring or psync");
+			o->psync = strcmp(optarg, "psync") == 0;
+			break;
 		case 'S': o->sync = true; break;
 		case 'L': o->listen = optarg; break;
 		case 'c': o->c.config = optarg; break;
@@ -1214,6 +1273,8 @@ serve_parse(int argc, char **argv, struct serve_opts *o)
 					      "a memory device keeps nothing across a restart");
 		if (o->no_direct)
 			return blk_bad_option("serve", "--no-direct", "", "only with --file");
+		if (o->psync)
+			return blk_bad_option("serve", "--ioengine", "psync", "only with --file");
 	}
 	for (i = 0; i < o->nb_exports; i++)
 		if (o->exports[i].file != NULL && o->exports[i].file[0] == '\0')
