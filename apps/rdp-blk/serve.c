@@ -126,6 +126,7 @@ struct srv_conn {
 	struct blk_dev *dev;
 	unsigned int inflight; /* I/O contexts holding a reply for it */
 	bool failed;           /* close once inflight is 0 */
+	bool closed;           /* CLOSED came first: free once inflight is 0 */
 };
 
 /* A file request in flight. */
@@ -292,7 +293,11 @@ srv_max_count(const struct rdp_ep *ep)
 static void
 conn_put(struct srv_conn *c)
 {
-	if (--c->inflight == 0 && c->failed)
+	if (--c->inflight > 0 || !c->failed)
+		return;
+	if (c->closed)
+		free(c);
+	else
 		rdp_ep_close(c->ep);
 }
 
@@ -328,7 +333,7 @@ io_done(struct blk_lcore *L, struct blk_io *io, uint32_t status)
 	io->hdr.status = status;
 	if (status != BLK_S_OK) {
 		cnt_add(&st->io_errors, 1);
-		if (io->hdr.opcode == BLK_OP_READ) {
+		if (io->hdr.opcode == BLK_OP_READ && !io->conn->failed) {
 			/* an error reply carries no data */
 			struct rdp_msg *r = rdp_msg_alloc(io->conn->ep, BLK_HDR_SIZE);
 
@@ -487,17 +492,23 @@ srv_on_recv(struct rdp_ep *ep, struct rdp_msg **reqs, uint16_t n, void *arg)
 			.status = status, .max_count = max_count, .nblocks = d->nblocks,
 		};
 		if (status == BLK_S_OK && d->file && !d->psync && q.opcode != BLK_OP_INFO) {
-			if (c == NULL || L == NULL ||
-			    !file_start(L, c, m, &hdr, pos, len, q.flags & BLK_F_FUA))
-				break; /* no context or send buffer: back-pressure, offered again */
-			rdp_msg_free(m);
-			continue;
+			if (c == NULL || L == NULL) {
+				status = ENOMEM; /* no connection state (calloc failed): answer so */
+			} else {
+				if (!file_start(L, c, m, &hdr, pos, len, q.flags & BLK_F_FUA))
+					break; /* no context or send buffer: back-pressure, offered again */
+				rdp_msg_free(m);
+				continue;
+			}
 		}
 		r = rdp_msg_alloc(ep, status == BLK_S_OK ? blk_rep_len(q.opcode, q.count) :
 				  BLK_HDR_SIZE);
 		if (r == NULL)
 			break;
-		if (status != BLK_S_OK) {
+		if (status == ENOMEM) {
+			cnt_add(&st->io_errors, 1);
+			hdr.status = status;
+		} else if (status != BLK_S_OK) {
 			cnt_add(&st->refused, 1);
 			if (status == BLK_S_ERANGE)
 				cnt_add(&st->beyond, 1);
@@ -592,13 +603,15 @@ srv_poll(void *arg)
 
 	while (L->retry != NULL) {
 		struct blk_io *io = L->retry;
-		struct rdp_msg *r = rdp_msg_alloc(io->conn->ep, BLK_HDR_SIZE);
+		struct rdp_msg *r = io->conn->failed ? NULL : rdp_msg_alloc(io->conn->ep, BLK_HDR_SIZE);
 
-		if (r == NULL)
+		if (r == NULL && !io->conn->failed)
 			break;
 		L->retry = io->next;
-		rdp_msg_free(io->rep);
-		io->rep = r;
+		if (r != NULL) {
+			rdp_msg_free(io->rep);
+			io->rep = r;
+		}
 		io_reply(io);
 		io_release(L, io);
 		work++;
@@ -698,7 +711,13 @@ srv_on_state(struct rdp_ep *ep, enum rdp_ep_state state, int err, void *arg)
 	} else if (state == RDP_EP_CLOSED) {
 		__atomic_fetch_sub(&srv.endpoints, 1, __ATOMIC_RELAXED);
 		rdp_ep_set_ctx(ep, NULL);
-		free(c);
+		if (c != NULL && c->inflight > 0) {
+			/* closed under I/O in flight (rdp_fini): its replies are freed */
+			c->failed = true;
+			c->closed = true;
+		} else {
+			free(c);
+		}
 	}
 }
 
