@@ -147,10 +147,8 @@ struct blk_io {
 /* The io_uring of one poller lcore. */
 struct blk_lcore {
 	struct io_uring ring;
-	bool ready;
 	bool taskrun_flag;      /* the kernel says when task work waits (IORING_SQ_TASKRUN) */
 	unsigned int quiet_polls; /* polls with I/O in flight and nothing reaped */
-	unsigned int queued;    /* SQEs not submitted yet */
 	unsigned int inflight;  /* contexts in use (atomic: the main lcore drains) */
 	struct blk_io *free;
 	struct blk_io *retry;   /* failed reads waiting for a header-only reply buffer */
@@ -365,10 +363,8 @@ get_sqe(struct blk_lcore *L)
 		/* the SQ is full (cannot happen with RING_ENTRIES): submit early */
 		io_uring_submit(&L->ring);
 		cnt_add(&srv.st[rte_lcore_id()].submits, 1);
-		L->queued = 0;
 		sqe = io_uring_get_sqe(&L->ring);
 	}
-	L->queued += sqe != NULL;
 	return sqe;
 }
 
@@ -674,7 +670,6 @@ srv_poll(void *arg)
 		cnt_add(&srv.st[lcore].submits, 1);
 		if (ret > 0)
 			work += (unsigned int)ret;
-		L->queued = 0;
 	}
 	return work;
 }
@@ -929,7 +924,6 @@ rings_init(int lcore)
 			free(L);
 			return -1;
 		}
-		L->ready = true;
 		iowq_affinity(L, ids[i]);
 		for (k = 0; k < SRV_IOS; k++) {
 			L->ios[k].next = L->free;

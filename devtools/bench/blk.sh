@@ -7,7 +7,10 @@
 #     io_uring;
 #   - fio --ioengine=io_uring --direct=1 on the same file, locally, the
 #     ceiling of what the disk gives one core;
-#   - 4 KiB random reads on the memory device (IOPS and p99), for reference.
+#   - 4 KiB random reads on the memory device (IOPS and p99), for reference;
+#   - 1 MiB sequential reads of the memory device at iodepth 8 (block data
+#     in rendezvous messages) against rdp-perf -m write at 1 MiB (one-sided
+#     WRITE bandwidth), the bandwidth the messages leave on the table.
 # Rounds interleave the subjects (psync, io_uring, fio, memory) so that a
 # change of the machine's state hits all of them; the report gives each
 # subject's median over the rounds and the ratios of the medians.
@@ -57,15 +60,23 @@ file=$work/disk.img
 fio --name=fill --filename="$file" --size="$size" --rw=write --bs=1m --direct=1 \
 	--ioengine=psync --output=/dev/null
 
-# serve ENGINE|memory OUT.json: one server, one loader, 4 KiB randread qd 32
+# rdp_run ENGINE|memory OUT.json [LOAD ARGS]: one server, one loader (default 4 KiB randread qd 32)
 rdp_run() {
-	local what=$1 out=$2 port=$((18700 + RANDOM % 1000)) dev
+	local what=$1 out=$2 port= dev
+	shift 2
+	local wl=("$@")
+	[ ${#wl[@]} -gt 0 ] || wl=(--rw randread --bs 4k --iodepth 32)
 	if [ "$what" = memory ]; then dev=(--memory 1G); else dev=(--file "$file" --ioengine "$what"); fi
 	: >"$work/serve.log"
-	"$blk" -- serve "${dev[@]}" --listen 127.0.0.1:$port >"$work/serve.log" 2>&1 &
+	"$blk" -- serve "${dev[@]}" --listen 127.0.0.1:0 >"$work/serve.log" 2>&1 &
 	srv=$!
-	for _ in $(seq 100); do grep -q "listening on port" "$work/serve.log" && break; sleep 0.1; done
-	"$blk" -- load --connect 127.0.0.1:$port --rw randread --bs 4k --iodepth 32 \
+	for _ in $(seq 100); do
+		port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$work/serve.log")
+		[ -n "$port" ] && break
+		sleep 0.1
+	done
+	[ -n "$port" ] || { cat "$work/serve.log" >&2; exit 1; }
+	"$blk" -- load --connect 127.0.0.1:$port "${wl[@]}" \
 		--runtime "$runtime" --output-format=json --output "$out" >"$work/load.log" 2>&1 ||
 		{ cat "$work/load.log" "$work/serve.log" >&2; exit 1; }
 	kill "$srv"; wait "$srv" || true; srv=
@@ -89,6 +100,12 @@ for r in $(seq "$rounds"); do
 	add "$r" "fio io_uring" "$work/fio.json"
 	rdp_run memory "$work/memory.json"
 	add "$r" "rdp-blk memory" "$work/memory.json"
+	rdp_run memory "$work/seq.json" --rw read --bs 1m --iodepth 8
+	add "$r" "rdp-blk 1m read" "$work/seq.json"
+	timeout 120 "$bin_dir/apps/rdp-perf/rdp-perf" -- -q -m write -s 1048576 -d "$runtime" 2>/dev/null |
+		awk '$1 == "write" { print "{\"jobs\": [{\"read\": {\"iops\": " $4 ", \"bw_bytes\": " $4 * 1048576 ", \"clat_ns\": {\"percentile\": {}}}}]}" }' \
+		>"$work/write.json"
+	add "$r" "rdp-perf write 1m" "$work/write.json"
 done
 
 python3 - "$results" "$json" <<'EOF'
@@ -101,13 +118,19 @@ for r in rows:
     subj.setdefault(r['subject'], []).append((rd['iops'], p99))
 med = {k: (statistics.median(i for i, _ in v), statistics.median(p for _, p in v))
        for k, v in subj.items()}
-print("%-16s %12s %10s  (median of %d rounds)" % ("subject", "IOPS", "p99 us", len(rows) // 4))
+bw = {k: statistics.median(r['file']['jobs'][0]['read']['bw_bytes'] for r in rows
+                           if r['subject'] == k) for k in subj}
+print("%-18s %12s %10s %10s  (medians of %d rounds)" % ("subject", "IOPS", "p99 us", "MB/s",
+                                                      len(rows) // len(subj)))
 for k, (iops, p99) in med.items():
-    print("%-16s %12.0f %10.1f" % (k, iops, p99 / 1000))
+    print("%-18s %12.0f %10.1f %10.0f" % (k, iops, p99 / 1000, bw[k] / 1e6))
 u, p, f = med['rdp-blk io_uring'][0], med['rdp-blk psync'][0], med['fio io_uring'][0]
-print("io_uring / psync: %.2fx   io_uring / fio ceiling: %.2f" % (u / p, u / f))
+seq = bw['rdp-blk 1m read'] / bw['rdp-perf write 1m']
+print("io_uring / psync: %.2fx   io_uring / fio ceiling: %.2f   1 MiB read / one-sided WRITE: %.2f"
+      % (u / p, u / f, seq))
 if sys.argv[2]:
-    json.dump({'medians': {k: {'iops': v[0], 'p99_ns': v[1]} for k, v in med.items()},
-               'io_uring_over_psync': u / p, 'io_uring_over_fio': u / f}, open(sys.argv[2], 'w'),
-              indent=1)
+    json.dump({'medians': {k: {'iops': v[0], 'p99_ns': v[1], 'bw_bytes': bw[k]}
+                           for k, v in med.items()},
+               'io_uring_over_psync': u / p, 'io_uring_over_fio': u / f,
+               'seq_read_over_onesided_write': seq}, open(sys.argv[2], 'w'), indent=1)
 EOF
