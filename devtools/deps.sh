@@ -6,12 +6,12 @@
 set -euo pipefail
 
 build_pkgs="gcc libc6-dev meson ninja-build pkg-config python3 dpdk-dev libdpdk-dev
-            libibverbs-dev libnuma-dev libbsd-dev libsodium-dev"
+            libibverbs-dev libnuma-dev libbsd-dev libsodium-dev liburing-dev"
 test_pkgs="$build_pkgs clang llvm libclang-rt-14-dev spin valgrind qemu-system-x86
            busybox-static cpio kmod xz-utils iproute2 rdma-core ibverbs-providers
            ibverbs-utils ucx-utils libfabric-bin linux-perf man-db groff-base
            libsystemd-dev"
-bench_pkgs="$build_pkgs ucx-utils libfabric-bin valgrind linux-perf"
+bench_pkgs="$build_pkgs ucx-utils libfabric-bin valgrind linux-perf fio"
 
 case "${1:-}" in
 build) want=$build_pkgs ;;

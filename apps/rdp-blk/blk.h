@@ -26,11 +26,23 @@ struct blk_common {
 	bool quiet;
 };
 
+/* Devices of one server: each listens on a port of its own. */
+#define BLK_MAX_EXPORTS 8
+
+/* One device `serve` exports. */
+struct blk_export {
+	const char *file;    /* --file PATH, or NULL for --memory */
+	uint64_t size;       /* --memory bytes */
+};
+
 /* What `serve` exports. */
 struct serve_opts {
 	struct blk_common c;
-	const char *file;    /* --file PATH, or NULL for --memory */
-	uint64_t size;       /* --size / --memory bytes; 0: the file's size */
+	struct blk_export exports[BLK_MAX_EXPORTS]; /* in command-line order */
+	unsigned int nb_exports;
+	uint64_t size;       /* --size: bytes of each file; 0: the file's size */
+	bool no_direct;      /* --no-direct: files through the page cache */
+	bool psync;          /* --ioengine psync: blocking pread/pwrite on the poller */
 	bool sync;           /* --sync: writes durable before their reply */
 	const char *listen;  /* --listen HOST:PORT, NULL: the configuration's */
 	int port_fd;         /* --port-fd: write the bound port there */
@@ -47,18 +59,20 @@ struct load_opts {
 	const char *file;     /* loopback/in-process server: --file */
 	uint64_t size;        /* --size: bytes exercised (and of a local server's device) */
 	bool sync;            /* loopback/in-process server: --sync */
+	bool no_direct;       /* loopback/in-process server: --no-direct */
 	const char *server_lcores; /* loopback: EAL --lcores of the server process */
 	enum load_rw rw;
 	unsigned int rwmixread; /* percent of reads in randrw */
-	uint32_t bs;          /* bytes per request, a multiple of 4096 */
-	unsigned int qd;      /* requests in flight per endpoint */
-	unsigned int endpoints; /* per poller lcore */
-	double duration;      /* seconds */
+	uint32_t bs;          /* --bs: bytes per request, a multiple of 512 */
+	unsigned int qd;      /* --iodepth: requests in flight per endpoint */
+	unsigned int endpoints; /* --numjobs: per poller lcore */
+	double duration;      /* --runtime: seconds */
 	bool verify;
 	const char *state;    /* --state FILE */
 	bool check;           /* --check: read back every block of the state */
 	uint64_t seed;
-	const char *json;
+	bool json;            /* --output-format=json */
+	const char *output;   /* --output FILE, NULL: stdout */
 };
 
 /* Set by SIGINT/SIGTERM. */
@@ -74,8 +88,9 @@ unsigned int blk_poller_lcores(const struct rdp_cfg *cfg, unsigned int *ids, uns
 /* serve.c */
 int serve_parse(int argc, char **argv, struct serve_opts *o);
 void serve_usage(FILE *f);
-/* Open the device and listen; endpoints go to @p lcore (-1: any poller). */
-int blk_server_start(const struct serve_opts *o, int lcore, int *port);
+/* Open the devices and listen (@p ports: one per device); endpoints go to
+ * @p lcore (-1: any poller). */
+int blk_server_start(const struct serve_opts *o, int lcore, int *ports);
 /* One progress line when there was traffic since the last call. */
 void blk_server_progress(double dt);
 /* Totals, and close the device (after rdp_fini()). */

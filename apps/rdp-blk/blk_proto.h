@@ -7,8 +7,8 @@
  * The rdp-blk wire protocol: block requests and their replies, one per
  * rdmaplane message.
  *
- * - A device is `nblocks` blocks of BLK_BLOCK_SIZE (4 KiB) bytes, numbered
- *   from 0.
+ * - A device is `nblocks` blocks of BLK_BLOCK_SIZE (512) bytes, numbered
+ *   from 0; a request moves 1 to BLK_MAX_COUNT blocks (512 B to 1 MiB).
  * - A request is a BLK_HDR_SIZE-byte header (struct blk_req) followed, for
  *   a WRITE, by exactly `count` blocks of data. A reply is a BLK_HDR_SIZE-
  *   byte header (struct blk_rep) followed, for a successful READ, by
@@ -17,8 +17,8 @@
  *   order of the hosts rdmaplane targets, so encoding is a copy there);
  *   blk_req_encode() and friends convert on big-endian hosts.
  * - **Matching.** A reply carries the request's `tag`, and clients match
- *   replies by tag only. (The reference server answers the requests of one
- *   endpoint in order, but a client must not rely on it.)
+ *   replies by tag only: the reference server answers a memory device's
+ *   requests in order and a file's as their I/O completes, in any order.
  * - **Validation.** The server checks every field of every request, in
  *   the order of blk_req_check(), and answers a bad one with an error
  *   reply whose `status` says what is wrong; it never drops a request and
@@ -36,22 +36,22 @@
 
 #include <rte_byteorder.h>
 
-/** Bytes per block. */
-#define BLK_BLOCK_SIZE 4096u
+/** Bytes per block (a sector). */
+#define BLK_BLOCK_SIZE 512u
 /** log2(BLK_BLOCK_SIZE). */
-#define BLK_BLOCK_SHIFT 12
+#define BLK_BLOCK_SHIFT 9
 /** Bytes of a request or reply header. */
 #define BLK_HDR_SIZE 32u
 /**
- * Most blocks in one READ or WRITE (256 KiB). A server may announce less
+ * Most blocks in one READ or WRITE (1 MiB). A server may announce less
  * (blk_rep.max_count) when the endpoint's message size is smaller.
  */
-#define BLK_MAX_COUNT 64u
+#define BLK_MAX_COUNT 2048u
 
-/** Request magic: the bytes 'R' 'K' 'Q' '1' (protocol version 1). */
-#define BLK_REQ_MAGIC 0x31514b52u
-/** Reply magic: the bytes 'R' 'K' 'P' '1'. */
-#define BLK_REP_MAGIC 0x31504b52u
+/** Request magic: the bytes 'R' 'K' 'Q' '2' (protocol version 2: 512-byte blocks). */
+#define BLK_REQ_MAGIC 0x32514b52u
+/** Reply magic: the bytes 'R' 'K' 'P' '2'. */
+#define BLK_REP_MAGIC 0x32504b52u
 
 /** Operations (blk_req.opcode). */
 enum blk_op {
@@ -74,7 +74,8 @@ enum blk_op {
 #define BLK_S_E2BIG 7u        /**< `count` above the announced max_count */
 #define BLK_S_ENOSPC 28u      /**< the file system is full */
 #define BLK_S_EINVAL 22u      /**< reserved field or unknown flag set, `count` 0 for
-				* READ/WRITE, or `count`/`block` set for FLUSH/INFO */
+				* READ/WRITE, `count`/`block` set for FLUSH/INFO, or
+				* a READ/WRITE not aligned for the server's O_DIRECT */
 #define BLK_S_ERANGE 34u      /**< blocks beyond the end of the device */
 #define BLK_S_EPROTO 71u      /**< bad magic: not this protocol or version */
 #define BLK_S_EBADMSG 74u     /**< message length does not match the header */
@@ -356,9 +357,10 @@ blk_status_str(uint32_t status)
 	case BLK_S_EIO: return "EIO (the device failed)";
 	case BLK_S_E2BIG: return "E2BIG (more blocks than the server takes at once)";
 	case BLK_S_ENOSPC: return "ENOSPC (no space left on the server's file system)";
-	case BLK_S_EINVAL: return "EINVAL (a reserved field, flag or count is wrong)";
+	case BLK_S_EINVAL: return "EINVAL (a reserved field, flag or count is wrong, or "
+				  "the blocks are not aligned for the server's O_DIRECT)";
 	case BLK_S_ERANGE: return "ERANGE (blocks beyond the end of the device)";
-	case BLK_S_EPROTO: return "EPROTO (bad magic: not rdp-blk protocol version 1)";
+	case BLK_S_EPROTO: return "EPROTO (bad magic: not rdp-blk protocol version 2)";
 	case BLK_S_EBADMSG: return "EBADMSG (message length does not match the header)";
 	case BLK_S_EOPNOTSUPP: return "EOPNOTSUPP (unknown opcode)";
 	default: return "an errno of the server's device";

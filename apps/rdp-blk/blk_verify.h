@@ -43,7 +43,7 @@
 /** Word 0 of a verify block: the bytes "rdpblkV1". */
 #define BLK_VERIFY_MAGIC 0x31566b6c62706472ull
 /** Words per block. */
-#define BLK_VERIFY_WORDS 512u
+#define BLK_VERIFY_WORDS 64u
 
 /** A read position in a message, across its segments. */
 struct blk_cur {

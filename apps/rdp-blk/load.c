@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -33,6 +34,7 @@
 #include "blk_proto.h"
 #include "blk_verify.h"
 #include "perf_hist.h"
+#include "rdp_build_config.h"
 #include "rdp_ep.h"
 
 #define MAX_LOAD_EPS 1024
@@ -108,6 +110,10 @@ static struct {
 	char why[512];
 	uint64_t mismatches;
 	uint64_t error_replies;
+	uint32_t err_status;   /* the first error reply: errno, op, blocks */
+	uint8_t err_op;
+	uint16_t err_count;
+	uint64_t err_block;
 } ld;
 
 static inline void
@@ -358,8 +364,13 @@ on_reply(struct load_ep *le, struct rdp_msg *m, uint64_t now)
 	s = &le->slots[si];
 	how = BLK_GEN_ACKED;
 	if (p.status != BLK_S_OK) {
-		__atomic_fetch_add(&ld.error_replies, 1, __ATOMIC_RELAXED);
-		load_fail("%s of %u block(s) at block %" PRIu64 " failed: status %u, %s",
+		if (__atomic_fetch_add(&ld.error_replies, 1, __ATOMIC_RELAXED) == 0) {
+			ld.err_op = s->op; /* read by the main lcore after drain() */
+			ld.err_count = s->count;
+			ld.err_block = s->block;
+			ld.err_status = p.status;
+		}
+		load_fail("%s of %u block(s) at block %" PRIu64 " failed: errno %u, %s",
 			  blk_op_str(s->op), s->count, s->block, p.status,
 			  blk_status_str(p.status));
 		how = BLK_GEN_UNKNOWN;
@@ -648,38 +659,77 @@ progress(double t, double dt, uint64_t ios[2], uint64_t bytes[2], uint64_t last_
 	fflush(stdout);
 }
 
+/* fio's percentiles of clat_ns. */
+static const double fio_pcts[] = { 1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5,
+				   99.9, 99.95, 99.99 };
+
 static void
-print_json_dir(FILE *f, const char *name, const struct dir_result *r, bool comma)
+print_json_lat(FILE *f, const char *name, const struct perf_hist *h)
 {
-	fprintf(f, "  \"%s\": {\"ios\": %" PRIu64 ", \"iops\": %.1f, \"mb_s\": %.2f, "
-		"\"lat_mean_us\": %.2f, \"lat_p50_us\": %.2f, \"lat_p99_us\": %.2f, "
-		"\"lat_p999_us\": %.2f, \"lat_max_us\": %.2f}%s\n", name, r->ios, r->iops, r->mbps,
-		r->mean_us, r->p50_us, r->p99_us, r->p999_us, r->max_us, comma ? "," : "");
+	double ns = 1e9 / rte_get_tsc_hz();
+	unsigned int i;
+
+	fprintf(f, "        \"%s\": {\n          \"min\": %.0f,\n          \"max\": %.0f,\n"
+		"          \"mean\": %.3f,\n          \"N\": %" PRIu64 ",\n          \"percentile\": {",
+		name, h->count > 0 ? h->min * ns : 0, h->max * ns,
+		h->count > 0 ? (double)h->sum / h->count * ns : 0, h->count);
+	for (i = 0; i < RTE_DIM(fio_pcts); i++)
+		fprintf(f, "%s\n            \"%f\": %.0f", i > 0 ? "," : "", fio_pcts[i],
+			hist_quantile(h, fio_pcts[i] / 100) * ns);
+	fprintf(f, "\n          }\n        }");
+}
+
+/* One direction as fio writes it (bw in KiB/s, runtime in ms, latencies in ns). */
+static void
+print_json_dir(FILE *f, const char *name, const struct perf_hist *h, uint64_t bytes, double secs)
+{
+	fprintf(f, "      \"%s\": {\n        \"io_bytes\": %" PRIu64 ",\n        \"io_kbytes\": %"
+		PRIu64 ",\n        \"bw_bytes\": %.0f,\n        \"bw\": %.0f,\n        \"iops\": %.6f,\n"
+		"        \"runtime\": %.0f,\n        \"total_ios\": %" PRIu64 ",\n", name, bytes,
+		bytes / 1024, bytes / secs, bytes / secs / 1024, h->count / secs, secs * 1000,
+		h->count);
+	print_json_lat(f, "clat_ns", h);
+	fprintf(f, ",\n");
+	print_json_lat(f, "lat_ns", h); /* no submission latency apart: the same */
+	fprintf(f, "\n      }");
 }
 
 static int
-write_json(const struct dir_result res[3], double secs, uint64_t checked, uint64_t acked,
-	   bool ok)
+write_json(const struct perf_hist h[2], const uint64_t bytes[2], double secs, uint64_t checked,
+	   uint64_t acked, bool ok)
 {
 	const struct load_opts *o = ld.o;
-	FILE *f = fopen(o->json, "w");
+	FILE *f = o->output != NULL ? fopen(o->output, "w") : stdout;
 
 	if (f == NULL) {
-		fprintf(stderr, "rdp-blk load: --json %s: %s\n", o->json, strerror(errno));
+		fprintf(stderr, "rdp-blk load: --output %s: %s\n", o->output, strerror(errno));
 		return -1;
 	}
-	fprintf(f, "{\n  \"driver\": \"%s\",\n  \"rw\": \"%s\",\n  \"rwmixread\": %u,\n"
-		"  \"bs\": %u,\n  \"qd\": %u,\n  \"endpoints\": %u,\n  \"seconds\": %.3f,\n"
-		"  \"verify\": %s,\n  \"check\": %s,\n", rdp_driver_info(),
-		o->check ? "check" : rw_names[o->rw], o->rwmixread, o->bs, o->qd, ld.n, secs,
-		ld.verify ? "true" : "false", o->check ? "true" : "false");
-	print_json_dir(f, "read", &res[0], true);
-	print_json_dir(f, "write", &res[1], true);
-	print_json_dir(f, "total", &res[2], true);
-	fprintf(f, "  \"verified_blocks\": %" PRIu64 ",\n  \"verified_acknowledged\": %" PRIu64
-		",\n  \"mismatches\": %" PRIu64 ",\n  \"error_replies\": %" PRIu64 ",\n"
-		"  \"ok\": %s\n}\n", checked, acked, cnt(&ld.mismatches), cnt(&ld.error_replies),
-		ok ? "true" : "false");
+	fprintf(f, "{\n  \"fio version\": \"rdp-blk-%s\",\n  \"timestamp\": %ld,\n"
+		"  \"global options\": {\n    \"ioengine\": \"rdmaplane\",\n    \"rw\": \"%s\",\n"
+		"    \"bs\": \"%u\",\n    \"iodepth\": \"%u\",\n    \"numjobs\": \"%u\",\n"
+		"    \"rwmixread\": \"%u\",\n    \"runtime\": \"%.3f\",\n    \"size\": \"%" PRIu64 "\"\n"
+		"  },\n  \"jobs\": [\n    {\n      \"jobname\": \"rdp-blk\",\n      \"groupid\": 0,\n"
+		"      \"error\": %d,\n      \"job_runtime\": %.0f,\n", RDP_VERSION, (long)time(NULL),
+		o->check ? "check" : rw_names[o->rw], o->bs, o->qd, ld.n, o->rwmixread, o->duration,
+		ld.nreq * ld.count * (uint64_t)BLK_BLOCK_SIZE, ok ? 0 : 1, secs * 1000);
+	print_json_dir(f, "read", &h[0], bytes[0], secs);
+	fprintf(f, ",\n");
+	print_json_dir(f, "write", &h[1], bytes[1], secs);
+	fprintf(f, "\n    }\n  ],\n  \"rdp-blk\": {\n    \"driver\": \"%s\",\n    \"endpoints\": %u,\n"
+		"    \"verify\": %s,\n    \"check\": %s,\n    \"verified_blocks\": %" PRIu64 ",\n"
+		"    \"verified_acknowledged\": %" PRIu64 ",\n    \"mismatches\": %" PRIu64 ",\n"
+		"    \"error_replies\": %" PRIu64 ",\n    \"first_error\": ", rdp_driver_info(), ld.n,
+		ld.verify ? "true" : "false", o->check ? "true" : "false", checked, acked,
+		cnt(&ld.mismatches), cnt(&ld.error_replies));
+	if (ld.err_status != 0)
+		fprintf(f, "{\"op\": \"%s\", \"block\": %" PRIu64 ", \"blocks\": %u, \"errno\": %u}",
+			blk_op_str(ld.err_op), ld.err_block, ld.err_count, ld.err_status);
+	else
+		fprintf(f, "null");
+	fprintf(f, ",\n    \"ok\": %s\n  }\n}\n", ok ? "true" : "false");
+	if (f == stdout)
+		return fflush(f) == 0 ? 0 : -1;
 	return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -706,6 +756,8 @@ report(double secs, bool ok)
 	}
 	for (d = 0; d < 3; d++)
 		dir_result(&h[d], bytes[d], secs, &res[d]);
+	if (ld.o->json && ld.o->output == NULL)
+		goto json; /* stdout holds the JSON alone, as fio's */
 	printf("\n%-6s %10s %11s %9s %9s %9s %9s %9s %9s\n", "op", "ios", "IOPS", "MB/s",
 	       "mean us", "p50 us", "p99 us", "p99.9 us", "max us");
 	for (d = 0; d < 3; d++)
@@ -725,8 +777,9 @@ report(double secs, bool ok)
 			       " blocks written and acknowledged\n", checked, acked,
 			       cnt(&ld.mismatches), written, ld.gens.nblocks);
 	}
-	if (ld.o->json != NULL)
-		write_json(res, secs, checked, acked, ok);
+json:
+	if (ld.o->json)
+		write_json(h, bytes, secs, checked, acked, ok);
 	free(h);
 }
 
@@ -750,7 +803,7 @@ setup_eps(const unsigned int *lcores, unsigned int nb_lcores)
 
 	ld.n = nb_lcores * o->endpoints;
 	if (ld.n > MAX_LOAD_EPS) {
-		fprintf(stderr, "rdp-blk load: --endpoints %u on %u poller lcores: at most %u "
+		fprintf(stderr, "rdp-blk load: --numjobs %u on %u poller lcores: at most %u "
 			"endpoints in all\n", o->endpoints, nb_lcores, MAX_LOAD_EPS);
 		return -1;
 	}
@@ -944,16 +997,18 @@ load_usage(FILE *f)
 "usage: rdp-blk [EAL options] -- load [--connect HOST:PORT | --in-process] [options]\n"
 "\n"
 "Drive an rdp-blk server with a block workload and report IOPS and latency\n"
-"percentiles, with a progress line per second. Every endpoint keeps --qd\n"
-"requests in flight from its poller lcore (run-to-completion). Without\n"
-"--connect, a server is started on this machine: a second process pinned to\n"
-"the other CPU (loopback), or with --in-process a server in this process.\n"
+"percentiles, with a progress line per second; the workload options are\n"
+"fio's. Every endpoint keeps --iodepth requests in flight from its poller\n"
+"lcore (run-to-completion). Without --connect, a server is started on this\n"
+"machine: a second process pinned to the other CPU (loopback), or with\n"
+"--in-process a server in this process.\n"
 "\n"
 "Server:\n"
 "  --connect HOST:PORT  the server (default: the configuration's `connect`;\n"
 "                       none: loopback)\n"
 "  --in-process         run the server in this process, on the last poller lcore\n"
 "  --file PATH          loopback/in-process: export this file (default: memory)\n"
+"  --no-direct          loopback/in-process: the server's --no-direct\n"
 "  --sync               loopback/in-process: the server's --sync\n"
 "  --server-lcores LIST loopback: EAL --lcores of the server process\n"
 "\n"
@@ -961,11 +1016,11 @@ load_usage(FILE *f)
 "  --rw PATTERN         randread (default), randwrite, read, write (sequential),\n"
 "                       randrw (random mix, see --rwmixread)\n"
 "  --rwmixread PCT      randrw: percentage of reads, 0..100 (default 50)\n"
-"  --bs SIZE            bytes per request: 4096 (default) up to 262144, a\n"
-"                       multiple of 4096; K and M suffixes allowed\n"
-"  --qd N               requests in flight per endpoint, 1..4096 (default 32)\n"
-"  --endpoints N        endpoints per poller lcore, 1..256 (default 1)\n"
-"  --duration SEC       run time (default 5)\n"
+"  --bs SIZE            bytes per request, 512 up to 1m, a multiple of 512, in\n"
+"                       fio's syntax: 512, 4k (default), 128k, 1m\n"
+"  --iodepth N          requests in flight per endpoint, 1..4096 (default 32)\n"
+"  --numjobs N          endpoints per poller lcore, 1..256 (default 1)\n"
+"  --runtime SEC        run time in seconds, e.g. 10 or 2.5s (default 5)\n"
 "  --size SIZE          bytes of the device used, from block 0 (default: all of\n"
 "                       it; a local server's device has this size, default 256M)\n"
 "  --seed N             random seed of the block choice (default 1)\n"
@@ -983,23 +1038,59 @@ load_usage(FILE *f)
 "                       server restarted on the same file)\n"
 "\n"
 "Output and runtime:\n"
-"  --json FILE          write the results as JSON\n"
+"  --output-format FMT  normal (default: progress lines and a table) or json\n"
+"                       (fio's layout: jobs[0].read/.write with io_bytes, bw in\n"
+"                       KiB/s, iops, clat_ns percentiles; on stdout alone unless\n"
+"                       --output)\n"
+"  --output FILE        with --output-format=json: write the JSON to FILE and\n"
+"                       print the normal output too\n"
 "  -c, --config FILE    per-core configuration (see docs/configuration.md)\n"
 "  --driver NAME[:ARGS] driver (default: auto, verbs with an active RDMA port,\n"
 "                       else shm)\n"
 "  -q, --quiet          no banner or progress lines\n"
 "  -h, --help           this text\n"
 "\n"
+"An error reply stops the run and is printed with its operation, first block\n"
+"and errno.\n"
+"\n"
 "Exit status: 0 success, 1 the run failed (verify mismatch, error reply,\n"
 "server lost), 2 bad arguments.\n"
 "\n"
 "Examples:\n"
 "  rdp-blk -- load                                  loopback, 4 KiB randread\n"
-"  rdp-blk -- load --rw randrw --rwmixread 70 --verify --duration 10\n"
+"  rdp-blk -- load --rw randrw --rwmixread 70 --verify --runtime 10\n"
 "  rdp-blk -- load --in-process --rw randwrite --file /var/tmp/d.img --sync\n"
-"  rdp-blk -l 0-2 -- load --connect 10.0.0.1:18515 --rw randwrite --qd 64 --endpoints 2\n"
+"  rdp-blk -l 0-2 -- load --connect 10.0.0.1:18515 --rw randwrite --iodepth 64 --numjobs 2\n"
+"  rdp-blk -- load --connect 127.0.0.1:18515 --bs 1m --rw read --output-format=json\n"
 "  rdp-blk -- load --connect 127.0.0.1:18515 --rw randwrite --verify --state s.bin\n"
 "  rdp-blk -- load --connect 127.0.0.1:18515 --check --state s.bin\n");
+}
+
+/* fio's block size syntax: N, Nk or Nm (powers of 1024), 512 B to 1 MiB by 512. */
+static int
+parse_bs(const char *s, uint64_t *bs)
+{
+	unsigned int shift = 0;
+	unsigned long long v;
+	char *end;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return -1;
+	if (*end == 'k' || *end == 'K')
+		shift = 10;
+	else if (*end == 'm' || *end == 'M')
+		shift = 20;
+	if (shift != 0)
+		end++;
+	if (*end != '\0' || v > (1ull << 20) >> shift)
+		return -1;
+	*bs = v << shift;
+	return *bs >= BLK_BLOCK_SIZE && *bs <= (uint64_t)BLK_MAX_COUNT * BLK_BLOCK_SIZE &&
+	       *bs % BLK_BLOCK_SIZE == 0 ? 0 : -1;
 }
 
 static int
@@ -1021,19 +1112,21 @@ load_parse(int argc, char **argv, struct load_opts *o)
 		{ "in-process", no_argument, NULL, 'I' },
 		{ "file", required_argument, NULL, 'f' },
 		{ "sync", no_argument, NULL, 'S' },
+		{ "no-direct", no_argument, NULL, 'N' },
 		{ "server-lcores", required_argument, NULL, 'R' },
 		{ "rw", required_argument, NULL, 'w' },
 		{ "rwmixread", required_argument, NULL, 'x' },
 		{ "bs", required_argument, NULL, 'b' },
-		{ "qd", required_argument, NULL, 'Q' },
-		{ "endpoints", required_argument, NULL, 'e' },
-		{ "duration", required_argument, NULL, 'd' },
+		{ "iodepth", required_argument, NULL, 'Q' },
+		{ "numjobs", required_argument, NULL, 'e' },
+		{ "runtime", required_argument, NULL, 'd' },
 		{ "size", required_argument, NULL, 's' },
 		{ "seed", required_argument, NULL, 'z' },
 		{ "verify", no_argument, NULL, 'V' },
 		{ "state", required_argument, NULL, 'T' },
 		{ "check", no_argument, NULL, 'K' },
-		{ "json", required_argument, NULL, 'J' },
+		{ "output-format", required_argument, NULL, 'J' },
+		{ "output", required_argument, NULL, 'O' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "driver", required_argument, NULL, 'D' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -1049,7 +1142,7 @@ load_parse(int argc, char **argv, struct load_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->rw = RW_RANDREAD;
 	o->rwmixread = 50;
-	o->bs = BLK_BLOCK_SIZE;
+	o->bs = 4096;
 	o->qd = 32;
 	o->endpoints = 1;
 	o->duration = 5;
@@ -1062,6 +1155,7 @@ load_parse(int argc, char **argv, struct load_opts *o)
 		case 'I': o->in_process = true; break;
 		case 'f': o->file = optarg; break;
 		case 'S': o->sync = true; break;
+		case 'N': o->no_direct = true; break;
 		case 'R': o->server_lcores = optarg; break;
 		case 'w':
 			rw_arg = optarg;
@@ -1080,33 +1174,35 @@ load_parse(int argc, char **argv, struct load_opts *o)
 			o->rwmixread = (unsigned int)v;
 			break;
 		case 'b':
-			if (blk_parse_size(optarg, &bs) < 0 || bs == 0 || bs % BLK_BLOCK_SIZE != 0 ||
-			    bs > (uint64_t)BLK_MAX_COUNT * BLK_BLOCK_SIZE)
-				return blk_bad_option("load", "--bs", optarg, "expected a multiple of "
-						      "4096 up to 262144 (256K)");
+			if (parse_bs(optarg, &bs) < 0)
+				return blk_bad_option("load", "--bs", optarg, "expected 512 bytes to 1 "
+						      "MiB, a multiple of 512, in fio's syntax (512, "
+						      "4k, 128k, 1m)");
 			o->bs = (uint32_t)bs;
 			break;
 		case 'Q':
 			if (parse_uint(optarg, 1, MAX_QD, &v) < 0)
-				return blk_bad_option("load", "--qd", optarg, "expected 1..4096");
+				return blk_bad_option("load", "--iodepth", optarg, "expected 1..4096");
 			o->qd = (unsigned int)v;
 			break;
 		case 'e':
 			if (parse_uint(optarg, 1, 256, &v) < 0)
-				return blk_bad_option("load", "--endpoints", optarg, "expected 1..256");
+				return blk_bad_option("load", "--numjobs", optarg, "expected 1..256");
 			o->endpoints = (unsigned int)v;
 			break;
 		case 'd':
 			o->duration = strtod(optarg, &end);
+			if (end != optarg && strcmp(end, "s") == 0)
+				end++;
 			if (end == optarg || *end != '\0' || !(o->duration > 0 && o->duration <= 86400))
-				return blk_bad_option("load", "--duration", optarg,
-						      "expected seconds in (0, 86400]");
+				return blk_bad_option("load", "--runtime", optarg,
+						      "expected seconds in (0, 86400], e.g. 10 or 2.5s");
 			break;
 		case 's':
 			if (blk_parse_size(optarg, &o->size) < 0 || o->size == 0 ||
 			    o->size % BLK_BLOCK_SIZE != 0)
 				return blk_bad_option("load", "--size", optarg, "expected a positive "
-						      "multiple of 4096 bytes, e.g. 64M");
+						      "multiple of 512 bytes, e.g. 64M");
 			break;
 		case 'z':
 			errno = 0;
@@ -1117,7 +1213,13 @@ load_parse(int argc, char **argv, struct load_opts *o)
 		case 'V': o->verify = true; break;
 		case 'T': o->state = optarg; break;
 		case 'K': o->check = true; break;
-		case 'J': o->json = optarg; break;
+		case 'J':
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "normal") != 0)
+				return blk_bad_option("load", "--output-format", optarg,
+						      "expected normal or json");
+			o->json = strcmp(optarg, "json") == 0;
+			break;
+		case 'O': o->output = optarg; break;
 		case 'c': o->c.config = optarg; break;
 		case 'D': o->c.driver = optarg; break;
 		case 'q': o->c.quiet = true; break;
@@ -1140,10 +1242,17 @@ load_parse(int argc, char **argv, struct load_opts *o)
 		return blk_bad_option("load", "--rw", rw_arg, "--check only reads");
 	if (o->connect != NULL && o->in_process)
 		return blk_bad_option("load", "--in-process", "", "not with --connect");
-	if (o->connect != NULL && (o->file != NULL || o->sync || o->server_lcores != NULL))
+	if (o->connect != NULL && (o->file != NULL || o->sync || o->no_direct ||
+				   o->server_lcores != NULL))
 		return blk_bad_option("load", o->file != NULL ? "--file" : o->sync ? "--sync" :
-				      "--server-lcores", o->file != NULL ? o->file : "",
+				      o->no_direct ? "--no-direct" : "--server-lcores",
+				      o->file != NULL ? o->file : "",
 				      "only for a local server (without --connect)");
+	if (o->output != NULL && !o->json)
+		return blk_bad_option("load", "--output", o->output,
+				      "only with --output-format=json");
+	if (o->json && o->output == NULL)
+		o->c.quiet = true; /* stdout holds the JSON alone */
 	if (o->in_process && o->server_lcores != NULL)
 		return blk_bad_option("load", "--server-lcores", o->server_lcores,
 				      "only for a loopback server process");

@@ -2,7 +2,7 @@
 /*
  * rdp-blk: the storage backend demo of rdmaplane.
  *
- *   rdp-blk [EAL options] -- serve ...   export a file or memory as 4 KiB blocks
+ *   rdp-blk [EAL options] -- serve ...   export files or memory as 512-byte blocks
  *   rdp-blk [EAL options] -- load ...    drive a server: IOPS, latency, --verify
  *
  * EAL options come before "--", the command and its options after. Without
@@ -28,11 +28,17 @@
 
 #include "app_launch.h"
 #include "blk.h"
+#include "blk_proto.h"
 #include "rdp_build_config.h"
 #include "rdp_ep.h"
 
 /* A local server's device when neither --size nor --file says otherwise. */
 #define LOCAL_DEVICE_SIZE (256ull << 20)
+/* The library's default max_msg_size, and what rdp-blk takes instead: a
+ * 1 MiB block and its header (BLK_HDR_SIZE) in one message. */
+#define BLK_DEFAULT_MAX_MSG 1048576u
+#define BLK_MAX_MSG_STR "1048640"
+_Static_assert(1048640 >= BLK_HDR_SIZE + BLK_MAX_COUNT * BLK_BLOCK_SIZE, "a 1 MiB request fits");
 
 volatile sig_atomic_t blk_force_quit;
 
@@ -100,12 +106,12 @@ usage(FILE *f)
 	fprintf(f,
 "usage: rdp-blk [EAL options] -- serve|load [options]\n"
 "\n"
-"The storage backend demo of rdmaplane: 4 KiB blocks, read, write and flush\n"
-"requests carried by rdmaplane endpoints, handled to completion on the\n"
-"poller lcores.\n"
+"The storage backend demo of rdmaplane: 512-byte blocks, read, write and\n"
+"flush requests of 512 B to 1 MiB carried by rdmaplane endpoints, handled\n"
+"on the poller lcores (file I/O by io_uring, never waited for there).\n"
 "\n"
 "Commands:\n"
-"  serve    export a file, a block device or memory (rdp-blk serve --help)\n"
+"  serve    export files, block devices or memory (rdp-blk serve --help)\n"
 "  load     drive a server and report IOPS and latency percentiles; --verify\n"
 "           checks every block read (rdp-blk load --help)\n"
 "\n"
@@ -143,6 +149,8 @@ spawn_server(const struct load_opts *o, const char *config, const char *driver, 
 	}
 	if (o->sync)
 		args[n++] = "--sync";
+	if (o->no_direct)
+		args[n++] = "--no-direct";
 	if (driver != NULL) {
 		args[n++] = "--driver";
 		args[n++] = driver;
@@ -155,6 +163,28 @@ spawn_server(const struct load_opts *o, const char *config, const char *driver, 
 	return app_spawn_server(o->server_lcores, "rdp-blk-srv", args, port);
 }
 
+/*
+ * Does this process serve a file? Then its pollers sleep after idle polls
+ * (idle_sleep_us, unless the configuration sets it): the kernel completes
+ * O_DIRECT writes (ext4's, XFS's when they convert extents) in a worker
+ * thread on the CPU that took the disk's interrupt, and a poller spinning
+ * there starves it for seconds.
+ */
+#define BLK_IDLE_SLEEP_US "10"
+
+static bool
+serve_files(const struct serve_opts *so, const struct load_opts *lo)
+{
+	unsigned int i;
+
+	if (lo != NULL)
+		return lo->in_process && lo->file != NULL;
+	for (i = 0; i < so->nb_exports; i++)
+		if (so->exports[i].file != NULL)
+			return true;
+	return false;
+}
+
 /* The configuration with the command line applied; NULL after a message. */
 static struct rdp_cfg *
 load_cfg(const char *cmd, const struct blk_common *c)
@@ -165,6 +195,14 @@ load_cfg(const char *cmd, const struct blk_common *c)
 	if (cfg == NULL || (c->driver != NULL &&
 			    rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "driver", c->driver, "--driver") < 0) ||
 	    rdp_cfg_validate(cfg) < 0) {
+		fprintf(stderr, "rdp-blk %s: %s\n", cmd, rdp_err_msg());
+		rdp_cfg_free(cfg);
+		return NULL;
+	}
+	/* a 1 MiB block and its header in one message, unless the configuration says */
+	if (rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL)->max_msg_size == BLK_DEFAULT_MAX_MSG &&
+	    (rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_msg_size", BLK_MAX_MSG_STR, "rdp-blk") < 0 ||
+	     rdp_cfg_validate(cfg) < 0)) {
 		fprintf(stderr, "rdp-blk %s: %s\n", cmd, rdp_err_msg());
 		rdp_cfg_free(cfg);
 		return NULL;
@@ -232,6 +270,13 @@ main(int argc, char **argv)
 	cfg = load_cfg(app_argv[0], common);
 	if (cfg == NULL)
 		return BLK_EXIT_USAGE;
+	if (serve_files(serve ? &so : NULL, serve ? NULL : &lo) &&
+	    rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL)->idle_sleep_us == 0 &&
+	    rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "idle_sleep_us", BLK_IDLE_SLEEP_US, "rdp-blk") < 0) {
+		fprintf(stderr, "rdp-blk: %s\n", rdp_err_msg());
+		rdp_cfg_free(cfg);
+		return BLK_EXIT_USAGE;
+	}
 	if (!serve && lo.connect == NULL && !lo.in_process) {
 		const char *c = rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL)->connect;
 
@@ -285,8 +330,11 @@ main(int argc, char **argv)
 		/* the server takes the last poller, the loader the others (or shares it) */
 		memset(&so, 0, sizeof(so));
 		so.c = lo.c;
-		so.file = lo.file;
-		so.size = lo.size != 0 || lo.file != NULL ? lo.size : LOCAL_DEVICE_SIZE;
+		so.exports[0].file = lo.file;
+		so.exports[0].size = lo.size != 0 ? lo.size : LOCAL_DEVICE_SIZE;
+		so.nb_exports = 1;
+		so.size = lo.file != NULL ? lo.size : 0;
+		so.no_direct = lo.no_direct;
 		so.sync = lo.sync;
 		so.listen = "127.0.0.1:0";
 		so.port_fd = -1;

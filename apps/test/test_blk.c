@@ -235,36 +235,61 @@ run_blk(const char *log, double timeout_s, const char *cmd, ...)
 	return rc;
 }
 
-/* Start a server (`serve ARGS... --listen 127.0.0.1:0`); returns its pid and port. */
+/* Start a server (`serve ARGS... --listen 127.0.0.1:0`) of @p n devices; its pid and ports. */
 static pid_t
-start_server(const char *log, int *port, ...)
+start_server_v(const char *log, int *ports, unsigned int n, va_list ap)
 {
 	const char *args[MAX_ARGS];
-	unsigned int n = 0;
+	unsigned int k = 0, i;
 	char fdstr[16];
 	int fds[2];
-	va_list ap;
 	pid_t pid;
 
 	RDP_ASSERT(pipe(fds) == 0);
 	snprintf(fdstr, sizeof(fdstr), "%d", fds[1]);
-	va_start(ap, port);
-	while ((args[n] = va_arg(ap, const char *)) != NULL && n < MAX_ARGS - 5)
-		n++;
-	va_end(ap);
-	args[n++] = "--listen";
-	args[n++] = "127.0.0.1:0";
-	args[n++] = "--port-fd";
-	args[n++] = fdstr;
-	args[n] = NULL;
+	while ((args[k] = va_arg(ap, const char *)) != NULL && k < MAX_ARGS - 5)
+		k++;
+	args[k++] = "--listen";
+	args[k++] = "127.0.0.1:0";
+	args[k++] = "--port-fd";
+	args[k++] = fdstr;
+	args[k] = NULL;
 	pid = spawn_blk(log, "serve", args);
 	close(fds[1]);
-	if (read(fds[0], port, sizeof(*port)) != sizeof(*port)) {
-		close(fds[0]);
-		reap(pid, 5, "serve", log);
-		rdp_test_fail(__FILE__, __LINE__, "the server did not start:\n%s", slurp(log));
+	for (i = 0; i < n; i++) {
+		if (read(fds[0], &ports[i], sizeof(ports[i])) != sizeof(ports[i])) {
+			close(fds[0]);
+			reap(pid, 5, "serve", log);
+			rdp_test_fail(__FILE__, __LINE__, "the server did not start:\n%s", slurp(log));
+		}
 	}
 	close(fds[0]);
+	return pid;
+}
+
+/* Start a server of one device; returns its pid and port. */
+static pid_t
+start_server(const char *log, int *port, ...)
+{
+	va_list ap;
+	pid_t pid;
+
+	va_start(ap, port);
+	pid = start_server_v(log, port, 1, ap);
+	va_end(ap);
+	return pid;
+}
+
+/* Start a server of two devices (ports[0], ports[1]). */
+static pid_t
+start_server2(const char *log, int ports[2], ...)
+{
+	va_list ap;
+	pid_t pid;
+
+	va_start(ap, ports);
+	pid = start_server_v(log, ports, 2, ap);
+	va_end(ap);
 	return pid;
 }
 
@@ -304,11 +329,12 @@ assert_verified(const char *json_path, bool reads, bool writes)
 	RDP_ASSERT_EQ(json_u64(j, NULL, "mismatches"), 0);
 	RDP_ASSERT_EQ(json_u64(j, NULL, "error_replies"), 0);
 	if (reads) {
-		RDP_ASSERT_MSG(json_u64(j, "read", "ios") > 0, "no reads:\n%s", j);
-		RDP_ASSERT_EQ(json_u64(j, NULL, "verified_blocks"), json_u64(j, "read", "ios"));
+		RDP_ASSERT_MSG(json_u64(j, "read", "total_ios") > 0, "no reads:\n%s", j);
+		RDP_ASSERT_EQ(json_u64(j, NULL, "verified_blocks"),
+			      json_u64(j, "read", "io_bytes") / BLK_BLOCK_SIZE);
 	}
 	if (writes)
-		RDP_ASSERT_MSG(json_u64(j, "write", "ios") > 0, "no writes:\n%s", j);
+		RDP_ASSERT_MSG(json_u64(j, "write", "total_ios") > 0, "no writes:\n%s", j);
 }
 
 /* The syncs per second of a server's last progress line, -1 without one. */
@@ -336,7 +362,7 @@ RDP_TEST(e2e, blk_verify_randrw_in_one_process_checks_every_read)
 	const char *j;
 
 	assert_exit(run_blk(log, 60, "load", "--in-process", "--rw", "randrw", "--verify",
-			    "--size", "1M", "--duration", "2", "--json", json, NULL), 0, log);
+			    "--size", "1M", "--runtime", "2", "--output-format=json", "--output", json, NULL), 0, log);
 	assert_output(log, ", 0 mismatches");
 	assert_verified(json, true, true);
 	j = slurp(json);
@@ -360,21 +386,51 @@ RDP_TEST(e2e, blk_verify_across_processes_resumes_from_the_state_file)
 	/* sequential multi-block writes, then random reads and writes from two
 	 * endpoints that must find the first run's data */
 	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "write", "--bs", "16K",
-			    "--verify", "--state", state, "--duration", "1.5", "--json", json,
+			    "--verify", "--state", state, "--runtime", "1.5", "--output-format=json", "--output", json,
 			    NULL), 0, log);
 	assert_verified(json, false, true);
-	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "randrw", "--endpoints",
-			    "2", "--qd", "16", "--verify", "--state", state, "--duration", "1.5",
-			    "--json", json, NULL), 0, log);
+	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "randrw", "--numjobs",
+			    "2", "--iodepth", "16", "--verify", "--state", state, "--runtime", "1.5",
+			    "--output-format=json", "--output", json, NULL), 0, log);
 	assert_verified(json, true, true);
 	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--check", "--state", state,
-			    "--json", json, NULL), 0, log);
-	assert_output(log, "check: 4096 blocks read back and verified");
+			    "--output-format=json", "--output", json, NULL), 0, log);
+	assert_output(log, "check: 32768 blocks read back and verified");
 	assert_verified(json, true, false);
 	RDP_ASSERT_MSG(json_u64(slurp(json), NULL, "verified_acknowledged") > 0, "%s",
 		       slurp(json));
 	stop_server(srv, slog);
 	assert_output(slog, "0 refused, 0 I/O errors");
+	scratch_remove();
+	return 0;
+}
+
+/* 512-byte and 1 MiB requests (above rndv_threshold: rendezvous), verified. */
+RDP_TEST(e2e, blk_verify_512_byte_and_1_mib_blocks)
+{
+	static const char *const sizes[] = { "512", "1m" };
+	const char *log = path_of("load.log"), *json = path_of("load.json");
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(sizes); i++) {
+		const char *j;
+
+		assert_exit(run_blk(log, 60, "load", "--in-process", "--rw", "randrw", "--bs",
+				    sizes[i], "--iodepth", "4", "--verify", "--size", "16M",
+				    "--runtime", "1", "--output-format=json", "--output", json, NULL),
+			    0, log);
+		assert_verified(json, true, true);
+		j = slurp(json);
+		RDP_ASSERT_MSG(strstr(j, i == 0 ? "\"bs\": \"512\"" : "\"bs\": \"1048576\"") != NULL,
+			       "%s", j);
+		/* fio's fields: bytes, KiB/s, clat percentiles in ns */
+		RDP_ASSERT_MSG(json_u64(j, "read", "io_bytes") ==
+			       json_u64(j, "read", "total_ios") * (i == 0 ? 512 : 1048576), "%s", j);
+		RDP_ASSERT_MSG(json_u64(j, "read", "bw") > 0 && json_u64(j, "read", "99.000000") > 0 &&
+			       json_u64(j, "read", "min") <= json_u64(j, "read", "max"), "%s", j);
+		printf("ok: --bs %s verified, %" PRIu64 " reads, %" PRIu64 " writes\n", sizes[i],
+		       json_u64(j, "read", "total_ios"), json_u64(j, "write", "total_ios"));
+	}
 	scratch_remove();
 	return 0;
 }
@@ -389,7 +445,7 @@ RDP_TEST(e2e, blk_sync_server_killed_mid_run_keeps_every_acknowledged_write)
 	const char *state = path_of("state.bin"), *disk = path_of("disk.img");
 	const char *json = path_of("check.json");
 	const char *args[] = { "--connect", NULL, "--rw", "randwrite", "--verify", "--state",
-			       state, "--duration", "240", NULL };
+			       state, "--runtime", "240", NULL };
 	char addr[64];
 	double deadline;
 	pid_t srv, ld;
@@ -424,8 +480,8 @@ RDP_TEST(e2e, blk_sync_server_killed_mid_run_keeps_every_acknowledged_write)
 	srv = start_server(slog, &port, "--file", disk, "--sync", NULL);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--check", "--state", state,
-			    "--json", json, NULL), 0, log);
-	assert_output(log, "check: 4096 blocks read back and verified");
+			    "--output-format=json", "--output", json, NULL), 0, log);
+	assert_output(log, "check: 32768 blocks read back and verified");
 	assert_verified(json, true, false);
 	RDP_ASSERT_MSG(json_u64(slurp(json), NULL, "verified_acknowledged") > 0,
 		       "no acknowledged write was checked:\n%s", slurp(json));
@@ -461,12 +517,12 @@ RDP_TEST(e2e, blk_check_names_a_lost_or_corrupted_block)
 	/* 256 blocks written sequentially (many times over) and acknowledged */
 	srv = start_server(slog, &port, "--file", disk, "--size", "1M", NULL);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	for (i = 0; i == 0 || strstr(slurp(log), "256 of 256 blocks written and acknowledged") ==
+	for (i = 0; i == 0 || strstr(slurp(log), "2048 of 2048 blocks written and acknowledged") ==
 	     NULL; i++) {
 		/* one run is enough unless the machine is crowded: each resumes the state */
 		RDP_ASSERT_MSG(i < 10, "256 blocks not written in 10 runs:\n%s", slurp(log));
 		assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "write",
-				    "--verify", "--state", state, "--duration", "1", NULL), 0, log);
+				    "--verify", "--state", state, "--runtime", "1", NULL), 0, log);
 	}
 	stop_server(srv, slog);
 
@@ -488,7 +544,7 @@ RDP_TEST(e2e, blk_check_names_a_lost_or_corrupted_block)
 		RDP_ASSERT(pread(fd, bad, BLK_BLOCK_SIZE, 37 * BLK_BLOCK_SIZE) == BLK_BLOCK_SIZE);
 		close(fd);
 	}
-	bad[2000] ^= 0x10;
+	bad[200] ^= 0x10;
 	poke_block(disk, 37, bad, saved);
 	srv = start_server(slog, &port, "--file", disk, NULL);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
@@ -500,7 +556,7 @@ RDP_TEST(e2e, blk_check_names_a_lost_or_corrupted_block)
 	poke_block(disk, 37, saved, NULL);
 	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--check", "--state", state,
 			    NULL), 0, log);
-	assert_output(log, "check: 256 blocks read back and verified, 256 of them hold "
+	assert_output(log, "check: 2048 blocks read back and verified, 2048 of them hold "
 		      "acknowledged writes, 0 mismatches");
 	stop_server(srv, slog);
 	scratch_remove();
@@ -511,7 +567,7 @@ RDP_TEST(e2e, blk_check_names_a_lost_or_corrupted_block)
 /* Bad requests                                                           */
 /* ---------------------------------------------------------------------- */
 
-#define NBLOCKS 256 /* the server of these tests: --memory 1M */
+#define NBLOCKS 2048 /* the server of these tests: --memory 1M */
 
 static struct rte_ring *events;
 
@@ -629,9 +685,11 @@ RDP_TEST(e2e, blk_bad_requests_get_error_replies_and_the_server_keeps_serving)
 		{ "unknown opcode 9", { .opcode = 9 }, 0, BLK_S_EOPNOTSUPP },
 		{ "opcode 0", { .opcode = 0, .count = 1 }, 0, BLK_S_EOPNOTSUPP },
 		{ "read of 0 blocks", { .opcode = BLK_OP_READ, .count = 0 }, 0, BLK_S_EINVAL },
-		{ "read of 65 blocks", { .opcode = BLK_OP_READ, .count = 65 }, 0, BLK_S_E2BIG },
-		{ "write of 65 blocks, with their data",
-		  { .opcode = BLK_OP_WRITE, .count = 65 }, 65 * BLK_BLOCK_SIZE, BLK_S_E2BIG },
+		{ "read of 2049 blocks",
+		  { .opcode = BLK_OP_READ, .count = BLK_MAX_COUNT + 1 }, 0, BLK_S_E2BIG },
+		{ "write of 2049 blocks, with one",
+		  { .opcode = BLK_OP_WRITE, .count = BLK_MAX_COUNT + 1 }, BLK_BLOCK_SIZE,
+		  BLK_S_E2BIG },
 		{ "write of 2 blocks with 1 block of data",
 		  { .opcode = BLK_OP_WRITE, .count = 2 }, BLK_BLOCK_SIZE, BLK_S_EBADMSG },
 		{ "write of 1 block with 1 byte too many",
@@ -667,7 +725,9 @@ RDP_TEST(e2e, blk_bad_requests_get_error_replies_and_the_server_keeps_serving)
 	rdp_test_eal_init("0@1,1@0");
 	cfg = rdp_cfg_default();
 	RDP_ASSERT(cfg != NULL);
+	/* as rdp-blk: a 1 MiB request and its header fit in a message */
 	RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "driver", rdp_test_driver(), "test") == 0 &&
+		       rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_msg_size", "1048640", "test") == 0 &&
 		       rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
 	events = rte_ring_create("blk_events", 1024, SOCKET_ID_ANY, RING_F_SC_DEQ);
@@ -752,9 +812,208 @@ RDP_TEST(e2e, blk_bad_requests_get_error_replies_and_the_server_keeps_serving)
 	RDP_ASSERT_EQ(waitpid(srv, NULL, WNOHANG), 0); /* alive */
 	stop_server(srv, slog);
 	assert_output(slog, "1 reads, 1 writes, 1 flushes, 1 infos, 220 refused, 0 I/O errors");
+	assert_output(slog, "(refused: 3 beyond the device, 0 misaligned");
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rte_ring_free(events);
 	rdp_cfg_free(cfg);
+	scratch_remove();
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* No head-of-line blocking                                               */
+/* ---------------------------------------------------------------------- */
+
+/* A configuration for a loader that mostly waits: its poller sleeps when idle. */
+static const char *
+sleepy_config(void)
+{
+	const char *cfg = path_of("sleepy.conf");
+	FILE *f = fopen(cfg, "w");
+
+	RDP_ASSERT(f != NULL);
+	fprintf(f, "[global]\nidle_sleep_us = 1000\n");
+	RDP_ASSERT(fclose(f) == 0);
+	return cfg;
+}
+
+/* `load --connect 127.0.0.1:PORT` of 4 KiB random reads to its JSON; returns its log. */
+static void
+load_b(int port, const char *json, const char *runtime, const char *iodepth)
+{
+	const char *log = path_of("b.log");
+	char addr[64];
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "randread", "--iodepth",
+			    iodepth, "--runtime", runtime, "--output-format=json", "--output", json,
+			    NULL), 0, log);
+}
+
+/* A's loader: reads on the slow file, in the background, its poller mostly asleep. */
+static pid_t
+start_load_a(int port, const char *log, const char *runtime)
+{
+	static char addr[64];
+	const char *args[] = { "-c", sleepy_config(), "--connect", addr, "--rw", "randread",
+			       "--iodepth", "8", "--runtime", runtime, NULL };
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	return spawn_blk(log, "load", args);
+}
+
+/* Wait for A's loader's first progress line: its requests are in flight. */
+static void
+wait_progress(const char *log)
+{
+	double deadline = rdp_clock_s() + 30;
+
+	while (strstr(slurp(log), "[   1 s]") == NULL) {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no progress from A's loader:\n%s",
+			       slurp(log));
+		usleep(20000);
+	}
+}
+
+/*
+ * One server poller serves endpoint A on a file whose every I/O takes
+ * 20 ms (an IORING_OP_TIMEOUT linked before it) and endpoint B on a memory
+ * device. B's p99 beside A may not exceed twice B's p99 alone, measured in
+ * the same run; a crowded machine gets three attempts (a poller that
+ * waited for A's disk would put B's p99 at 20 ms, a hundred times over).
+ */
+RDP_TEST(e2e, blk_slow_file_endpoint_does_not_raise_memory_endpoint_p99)
+{
+	const char *slog = path_of("serve.log"), *alog = path_of("a.log");
+	const char *disk = path_of("slow.img"), *j1 = path_of("alone.json");
+	const char *j2 = path_of("beside.json");
+	unsigned int attempt;
+	int ports[2], rc;
+	bool ok = false;
+	pid_t srv, la;
+
+	setenv("RDP_BLK_INJECT_DELAY_MS", "20", 1);
+	srv = start_server2(slog, ports, "--file", disk, "--size", "16M", "--memory", "64M", NULL);
+	unsetenv("RDP_BLK_INJECT_DELAY_MS");
+	assert_output(slog, "every file I/O delayed 20 ms");
+	for (attempt = 0; attempt < 3 && !ok; attempt++) {
+		uint64_t alone, beside, n1, n2;
+
+		load_b(ports[1], j1, "2", "8");
+		la = start_load_a(ports[0], alog, "5");
+		wait_progress(alog);
+		load_b(ports[1], j2, "2", "8");
+		rc = reap(la, 30, "load A", alog);
+		assert_exit(rc, 0, alog);
+		RDP_ASSERT_MSG(json_u64(slurp(j1), "read", "total_ios") > 0, "%s", slurp(j1));
+		alone = json_u64(slurp(j1), "read", "99.000000");
+		n1 = json_u64(slurp(j1), "read", "total_ios");
+		beside = json_u64(slurp(j2), "read", "99.000000");
+		n2 = json_u64(slurp(j2), "read", "total_ios");
+		printf("attempt %u: B p99 alone %" PRIu64 " ns (%" PRIu64 " reads), beside slow A %"
+		       PRIu64 " ns (%" PRIu64 " reads), ratio %.2f; A: %s", attempt, alone, n1,
+		       beside, n2, (double)beside / (double)alone, strstr(slurp(alog), "\nread"));
+		ok = n2 > 10000 && beside <= 2 * alone;
+	}
+	RDP_ASSERT_MSG(ok, "B's p99 beside slow A is above twice B's p99 alone in 3 attempts");
+	stop_server(srv, slog);
+	scratch_remove();
+	return 0;
+}
+
+/* With 200 ms per file I/O, B's requests on the same poller complete during A's waits. */
+RDP_TEST(e2e, blk_poller_never_waits_for_the_disk)
+{
+	const char *slog = path_of("serve.log"), *alog = path_of("a.log");
+	const char *disk = path_of("slow.img"), *json = path_of("b.json");
+	const char *j;
+	int ports[2];
+	pid_t srv, la;
+
+	setenv("RDP_BLK_INJECT_DELAY_MS", "200", 1);
+	srv = start_server2(slog, ports, "--file", disk, "--size", "16M", "--memory", "16M", NULL);
+	unsetenv("RDP_BLK_INJECT_DELAY_MS");
+	la = start_load_a(ports[0], alog, "4");
+	wait_progress(alog);
+	/* one request at a time: each must come back well inside A's 200 ms */
+	load_b(ports[1], json, "1", "1");
+	j = slurp(json);
+	printf("B: %" PRIu64 " reads in 1 s beside A, max %" PRIu64 " ns\n",
+	       json_u64(j, "read", "total_ios"), json_u64(j, "read", "max"));
+	RDP_ASSERT_MSG(json_u64(j, "read", "total_ios") > 50, "B barely moved:\n%s", j);
+	RDP_ASSERT_MSG(json_u64(j, "read", "max") < 100000000ull,
+		       "a B read waited %" PRIu64 " ns, as long as A's disk:\n%s",
+		       json_u64(j, "read", "max"), j);
+	assert_exit(reap(la, 30, "load A", alog), 0, alog);
+	{
+		/* A's reads themselves took the 200 ms: its table's "read" line */
+		const char *line = strstr(slurp(alog), "\nread ");
+		double ios, iops, mbs, mean_us = 0;
+
+		RDP_ASSERT_MSG(line != NULL && sscanf(line + 5, "%lf %lf %lf %lf", &ios, &iops, &mbs,
+						      &mean_us) == 4 && mean_us >= 200000,
+			       "A's reads did not wait 200 ms:\n%s", slurp(alog));
+	}
+	stop_server(srv, slog);
+	scratch_remove();
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Device errors                                                          */
+/* ---------------------------------------------------------------------- */
+
+/* A read the kernel fails: the loader prints block, op and errno; the server counts it. */
+RDP_TEST(e2e, blk_kernel_io_error_is_a_reply_the_loader_prints)
+{
+	const char *slog = path_of("serve.log"), *log = path_of("load.log");
+	const char *disk = path_of("eio.img");
+	char addr[64];
+	pid_t srv;
+	int port;
+
+	setenv("RDP_BLK_INJECT_EIO", "read", 1);
+	srv = start_server(slog, &port, "--file", disk, "--size", "4M", NULL);
+	unsetenv("RDP_BLK_INJECT_EIO");
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "randread", "--runtime",
+			    "1", NULL), 1, log);
+	assert_output(log, "read of 8 block(s) at block ");
+	assert_output(log, "failed: errno 5, EIO (the device failed)");
+	/* the server still serves: writes succeed */
+	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "write", "--runtime",
+			    "0.5", NULL), 0, log);
+	stop_server(srv, slog);
+	assert_output(slog, "0 refused, ");
+	RDP_ASSERT_MSG(strstr(slurp(slog), " 0 I/O errors") == NULL, "no I/O error counted:\n%s",
+		       slurp(slog));
+	scratch_remove();
+	return 0;
+}
+
+/* Requests not aligned for the server's O_DIRECT get EINVAL, counted as misaligned. */
+RDP_TEST(e2e, blk_misaligned_direct_io_is_refused_with_einval)
+{
+	const char *slog = path_of("serve.log"), *log = path_of("load.log");
+	const char *disk = path_of("align.img");
+	char addr[64];
+	pid_t srv;
+	int port;
+
+	setenv("RDP_BLK_DIO_ALIGN", "4096", 1); /* as a disk of 4 KiB sectors */
+	srv = start_server(slog, &port, "--file", disk, "--size", "4M", NULL);
+	unsetenv("RDP_BLK_DIO_ALIGN");
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	/* 4 KiB-aligned requests pass */
+	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "randrw", "--bs", "8k",
+			    "--verify", "--runtime", "0.5", NULL), 0, log);
+	/* 512-byte ones fail: their length is not a multiple of 4 KiB */
+	assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "read", "--bs", "512",
+			    "--iodepth", "1", "--runtime", "1", NULL), 1, log);
+	assert_output(log, "read of 1 block(s) at block 0 failed: errno 22, EINVAL");
+	stop_server(srv, slog);
+	assert_output(slog, "0 I/O errors");
+	assert_output(slog, "0 beyond the device, 1 misaligned for O_DIRECT");
 	scratch_remove();
 	return 0;
 }
@@ -770,12 +1029,22 @@ RDP_TEST(e2e, blk_bad_arguments_exit_2_naming_the_option)
 		const char *args[4];
 		const char *msg;
 	} cases[] = {
-		{ "load", { "--qd", "0" }, "rdp-blk load: --qd 0: expected 1..4096" },
+		{ "load", { "--iodepth", "0" }, "rdp-blk load: --iodepth 0: expected 1..4096" },
 		{ "load", { "--rw", "randomwrite" }, "--rw randomwrite: expected randread" },
-		{ "load", { "--bs", "1000" }, "--bs 1000: expected a multiple of 4096" },
+		{ "load", { "--bs", "1000" }, "--bs 1000: expected 512 bytes to 1 MiB" },
+		{ "load", { "--bs", "2m" }, "--bs 2m: expected 512 bytes to 1 MiB" },
+		{ "load", { "--bs", "256" }, "--bs 256: expected 512 bytes to 1 MiB" },
+		{ "load", { "--bs", "4kb" }, "--bs 4kb: expected 512 bytes to 1 MiB" },
+		{ "load", { "--numjobs", "0" }, "--numjobs 0: expected 1..256" },
+		{ "load", { "--runtime", "1m" }, "--runtime 1m: expected seconds" },
+		{ "load", { "--output-format", "xml" }, "--output-format xml: expected normal or json" },
+		{ "load", { "--output", "x.json" }, "--output x.json: only with --output-format=json" },
+		{ "serve", { "--memory", "1M", "--no-direct" }, "--no-direct: only with --file" },
+		{ "serve", { "--file", "x", "--ioengine", "libaio" },
+		  "--ioengine libaio: expected io_uring or psync" },
 		{ "load", { "--rwmixread", "70" }, "--rwmixread 70: only with --rw randrw" },
 		{ "load", { "--check" }, "--check: needs --state FILE" },
-		{ "load", { "--duration", "-1" }, "--duration -1: expected seconds" },
+		{ "load", { "--runtime", "-1" }, "--runtime -1: expected seconds" },
 		{ "load", { "--connect", "127.0.0.1:1", "--sync" }, "--sync: only for a local" },
 		{ "load", { "--frobnicate" }, "--frobnicate: unknown option" },
 		{ "serve", { "--size", "1M" }, "--file/--memory (missing)" },

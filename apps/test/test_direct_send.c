@@ -102,3 +102,39 @@ RDP_TEST(e2e, ep_reply_sent_from_its_callback_leaves_before_the_next_pass)
 	rdp_cfg_free(cfg);
 	return 0;
 }
+
+/* The application's poll hook: its poller lcore runs it once per poll, until rdp_fini(). */
+static unsigned int hook_calls;
+static unsigned int hook_lcore = RTE_MAX_LCORE;
+
+static unsigned int
+count_polls(void *arg)
+{
+	RTE_SET_USED(arg);
+	__atomic_store_n(&hook_lcore, rte_lcore_id(), __ATOMIC_RELAXED);
+	__atomic_fetch_add(&hook_calls, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+RDP_TEST(e2e, ep_poll_hook_runs_on_its_poller_lcore_once_per_poll)
+{
+	double deadline;
+	struct rdp_cfg *cfg;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", 4096);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_poll_hook_set(1, NULL, NULL), -EINVAL);
+	RDP_ASSERT_EQ(rdp_poll_hook_set(0, count_polls, NULL), -ENODEV); /* the main lcore */
+	RDP_ASSERT_EQ(rdp_poll_hook_set(RTE_MAX_LCORE, count_polls, NULL), -ENODEV);
+	RDP_ASSERT_EQ(rdp_poll_hook_set(1, count_polls, NULL), 0);
+	RDP_ASSERT_EQ(rdp_poll_hook_set(1, count_polls, NULL), -EBUSY);
+	deadline = rdp_clock_s() + 5;
+	while (__atomic_load_n(&hook_calls, __ATOMIC_ACQUIRE) < 1000)
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the hook ran %u times in 5 s",
+			       __atomic_load_n(&hook_calls, __ATOMIC_RELAXED));
+	RDP_ASSERT_EQ(__atomic_load_n(&hook_lcore, __ATOMIC_RELAXED), 1);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}

@@ -173,6 +173,13 @@ rdp_thread_self(void)
 #define RDP_HANDOFF_ACQUIRE(r) do { } while (0)
 #endif
 
+/**
+ * An application's function run once per poll on a poller lcore
+ * (rdp_poll_hook_set() in rdp_ep.h); returns the work it did (0: none), as
+ * the poller counts idle polls.
+ */
+typedef unsigned int (*rdp_poll_hook_fn)(void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -232,6 +232,29 @@ rdp_ep_stats_get(const struct rdp_ep *ep, struct rdp_ep_stats *s)
 	credit_snapshot(ep, s);
 }
 
+int
+rdp_poll_hook_set(unsigned int lcore, rdp_poll_hook_fn fn, void *arg)
+{
+	struct ep_lcore *lc;
+	int ret = 0;
+
+	if (fn == NULL)
+		return rdp_err_set(EINVAL, "rdp_poll_hook_set: no function");
+	if (lcore >= RTE_MAX_LCORE || rdp_rt.lcores[lcore] == NULL)
+		return rdp_err_set(ENODEV, "rdp_poll_hook_set: lcore %u is not a poller lcore",
+				   lcore);
+	lc = rdp_rt.lcores[lcore];
+	pthread_mutex_lock(&rdp_rt.lock);
+	if (lc->hook_set)
+		ret = rdp_err_set(EBUSY, "rdp_poll_hook_set: lcore %u has a hook already", lcore);
+	else
+		lc->hook_set = true;
+	pthread_mutex_unlock(&rdp_rt.lock);
+	if (ret == 0)
+		rdp_poller_set_hook(lc->poller, fn, arg);
+	return ret;
+}
+
 unsigned int
 rdp_endpoint_count(void)
 {

@@ -356,6 +356,27 @@ typedef void (*rdp_ep_call_fn)(struct rdp_ep *ep, void *arg);
 int rdp_ep_call(struct rdp_ep *ep, rdp_ep_call_fn fn, void *arg);
 
 /**
+ * Run @p fn(@p arg) on a poller lcore once per poll, after its completions,
+ * inbox and busy endpoints: for a run-to-completion application that
+ * completes work of its own on that lcore (an io_uring it submits to and
+ * reaps without waiting, as rdp-blk does). The hook may do what a callback
+ * does: allocate, send and free messages of that lcore's endpoints, call
+ * rdp_ep_close(); it must not wait. One hook per lcore; it stays until
+ * rdp_fini().
+ *
+ * @param lcore
+ *   A poller lcore of rdp_init().
+ * @param fn
+ *   The hook.
+ * @param arg
+ *   Its argument.
+ * @return
+ *   0, -ENODEV (not a poller lcore), -EBUSY (a hook is already set), or
+ *   -EINVAL (@p fn NULL).
+ */
+int rdp_poll_hook_set(unsigned int lcore, rdp_poll_hook_fn fn, void *arg);
+
+/**
  * Pipeline mode: take events from a ring.
  *
  * @param r

@@ -39,6 +39,8 @@ struct rdp_poller {
 	bool cq_error_logged;
 	unsigned int strays_logged;     /* the first few completions for an empty slot */
 	struct rdp_poll_stats stats;
+	rdp_poll_hook_fn hook;          /* the application's, NULL: none (atomic) */
+	void *hook_arg;
 
 	/* shared with other threads, kept off the hot lines */
 	struct rte_ring *inbox __rte_cache_aligned;
@@ -305,11 +307,24 @@ rdp_poller_poll(struct rdp_poller *p)
 	}
 	if (p->head.busy_head != NULL)
 		work += progress_busy(p);
+	{
+		rdp_poll_hook_fn hook = __atomic_load_n(&p->hook, __ATOMIC_ACQUIRE);
+
+		if (hook != NULL)
+			work += hook(p->hook_arg);
+	}
 	serve_resize(p);
 	RDP_STAT_ADD(p->stats.polls, 1);
 	if (work == 0)
 		RDP_STAT_ADD(p->stats.idle_polls, 1);
 	return (int)work;
+}
+
+void
+rdp_poller_set_hook(struct rdp_poller *p, rdp_poll_hook_fn fn, void *arg)
+{
+	p->hook_arg = arg;
+	__atomic_store_n(&p->hook, fn, __ATOMIC_RELEASE);
 }
 
 int

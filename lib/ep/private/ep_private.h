@@ -108,6 +108,7 @@ struct ep_lcore {
 	uint8_t rd_init;                  /* READs an endpoint may issue: min(config, device) */
 	struct rdp_arena *rv_send;        /* rendezvous messages to send (peers READ them) */
 	struct rdp_arena *rv_recv;        /* rendezvous messages received (READ into) */
+	bool hook_set;                    /* rdp_poll_hook_set() was called (rdp_rt.lock) */
 };
 
 /* Handshake steps (control thread only), while ctl_list is CTL_HANDSHAKE. */

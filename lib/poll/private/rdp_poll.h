@@ -167,6 +167,13 @@ struct rdp_poller_params {
 struct rdp_poller *rdp_poller_create(const struct rdp_poller_params *prm);
 
 /**
+ * Call @p fn(@p arg) once per poll, after the CQ, the inbox and the busy
+ * list (the application's hook, rdp_poll_hook_set()). Set once, before or
+ * while the poller runs; it stays until the poller is destroyed.
+ */
+void rdp_poller_set_hook(struct rdp_poller *p, rdp_poll_hook_fn fn, void *arg);
+
+/**
  * Destroy a poller (it must be stopped and empty).
  *
  * @param p
