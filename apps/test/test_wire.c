@@ -334,8 +334,8 @@ static const struct wire_case cases[] = {
 	  2, 0, -EPROTO, "broke the protocol: rendezvous control message inside a message" },
 	{ "a FIN no message waits for",
 	  { { .imm = CTL, .len = 8, .payload = fin_0 } }, 1, 0, -EPROTO,
-	  "broke the rendezvous protocol: FIN field 'number' = 0, expected 0 (no message "
-	  "waits for one)" },
+	  "broke the rendezvous protocol: FIN field 'number' = 0, expected 0 (no descriptor "
+	  "was sent for it)" },
 	{ "a FIN of the wrong length",
 	  { { .imm = CTL, .len = 12, .payload = fin_0 } }, 1, 0, -EPROTO,
 	  "broke the rendezvous protocol: FIN of 12 bytes (field 'length' or 'padding')" },

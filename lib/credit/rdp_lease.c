@@ -109,6 +109,7 @@ serve(struct rdp_lease_pool *p)
 
 		p->wq_head = (p->wq_head + 1) % p->wq_cap;
 		p->wq_len--;
+		p->served++;
 		l->queued = false;
 		if (!l->wanting || g == 0)
 			continue;

@@ -54,6 +54,7 @@ struct rdp_lease_pool {
 	uint32_t wq_cap;	/**< members at most */
 	uint32_t wq_head;	/**< oldest waiter */
 	uint32_t wq_len;	/**< waiters */
+	uint64_t served;	/**< waiters taken off the FIFO (the caller finds them at wq_head before) */
 	uint64_t grants;	/**< grants given */
 	uint64_t diverted;	/**< freed credits sent to the pool instead of their member */
 	uint64_t given_back;	/**< credits peers gave back */
