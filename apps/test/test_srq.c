@@ -320,3 +320,34 @@ RDP_TEST(e2e, srq_endpoint_refused_for_want_of_floor_names_the_numbers)
 	rdp_cfg_free(cfg);
 	return 0;
 }
+
+/* The framing rules of a connection where a side leases (private/ep_frame.h). */
+#include "ep_frame.h"
+
+RDP_TEST(unit, srq_frame_want_only_to_a_leasing_receiver_and_credits_of_15_bits)
+{
+	struct ep_frame plain = { .chunk_size = 4096, .max_msg = 65536 };
+	struct ep_frame lease = plain, peer_leases = plain;
+	uint32_t v;
+
+	lease.lease_conn = lease.leasing = true;
+	peer_leases.lease_conn = true;
+	/* bit 15 is a credit where nobody leases, WANT where a side does */
+	RDP_ASSERT_EQ(ep_frame_credits(&plain, 0x8003), 0x8003);
+	RDP_ASSERT_EQ(ep_frame_credits(&lease, IMM_WANT | 3), 3);
+	RDP_ASSERT(ep_frame_check(&lease, true, IMM_FIRST | IMM_LAST | IMM_WANT | 3, 10, 3,
+				  &v) == NULL);
+	/* a WANT to a receiver that does not lease breaks the protocol */
+	RDP_ASSERT_STR_EQ(ep_frame_check(&peer_leases, true, IMM_FIRST | IMM_LAST | IMM_WANT, 10,
+					 0, &v), "WANT to a receiver that does not lease");
+	/* a pure ack asks for nothing */
+	RDP_ASSERT_STR_EQ(ep_frame_check(&lease, true, IMM_ACK | IMM_WANT | 1, 0, 1, &v),
+			  "WANT on a pure ack");
+	/* a control message (a rendezvous descriptor) may ask */
+	RDP_ASSERT(ep_frame_check(&lease, true, IMM_ACK | IMM_FIRST | IMM_LAST | IMM_WANT, 32, 0,
+				  &v) == NULL);
+	/* 15 bits of credits: bit 15 never counts as one */
+	RDP_ASSERT_STR_EQ(ep_frame_check(&lease, true, IMM_FIRST | IMM_LAST | 0x7fff, 10, 100,
+					 &v), "more credits returned than used");
+	return 0;
+}
