@@ -294,6 +294,7 @@ ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n)
 				srq_queue(q, m);
 				continue;
 			}
+			RDP_HANDOFF_ACQUIRE(eps[i]); /* what connect_qp() set up (ThreadSanitizer) */
 			ep_recv_one(eps[i], w, m);
 			if (ep_tearing_down(eps[i]))
 				ep_busy(eps[i]);
@@ -348,6 +349,7 @@ ep_srq_unmap(struct rdp_ep *ep)
 	map_del(q, ep->local_hello.qp.qpn);
 	rte_spinlock_unlock(&q->lock);
 	ep->srq_mapped = false;
+	ep_srq_flush(q); /* its buffers back on the SRQ before its lease goes */
 }
 
 void
