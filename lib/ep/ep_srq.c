@@ -164,12 +164,12 @@ ep_srq_repost(struct rdp_ep *ep, struct rdp_msg *m, bool freed)
 		uint64_t served;
 		bool to_pool;
 
-		rte_spinlock_lock(&q->lock);
+		pthread_spin_lock(&q->lock);
 		head = q->lease.wq_head;
 		served = q->lease.served;
 		to_pool = rdp_lease_on_free(&q->lease, &ep->lease);
 		lease_kick(q, head, served);
-		rte_spinlock_unlock(&q->lock);
+		pthread_spin_unlock(&q->lock);
 		if (!to_pool)
 			ep_busy(ep);
 	}
@@ -186,14 +186,14 @@ ep_srq_on_data(struct rdp_ep *ep, bool want)
 	uint64_t served;
 	int ret;
 
-	rte_spinlock_lock(&q->lock);
+	pthread_spin_lock(&q->lock);
 	head = q->lease.wq_head;
 	served = q->lease.served;
 	out = ep->lease.out;
 	lease = ep->lease.lease;
 	ret = rdp_lease_on_data(&q->lease, &ep->lease, want);
 	lease_kick(q, head, served);
-	rte_spinlock_unlock(&q->lock);
+	pthread_spin_unlock(&q->lock);
 	if (unlikely(ret < 0)) {
 		ep_fail(ep, -EPROTO, "peer %s broke the leasing protocol: a SEND beyond its grant "
 			"(it holds no credit of its lease of %u, %u sent to it; rule: every SEND "
@@ -231,14 +231,14 @@ ep_srq_give_back_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
 		(uint32_t)b[7] << 24;
 	/* its buffer goes back at once: the credit it spent leaves the lease */
 	ep_srq_repost(ep, m, false);
-	rte_spinlock_lock(&q->lock);
+	pthread_spin_lock(&q->lock);
 	head = q->lease.wq_head;
 	served = q->lease.served;
 	out = ep->lease.out;
 	lease = ep->lease.lease;
 	ret = rdp_lease_on_give_back(&q->lease, &ep->lease, extra);
 	lease_kick(q, head, served);
-	rte_spinlock_unlock(&q->lock);
+	pthread_spin_unlock(&q->lock);
 	if (ret < 0)
 		ep_fail(ep, -EPROTO, "peer %s broke the leasing protocol: a give-back of 1 + %u "
 			"credits, but it holds at most %u of its lease of %u, floor %u (rule: a "
@@ -254,9 +254,9 @@ ep_srq_take_owed(struct rdp_ep *ep, bool data)
 
 	if (ep->lease.owed == 0)
 		return;
-	rte_spinlock_lock(&q->lock);
+	pthread_spin_lock(&q->lock);
 	n = rdp_lease_take_owed(&ep->lease, data ? 1 : ep->lease_tack);
-	rte_spinlock_unlock(&q->lock);
+	pthread_spin_unlock(&q->lock);
 	if (n > 0)
 		rdp_credit_recv_reposted(&ep->credit, n);
 }
@@ -272,10 +272,10 @@ ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n)
 	while (done < n) {
 		uint16_t k = (uint16_t)RTE_MIN((unsigned int)RTE_DIM(eps), (unsigned int)(n - done));
 
-		rte_spinlock_lock(&q->lock);
+		pthread_spin_lock(&q->lock);
 		for (i = 0; i < k; i++)
 			eps[i] = map_find(q, wc[done + i].qp_num);
-		rte_spinlock_unlock(&q->lock);
+		pthread_spin_unlock(&q->lock);
 		for (i = 0; i < k; i++) {
 			const struct rdp_wc *w = &wc[done + i];
 			uint64_t idx = rdp_wrid_low(w->wr_id);
@@ -322,14 +322,14 @@ ep_srq_admit(struct rdp_ep *ep, const struct rdp_hello *peer)
 	char why[256];
 	int ret;
 
-	rte_spinlock_lock(&q->lock);
+	pthread_spin_lock(&q->lock);
 	ret = rdp_lease_admit_reserve(&q->lease, &ep->lease, reserve, why, sizeof(why));
 	if (ret == 0) {
 		map_add(q, ep->local_hello.qp.qpn, ep);
 		ep->srq_member = true;
 		ep->srq_mapped = true;
 	}
-	rte_spinlock_unlock(&q->lock);
+	pthread_spin_unlock(&q->lock);
 	if (ret < 0) {
 		RDP_STAT_ADD(q->stats.refused, 1);
 		/* short and numbers first: it travels in the peer's 64-byte REJECT */
@@ -345,9 +345,9 @@ ep_srq_unmap(struct rdp_ep *ep)
 
 	if (q == NULL || !ep->srq_mapped)
 		return;
-	rte_spinlock_lock(&q->lock);
+	pthread_spin_lock(&q->lock);
 	map_del(q, ep->local_hello.qp.qpn);
-	rte_spinlock_unlock(&q->lock);
+	pthread_spin_unlock(&q->lock);
 	ep->srq_mapped = false;
 	ep_srq_flush(q); /* its buffers back on the SRQ before its lease goes */
 }
@@ -365,9 +365,9 @@ ep_srq_settle(struct rdp_ep *ep)
 	if (q == NULL || !ep->srq_member || ep->srq_mapped || ep->held > 0 ||
 	    ep_phase_get(ep) < EP_PH_RETIRED)
 		return;
-	rte_spinlock_lock(&q->lock);
+	pthread_spin_lock(&q->lock);
 	rdp_lease_leave(&q->lease, &ep->lease);
-	rte_spinlock_unlock(&q->lock);
+	pthread_spin_unlock(&q->lock);
 	ep->srq_member = false;
 }
 
@@ -395,7 +395,9 @@ ep_srq_create(struct ep_lcore *lc)
 		return rdp_err_set(ENOMEM, "out of memory");
 	lc->srq = q;
 	q->slot = UINT32_MAX;
-	rte_spinlock_init(&q->lock);
+	if (pthread_spin_init(&q->lock, PTHREAD_PROCESS_PRIVATE) != 0)
+		return rdp_err_set(ENOMEM, "lcore %u: no SRQ lock", lc->lcore_id);
+	q->lock_made = true;
 	for (cap = 16; cap < 2 * members; cap *= 2)
 		;
 	q->map_mask = cap - 1;
@@ -456,6 +458,8 @@ ep_srq_destroy(struct ep_lcore *lc)
 	/* its receives were dropped with it: the buffers are ours, the pool goes whole */
 	if (q->pool != NULL)
 		rdp_pool_destroy(q->pool);
+	if (q->lock_made)
+		pthread_spin_destroy(&q->lock);
 	free(q->map_qpn);
 	free(q->map_ep);
 	free(q->wq);
@@ -471,7 +475,7 @@ ep_srq_snapshot(const struct ep_lcore *lc, struct rdp_srq_stats *s)
 	memset(s, 0, sizeof(*s));
 	if (q == NULL)
 		return;
-	rte_spinlock_lock(&q->lock);
+	pthread_spin_lock(&q->lock);
 	s->size = q->lease.size;
 	s->free = q->lease.free;
 	s->reserved = q->lease.reserved;
@@ -482,7 +486,7 @@ ep_srq_snapshot(const struct ep_lcore *lc, struct rdp_srq_stats *s)
 	s->grants = q->lease.grants;
 	s->diverted = q->lease.diverted;
 	s->given_back = q->lease.given_back;
-	rte_spinlock_unlock(&q->lock);
+	pthread_spin_unlock(&q->lock);
 	s->posted = (uint32_t)RDP_STAT_READ(q->stats.posted);
 	s->refused = RDP_STAT_READ(q->stats.refused);
 	s->strays = RDP_STAT_READ(q->stats.strays);

@@ -26,8 +26,6 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-
-#include <rte_spinlock.h>
 #include <stdio.h>
 #include <sys/queue.h>
 
@@ -129,7 +127,9 @@ struct ep_srq {
 	uint32_t slot;                  /* poller slot in its receives' wr_id */
 	uint16_t rp_n;                  /* buffers waiting to be posted again */
 	struct rdp_msg *rp[EP_SRQ_BURST];
-	rte_spinlock_t lock;            /* lease and map */
+	pthread_spinlock_t lock;        /* lease and map (a pthread lock: ThreadSanitizer
+					 * sees it) */
+	bool lock_made;
 	struct rdp_lease_pool lease;
 	struct rdp_lease **wq;          /* the lease pool's FIFO */
 	uint32_t *map_qpn;              /* QP number -> endpoint, open addressing */
