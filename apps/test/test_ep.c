@@ -428,7 +428,7 @@ listen_stream_server(struct stream_side *srv)
 	return port;
 }
 
-/* Read until the server closes; return bytes read (a REJECT is 200). */
+/* Read until the server closes; return bytes read (a REJECT is RDP_HELLO_LEN). */
 static ssize_t
 read_until_closed(int fd, uint8_t *buf, size_t len, double timeout_s)
 {
@@ -658,6 +658,7 @@ RDP_TEST(e2e, ep_rendezvous_that_never_answers_delays_no_other_handshake)
 RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
 {
 	static struct garbage_case cases[6];
+	static char truncated_log[128], silent_log[128];
 	struct rdp_hello h;
 	struct stream_side srv;
 	struct rdp_cfg *cfg;
@@ -681,14 +682,15 @@ RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
 	rdp_hello_encode(&h, cases[1].bytes);
 	cases[1].bytes[5] = 9;
 	cases[1].len = RDP_HELLO_LEN;
-	cases[1].log = "field 'version' = 9, this build speaks version 4";
+	cases[1].log = "field 'version' = 9, this build speaks version 5";
 	cases[1].reject = NULL; /* a peer of another version may not parse ours anyway */
 
 	cases[2].what = "truncated hello";
 	rdp_hello_encode(&h, cases[2].bytes);
 	cases[2].len = 57;
-	cases[2].log = "no whole HELLO within hello_timeout_ms = 300 ms of the accept (57 of 200 "
-		       "bytes)";
+	snprintf(truncated_log, sizeof(truncated_log), "no whole HELLO within hello_timeout_ms = "
+		 "300 ms of the accept (57 of %d bytes)", RDP_HELLO_LEN);
+	cases[2].log = truncated_log;
 
 	cases[3].what = "incompatible sizes";
 	h = client_hello();
@@ -700,8 +702,9 @@ RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
 
 	cases[4].what = "silent peer";
 	cases[4].len = 0;
-	cases[4].log = "no whole HELLO within hello_timeout_ms = 300 ms of the accept (0 of 200 "
-		       "bytes)";
+	snprintf(silent_log, sizeof(silent_log), "no whole HELLO within hello_timeout_ms = "
+		 "300 ms of the accept (0 of %d bytes)", RDP_HELLO_LEN);
+	cases[4].log = silent_log;
 
 	cases[5].what = "other driver";
 	h = client_hello();

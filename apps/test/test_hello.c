@@ -48,7 +48,9 @@ static void poke_driver(uint8_t *b) { b[72] = 'S'; }
 static void poke_driver_unterminated(uint8_t *b) { memset(b + 72, 'a', 16); }
 /* a READY carries no read depths: those bytes are reserved there */
 static void poke_reserved(uint8_t *b) { b[6] = RDP_HELLO_READY; b[11] = 1; }
-static void poke_reason(uint8_t *b) { b[140] = 'x'; }
+static void poke_reason(uint8_t *b) { b[148] = 'x'; }
+static void poke_lease_unflagged(uint8_t *b) { b[95] = 4; }
+static void poke_lease_max(uint8_t *b) { b[7] |= RDP_HELLO_F_LEASE; b[91] = 1; b[92] = 0x80; }
 static void poke_qpn(uint8_t *b) { b[40] = 1; }
 
 RDP_TEST(unit, hello_round_trips_every_field)
@@ -84,7 +86,7 @@ RDP_TEST(unit, hello_rejects_each_bad_field_by_name)
 	} cases[] = {
 		{ poke_magic, -EPROTO, "field 'magic' = 0x12445048, expected 0x52445048 "
 		  "(not an rdmaplane peer)" },
-		{ poke_version, -EPROTONOSUPPORT, "field 'version' = 1, this build speaks version 4" },
+		{ poke_version, -EPROTONOSUPPORT, "field 'version' = 1, this build speaks version 5" },
 		{ poke_type, -EPROTO, "field 'type' = 9, expected 1..4" },
 		{ poke_flags, -EPROTO, "field 'flags' = 0x80 has unknown bits" },
 		{ poke_reserved, -EPROTO, "reserved bytes at offset 10 are not zero" },
@@ -97,6 +99,9 @@ RDP_TEST(unit, hello_rejects_each_bad_field_by_name)
 		{ poke_driver, -EPROTO, "field 'driver' has byte 0x53 at 0" },
 		{ poke_driver_unterminated, -EPROTO, "field 'driver' is not NUL-terminated" },
 		{ poke_reason, -EPROTO, "field 'reason' is set in a message that is not a reject" },
+		{ poke_lease_unflagged, -EPROTO, "fields 'lease_floor' and 'lease_max' are set "
+		  "without the lease flag" },
+		{ poke_lease_max, -EPROTO, "field 'lease_max' = 2147483648, expected 1..32767" },
 	};
 	unsigned int i;
 
@@ -117,9 +122,9 @@ RDP_TEST(unit, hello_rejects_truncated_and_oversized_input)
 
 	rdp_hello_encode(&h, buf);
 	RDP_ASSERT_EQ(rdp_hello_decode(buf, 37, &out, why, sizeof(why)), -EPROTO);
-	RDP_ASSERT_STR_EQ(why, "truncated handshake: 37 of 200 bytes");
+	RDP_ASSERT_STR_EQ(why, "truncated handshake: 37 of 208 bytes");
 	RDP_ASSERT_EQ(rdp_hello_decode(buf, sizeof(buf), &out, why, sizeof(why)), -EPROTO);
-	RDP_ASSERT_STR_EQ(why, "handshake of 201 bytes, expected 200");
+	RDP_ASSERT_STR_EQ(why, "handshake of 209 bytes, expected 208");
 	return 0;
 }
 
@@ -181,6 +186,52 @@ RDP_TEST(unit, hello_negotiation_names_the_incompatibility)
 	a.max_msg_size = 16384;
 	RDP_ASSERT_EQ(rdp_hello_negotiate(&a, &b, &ag, why, sizeof(why)), 0);
 	RDP_ASSERT_EQ(ag.max_msg_size, 16384);
+	return 0;
+}
+
+RDP_TEST(unit, hello_lease_terms_round_trip_and_set_the_peer_credits_and_chunks)
+{
+	struct rdp_hello a = good_hello(), b = good_hello(), out;
+	struct rdp_hello_agreed ag;
+	struct rdp_credit c;
+	uint8_t buf[RDP_HELLO_LEN];
+	char why[256] = "";
+
+	b.flags = RDP_HELLO_F_LEASE;
+	b.lease = (struct rdp_credit_lease){ .floor = 3, .lease_max = 40 };
+	rdp_hello_encode(&b, buf);
+	RDP_ASSERT_EQ(rdp_hello_decode(buf, sizeof(buf), &out, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(out.lease.floor, 3);
+	RDP_ASSERT_EQ(out.lease.lease_max, 40);
+	RDP_ASSERT_MSG(rdp_hello_negotiate(&a, &out, &ag, why, sizeof(why)) == 0, "%s", why);
+	RDP_ASSERT(ag.lease_conn);
+	/* a leased receiver is sure of its floor only: 3 chunks of 4 KiB */
+	RDP_ASSERT_EQ(ag.max_msg_size, 3 * 4096);
+	/* the peer of a leasing side starts at its floor, may hold lease_max */
+	RDP_ASSERT_EQ(rdp_credit_init_lease(&c, &a.credit, &a.lease, &out.credit, &out.lease,
+					    why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(c.rc, 3);
+	RDP_ASSERT_EQ(c.rc_max, 40);
+	/* our reserve must hold the leasing side's acks: floor(40 / 8) + 1 = 6 */
+	a.credit.ack_reserve = 7;
+	a.credit.rq_size = 63;
+	RDP_ASSERT_EQ(rdp_hello_negotiate(&a, &out, &ag, why, sizeof(why)), 0);
+	out.lease.lease_max = 56;
+	RDP_ASSERT_EQ(rdp_hello_negotiate(&a, &out, &ag, why, sizeof(why)), -EINVAL);
+	RDP_ASSERT_MSG(strstr(why, "local ack_reserve=7 cannot hold the 8 pure acks the leasing "
+			      "peer") != NULL, "%s", why);
+	/* towards a leasing side, a window must fit in the 15-bit credit field */
+	a = good_hello();
+	a.credit.rq_size = 40000;
+	a.credit.ack_reserve = 5000;
+	a.credit.ack_threshold = 8;
+	out = b;
+	RDP_ASSERT_EQ(rdp_hello_negotiate(&a, &out, &ag, why, sizeof(why)), -EINVAL);
+	RDP_ASSERT_MSG(strstr(why, "rq_size-ack_reserve must be <= 32767") != NULL, "%s", why);
+	/* the leasing side's reserve on its SRQ: floor(W_peer / T_ack_peer) + 1 */
+	a = good_hello();
+	RDP_ASSERT_EQ(rdp_credit_lease_reserve(&a.credit, &a.lease), 56 / 8 + 1);
+	RDP_ASSERT_EQ(rdp_credit_lease_reserve(&b.credit, &b.lease), 40 / 8 + 1);
 	return 0;
 }
 

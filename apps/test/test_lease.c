@@ -57,6 +57,33 @@ RDP_TEST(unit, lease_admission_refuses_a_floor_the_pool_lacks_and_names_the_numb
 	return 0;
 }
 
+RDP_TEST(unit, lease_reserve_leaves_the_pool_at_admission_and_is_never_lent)
+{
+	struct rdp_lease_pool p;
+	struct rdp_lease a, b;
+	char why[256];
+
+	pool_init(&p, 10, 2, 8, 8, 2);
+	RDP_ASSERT_EQ(rdp_lease_admit_reserve(&p, &a, 3, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(p.free, 5u);
+	RDP_ASSERT_EQ(p.reserved, 3u);
+	RDP_ASSERT_EQ(a.lease, 2u);
+	/* floor 2 + reserve 4 = 6 of the 5 free */
+	RDP_ASSERT_EQ(rdp_lease_admit_reserve(&p, &b, 4, why, sizeof(why)), -ENOSPC);
+	RDP_ASSERT_MSG(strstr(why, "srq_size=10: 5 credits free, an endpoint needs 6") != NULL,
+		       "%s", why);
+	/* a grant takes what is free, never the reserve */
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, true), 0);
+	RDP_ASSERT_EQ(p.free, 0u);
+	RDP_ASSERT_EQ(a.lease, 7u);
+	RDP_ASSERT_EQ(p.free + a.lease + p.reserved, p.size);
+	rdp_lease_leave(&p, &a);
+	RDP_ASSERT_EQ(p.free, 10u);
+	RDP_ASSERT_EQ(p.reserved, 0u);
+	RDP_ASSERT_EQ(p.members, 0u);
+	return 0;
+}
+
 RDP_TEST(unit, lease_grants_go_to_wanting_endpoints_in_order_within_the_pool)
 {
 	struct rdp_lease_pool p;

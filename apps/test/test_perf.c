@@ -398,3 +398,38 @@ RDP_TEST(perf, rdp_perf_counts_a_late_send_completion_in_the_phase_that_sent_it)
 	RDP_ASSERT_MSG(json_number(bw, "messages") >= 300, "%s", text);
 	return 0;
 }
+
+/*
+ * The shared receive queue through rdp-perf's configuration file (both
+ * loopback processes read it): several endpoints lease from each side's
+ * SRQ, chunked and rendezvous sizes, every message counted, no ENOMEM and
+ * no RNR with rnr_retry = 0.
+ */
+RDP_TEST(perf, rdp_perf_srq_on_many_endpoints_zero_enomem_rnr)
+{
+	static char out[1 << 16], text[1 << 16];
+	const char *tmp = getenv("TMPDIR");
+	char dir[256], ini[512], args[1024], bad[128] = "";
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/rdp-perf-srq-XXXXXX",
+		 tmp != NULL && *tmp != '\0' ? tmp : P_tmpdir);
+	RDP_ASSERT(mkdtemp(dir) != NULL);
+	snprintf(ini, sizeof(ini), "%s/srq.ini", dir);
+	f = fopen(ini, "w");
+	RDP_ASSERT(f != NULL);
+	fprintf(f, "[global]\nsrq = on\nsrq_size = 1024\nsrq_floor = 8\nsrq_lease_max = 64\n"
+		"rndv_threshold = 65536\nrnr_retry = 0\n");
+	fclose(f);
+	snprintf(args, sizeof(args), "-c %s -e 8 -m bw,bidir -s 64,4096,262144 -w 16 -n 2000 -q",
+		 ini);
+	run_perf_json(args, out, sizeof(out), text, sizeof(text));
+	RDP_ASSERT_MSG(strstr(text, "\"endpoints\": 8,") != NULL, "%s", text);
+	RDP_ASSERT_EQ(each_number(text, "messages", positive, bad, sizeof(bad)), 6);
+	RDP_ASSERT_EQ(each_number(text, "enomem", zero, bad, sizeof(bad)), 6);
+	RDP_ASSERT_EQ(each_number(text, "rnr", zero, bad, sizeof(bad)), 6);
+	RDP_ASSERT_MSG(bad[0] == '\0', "%s in\n%s", bad, text);
+	unlink(ini);
+	rmdir(dir);
+	return 0;
+}

@@ -39,6 +39,9 @@ static struct {
 	int err;                 /* (atomic) the error of FAILED */
 	bool closed;             /* (atomic) CLOSED seen */
 	uint64_t before_established; /* (atomic) messages delivered before ESTABLISHED */
+	bool hold;               /* keep what arrives instead of freeing it */
+	struct rdp_msg *kept[16];
+	uint32_t nkept;          /* (atomic) */
 } srv;
 
 static uint16_t
@@ -53,6 +56,11 @@ srv_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 		__atomic_fetch_add(&srv.before_established, n, __ATOMIC_RELAXED);
 	for (i = 0; i < n; i++) {
 		__atomic_store_n(&srv.last_len, msgs[i]->pkt_len, __ATOMIC_RELAXED);
+		if (srv.hold && srv.nkept < RTE_DIM(srv.kept)) {
+			srv.kept[srv.nkept] = msgs[i];
+			__atomic_store_n(&srv.nkept, srv.nkept + 1, __ATOMIC_RELEASE);
+			continue;
+		}
 		rdp_msg_free(msgs[i]);
 	}
 	__atomic_fetch_add(&srv.received, n, __ATOMIC_RELEASE);
@@ -334,8 +342,8 @@ static const struct wire_case cases[] = {
 	  2, 0, -EPROTO, "broke the protocol: rendezvous control message inside a message" },
 	{ "a FIN no message waits for",
 	  { { .imm = CTL, .len = 8, .payload = fin_0 } }, 1, 0, -EPROTO,
-	  "broke the rendezvous protocol: FIN field 'number' = 0, expected 0 (no message "
-	  "waits for one)" },
+	  "broke the rendezvous protocol: FIN field 'number' = 0, expected 0 (no descriptor "
+	  "was sent for it)" },
 	{ "a FIN of the wrong length",
 	  { { .imm = CTL, .len = 12, .payload = fin_0 } }, 1, 0, -EPROTO,
 	  "broke the rendezvous protocol: FIN of 12 bytes (field 'length' or 'padding')" },
@@ -589,6 +597,148 @@ RDP_TEST(e2e, ep_fini_closes_what_a_handshake_admits_while_it_waits)
 	printf("rdp_fini closed an endpoint admitted while it waited, in %.2f s\n",
 	       rdp_clock_s() - t0);
 	raw_close(&r);
+	RDP_ASSERT_EQ(rdp_mr_free(r.mr), 0);
+	RDP_ASSERT_EQ(rdp_pd_free(r.pd), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(r.dev), 0);
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/* ---- a hostile peer on a shared receive queue, among busy endpoints ---- */
+
+/* Give-back payloads (lib/ep/ep_srq.c): kind 3, 3 zero bytes, extra (u32 LE). */
+static const uint8_t gb_100[32] = { 3, 0, 0, 0, 100 };
+static const uint8_t gb_0[32] = { 3 };
+
+static const struct wire_case srq_cases[] = {
+	/* the application holds what arrives: no credit comes back */
+	{ "a SEND beyond the grant",
+	  { { .imm = F1, .len = 10 }, { .imm = F1, .len = 10 }, { .imm = F1, .len = 10 },
+	    { .imm = F1, .len = 10 }, { .imm = F1, .len = 10 } }, 5, 4, -EPROTO,
+	  "broke the leasing protocol: a SEND beyond its grant (it holds no credit of its "
+	  "lease of 4, 0 sent to it" },
+	{ "a give-back of more than the peer holds",
+	  { { .imm = CTL, .len = 8, .payload = gb_100 } }, 1, 0, -EPROTO,
+	  "broke the leasing protocol: a give-back of 1 + 100 credits, but it holds at most 4 "
+	  "of its lease of 4, floor 4" },
+	{ "a give-back below the floor",
+	  { { .imm = CTL, .len = 8, .payload = gb_0 } }, 1, 0, -EPROTO,
+	  "broke the leasing protocol: a give-back of 1 + 0 credits" },
+	{ "a give-back of the wrong length",
+	  { { .imm = CTL, .len = 12, .payload = gb_0 } }, 1, 0, -EPROTO,
+	  "broke the leasing protocol: give-back of 12 bytes (field 'length' or 'padding')" },
+};
+
+#define SRQ_BUSY 4
+
+/* The SRQ of lcore 1, now. */
+static const struct rdp_srq_stats *
+srq_now(struct rdp_srq_stats *q)
+{
+	RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(1, q), 0);
+	return q;
+}
+
+RDP_TEST(e2e, srq_hostile_peer_fails_alone_and_busy_endpoints_lose_nothing)
+{
+	static struct stream_side bs[2 * SRQ_BUSY];
+	static char names[2 * SRQ_BUSY][16];
+	static const char *const kv[][2] = {
+		{ "srq", "on" }, { "srq_size", "512" }, { "srq_floor", "4" },
+		{ "srq_lease_max", "16" }, { "rndv_threshold", "4096" }, { "max_endpoints", "32" },
+	};
+	struct stream_side *sides[2 * SRQ_BUSY];
+	struct rdp_ep_params prm = { .ops = &srv_ops, .lcore = -1 }, p;
+	struct raw_peer r = { 0 };
+	struct rdp_srq_stats q;
+	struct rdp_ep_stats st;
+	struct rdp_cfg *cfg;
+	char addr[64];
+	unsigned int i, k;
+	double deadline;
+	int port, bport;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", SRV_MAX_MSG);
+	for (i = 0; i < RTE_DIM(kv); i++)
+		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, kv[i][0], kv[i][1], "test"), 0);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	port = rdp_listen("127.0.0.1:0", &prm);
+	RDP_ASSERT(port > 0);
+	/* busy pairs on the same poller and SRQ, streaming all along */
+	for (i = 0; i < 2 * SRQ_BUSY; i++) {
+		snprintf(names[i], sizeof(names[i]), "busy%u", i);
+		stream_side_init(&bs[i], names[i], i + 1, (i ^ 1) + 1, 3000, SRV_MAX_MSG, 8, false);
+		sides[i] = &bs[i];
+	}
+	for (i = 0; i < SRQ_BUSY; i++) {
+		stream_params(&bs[2 * i], &p);
+		bport = rdp_listen("127.0.0.1:0", &p);
+		RDP_ASSERT(bport > 0);
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", bport);
+		stream_params(&bs[2 * i + 1], &p);
+		RDP_ASSERT(rdp_connect(addr, &p) != NULL);
+	}
+	r.dev = rdp_dev_open("shm");
+	RDP_ASSERT(r.dev != NULL);
+	r.pd = rdp_pd_alloc(r.dev);
+	r.mr = rdp_mr_alloc(r.pd, (size_t)(RAW_SQ + RAW_RQ) * RAW_BUF + 8 * RAW_BUF, -1,
+			    RDP_ACCESS_LOCAL_WRITE);
+	RDP_ASSERT(r.pd != NULL && r.mr != NULL);
+	for (i = 0; i < RTE_DIM(srq_cases); i++) {
+		const struct wire_case *c = &srq_cases[i];
+
+		deadline = rdp_clock_s() + 5;
+		rdp_test_log_capture();
+		memset(&srv, 0, sizeof(srv));
+		srv.hold = i == 0;
+		raw_establish(&r, port);
+		while (__atomic_load_n(&srv.ep, __ATOMIC_ACQUIRE) == NULL)
+			RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: not established", c->what);
+		raw_send(&r, c->frames, c->n);
+		wait_log(c->what, c->log);
+		RDP_ASSERT_MSG(strstr(rdp_test_log, "peer 127.0.0.1:") != NULL, "%s", rdp_test_log);
+		while (!__atomic_load_n(&srv.closed, __ATOMIC_ACQUIRE))
+			RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: endpoint still %s", c->what,
+				       rdp_ep_state_str(srv.state));
+		RDP_ASSERT_EQ(__atomic_load_n(&srv.received, __ATOMIC_ACQUIRE), c->delivered);
+		RDP_ASSERT_MSG(srv.err == c->err, "%s: error %d, expected %d", c->what, srv.err,
+			       c->err);
+		/* the lease comes back only once the messages held are freed */
+		RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(1, &q), 0);
+		RDP_ASSERT_EQ(q.members, 2 * SRQ_BUSY + (srv.nkept > 0));
+		for (k = 0; k < __atomic_load_n(&srv.nkept, __ATOMIC_ACQUIRE); k++)
+			rdp_msg_free(srv.kept[k]);
+		while (srq_now(&q)->members != 2 * SRQ_BUSY)
+			RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%s: %u members", c->what, q.members);
+		raw_close(&r);
+		printf("ok: %s: %s\n", c->what, c->log);
+	}
+	/* the busy endpoints lost and duplicated nothing, and never met an empty SRQ */
+	RDP_ASSERT_EQ(stream_pump(sides, 2 * SRQ_BUSY, 120), 0);
+	for (i = 0; i < 2 * SRQ_BUSY; i++) {
+		RDP_ASSERT_MSG(bs[i].error[0] == '\0', "%s", bs[i].error);
+		RDP_ASSERT_EQ(bs[i].done, bs[i].count);
+		RDP_ASSERT_EQ(bs[i].failed, 0);
+		RDP_ASSERT_EQ(bs[i].received, bs[i].expect);
+		rdp_ep_stats_get(stream_ep(&bs[i]), &st);
+		RDP_ASSERT_EQ(st.rnr, 0);
+		RDP_ASSERT_EQ(st.enomem, 0);
+		RDP_ASSERT_EQ(st.msgs_received, bs[i].expect);
+	}
+	for (i = 0; i < 2 * SRQ_BUSY; i++)
+		rdp_ep_close(stream_ep(&bs[i]));
+	for (i = 0; i < 2 * SRQ_BUSY; i++)
+		stream_wait_closed(&bs[i]);
+	deadline = rdp_clock_s() + 5;
+	while (srq_now(&q)->members != 0 || q.posted != q.size)
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%u members, %u of %u posted", q.members,
+			       q.posted, q.size);
+	RDP_ASSERT_EQ(q.free, q.size);
+	printf("%u busy endpoints exact; SRQ whole again: %u of %u free, %u posted\n",
+	       2 * SRQ_BUSY, q.free, q.size, q.posted);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	RDP_ASSERT_EQ(rdp_mr_free(r.mr), 0);
 	RDP_ASSERT_EQ(rdp_pd_free(r.pd), 0);
 	RDP_ASSERT_EQ(rdp_dev_close(r.dev), 0);

@@ -95,6 +95,7 @@ struct key {
 	{ #f, T_ENUM, FIELD_OFF(f, E), FIELD_SIZE(f), def, 0, RTE_DIM(names) - 1, fl, names }
 
 static const char *const mode_names[] = { "rtc", "pipeline" };
+static const char *const switch_names[] = { "off", "on" };
 
 /* One line per key: name, default, range, flags. */
 static const struct key keys[] = {
@@ -112,6 +113,11 @@ static const struct key keys[] = {
 	U32(signal_interval,      "16",      2, 16384,         F_CREDIT),
 	U32(ack_threshold,        "16",      1, 32768,         F_CREDIT),
 	U32(ack_reserve,          "16",      1, 32768,         F_CREDIT),
+	ENUM(srq, enum rdp_cfg_switch, switch_names, "off",    0),
+	U32(srq_size,             "4096",    1, 1048576,       0),
+	U32(srq_floor,            "1",       1, 32767,         0),
+	U32(srq_lease_max,        "64",      1, 32767,         0),
+	U32(srq_grant,            "8",       1, 32767,         0),
 	U32(poll_burst,           "32",      1, 256,           0),
 	U32(idle_sleep_us,        "0",       0, 100000,        0),
 	U32(ring_size,            "1024",    64, 1048576,      F_POW2),
@@ -690,6 +696,49 @@ relation_error(const struct rdp_cfg *cfg, const struct scope *s, const char *tex
 			   inherited, rule_text, others);
 }
 
+/* srq = on: the pool's parameters and the chunk rule of a leased receiver. */
+static int
+srq_check(const struct rdp_cfg *cfg, const struct scope *s)
+{
+	const struct key *lease_keys[] = { key_find("srq_size"), key_find("srq_floor"),
+					   key_find("srq_lease_max") };
+	const struct key *chunk_keys[] = { key_find("rndv_threshold"), key_find("srq_floor"),
+					   key_find("buf_size"), key_find("srq") };
+	const struct key *nordv_keys[] = { key_find("max_msg_size"), key_find("srq_floor"),
+					   key_find("buf_size"), key_find("read_depth"),
+					   key_find("srq") };
+	const struct rdp_cfg_lcore *v = &s->v;
+	uint64_t whole = (uint64_t)v->srq_floor * v->buf_size;
+	char why[384];
+
+	if (v->srq_lease_max < v->srq_floor || v->srq_size < v->srq_floor) {
+		snprintf(why, sizeof(why), "srq_size=%u, srq_floor=%u, srq_lease_max=%u: an "
+			 "endpoint's floor must fit in the SRQ and under its lease_max",
+			 v->srq_size, v->srq_floor, v->srq_lease_max);
+		return relation_error(cfg, s, why, lease_keys, RTE_DIM(lease_keys));
+	}
+	/*
+	 * A leased receiver holds every chunk of a message until its last one
+	 * arrives and is sure of its floor only: a chunked message has at most
+	 * srq_floor chunks, longer ones go by rendezvous.
+	 */
+	if (v->read_depth > 0 && v->rndv_threshold > whole) {
+		snprintf(why, sizeof(why), "rndv_threshold=%u, srq_floor=%u, buf_size=%u, srq=on: "
+			 "with srq = on a chunked message has at most srq_floor chunks, so "
+			 "rndv_threshold must be at most srq_floor*buf_size = %" PRIu64,
+			 v->rndv_threshold, v->srq_floor, v->buf_size, whole);
+		return relation_error(cfg, s, why, chunk_keys, RTE_DIM(chunk_keys));
+	}
+	if (v->read_depth == 0 && v->max_msg_size > whole) {
+		snprintf(why, sizeof(why), "max_msg_size=%u, srq_floor=%u, buf_size=%u, "
+			 "read_depth=0, srq=on: with srq = on and no rendezvous a message has at most "
+			 "srq_floor chunks, so max_msg_size must be at most %" PRIu64,
+			 v->max_msg_size, v->srq_floor, v->buf_size, whole);
+		return relation_error(cfg, s, why, nordv_keys, RTE_DIM(nordv_keys));
+	}
+	return 0;
+}
+
 static int
 scope_check(const struct rdp_cfg *cfg, const struct scope *s)
 {
@@ -709,6 +758,7 @@ scope_check(const struct rdp_cfg *cfg, const struct scope *s)
 	struct rdp_credit_params p;
 	char why[384];
 	unsigned int i;
+	int ret;
 
 	for (i = 0; i < NB_KEYS; i++)
 			if (keys[i].flags & F_CREDIT)
@@ -747,6 +797,11 @@ scope_check(const struct rdp_cfg *cfg, const struct scope *s)
 			 v->buf_size, v->rq_size, v->ack_reserve, v->ack_threshold, chunked, chunks,
 			 p.rq_size - p.ack_reserve - p.ack_threshold + 1);
 		return relation_error(cfg, s, why, msg_keys, RTE_DIM(msg_keys));
+	}
+	if (v->srq == RDP_CFG_ON) {
+		ret = srq_check(cfg, s);
+		if (ret < 0)
+			return ret;
 	}
 	if (v->mode == RDP_CFG_MODE_PIPELINE && v->lcore_id >= 0 && v->app_lcore == v->lcore_id) {
 		snprintf(why, sizeof(why), "app_lcore=%d, mode=pipeline: must name another "

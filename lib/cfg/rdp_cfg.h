@@ -21,8 +21,10 @@
  *   rules of rdp_credit_params_check() (`sq_size >= 2*signal_interval`,
  *   `rq_size > ack_reserve`, `1 <= ack_threshold <= rq_size-ack_reserve`,
  *   `ack_reserve >= ceil((rq_size-ack_reserve)/ack_threshold)`), `cq_size`
- *   0 or `>= sq_size+rq_size`, and a pipeline `app_lcore` other than the
- *   lcore itself.
+ *   0 or `>= sq_size+rq_size`, a pipeline `app_lcore` other than the
+ *   lcore itself, and with `srq = on` `srq_floor <= srq_lease_max`,
+ *   `srq_floor <= srq_size` and `rndv_threshold <= srq_floor*buf_size`
+ *   (`max_msg_size` when `read_depth = 0`).
  * - **Messages** say where and why, in one shape:
  *   `WHERE: [SECTION] KEY = VALUE: RULE`, where WHERE is `FILE:LINE` for a
  *   value read from a file, the origin given to rdp_cfg_set() for an
@@ -61,6 +63,12 @@ extern "C" {
 #define RDP_CFG_GLOBAL (-1)
 
 /** How an lcore hands received messages to the application (`mode`). */
+/** Value of a switch key (`srq`). */
+enum rdp_cfg_switch {
+	RDP_CFG_OFF = 0, /**< `off` */
+	RDP_CFG_ON,      /**< `on` */
+};
+
 enum rdp_cfg_mode {
 	RDP_CFG_MODE_RTC = 0,  /**< `rtc`: the poller runs the handlers itself */
 	RDP_CFG_MODE_PIPELINE, /**< `pipeline`: events go through a ring to `app_lcore` */
@@ -91,6 +99,12 @@ struct rdp_cfg_lcore {
 	uint32_t signal_interval; /**< T_sig */
 	uint32_t ack_threshold;   /**< T_ack */
 	uint32_t ack_reserve;     /**< A_rq */
+
+	enum rdp_cfg_switch srq; /**< one shared receive queue per poller, credits leased */
+	uint32_t srq_size;     /**< buffers of the poller's SRQ */
+	uint32_t srq_floor;    /**< credits every endpoint keeps on the SRQ */
+	uint32_t srq_lease_max; /**< most credits one endpoint may lease */
+	uint32_t srq_grant;    /**< most credits one grant gives */
 
 	uint32_t poll_burst;   /**< completions per poll */
 	uint32_t idle_sleep_us; /**< sleep after a run of idle polls; 0: always spin */

@@ -114,3 +114,88 @@ rdp_credit_init(struct rdp_credit *c, const struct rdp_credit_params *local,
 	c->rc_max = c->rc;
 	return 0;
 }
+
+static uint32_t
+window(const struct rdp_credit_params *p, const struct rdp_credit_lease *l)
+{
+	return l->lease_max != 0 ? l->lease_max : p->rq_size - p->ack_reserve;
+}
+
+uint32_t
+rdp_credit_lease_reserve(const struct rdp_credit_params *peer,
+			 const struct rdp_credit_lease *peer_lease)
+{
+	return window(peer, peer_lease) / peer->ack_threshold + 1;
+}
+
+/* A side that does not lease holds the other's pure acks in its A_rq. */
+static int
+check_reserve_lease(const struct rdp_credit_params *holder, const struct rdp_credit_lease *hl,
+		    const struct rdp_credit_params *acker, const struct rdp_credit_lease *al,
+		    const char *holder_name, const char *acker_name, char *why, size_t len)
+{
+	uint32_t w = window(acker, al), acks;
+
+	if (hl->lease_max != 0)
+		return 0; /* on the SRQ, taken at admission */
+	if (al->lease_max == 0)
+		return check_reserve(holder, acker, holder_name, acker_name, why, len);
+	acks = w / acker->ack_threshold + 1;
+	if (holder->ack_reserve < acks)
+		return broken(why, len, "", "%s ack_reserve=%u cannot hold the %u pure acks the "
+			      "leasing %s may have in flight (floor(lease_max=%u / "
+			      "ack_threshold=%u) + 1)", holder_name, holder->ack_reserve, acks,
+			      acker_name, w, acker->ack_threshold);
+	return 0;
+}
+
+static int
+check_lease_terms(const struct rdp_credit_params *p, const struct rdp_credit_lease *l,
+		  const char *side, char *why, size_t len)
+{
+	if (l->lease_max != 0 && (l->floor < 1 || l->floor > l->lease_max))
+		return broken(why, len, side, "srq_floor=%u, srq_lease_max=%u: need 1 <= "
+			      "srq_floor <= srq_lease_max", l->floor, l->lease_max);
+	if (window(p, l) > RDP_CREDIT_IMM_LEASE_MAX)
+		return l->lease_max != 0 ?
+			broken(why, len, side, "srq_lease_max=%u: must be <= %u (credits are 15 "
+			       "bits where a side leases)", l->lease_max, RDP_CREDIT_IMM_LEASE_MAX) :
+			broken(why, len, side, "rq_size=%u, ack_reserve=%u: rq_size-ack_reserve must "
+			       "be <= %u towards a leasing peer (credits are 15 bits there)",
+			       p->rq_size, p->ack_reserve, RDP_CREDIT_IMM_LEASE_MAX);
+	return 0;
+}
+
+int
+rdp_credit_init_lease(struct rdp_credit *c, const struct rdp_credit_params *local,
+		      const struct rdp_credit_lease *local_lease,
+		      const struct rdp_credit_params *peer,
+		      const struct rdp_credit_lease *peer_lease, char *why, size_t len)
+{
+	int ret;
+
+	if (local_lease->lease_max == 0 && peer_lease->lease_max == 0)
+		return rdp_credit_init(c, local, peer, why, len);
+	ret = check_side(local, "local ", why, len);
+	if (ret == 0)
+		ret = check_side(peer, "peer ", why, len);
+	if (ret == 0)
+		ret = check_lease_terms(local, local_lease, "local ", why, len);
+	if (ret == 0)
+		ret = check_lease_terms(peer, peer_lease, "peer ", why, len);
+	if (ret == 0)
+		ret = check_reserve_lease(local, local_lease, peer, peer_lease, "local", "peer",
+					  why, len);
+	if (ret == 0)
+		ret = check_reserve_lease(peer, peer_lease, local, local_lease, "peer", "local",
+					  why, len);
+	if (ret < 0)
+		return ret;
+	memset(c, 0, sizeof(*c));
+	c->sq_size = local->sq_size;
+	c->signal_interval = local->signal_interval;
+	c->ack_threshold = local->ack_threshold;
+	c->rc = peer_lease->lease_max != 0 ? peer_lease->floor : peer->rq_size - peer->ack_reserve;
+	c->rc_max = window(peer, peer_lease);
+	return 0;
+}

@@ -58,6 +58,22 @@ extern "C" {
 /** Mask of the sequence bits in `wr_id`. */
 #define RDP_CREDIT_SEQ_MASK ((UINT64_C(1) << RDP_CREDIT_SEQ_BITS) - 1)
 
+/**
+ * Largest credit count in immediate data on a connection where a side
+ * leases (its bit 15 is WANT there).
+ */
+#define RDP_CREDIT_IMM_LEASE_MAX 0x7fffu
+
+/**
+ * One side's leasing terms (exchanged in the handshake): a side that
+ * leases receives into a shared receive queue and lends its peer credits
+ * from it (rdp_lease.h).
+ */
+struct rdp_credit_lease {
+	uint32_t floor;     /**< credits its peer keeps whatever the others lease */
+	uint32_t lease_max; /**< most credits its peer may hold at once; 0: it does not lease */
+};
+
 /** One side's flow-control parameters (exchanged in the handshake). */
 struct rdp_credit_params {
 	uint32_t sq_size;         /**< S: SQ slots accounted (as asked, not granted) */
@@ -149,6 +165,70 @@ int rdp_credit_params_check(const struct rdp_credit_params *p, char *why, size_t
  */
 int rdp_credit_init(struct rdp_credit *c, const struct rdp_credit_params *local,
 		    const struct rdp_credit_params *peer, char *why, size_t len);
+
+/**
+ * rdp_credit_init() for a connection where either side may lease.
+ * A side's receive window W is `lease_max` when it leases, else
+ * `R - A_rq`. With a side leasing, both windows must fit in 15 bits
+ * (RDP_CREDIT_IMM_LEASE_MAX). A side that does not lease must hold the
+ * other's pure acks in its `A_rq`: `ceil(W / T_ack)` of a non-leasing
+ * other, `floor(W / T_ack) + 1` of a leasing one (which also returns owed
+ * credits at once when its peer holds none). A leasing side keeps that
+ * reserve on its SRQ (rdp_credit_lease_reserve()) and its `A_rq` is not
+ * checked. The peer of a leasing side starts with `rc = floor` and may
+ * hold `lease_max`.
+ *
+ * @param c
+ *   State to initialise.
+ * @param local
+ *   Our parameters.
+ * @param local_lease
+ *   Our leasing terms (lease_max 0: we do not lease).
+ * @param peer
+ *   The peer's parameters, from its handshake.
+ * @param peer_lease
+ *   The peer's leasing terms.
+ * @param why
+ *   Receives the first rule broken.
+ * @param len
+ *   Size of @p why.
+ * @return
+ *   0, or -EINVAL.
+ */
+int rdp_credit_init_lease(struct rdp_credit *c, const struct rdp_credit_params *local,
+			  const struct rdp_credit_lease *local_lease,
+			  const struct rdp_credit_params *peer,
+			  const struct rdp_credit_lease *peer_lease, char *why, size_t len);
+
+/**
+ * The reserve a leasing side keeps on its SRQ for its peer's pure acks:
+ * `floor(W_peer / T_ack_peer) + 1`, W_peer the peer's receive window
+ * (credits the leasing side can hold towards it).
+ *
+ * @param peer
+ *   The peer's parameters.
+ * @param peer_lease
+ *   The peer's leasing terms.
+ * @return
+ *   Receives to keep.
+ */
+uint32_t rdp_credit_lease_reserve(const struct rdp_credit_params *peer,
+				  const struct rdp_credit_lease *peer_lease);
+
+/**
+ * Credits a give-back returned beside the one its SEND spent: they leave
+ * `rc` (rdp_lease_give_back_due()).
+ *
+ * @param c
+ *   State.
+ * @param extra
+ *   Credits given back, at most `rc`.
+ */
+static inline void
+rdp_credit_given_back(struct rdp_credit *c, uint32_t extra)
+{
+	c->rc -= extra;
+}
 
 /**
  * Completion-queue entries one endpoint needs: `S + R`, since a QP in error

@@ -43,24 +43,34 @@ rdp_lease_pool_init(struct rdp_lease_pool *p, uint32_t size, uint32_t floor,
 }
 
 int
-rdp_lease_admit(struct rdp_lease_pool *p, struct rdp_lease *l, char *why, size_t len)
+rdp_lease_admit_reserve(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t reserve,
+			char *why, size_t len)
 {
 	if (p->members == p->wq_cap) {
 		snprintf(why, len, "the SRQ has its most endpoints (%u)", p->wq_cap);
 		return -EUSERS;
 	}
-	if (p->free < p->floor) {
-		snprintf(why, len, "srq_size=%u: %u credits free, an endpoint needs srq_floor=%u "
-			 "(%u endpoints lease the other %u)", p->size, p->free, p->floor,
-			 p->members, p->size - p->free);
+	if ((uint64_t)p->free < (uint64_t)p->floor + reserve) {
+		snprintf(why, len, "srq_size=%u: %u credits free, an endpoint needs %u "
+			 "(srq_floor=%u + a reserve of %u for its peer's pure acks; %u endpoints "
+			 "hold the other %u)", p->size, p->free, p->floor + reserve, p->floor,
+			 reserve, p->members, p->size - p->free);
 		return -ENOSPC;
 	}
 	memset(l, 0, sizeof(*l));
-	p->free -= p->floor;
+	p->free -= p->floor + reserve;
+	p->reserved += reserve;
 	p->members++;
 	l->lease = p->floor;
 	l->out = p->floor;
+	l->reserve = reserve;
 	return 0;
+}
+
+int
+rdp_lease_admit(struct rdp_lease_pool *p, struct rdp_lease *l, char *why, size_t len)
+{
+	return rdp_lease_admit_reserve(p, l, 0, why, len);
 }
 
 static void
@@ -83,7 +93,8 @@ rdp_lease_leave(struct rdp_lease_pool *p, struct rdp_lease *l)
 {
 	if (l->queued)
 		wq_remove(p, l);
-	p->free += l->lease;
+	p->free += l->lease + l->reserve;
+	p->reserved -= l->reserve;
 	p->members--;
 	memset(l, 0, sizeof(*l));
 }
@@ -98,6 +109,7 @@ serve(struct rdp_lease_pool *p)
 
 		p->wq_head = (p->wq_head + 1) % p->wq_cap;
 		p->wq_len--;
+		p->served++;
 		l->queued = false;
 		if (!l->wanting || g == 0)
 			continue;

@@ -49,10 +49,12 @@ struct rdp_lease_pool {
 	uint32_t lease_max;	/**< most credits one member may lease */
 	uint32_t grant;		/**< most credits one grant gives */
 	uint32_t members;	/**< members admitted */
+	uint32_t reserved;	/**< credits kept out of the pool for the members' reserves */
 	struct rdp_lease **wq;	/**< FIFO of wanting members, `wq_cap` slots */
 	uint32_t wq_cap;	/**< members at most */
 	uint32_t wq_head;	/**< oldest waiter */
 	uint32_t wq_len;	/**< waiters */
+	uint64_t served;	/**< waiters taken off the FIFO (the caller finds them at wq_head before) */
 	uint64_t grants;	/**< grants given */
 	uint64_t diverted;	/**< freed credits sent to the pool instead of their member */
 	uint64_t given_back;	/**< credits peers gave back */
@@ -63,6 +65,7 @@ struct rdp_lease {
 	uint32_t lease;		/**< credits leased */
 	uint32_t owed;		/**< credits to send back to the peer */
 	uint32_t out;		/**< credits sent to the peer minus those its SENDs spent or gave back */
+	uint32_t reserve;	/**< credits kept for this member beside its lease (rdp_lease_admit_reserve()) */
 	bool wanting;		/**< the peer's last data SEND said WANT */
 	bool queued;		/**< waiting in the pool's FIFO */
 };
@@ -114,8 +117,30 @@ int rdp_lease_pool_init(struct rdp_lease_pool *p, uint32_t size, uint32_t floor,
 int rdp_lease_admit(struct rdp_lease_pool *p, struct rdp_lease *l, char *why, size_t len);
 
 /**
+ * Admit a member with a reserve: its floor and @p reserve leave the pool.
+ * The reserve is never lent: the caller keeps it for receives the lease
+ * does not count (the peer's pure acks). `free + Σ lease + reserved = size`.
+ *
+ * @param p
+ *   The pool.
+ * @param l
+ *   The member's lease, zeroed or not.
+ * @param reserve
+ *   Credits to keep beside the floor, 0 for none.
+ * @param why
+ *   Receives the numbers on refusal (srq_size, what is free, what is needed).
+ * @param len
+ *   Size of @p why.
+ * @return
+ *   0; -ENOSPC when floor and reserve are not free in the pool; -EUSERS
+ *   when the pool has its most members.
+ */
+int rdp_lease_admit_reserve(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t reserve,
+			    char *why, size_t len);
+
+/**
  * A member leaves (its QP is gone: nothing of the lease is on the wire any
- * more): every credit of its lease goes back to the pool.
+ * more): every credit of its lease, and its reserve, go back to the pool.
  *
  * @param p
  *   The pool.

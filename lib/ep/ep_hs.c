@@ -55,11 +55,17 @@ setup_qp(struct rdp_ep *ep)
 	if (ret < 0)
 		return ret;
 	ep->slot = (uint32_t)ret;
-	snprintf(name, sizeof(name), "rx_ep%u", ep->id);
-	ep->recv_pool = rdp_pool_create(name, rdp_rt.pd, lc->credit.rq_size, lc->conf.buf_size,
-					ep->lc->socket, RDP_ACCESS_LOCAL_WRITE);
-	if (ep->recv_pool == NULL)
-		return -rte_errno;
+	if (lc->srq != NULL) {
+		/* receives from the poller's SRQ, into its buffers */
+		ep->recv_pool = lc->srq->pool;
+	} else {
+		snprintf(name, sizeof(name), "rx_ep%u", ep->id);
+		ep->recv_pool = rdp_pool_create(name, rdp_rt.pd, lc->credit.rq_size,
+						lc->conf.buf_size, ep->lc->socket,
+						RDP_ACCESS_LOCAL_WRITE);
+		if (ep->recv_pool == NULL)
+			return -rte_errno;
+	}
 	tracks = rte_align32pow2(lc->credit.sq_size + 1);
 	ep->track = calloc(tracks, sizeof(*ep->track));
 	if (ep->track == NULL)
@@ -68,15 +74,20 @@ setup_qp(struct rdp_ep *ep)
 	ia.send_cq = ia.recv_cq = rdp_poller_cq(ep->lc->poller);
 	/* S for the protocol, one more for the flush marker that ends the QP */
 	ia.cap.max_send_wr = lc->credit.sq_size + 1;
-	ia.cap.max_recv_wr = lc->credit.rq_size;
+	ia.cap.max_recv_wr = lc->srq != NULL ? 0 : lc->credit.rq_size;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = ep->lc->max_inline;
 	ia.user_ctx = ep;
 	/* the peer sends into this endpoint's receive buffers and nothing else
 	 * (what it may READ, the lcore's send arena, has remote access) */
-	ia.peer_mrs = &ep->recv_pool->mr;
-	ia.nb_peer_mrs = 1;
+	if (lc->srq != NULL) {
+		/* an SRQ QP's peer sends into the SRQ's buffers (the PD's MRs) */
+		ia.srq = lc->srq->srq;
+	} else {
+		ia.peer_mrs = &ep->recv_pool->mr;
+		ia.nb_peer_mrs = 1;
+	}
 	ep->qp = rdp_qp_create(rdp_rt.pd, &ia);
 	if (ep->qp == NULL)
 		return -rte_errno;
@@ -108,6 +119,11 @@ hello_local(struct rdp_ep *ep)
 	h->link_layer = rdp_rt.attr.link_layer;
 	h->qp.mtu = rdp_rt.attr.active_mtu;
 	snprintf(h->driver, sizeof(h->driver), "%s", rdp_rt.attr.driver);
+	if (lc->srq != NULL) {
+		h->flags |= RDP_HELLO_F_LEASE;
+		h->lease.floor = lc->conf.srq_floor;
+		h->lease.lease_max = lc->conf.srq_lease_max;
+	}
 	if (rdp_rt.auth) {
 		h->flags |= RDP_HELLO_F_AUTH;
 		randombytes_buf(h->nonce, sizeof(h->nonce));
@@ -386,10 +402,19 @@ connect_qp(struct rdp_ep *ep, const struct rdp_hello *peer)
 
 	ret = rdp_hello_negotiate(&ep->local_hello, peer, &agreed, why, sizeof(why));
 	if (ret == 0)
-		ret = rdp_credit_init(&ep->credit, &lc->credit, &peer->credit, why, sizeof(why));
+		ret = rdp_credit_init_lease(&ep->credit, &lc->credit, &ep->local_hello.lease,
+					    &peer->credit, &peer->lease, why, sizeof(why));
 	if (ret < 0) {
 		hs_fail(ep, -EPROTO, "%s", why);
 		return;
+	}
+	ep->peer_leases = peer->lease.lease_max != 0;
+	ep->peer_floor = peer->lease.floor;
+	if (lc->srq != NULL) {
+		/* leased credits owed go back by rdp_lease_take_owed() and T_ack; what
+		 * it lets go, the credit state sends at once */
+		ep->lease_tack = lc->credit.ack_threshold;
+		ep->credit.ack_threshold = 1;
 	}
 	rdp_credit_read_depth_set(&ep->credit, agreed.rd_depth);
 	ep->chunk_size = agreed.chunk_size;
@@ -399,7 +424,14 @@ connect_qp(struct rdp_ep *ep, const struct rdp_hello *peer)
 	ep->rndv_above = ep->rndv_max != 0 ? RTE_MIN(lc->conf.rndv_threshold,
 						     agreed.max_msg_size) : UINT32_MAX;
 	ep->frame = (struct ep_frame){ .chunk_size = agreed.chunk_size,
-				       .max_msg = lc->conf.max_msg_size };
+				       .max_msg = lc->conf.max_msg_size,
+				       .lease_conn = agreed.lease_conn,
+				       .leasing = lc->srq != NULL };
+	/* the SRQ admits it (floor and ack reserve) before the QP can receive */
+	if (lc->srq != NULL && ep_srq_admit(ep, peer) < 0) {
+		hs_fail(ep, -EPROTO, "%s", rdp_err_msg());
+		return;
+	}
 	/* RTS takes it too (qp_connected()) */
 	ep->path_mtu = agreed.path_mtu;
 	attr.conn.path_mtu = agreed.path_mtu;

@@ -137,6 +137,22 @@ retire(struct rdp_ep *ep)
 	ep_unref(ep); /* the engine's reference */
 }
 
+/* Received buffers of a message nobody will get: to their pool, or the SRQ. */
+static void
+recv_chain_drop(struct rdp_ep *ep, struct rdp_msg *m)
+{
+	if (ep->lc->srq == NULL) {
+		rdp_pool_put_chain(m);
+		return;
+	}
+	while (m != NULL) {
+		struct rdp_msg *next = m->next;
+
+		ep_recv_drop(ep, m);
+		m = next;
+	}
+}
+
 void
 ep_finalize(struct rdp_ep *ep)
 {
@@ -153,14 +169,16 @@ ep_finalize(struct rdp_ep *ep)
 	}
 	while (!txq_empty(&ep->txq))
 		ep_send_done(ep, txq_pop(&ep->txq), err);
+	while (ep->rd_head != NULL)
+		ep_send_done(ep, ep_q_pop(&ep->rd_head, &ep->rd_tail), err);
 	ep->tx_seg = NULL;
 	ep_rndv_finalize(ep, err);
 	if (ep->rx_head != NULL) {
-		rdp_pool_put_chain(ep->rx_head);
+		recv_chain_drop(ep, ep->rx_head);
 		ep->rx_head = ep->rx_tail = NULL;
 	}
 	while (ep->early_head != NULL)
-		rdp_pool_put_chain(ep_q_pop(&ep->early_head, &ep->early_tail));
+		recv_chain_drop(ep, ep_q_pop(&ep->early_head, &ep->early_tail));
 	/*
 	 * Nothing is in flight any more. Destroy the QP here, on the thread
 	 * that polls its CQ: a driver may touch the CQ when a QP goes away.
@@ -169,6 +187,8 @@ ep_finalize(struct rdp_ep *ep)
 		EP_LOG(ERR, "endpoint %u: QP destroy failed: %s", ep->id, rdp_err_msg());
 	__atomic_store_n(&ep->qp, NULL, __ATOMIC_RELEASE);
 	rdp_poller_slot_free(ep->lc->poller, ep->slot);
+	/* a receive its QP took and not yet polled now goes back undelivered */
+	ep_srq_unmap(ep);
 	retire(ep);
 }
 
@@ -302,7 +322,7 @@ ep_free(struct rdp_ep *ep)
 	pthread_mutex_unlock(&rdp_rt.lock);
 	if (ep->cq_reserved > 0)
 		rdp_poller_unreserve(ep->lc->poller, ep->cq_reserved);
-	missing = rdp_pool_destroy(ep->recv_pool);
+	missing = ep->lc->srq != NULL ? 0 : rdp_pool_destroy(ep->recv_pool);
 	if (missing > 0)
 		EP_LOG(ERR, "endpoint %u: %d receive buffers missing at release", ep->id, missing);
 	free(ep->track);

@@ -119,6 +119,8 @@ ep_prefetch(void *client, const struct rdp_wc *wc, uint16_t n)
 
 	RTE_SET_USED(wc);
 	RTE_SET_USED(n);
+	if (ep_client_is_srq(client))
+		return;
 	for (off = 0; off < offsetof(struct rdp_ep, ctl_next); off += RTE_CACHE_LINE_SIZE)
 		rte_prefetch0(ep + off);
 }

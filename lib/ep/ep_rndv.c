@@ -24,7 +24,7 @@
 #include "ep_private.h"
 
 /* Control message kinds (byte 0). */
-enum { RV_RTS = 1, RV_FIN = 2 };
+enum { RV_RTS = EP_CM_RTS, RV_FIN = EP_CM_FIN };
 
 /* Wire layout, little-endian. RTS: kind, 3 zero bytes, number, length,
  * address, key, 4 zero bytes. FIN: kind, 3 zero bytes, number. */
@@ -170,6 +170,14 @@ ep_rndv_sent(struct rdp_ep *ep, struct rdp_msg *m, int status)
 		ep_msg_report(ep, m, status);
 		return;
 	}
+	if (ep->rv_fin_early > 0) {
+		/* its FIN overtook this completion (fin_received()): done */
+		ep->rv_fin_early--;
+		if (ep_msg_account(ep, m, 0))
+			ep_report_push(ep, m);
+		ep_busy(ep);
+		return;
+	}
 	/* the descriptor is there: the peer reads the buffer, then says FIN;
 	 * until then its report and every later one wait (ep_report_push()) */
 	m->event = RDP_EV_NONE;
@@ -190,14 +198,24 @@ fin_received(struct rdp_ep *ep, uint32_t token)
 {
 	struct rdp_msg *m;
 
-	/* the head of rv_out is always a message waiting for its FIN */
-	if (ep->rv_out_head == NULL || token != ep->rv_fin_seq) {
+	/*
+	 * The head of rv_out is always a message waiting for its FIN. The FIN
+	 * may also overtake the completion of its descriptor's SEND (the two
+	 * are on different queues: an SRQ's receives are reaped before the
+	 * sender's completions of the same run); the descriptor was posted,
+	 * and its completion finds the FIN counted (ep_rndv_sent()).
+	 */
+	if (token != ep->rv_fin_seq || (int32_t)(ep->rv_out_seq - token) <= 0) {
 		ep_fail(ep, -EPROTO, "peer %s broke the rendezvous protocol: FIN field 'number' = "
 			"%u, expected %u (%s)", ep->peer, token, ep->rv_fin_seq,
-			ep->rv_out_head == NULL ? "no message waits for one" : "out of order");
+			token == ep->rv_fin_seq ? "no descriptor was sent for it" : "out of order");
 		return;
 	}
 	ep->rv_fin_seq++;
+	if (ep->rv_out_head == NULL) {
+		ep->rv_fin_early++;
+		return;
+	}
 	m = ep_q_pop(&ep->rv_out_head, &ep->rv_out_tail);
 	if (ep_msg_account(ep, m, 0))
 		ep_ev_push(ep, m);
@@ -276,11 +294,26 @@ rts_received(struct rdp_ep *ep, struct rdp_msg *m)
 		if (!fin_queue(ep, in.token)) {
 			ep_fail(ep, -ENOBUFS, "no send buffer for the FIN of a rendezvous message "
 				"that arrived after the close");
-			rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+			ep_recv_drop(ep, m);
 			return;
 		}
 		ep_recv_return(ep, m);
 		return;
+	}
+	if (ep->lc->srq != NULL) {
+		struct rdp_msg *h;
+
+		/*
+		 * A leased receiver keeps no SRQ buffer for the message: its FIN
+		 * needs a credit, and the peer's credits come back as its buffers
+		 * do, so descriptors held until their FIN could hold every credit
+		 * of both sides. A send buffer carries the message from here; the
+		 * descriptor's buffer goes back to the SRQ now, its credit owed.
+		 */
+		if (rdp_pool_get_bulk(ep->lc->send_pool, &h, 1) == 0) {
+			ep_srq_repost(ep, m, true);
+			m = h;
+		}
 	}
 	*rv_in_of(m) = in;
 	m->data_len = (uint32_t)in.len;
@@ -324,8 +357,12 @@ ep_rndv_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
 		fin_received(ep, token);
 		return;
 	}
+	if (byte_len >= 1 && b[0] == EP_CM_GIVEBACK) {
+		ep_srq_give_back_recv(ep, m, byte_len);
+		return;
+	}
 	if (byte_len < 1 || b[0] != RV_RTS) {
-		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+		ep_recv_drop(ep, m);
 		ep_fail(ep, -EPROTO, "peer %s broke the rendezvous protocol: control message "
 			"field 'kind' = %u, expected %u (descriptor) or %u (FIN)", ep->peer,
 			byte_len >= 1 ? b[0] : 0, RV_RTS, RV_FIN);
@@ -333,7 +370,7 @@ ep_rndv_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
 	}
 	if (ep->credit.rd_depth == 0) {
 		/* the handshake agreed on no READ this way: the peer may not ask for one */
-		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+		ep_recv_drop(ep, m);
 		ep_fail(ep, -EPROTO, "peer %s broke the rendezvous protocol: a descriptor, but "
 			"this endpoint issues no READ (read depth 0 agreed in the handshake)",
 			ep->peer);
@@ -341,7 +378,7 @@ ep_rndv_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
 	}
 	bad = rts_check(ep, b, byte_len, &value);
 	if (bad != NULL) {
-		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+		ep_recv_drop(ep, m);
 		ep_fail(ep, -EPROTO, "peer %s broke the rendezvous protocol: descriptor field "
 			"'%s' = %" PRIu64 " (0x%" PRIx64 ") refused (number expected %u, "
 			"max_msg_size %u)", ep->peer, bad, value, value, ep->rv_in_seq,
@@ -458,7 +495,7 @@ drop_pending(struct rdp_ep *ep, struct rdp_msg **head, struct rdp_msg **tail)
 			ep_rndv_release(m);
 		m->flags = 0;
 		m->next = NULL;
-		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+		ep_recv_drop(ep, m);
 	}
 	*head = keep_h;
 	*tail = keep_t;

@@ -394,7 +394,8 @@ lcore_start(const struct rdp_cfg *cfg, unsigned int id)
 	lc->rd_init = (uint8_t)RTE_MIN(c->read_depth, rdp_rt.attr.max_qp_init_rd_atom);
 	lc->socket = c->numa_node >= 0 ? c->numa_node : (int)rte_lcore_to_socket_id(id);
 	lc->max_inline = RTE_MIN(c->max_inline, rdp_rt.attr.max_inline_data);
-	need = c->max_endpoints * ep_cq_budget(lc);
+	/* with an SRQ, its receives once for the poller (ep_srq_create() reserves them) */
+	need = c->max_endpoints * ep_cq_budget(lc) + (c->srq == RDP_CFG_ON ? c->srq_size : 0);
 	pp.lcore_id = id;
 	pp.dev = rdp_rt.dev;
 	/* the device may not hold every endpoint's budget at once: start there
@@ -403,7 +404,7 @@ lcore_start(const struct rdp_cfg *cfg, unsigned int id)
 	pp.max_cq_size = RTE_MAX(pp.cq_size, RTE_MIN(need, rdp_rt.attr.max_cqe));
 	pp.poll_burst = c->poll_burst;
 	pp.idle_sleep_us = c->idle_sleep_us;
-	pp.max_slots = c->max_endpoints;
+	pp.max_slots = c->max_endpoints + (c->srq == RDP_CFG_ON); /* the SRQ's receives */
 	pp.inbox_size = c->ring_size;
 	pp.socket = lc->socket;
 	pp.ops = &ep_poll_ops;
@@ -414,6 +415,12 @@ lcore_start(const struct rdp_cfg *cfg, unsigned int id)
 	lc->send_pool = rdp_pool_create(name, rdp_rt.pd, c->send_bufs, c->buf_size, lc->socket, 0);
 	if (lc->send_pool == NULL)
 		return -rte_errno;
+	if (c->srq == RDP_CFG_ON) {
+		int ret = ep_srq_create(lc);
+
+		if (ret < 0)
+			return ret;
+	}
 	return rndv_arenas_create(lc);
 }
 
@@ -426,6 +433,7 @@ teardown(void)
 		struct ep_lcore *lc = rdp_rt.lcores[rdp_rt.order[i]];
 		int missing;
 
+		ep_srq_destroy(lc);
 		if (lc->poller != NULL && rdp_poller_destroy(lc->poller) < 0)
 			EP_LOG(ERR, "%s", rdp_err_msg());
 		rndv_arena_destroy(lc, lc->rv_send);

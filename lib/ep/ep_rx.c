@@ -17,6 +17,10 @@
 static inline void
 repost(struct rdp_ep *ep, struct rdp_msg *m, bool owed)
 {
+	if (ep->lc->srq != NULL) {
+		ep_srq_repost(ep, m, owed);
+		return;
+	}
 	if (owed) {
 		m->flags |= MSG_F_OWED;
 	} else {
@@ -38,7 +42,7 @@ recv_freed(struct rdp_ep *ep, struct rdp_msg *m)
 		if (!ep_tearing_down(ep))
 			repost(ep, m, true);
 		else
-			rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+			ep_recv_drop(ep, m);
 		m = next;
 	}
 	ep_held_sub(ep, 1);
@@ -52,7 +56,7 @@ ep_recv_return(struct rdp_ep *ep, struct rdp_msg *m)
 	if (!ep_tearing_down(ep))
 		repost(ep, m, true);
 	else
-		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+		ep_recv_drop(ep, m);
 }
 
 /*
@@ -136,7 +140,7 @@ recv_out_of_order(struct rdp_ep *ep, struct rdp_msg *m, uint32_t imm, enum ep_se
 	uint64_t dups;
 
 	if (v == EP_SEQ_GAP) {
-		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+		ep_recv_drop(ep, m);
 		ep_fail(ep, -EPROTO, "SEND %u (mod 8192) arrived where %u was expected: the "
 			"transport lost SENDs, or peer %s breaks the protocol", seen, want, ep->peer);
 		return;
@@ -151,26 +155,52 @@ recv_out_of_order(struct rdp_ep *ep, struct rdp_msg *m, uint32_t imm, enum ep_se
 	if (!ep_tearing_down(ep))
 		repost(ep, m, false);
 	else
-		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+		ep_recv_drop(ep, m);
 }
 
 static void
 recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 {
 	uint64_t idx = rdp_wrid_low(wc->wr_id);
-	const char *violation;
-	uint32_t credits, value;
-	struct rdp_msg *m;
 
 	if (unlikely(idx >= ep->recv_pool->nb_bufs)) {
 		ep_fail(ep, -EIO, "receive completion for buffer %" PRIu64 " of %u",
 			idx, ep->recv_pool->nb_bufs);
 		return;
 	}
-	m = rdp_pool_msg(ep->recv_pool, (uint32_t)idx);
 	ep->recv_posted--;
+	ep_recv_one(ep, wc, rdp_pool_msg(ep->recv_pool, (uint32_t)idx));
+}
+
+/*
+ * A data SEND or control message of a leased peer spent a credit of its
+ * lease (a give-back accounts for itself, ep_srq_give_back_recv()).
+ * False when that broke the rules: the endpoint failed, the buffer went back.
+ */
+static inline bool
+recv_leased(struct rdp_ep *ep, struct rdp_msg *m, uint32_t imm, uint32_t byte_len)
+{
+	if ((imm & (IMM_ACK | IMM_FIRST)) == IMM_ACK)
+		return true; /* a pure ack: no credit, on the reserve */
+	if ((imm & IMM_ACK) && byte_len >= 1 &&
+	    ((const uint8_t *)rdp_pool_buf(ep->recv_pool, rdp_pool_msg_idx(ep->recv_pool, m)))[0] ==
+	    EP_CM_GIVEBACK)
+		return true;
+	if (ep_srq_on_data(ep, imm & IMM_WANT))
+		return true;
+	ep_recv_drop(ep, m);
+	return false;
+}
+
+void
+ep_recv_one(struct rdp_ep *ep, const struct rdp_wc *wc, struct rdp_msg *m)
+{
+	uint32_t idx = rdp_pool_msg_idx(ep->recv_pool, m);
+	const char *violation;
+	uint32_t credits, value;
+
 	if (unlikely(wc->status != RDP_WC_SUCCESS)) {
-		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+		ep_recv_drop(ep, m);
 		ep_fail(ep, ep_wc_errno(wc->status), "receive completed with %s",
 			rdp_wc_status_str(wc->status));
 		return;
@@ -186,12 +216,14 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 	violation = ep_frame_check(&ep->frame, wc->wc_flags & RDP_WC_WITH_IMM, wc->imm,
 				   wc->byte_len, rdp_credit_returnable(&ep->credit), &value);
 	if (unlikely(violation != NULL)) {
-		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+		ep_recv_drop(ep, m);
 		ep_fail(ep, -EPROTO, "peer %s broke the protocol: %s (0x%x)", ep->peer,
 			violation, value);
 		return;
 	}
-	credits = wc->imm & IMM_CREDITS;
+	if (ep->srq_member && !recv_leased(ep, m, wc->imm, wc->byte_len))
+		return;
+	credits = ep_frame_credits(&ep->frame, wc->imm);
 	if (credits > 0) {
 		rdp_credit_granted(&ep->credit, credits);
 		if (!txq_empty(&ep->txq))
@@ -200,17 +232,17 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 	if (wc->imm & IMM_ACK) {
 		if (unlikely(wc->imm & IMM_FIRST)) {
 			/* a rendezvous control message (ep_frame_check() saw it whole) */
-			m->data = rdp_pool_buf(ep->recv_pool, (uint32_t)idx);
+			m->data = rdp_pool_buf(ep->recv_pool, idx);
 			ep_rndv_recv(ep, m, wc->byte_len);
 			return;
 		}
 		if (!ep_tearing_down(ep))
 			repost(ep, m, false);
 		else
-			rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+			ep_recv_drop(ep, m);
 		return;
 	}
-	m->data = rdp_pool_buf(ep->recv_pool, (uint32_t)idx);
+	m->data = rdp_pool_buf(ep->recv_pool, idx);
 	m->data_len = wc->byte_len;
 	m->next = NULL;
 	if (wc->imm & IMM_FIRST)
@@ -272,6 +304,12 @@ ep_complete(void *client, const struct rdp_wc *wc, uint16_t n)
 	struct rdp_ep *ep = client;
 	uint16_t i;
 
+	if (unlikely(ep_client_is_srq(client))) {
+		/* the poller's SRQ: receives of any of its endpoints (ep_srq.c) */
+		ep_srq_complete((struct ep_srq *)((uintptr_t)client & ~(uintptr_t)EP_SRQ_CLIENT_TAG),
+				wc, n);
+		return;
+	}
 	RDP_HANDOFF_ACQUIRE(ep); /* what connect_qp() set up (ThreadSanitizer only) */
 	prefetch_recv_headers(ep, wc, n);
 	for (i = 0; i < n; i++) {
@@ -301,6 +339,8 @@ ep_post_initial_recvs(struct rdp_ep *ep)
 	uint32_t i;
 	int err = 0;
 
+	if (ep->lc->srq != NULL)
+		return 0; /* its receives are the SRQ's */
 	for (i = 0; i < ep->recv_pool->nb_bufs; i++) {
 		if (rdp_pool_get_bulk(ep->recv_pool, &m, 1) < 0)
 			return rdp_err_set(ENOBUFS, "endpoint %u: receive pool short", ep->id);

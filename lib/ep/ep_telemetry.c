@@ -34,6 +34,11 @@ ep_dump_one(FILE *f, const struct rdp_ep *ep)
 		ep->ctl_list == CTL_ESTABLISHED ? "its socket watched" :
 		ep->ctl_list == CTL_HANDSHAKE ? "in its handshake" : "let go", ep->qp_made,
 		(int)ep->hs);
+	if (ep->srq_member || ep->peer_leases)
+		fprintf(f, "  leased: member %d lease %u owed %u out %u reserve %u wanting %d "
+			"queued %d | peer leases %d, floor %u\n", ep->srq_member, ep->lease.lease,
+			ep->lease.owed, ep->lease.out, ep->lease.reserve, ep->lease.wanting,
+			ep->lease.queued, ep->peer_leases, ep->peer_floor);
 }
 
 unsigned int
@@ -86,6 +91,31 @@ tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(o, "cq_size", size);
 		rte_tel_data_add_dict_u64(o, "endpoints", slots);
 		rte_tel_data_add_dict_u64(o, "send_bufs_free", rdp_pool_avail(lc->send_pool));
+		if (lc->srq != NULL) {
+			struct rte_tel_data *q = rte_tel_data_alloc();
+			struct rdp_srq_stats ss;
+
+			if (q == NULL) {
+				rte_tel_data_free(o);
+				return -ENOMEM;
+			}
+			ep_srq_snapshot(lc, &ss);
+			rte_tel_data_start_dict(q);
+			rte_tel_data_add_dict_u64(q, "size", ss.size);
+			rte_tel_data_add_dict_u64(q, "posted", ss.posted);
+			rte_tel_data_add_dict_u64(q, "free", ss.free);
+			rte_tel_data_add_dict_u64(q, "leased", ss.leased);
+			rte_tel_data_add_dict_u64(q, "reserved", ss.reserved);
+			rte_tel_data_add_dict_u64(q, "members", ss.members);
+			rte_tel_data_add_dict_u64(q, "floor", ss.floor);
+			rte_tel_data_add_dict_u64(q, "lease_max", ss.lease_max);
+			rte_tel_data_add_dict_u64(q, "grants", ss.grants);
+			rte_tel_data_add_dict_u64(q, "diverted", ss.diverted);
+			rte_tel_data_add_dict_u64(q, "given_back", ss.given_back);
+			rte_tel_data_add_dict_u64(q, "refused", ss.refused);
+			rte_tel_data_add_dict_u64(q, "strays", ss.strays);
+			rte_tel_data_add_dict_container(o, "srq", q, 0);
+		}
 		snprintf(key, sizeof(key), "%u", lc->lcore_id);
 		rte_tel_data_add_dict_container(d, key, o, 0);
 	}

@@ -27,17 +27,33 @@ txq_prefetch(const struct ep_txq *q, uint32_t n)
 }
 
 /*
+ * SENDs queued after the one being posted, for WANT (rdp_lease_want()):
+ * the messages behind the head, one more when the head has chunks left.
+ * A list beyond the ring counts as many.
+ */
+static inline uint64_t
+txq_backlog(const struct ep_txq *q, bool more_chunks)
+{
+	uint64_t n = (uint64_t)(q->tail - q->head) + (q->ov_head != NULL ? UINT16_MAX : 0);
+
+	return (n > 0 ? n - 1 : 0) + more_chunks;
+}
+
+/*
  * The data WR of segment @p seg, after a GO verdict: accounted (it carries
  * every owed credit) and built, its position flags (IMM_FIRST, IMM_LAST)
- * in @p pos. Returns its sequence number.
+ * in @p pos; to a leasing peer it says WANT when more is queued than the
+ * credits left (@p backlog SENDs after it). Returns its sequence number.
  */
 static inline uint64_t
 wr_send(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge, uint64_t addr,
-	uint32_t len, uint32_t lkey, bool signaled, uint32_t pos)
+	uint32_t len, uint32_t lkey, bool signaled, uint32_t pos, uint64_t backlog)
 {
 	uint32_t piggyback;
 	uint64_t seq = rdp_credit_data_posted(&ep->credit, signaled, &piggyback);
 
+	if (unlikely(ep->peer_leases) && rdp_lease_want(backlog, ep->credit.rc))
+		pos |= IMM_WANT;
 	sge->addr = addr;
 	sge->length = len;
 	sge->lkey = lkey;
@@ -58,7 +74,7 @@ wr_data(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
 	const struct rdp_msg *seg, bool signaled, uint32_t pos)
 {
 	return wr_send(ep, wr, sge, (uintptr_t)seg->data, seg->data_len, seg->pool->lkey,
-		       signaled, pos);
+		       signaled, pos, txq_backlog(&ep->txq, seg->next != NULL));
 }
 
 /* A rendezvous descriptor or FIN, after a GO verdict (ep_rndv.c). */
@@ -69,7 +85,50 @@ wr_rndv(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge, struct r
 	uint64_t addr;
 	uint32_t lkey, len = ep_rndv_payload(ep, m, &addr, &lkey);
 
-	return wr_send(ep, wr, sge, addr, len, lkey, signaled, IMM_ACK | IMM_FIRST | IMM_LAST);
+	return wr_send(ep, wr, sge, addr, len, lkey, signaled, IMM_ACK | IMM_FIRST | IMM_LAST,
+		       txq_backlog(&ep->txq, false));
+}
+
+/*
+ * A give-back to a leasing peer, when nothing is queued and we hold more
+ * than its floor (rdp_lease_give_back_due()): one control SEND that spends
+ * a credit and returns the rest above the floor. Its carrier is a send
+ * buffer, freed by its completion (ep_rndv_sent()). Returns the WRs built.
+ */
+static uint16_t
+wr_give_back(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge)
+{
+	struct rdp_credit *c = &ep->credit;
+	uint32_t due = rdp_lease_give_back_due(0, c->rc, ep->peer_floor), extra;
+	enum rdp_credit_verdict v;
+	struct rdp_msg *m;
+	uint64_t seq;
+	uint8_t *b;
+
+	if (due == 0)
+		return 0;
+	v = rdp_credit_data_check(c);
+	if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
+		return 0;
+	if (rdp_pool_get_bulk(ep->lc->send_pool, &m, 1) < 0)
+		return 0; /* the next pass tries again */
+	extra = due - 1;
+	b = m->data;
+	memset(b, 0, EP_CM_GIVEBACK_LEN);
+	b[0] = EP_CM_GIVEBACK;
+	b[4] = (uint8_t)extra;
+	b[5] = (uint8_t)(extra >> 8);
+	b[6] = (uint8_t)(extra >> 16);
+	b[7] = (uint8_t)(extra >> 24);
+	m->data_len = m->pkt_len = EP_CM_GIVEBACK_LEN;
+	m->flags = MSG_F_CTRL;
+	m->ep = ep;
+	/* signaled: nothing may follow to free its carrier */
+	seq = wr_send(ep, wr, sge, (uintptr_t)b, EP_CM_GIVEBACK_LEN, m->pool->lkey, true,
+		      IMM_ACK | IMM_FIRST | IMM_LAST, 0);
+	rdp_credit_given_back(c, extra);
+	ep->track[seq & ep->track_mask].msg = m;
+	return 1;
 }
 
 static inline void
@@ -136,6 +195,11 @@ send_now(struct rdp_ep *ep, struct rdp_msg *m)
 
 	if (m->next != NULL || ep->rp_acks > 0 || (m->flags & MSG_F_RNDV))
 		return false;
+	if (ep->lc->srq != NULL) {
+		/* buffers back on the SRQ before the credits that name them leave */
+		ep_srq_flush(ep->lc->srq);
+		ep_srq_take_owed(ep, true);
+	}
 	/* a stall counts once per episode: asking again in ep_post_sends() is free */
 	v = rdp_credit_data_check(c);
 	if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
@@ -161,6 +225,25 @@ ep_post_sends(struct rdp_ep *ep)
 #ifdef RDP_BENCH_NO_CREDIT
 	rdp_credit_bench_bypass(c);
 #endif
+	if (ep->lc->srq != NULL) {
+		/* buffers back on the SRQ before the credits that name them leave */
+		ep_srq_flush(ep->lc->srq);
+		ep_srq_take_owed(ep, !txq_empty(&ep->txq) && c->rc > 0);
+	}
+	while (unlikely(ep->rd_head != NULL) && n < TX_BURST) {
+		/* a leased receiver's rendezvous READs (ep_rdma_queue_internal()) */
+		struct rdp_msg *r = ep->rd_head;
+		bool signaled;
+
+		v = rdp_credit_rdma_check(c, true);
+		if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
+			break;
+		signaled = v == RDP_CREDIT_GO_SIGNALED || (r->link == NULL && txq_empty(&ep->txq));
+		seq = ep_wr_rdma(ep, &wr[n], &sge[n], r, signaled);
+		n++;
+		ep->track[seq & ep->track_mask].msg = ep_q_pop(&ep->rd_head, &ep->rd_tail);
+	}
+	v = RDP_CREDIT_NONE;
 	txq_prefetch(&ep->txq, TX_BURST);
 	while (!txq_empty(&ep->txq) && n < TX_BURST) {
 		struct rdp_msg *head = txq_first(&ep->txq);
@@ -202,6 +285,9 @@ ep_post_sends(struct rdp_ep *ep)
 			ep->tx_seg = seg->next;
 		}
 	}
+	/* credits held above a leasing peer's floor with nothing to send go back */
+	if (unlikely(ep->peer_leases) && txq_empty(&ep->txq) && !draining && n < TX_BURST)
+		n += wr_give_back(ep, &wr[n], &sge[n]);
 	/* credits no data WR could carry: a pure ack, after a reclaim if due */
 	for (;;) {
 		enum rdp_credit_verdict a = draining ?
@@ -225,6 +311,8 @@ ep_post_sends(struct rdp_ep *ep)
 		return 0;
 	if (unlikely(post_wrs(ep, wr, n) < n))
 		return n;
+	if (unlikely(ep->rd_head != NULL) && n >= TX_BURST)
+		ep_busy(ep); /* the burst filled up with READs */
 	/* v is the last data verdict: GO means the burst filled up, more to send */
 	if (!txq_empty(&ep->txq) && (v == RDP_CREDIT_GO_SIGNALED || v == RDP_CREDIT_GO_UNSIGNALED))
 		ep_busy(ep);
@@ -275,7 +363,8 @@ ep_send_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 			t->msg = NULL;
 		}
 	}
-	if (!txq_empty(&ep->txq) || rdp_credit_ack_due(&ep->credit) || ph == EP_PH_DRAINING)
+	if (!txq_empty(&ep->txq) || rdp_credit_ack_due(&ep->credit) || ph == EP_PH_DRAINING ||
+	    ep->rd_head != NULL)
 		ep_busy(ep);
 }
 

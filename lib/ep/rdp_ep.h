@@ -486,6 +486,37 @@ int rdp_hs_stats_get(struct rdp_hs_stats *st);
  */
 unsigned int rdp_endpoints_dump(FILE *f);
 
+/** A poller's shared receive queue (srq = on), as rdp_lcore_srq_stats_get() reads it. */
+struct rdp_srq_stats {
+	uint32_t size;        /**< buffers of the SRQ, all its credits (srq_size) */
+	uint32_t posted;      /**< receives posted on it now */
+	uint32_t free;        /**< credits in the pool, lent to no endpoint */
+	uint32_t leased;      /**< credits leased to endpoints (floors included) */
+	uint32_t reserved;    /**< credits kept for the peers' pure acks */
+	uint32_t members;     /**< endpoints leasing */
+	uint32_t floor;       /**< srq_floor */
+	uint32_t lease_max;   /**< srq_lease_max */
+	uint64_t grants;      /**< grants given to wanting endpoints */
+	uint64_t diverted;    /**< freed credits sent to the pool instead of their endpoint */
+	uint64_t given_back;  /**< credits peers gave back */
+	uint64_t refused;     /**< endpoints refused: floor and reserve not free */
+	uint64_t strays;      /**< receives of a QP gone, posted again undelivered */
+};
+
+/**
+ * Read the counters of a poller lcore's shared receive queue (a snapshot
+ * from any thread; the lease fields are consistent with one another).
+ *
+ * @param lcore
+ *   A poller lcore.
+ * @param stats
+ *   Filled.
+ * @return
+ *   0; -ENODEV when @p lcore polls nothing (or before rdp_init()); -ENOTSUP
+ *   when its `srq` is off.
+ */
+int rdp_lcore_srq_stats_get(unsigned int lcore, struct rdp_srq_stats *stats);
+
 /** Name of a state ("ESTABLISHED", ...). */
 const char *rdp_ep_state_str(unsigned int state);
 

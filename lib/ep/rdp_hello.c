@@ -36,10 +36,12 @@ enum {
 	OFF_RSVD1 = 67,
 	OFF_MTU = 68,
 	OFF_DRIVER = 72,
-	OFF_NONCE = 88,
-	OFF_MAC = 104,
-	OFF_REASON = 136,
-	OFF_END = 200,
+	OFF_LEASE_FLOOR = 88,
+	OFF_LEASE_MAX = 92,
+	OFF_NONCE = 96,
+	OFF_MAC = 112,
+	OFF_REASON = 144,
+	OFF_END = 208,
 };
 
 _Static_assert(OFF_END == RDP_HELLO_LEN, "hello layout and length disagree");
@@ -110,6 +112,10 @@ rdp_hello_encode(const struct rdp_hello *h, uint8_t buf[RDP_HELLO_LEN])
 	buf[OFF_LINK] = h->link_layer;
 	put32(buf + OFF_MTU, h->qp.mtu);
 	memcpy(buf + OFF_DRIVER, h->driver, strnlen(h->driver, RDP_HELLO_DRIVER_LEN - 1));
+	if (h->flags & RDP_HELLO_F_LEASE) {
+		put32(buf + OFF_LEASE_FLOOR, h->lease.floor);
+		put32(buf + OFF_LEASE_MAX, h->lease.lease_max);
+	}
 	memcpy(buf + OFF_NONCE, h->nonce, RDP_HELLO_NONCE_LEN);
 	memcpy(buf + OFF_MAC, h->mac, RDP_HELLO_MAC_LEN);
 	if (h->type == RDP_HELLO_REJECT)
@@ -209,7 +215,18 @@ decode_params(const uint8_t *buf, struct rdp_hello *h, char *why, size_t len)
 	if (ret < 0)
 		return ret;
 	memcpy(h->driver, buf + OFF_DRIVER, RDP_HELLO_DRIVER_LEN);
-	return 0;
+	if (!(h->flags & RDP_HELLO_F_LEASE)) {
+		if (!all_zero(buf + OFF_LEASE_FLOOR, OFF_NONCE - OFF_LEASE_FLOOR))
+			return rdp_why(why, len, EPROTO, "fields 'lease_floor' and 'lease_max' are "
+				       "set without the lease flag");
+		return 0;
+	}
+	h->lease.floor = get32(buf + OFF_LEASE_FLOOR);
+	h->lease.lease_max = get32(buf + OFF_LEASE_MAX);
+	ret = check_range(h->lease.lease_max, "lease_max", 1, RDP_CREDIT_IMM_LEASE_MAX, why, len);
+	if (ret == 0)
+		ret = check_range(h->lease.floor, "lease_floor", 1, h->lease.lease_max, why, len);
+	return ret;
 }
 
 int
@@ -239,7 +256,7 @@ rdp_hello_decode(const uint8_t *buf, size_t len, struct rdp_hello *h, char *why,
 	if (h->type < RDP_HELLO_HELLO || h->type > RDP_HELLO_REJECT)
 		return rdp_why(why, why_len, EPROTO, "field 'type' = %u, expected 1..4", h->type);
 	h->flags = buf[OFF_FLAGS];
-	if ((h->flags & ~RDP_HELLO_F_AUTH) != 0)
+	if ((h->flags & ~(RDP_HELLO_F_AUTH | RDP_HELLO_F_LEASE)) != 0)
 		return rdp_why(why, why_len, EPROTO, "field 'flags' = 0x%02x has unknown bits",
 			   h->flags);
 	if (get16(buf + OFF_LENGTH) != RDP_HELLO_LEN)
@@ -279,9 +296,11 @@ rdp_hello_negotiate(const struct rdp_hello *local, const struct rdp_hello *peer,
 	if (local->link_layer != peer->link_layer)
 		return rdp_why(why, why_len, EINVAL, "field 'link_layer': peer %u, we %u",
 			   peer->link_layer, local->link_layer);
-	ret = rdp_credit_init(&scratch, &local->credit, &peer->credit, why, why_len);
+	ret = rdp_credit_init_lease(&scratch, &local->credit, &local->lease, &peer->credit,
+				    &peer->lease, why, why_len);
 	if (ret < 0)
 		return ret;
+	agreed->lease_conn = local->lease.lease_max != 0 || peer->lease.lease_max != 0;
 	agreed->chunk_size = RTE_MIN(local->buf_size, peer->buf_size);
 	/*
 	 * The peer holds every chunk of a message until its last one arrives.
@@ -292,7 +311,8 @@ rdp_hello_negotiate(const struct rdp_hello *local, const struct rdp_hello *peer,
 	agreed->max_msg_size = RTE_MIN(local->max_msg_size, peer->max_msg_size);
 	agreed->max_msg_size = RTE_MIN((uint64_t)agreed->max_msg_size,
 				       (uint64_t)agreed->chunk_size *
-				       (peer->credit.rq_size - peer->credit.ack_reserve -
+				       (peer->lease.lease_max != 0 ? peer->lease.floor :
+					peer->credit.rq_size - peer->credit.ack_reserve -
 					peer->credit.ack_threshold + 1));
 	agreed->path_mtu = RTE_MIN(local->qp.mtu, peer->qp.mtu);
 	agreed->rd_depth = RTE_MIN(local->rd_init, peer->rd_dest);

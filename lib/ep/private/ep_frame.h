@@ -10,12 +10,18 @@
  *   bits 0-15 credits returned, 16 pure ack, 17 first chunk, 18 last chunk,
  *   19-31 the SEND's number on the endpoint (data chunks and pure acks
  *   alike), modulo 2^13.
+ * On a connection where a side leases (an SRQ, the hello's lease flag) the
+ * credits are bits 0-14 and bit 15 is WANT: the sender of a data SEND or
+ * control message would send more than its credits allow, and asks the
+ * leasing receiver for a grant.
  */
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #define IMM_CREDITS 0xffffu          /* credits returned to the peer */
+#define IMM_LEASE_CREDITS 0x7fffu    /* ... where a side leases */
+#define IMM_WANT (1u << 15)          /* ... and this asks a leasing receiver for credit */
 #define IMM_ACK (1u << 16)           /* pure ack: no payload */
 #define IMM_FIRST (1u << 17)         /* first chunk of a message */
 #define IMM_LAST (1u << 18)          /* last chunk of a message */
@@ -39,7 +45,16 @@ struct ep_frame {
 	uint32_t msg_len;    /* its bytes so far */
 	uint32_t msg_chunks; /* its chunks so far */
 	uint32_t next_seq;   /* number of the next SEND expected */
+	bool lease_conn;     /* a side leases: 15-bit credits and WANT */
+	bool leasing;        /* we lease: WANT may come */
 };
+
+/* The credits immediate data @p imm returns. */
+static inline uint32_t
+ep_frame_credits(const struct ep_frame *f, uint32_t imm)
+{
+	return imm & (f->lease_conn ? IMM_LEASE_CREDITS : IMM_CREDITS);
+}
 
 /*
  * Check a received SEND's number (@p imm) and, when it is the one expected,
@@ -75,9 +90,15 @@ ep_frame_check(const struct ep_frame *f, bool with_imm, uint32_t imm, uint32_t b
 	*value = imm;
 	if (!with_imm)
 		return "message without immediate data";
-	if ((imm & IMM_CREDITS) > returnable) {
-		*value = imm & IMM_CREDITS;
+	if (ep_frame_credits(f, imm) > returnable) {
+		*value = ep_frame_credits(f, imm);
 		return "more credits returned than used";
+	}
+	if (f->lease_conn && (imm & IMM_WANT)) {
+		if (!f->leasing)
+			return "WANT to a receiver that does not lease";
+		if ((imm & IMM_ACK) && !(imm & IMM_FIRST))
+			return "WANT on a pure ack";
 	}
 	if (imm & IMM_ACK) {
 		if ((imm & (IMM_FIRST | IMM_LAST)) == (IMM_FIRST | IMM_LAST)) {

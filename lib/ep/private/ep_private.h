@@ -14,6 +14,7 @@
  *   ep_ctl.c       the control thread's loop, requests and deadlines
  *   ep_runtime.c   rdp_init/rdp_fini, the registry, the API's getters
  *   ep_telemetry.c telemetry and the endpoint dump
+ *   ep_srq.c       the poller's shared receive queue and its leased credits
  *
  * Ownership: an endpoint belongs to the control thread until it is handed
  * to its poller through the inbox (EP_PH_HANDOVER); from then on only the
@@ -35,6 +36,7 @@
 #include "ep_frame.h"
 #include "rdp_ep.h"
 #include "rdp_hello.h"
+#include "rdp_lease.h"
 #include "rdp_mem.h"
 #include "rdp_poll.h"
 
@@ -95,6 +97,48 @@ untag_ptr(const void *v)
 #define MSG_F_PENDING (1u << 7) /* a received rendezvous message whose data is still
 				 * being read: deliveries stop at it */
 
+/* Control message kinds (byte 0 of an ack|first|last SEND's payload). */
+enum ep_cm_kind {
+	EP_CM_RTS = 1,      /* rendezvous descriptor (ep_rndv.c) */
+	EP_CM_FIN = 2,      /* rendezvous FIN (ep_rndv.c) */
+	EP_CM_GIVEBACK = 3, /* leased credits given back (ep_srq.c) */
+};
+/* A give-back: kind, 3 zero bytes, extra (u32, little-endian). */
+#define EP_CM_GIVEBACK_LEN 8u
+
+/* Counters of a poller's SRQ, one writer (the poller; refusals the control thread). */
+struct ep_srq_stats {
+	uint64_t posted;       /* receives on the SRQ now */
+	uint64_t reposted;     /* receives posted again */
+	uint64_t strays;       /* receives of a QP gone, posted again undelivered */
+	uint64_t refused;      /* endpoints refused for want of floor and reserve */
+	uint64_t post_errors;  /* receives the SRQ refused */
+};
+
+#define EP_SRQ_BURST 32
+
+/*
+ * The poller's shared receive queue (srq = on). The poller owns the SRQ,
+ * its buffers and the repost batch; the lease pool and the QP map are
+ * also touched by the control thread (admission), under the lock.
+ */
+struct ep_srq {
+	struct rdp_srq *srq;
+	struct rdp_pool *pool;          /* srq_size buffers of buf_size */
+	uint32_t slot;                  /* poller slot in its receives' wr_id */
+	uint16_t rp_n;                  /* buffers waiting to be posted again */
+	struct rdp_msg *rp[EP_SRQ_BURST];
+	pthread_spinlock_t lock;        /* lease and map (a pthread lock: ThreadSanitizer
+					 * sees it) */
+	bool lock_made;
+	struct rdp_lease_pool lease;
+	struct rdp_lease **wq;          /* the lease pool's FIFO */
+	uint32_t *map_qpn;              /* QP number -> endpoint, open addressing */
+	struct rdp_ep **map_ep;
+	uint32_t map_mask;
+	struct ep_srq_stats stats;
+};
+
 /* Runtime of one poller lcore. */
 struct ep_lcore {
 	unsigned int lcore_id;
@@ -109,6 +153,7 @@ struct ep_lcore {
 	struct rdp_arena *rv_send;        /* rendezvous messages to send (peers READ them) */
 	struct rdp_arena *rv_recv;        /* rendezvous messages received (READ into) */
 	bool hook_set;                    /* rdp_poll_hook_set() was called (rdp_rt.lock) */
+	struct ep_srq *srq;               /* srq = on: the poller's SRQ, else NULL */
 };
 
 /* Handshake steps (control thread only), while ctl_list is CTL_HANDSHAKE. */
@@ -302,6 +347,17 @@ struct rdp_ep {
 	uint32_t rv_fin_seq;            /* the number the next FIN must carry */
 	uint32_t rv_in_seq;             /* the number the next descriptor must carry */
 	uint32_t rv_reads;              /* READs of received descriptors in the queue */
+	uint32_t rv_fin_early;          /* FINs that came before their descriptor's completion */
+	struct rdp_msg *rd_head;        /* srq = on: internal READs, posted before the send
+					 * queue (through link) */
+	struct rdp_msg *rd_tail;
+	/* leased credits (ep_srq.c) */
+	struct rdp_lease lease;         /* we lease: our peer's credits on the SRQ */
+	bool srq_member;                /* admitted to the SRQ's lease pool, not left yet */
+	bool srq_mapped;                /* its QP number is in the SRQ's map */
+	bool peer_leases;               /* the peer leases: WANT and give-backs go to it */
+	uint32_t peer_floor;            /* its floor */
+	uint32_t lease_tack;            /* our T_ack for leased credits owed */
 
 	/* --- control thread --- */
 	TAILQ_ENTRY(rdp_ep) ctl_next;   /* handshakes / established */
@@ -386,6 +442,8 @@ void ep_recv_drop_reposts(struct rdp_ep *ep);
 void ep_recv_freed(struct rdp_msg *m);
 /* A receive buffer the library consumed: back to the queue, its credit owed. */
 void ep_recv_return(struct rdp_ep *ep, struct rdp_msg *m);
+/* A receive completion of the endpoint, into buffer @p m of its receive pool. */
+void ep_recv_one(struct rdp_ep *ep, const struct rdp_wc *wc, struct rdp_msg *m);
 
 /* ---- send (ep_tx.c), poller thread ---- */
 /* Post what the credits allow of the send queue, then an ack or reclaim due. */
@@ -435,6 +493,51 @@ ep_rndv_idle(const struct rdp_ep *ep)
 /* The endpoint is done: waiting messages failed, pending ones dropped. */
 void ep_rndv_finalize(struct rdp_ep *ep, int err);
 
+/* ---- the shared receive queue (ep_srq.c) ---- */
+/* Create the lcore's SRQ, its pool and slot; post every buffer (rdp_init). */
+int ep_srq_create(struct ep_lcore *lc);
+/* Destroy it (teardown, every endpoint gone). */
+void ep_srq_destroy(struct ep_lcore *lc);
+/* Admit @p ep with its peer's terms, its QP number mapped (control thread); 0 or -errno
+ * with the reason in rdp_err_msg(). */
+int ep_srq_admit(struct rdp_ep *ep, const struct rdp_hello *peer);
+/* Its QP is gone (poller): unmap it; its lease goes once it holds no message. */
+void ep_srq_unmap(struct rdp_ep *ep);
+/* Leave the lease pool if admitted and nothing of the lease is held any more. */
+void ep_srq_settle(struct rdp_ep *ep);
+/* Completions of the SRQ's receives (from ep_complete(), tagged client). */
+void ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n);
+/* Post the buffers waiting to go back to the SRQ. */
+void ep_srq_flush(struct ep_srq *q);
+/* A buffer goes back to the SRQ; with @p freed its credit goes by rdp_lease_on_free(). */
+void ep_srq_repost(struct rdp_ep *ep, struct rdp_msg *m, bool freed);
+/* A data SEND or control message of the peer took a lease credit; false: the endpoint failed. */
+bool ep_srq_on_data(struct rdp_ep *ep, bool want);
+/* A give-back arrived in @p m (@p byte_len bytes): accounted, buffer back. */
+void ep_srq_give_back_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len);
+/* Owed leased credits to send now (into ep->credit.owed); @p data: a data SEND will carry them. */
+void ep_srq_take_owed(struct rdp_ep *ep, bool data);
+/* Telemetry (any thread). */
+void ep_srq_snapshot(const struct ep_lcore *lc, struct rdp_srq_stats *s);
+
+/* A client pointer of the poller that is the lcore's SRQ, not an endpoint. */
+#define EP_SRQ_CLIENT_TAG 1u
+static inline bool
+ep_client_is_srq(const void *client)
+{
+	return ((uintptr_t)client & EP_SRQ_CLIENT_TAG) != 0;
+}
+
+/* A receive buffer the endpoint does not keep: back to the SRQ, or to its pool. */
+static inline void
+ep_recv_drop(struct rdp_ep *ep, struct rdp_msg *m)
+{
+	if (ep->lc->srq != NULL)
+		ep_srq_repost(ep, m, false);
+	else
+		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
+}
+
 /*
  * Post what waits, receives first: a pure ack's buffer must be back before
  * data that spends the credits the ack brought leaves, or the peer's next
@@ -449,6 +552,8 @@ ep_flush(struct rdp_ep *ep, bool all_reposts)
 
 	if (ep->rp_head != NULL && (all_reposts || ep->rp_acks > 0))
 		work += ep_post_recvs(ep);
+	if (ep->lc->srq != NULL && ep->lc->srq->rp_n > 0)
+		ep_srq_flush(ep->lc->srq);
 	if (!ep_tearing_down(ep))
 		work += ep_post_sends(ep);
 	return work;
@@ -581,11 +686,15 @@ ep_get_state(const struct rdp_ep *ep)
 	return (enum rdp_ep_state)atomic_load_explicit(&ep->state, memory_order_acquire);
 }
 
-/* Per-QP CQ entries: S + R, plus the flush marker's slot. */
+/*
+ * Per-QP CQ entries: S + R, plus the flush marker's slot. With an SRQ a
+ * QP has no receive queue: S + 1, and the SRQ's srq_size once per poller.
+ */
 static inline uint32_t
 ep_cq_budget(const struct ep_lcore *lc)
 {
-	return rdp_credit_cq_budget(&lc->credit) + 1;
+	return lc->conf.srq == RDP_CFG_ON ? lc->credit.sq_size + 1 :
+		rdp_credit_cq_budget(&lc->credit) + 1;
 }
 
 #endif /* RDP_EP_PRIVATE_H */

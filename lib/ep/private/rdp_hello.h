@@ -31,9 +31,9 @@ extern "C" {
 /** "RDPH" */
 #define RDP_HELLO_MAGIC 0x52445048u
 /** Protocol version spoken by this build. */
-#define RDP_HELLO_VERSION 4
+#define RDP_HELLO_VERSION 5
 /** Bytes of every handshake message. */
-#define RDP_HELLO_LEN 200
+#define RDP_HELLO_LEN 208
 /** Bytes of a nonce. */
 #define RDP_HELLO_NONCE_LEN 16
 /** Bytes of a MAC. */
@@ -43,7 +43,7 @@ extern "C" {
 /** Bytes of the reject reason field, including its NUL. */
 #define RDP_HELLO_REASON_LEN 64
 /** Offset of the MAC in an encoded message: the MAC covers the bytes before it. */
-#define RDP_HELLO_MAC_OFFSET 104
+#define RDP_HELLO_MAC_OFFSET 112
 /** Bytes of a key derived by rdp_hello_key(). */
 #define RDP_HELLO_KEY_LEN 32
 
@@ -58,6 +58,7 @@ enum rdp_hello_type {
 /** Flags. */
 enum rdp_hello_flags {
 	RDP_HELLO_F_AUTH = 1u << 0, /**< sender requires a shared-secret MAC */
+	RDP_HELLO_F_LEASE = 1u << 1, /**< sender receives on an SRQ and leases its credits */
 };
 
 /** A decoded handshake message. */
@@ -67,6 +68,8 @@ struct rdp_hello {
 	uint8_t rd_dest;                      /**< RDMA READs it serves at once (0: none) */
 	uint8_t rd_init;                      /**< RDMA READs it may issue at once */
 	struct rdp_credit_params credit;      /**< S, T_sig, R, A_rq, T_ack */
+	struct rdp_credit_lease lease;        /**< floor and lease_max with RDP_HELLO_F_LEASE,
+						   else zero */
 	uint32_t buf_size;                    /**< receive buffer bytes */
 	uint32_t max_msg_size;                /**< largest message it accepts */
 	struct rdp_qp_addr qp;                /**< QP number, PSN, GID, LID, MTU */
@@ -82,7 +85,9 @@ struct rdp_hello_agreed {
 	uint32_t chunk_size;   /**< bytes per SEND: min of both buf_size */
 	uint32_t max_msg_size; /**< largest message we may send: min of both limits and
 				    of chunk_size * (R - A_rq - T_ack + 1) of the peer,
-				    so that a partial message never stops its acks */
+				    so that a partial message never stops its acks
+				    (chunk_size * floor of a leasing peer) */
+	bool lease_conn;       /**< a side leases: credits are 15 bits, bit 15 is WANT */
 	uint32_t path_mtu;     /**< min of both active MTUs */
 	uint8_t rd_depth;      /**< RDMA READs we may have outstanding: min of our
 				    rd_init and the peer's rd_dest */
@@ -126,7 +131,8 @@ int rdp_hello_decode(const uint8_t *buf, size_t len, struct rdp_hello *h,
  * Check that two sides can talk and derive the connection's values.
  *
  * Rules: same driver and link layer; both credit parameter sets valid and
- * compatible (rdp_credit_init()); a chunk of at least 64 bytes.
+ * compatible with the leasing terms (rdp_credit_init_lease()); a chunk of
+ * at least 64 bytes.
  *
  * @param local
  *   Our message.

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Endpoints on a shared receive queue (srq = on) end to end, on shm or the
+ * driver given with --driver: checked two-way streams of 2, 16 and 256
+ * endpoints leasing from one poller's SRQ (chunked and rendezvous
+ * messages, both modes, every message once and in order, no RNR with
+ * rnr_retry = 0, no ENOMEM), a leasing side against a peer that does not
+ * lease, an endpoint refused for want of floor, and the lease of every
+ * endpoint back in the pool once all of them closed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ep_stream.h"
+#include "rdp_test.h"
+
+#define SRQ_MAX_MSG (256u * 1024)  /* rendezvous above 4 chunks of 4 KiB */
+#define SRQ_PAIRS_MAX 128
+
+/* A leasing configuration: floor 4 (a chunked message of 16 KiB), lease_max 32. */
+static struct rdp_cfg *
+srq_cfg(const char *srq_size, const char *max_endpoints)
+{
+	static const char *const kv[][2] = {
+		{ "srq", "on" }, { "srq_floor", "4" }, { "srq_lease_max", "32" },
+		{ "srq_grant", "8" }, { "rndv_threshold", "16384" }, { "send_bufs", "32768" },
+		{ "handshake_timeout_ms", "30000" }, { "connect_timeout_ms", "30000" },
+	};
+	struct rdp_cfg *cfg = stream_cfg(rdp_test_driver_or("shm:cqe_order=random:7"),
+					 SRQ_MAX_MSG);
+	unsigned int i;
+
+	stream_cfg_env(cfg);
+	for (i = 0; i < RTE_DIM(kv); i++)
+		RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, kv[i][0], kv[i][1], "test") == 0,
+			       "%s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "srq_size", srq_size, "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_endpoints", max_endpoints, "test"), 0);
+	return cfg;
+}
+
+/* A side of the stream finished clean: everything once, in order, no RNR, no ENOMEM. */
+static void
+assert_side_clean(struct stream_side *s)
+{
+	struct rdp_ep_stats st;
+
+	RDP_ASSERT_MSG(s->error[0] == '\0', "%s: %s", s->name, s->error);
+	RDP_ASSERT_EQ(s->done, s->count);
+	RDP_ASSERT_EQ(s->failed, 0);
+	RDP_ASSERT_EQ(s->received, s->expect);
+	rdp_ep_stats_get(stream_ep(s), &st);
+	RDP_ASSERT_EQ(st.enomem, 0);
+	RDP_ASSERT_EQ(st.rnr, 0);
+	RDP_ASSERT_EQ(st.msgs_failed, 0);
+	RDP_ASSERT_EQ(st.msgs_received, s->expect);
+	RDP_ASSERT_EQ(st.bytes_received, s->bytes);
+}
+
+static void
+print_srq(const char *when, unsigned int lcore)
+{
+	struct rdp_srq_stats q;
+
+	RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(lcore, &q), 0);
+	printf("lcore %u SRQ %s: size %u posted %u free %u leased %u reserved %u members %u, "
+	       "grants %" PRIu64 " diverted %" PRIu64 " given back %" PRIu64 " refused %" PRIu64
+	       "\n", lcore, when, q.size, q.posted, q.free, q.leased, q.reserved, q.members,
+	       q.grants, q.diverted, q.given_back, q.refused);
+}
+
+/* Every endpoint gone: every credit back in the pool, every buffer on the SRQ. */
+static void
+assert_srq_whole(unsigned int lcore)
+{
+	double deadline = rdp_clock_s() + 5;
+	struct rdp_srq_stats q;
+
+	for (;;) {
+		RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(lcore, &q), 0);
+		if (q.members == 0 && q.posted == q.size)
+			break;
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "lcore %u: %u members, %u of %u posted",
+			       lcore, q.members, q.posted, q.size);
+		usleep(1000);
+	}
+	RDP_ASSERT_EQ(q.free, q.size);
+	RDP_ASSERT_EQ(q.leased, 0);
+	RDP_ASSERT_EQ(q.reserved, 0);
+	print_srq("after every close", lcore);
+}
+
+static struct stream_side srv[SRQ_PAIRS_MAX], cli[SRQ_PAIRS_MAX];
+static char names[2 * SRQ_PAIRS_MAX][16];
+
+/* Streams done within @p timeout_s, or what each side and endpoint stands at. */
+static int
+pump_or_dump(struct stream_side **sides, unsigned int n, double timeout_s)
+{
+	unsigned int i;
+
+	if (stream_pump(sides, n, timeout_s) == 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!stream_finished(sides[i]))
+			stream_dump(sides[i]);
+	rdp_endpoints_dump(stdout);
+	print_srq("stuck", 1);
+	return -ETIMEDOUT;
+}
+
+/*
+ * @p pairs checked two-way streams in this process, both ends of each on
+ * lcore 1: 2 * @p pairs endpoints lease from its one SRQ.
+ */
+static int
+srq_pairs(unsigned int pairs, bool pipeline, uint64_t count, uint32_t window,
+	  const char *srq_size, uint32_t max_size)
+{
+	struct stream_side *sides[2 * SRQ_PAIRS_MAX];
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_cfg *cfg;
+	char addr[64], eps[16];
+	struct rdp_srq_stats q;
+	unsigned int i;
+	int port;
+
+	rdp_test_eal_init("0-1");
+	snprintf(eps, sizeof(eps), "%u", 2 * pairs + 8);
+	cfg = srq_cfg(srq_size, eps);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	for (i = 0; i < pairs; i++) {
+		snprintf(names[2 * i], sizeof(names[0]), "server%u", i);
+		snprintf(names[2 * i + 1], sizeof(names[0]), "client%u", i);
+		stream_side_init(&srv[i], names[2 * i], 2 * i + 1, 2 * i + 2, count, max_size,
+				 window, pipeline);
+		stream_side_init(&cli[i], names[2 * i + 1], 2 * i + 2, 2 * i + 1, count,
+				 max_size, window, pipeline);
+		stream_params(&srv[i], &psrv);
+		stream_params(&cli[i], &pcli);
+		/* a listener per pair: its accepted endpoint drives its own side */
+		port = rdp_listen("127.0.0.1:0", &psrv);
+		RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+		RDP_ASSERT_MSG(rdp_connect(addr, &pcli) != NULL, "rdp_connect: %s", rdp_err_msg());
+		sides[2 * i] = &srv[i];
+		sides[2 * i + 1] = &cli[i];
+	}
+	RDP_ASSERT_EQ(pump_or_dump(sides, 2 * pairs, 120), 0);
+	for (i = 0; i < 2 * pairs; i++)
+		assert_side_clean(sides[i]);
+	RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(1, &q), 0);
+	RDP_ASSERT_EQ(q.members, 2 * pairs);
+	RDP_ASSERT_EQ(q.free + q.leased + q.reserved, q.size);
+	print_srq("after the streams", 1);
+	printf("%u endpoints, %" PRIu64 " messages each way per pair, all exact\n", 2 * pairs,
+	       count);
+	for (i = 0; i < pairs; i++) {
+		rdp_ep_close(stream_ep(&cli[i]));
+		rdp_ep_close(stream_ep(&srv[i]));
+	}
+	for (i = 0; i < pairs; i++) {
+		stream_wait_closed(&cli[i]);
+		stream_wait_closed(&srv[i]);
+	}
+	assert_srq_whole(1);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+RDP_TEST(e2e, srq_two_endpoints_stream_exact_rtc)
+{
+	/* a small SRQ: grants run the pool dry and come back */
+	return srq_pairs(1, false, 2000, 16, "64", SRQ_MAX_MSG);
+}
+
+RDP_TEST(e2e, srq_two_endpoints_stream_exact_pipeline)
+{
+	return srq_pairs(1, true, 2000, 16, "64", SRQ_MAX_MSG);
+}
+
+RDP_TEST(e2e, srq_16_endpoints_stream_exact_rtc)
+{
+	return srq_pairs(8, false, 400, 8, "512", SRQ_MAX_MSG);
+}
+
+RDP_TEST(e2e, srq_16_endpoints_stream_exact_pipeline)
+{
+	return srq_pairs(8, true, 400, 8, "512", SRQ_MAX_MSG);
+}
+
+/*
+ * 256 sides share the lcore's rendezvous arenas (8 MiB each): messages up
+ * to 32 KiB keep their rendezvous messages within them (a run-to-completion
+ * stream that cannot allocate waits for a send completion to try again).
+ */
+RDP_TEST(e2e, srq_256_endpoints_stream_exact_rtc)
+{
+	return srq_pairs(128, false, 40, 4, "4096", 32768);
+}
+
+RDP_TEST(e2e, srq_256_endpoints_stream_exact_pipeline)
+{
+	return srq_pairs(128, true, 40, 4, "4096", 32768);
+}
+
+/*
+ * One leasing endpoint (lcore 1, srq = on) against a peer that does not
+ * lease (lcore 2, srq = off): the peer starts at the floor, asks with WANT,
+ * gives back; the leasing side's acks land in the peer's own RQ.
+ */
+RDP_TEST(e2e, srq_leasing_side_and_a_peer_that_does_not_lease_stream_exact)
+{
+	struct stream_side *sides[2] = { &srv[0], &cli[0] };
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_srq_stats q;
+	struct rdp_cfg *cfg;
+	char addr[64];
+	int port;
+
+	rdp_test_eal_init("0@0,1@0,2@1");
+	cfg = srq_cfg("64", "8");
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, 1, "poll_burst", "32", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, 2, "srq", "off", "test"), 0);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(2, &q), -ENOTSUP);
+	stream_side_init(&srv[0], "server", 1, 2, 3000, SRQ_MAX_MSG, 16, false);
+	stream_side_init(&cli[0], "client", 2, 1, 3000, SRQ_MAX_MSG, 16, false);
+	stream_params(&srv[0], &psrv);
+	stream_params(&cli[0], &pcli);
+	psrv.lcore = 1;
+	pcli.lcore = 2;
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	RDP_ASSERT(rdp_connect(addr, &pcli) != NULL);
+	RDP_ASSERT_EQ(pump_or_dump(sides, 2, 120), 0);
+	assert_side_clean(&srv[0]);
+	assert_side_clean(&cli[0]);
+	RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(1, &q), 0);
+	RDP_ASSERT_EQ(q.members, 1);
+	/* the peer wanted more than its floor and got it */
+	RDP_ASSERT(q.grants > 0);
+	print_srq("after the stream", 1);
+	rdp_ep_close(stream_ep(&cli[0]));
+	rdp_ep_close(stream_ep(&srv[0]));
+	stream_wait_closed(&cli[0]);
+	stream_wait_closed(&srv[0]);
+	assert_srq_whole(1);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/*
+ * An SRQ of 20 buffers holds two endpoints (floor 4 + a reserve of
+ * floor(32 / 8) + 1 = 5 for its leasing peer's acks, 9 each) and lends the
+ * other 2 at most: the server endpoint of a second connection is refused,
+ * the client is told why (ECONNREFUSED), the log names the numbers, and
+ * the first pair streams on.
+ */
+RDP_TEST(e2e, srq_endpoint_refused_for_want_of_floor_names_the_numbers)
+{
+	struct stream_side *sides[2] = { &srv[0], &cli[0] };
+	struct rdp_ep_params psrv, pcli, prm = { .lcore = -1 };
+	static const struct rdp_ep_ops ops = { .on_recv = stream_recv_free_all };
+	struct rdp_srq_stats q;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	char addr[64];
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = srq_cfg("20", "8");
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	rdp_test_log_capture();
+	stream_side_init(&srv[0], "server", 1, 2, 500, SRQ_MAX_MSG, 8, false);
+	stream_side_init(&cli[0], "client", 2, 1, 500, SRQ_MAX_MSG, 8, false);
+	stream_params(&srv[0], &psrv);
+	stream_params(&cli[0], &pcli);
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	RDP_ASSERT(rdp_connect(addr, &pcli) != NULL);
+	while (stream_ep(&cli[0]) == NULL || stream_ep(&srv[0]) == NULL)
+		usleep(1000);
+	/* a second pair: 2 credits are left, its server endpoint needs 9 */
+	prm.ops = &ops;
+	port = rdp_listen("127.0.0.1:0", &prm);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &prm);
+	RDP_ASSERT(ep != NULL);
+	RDP_ASSERT(rdp_ep_wait_established(ep, 5000) < 0);
+	RDP_ASSERT_EQ(rdp_ep_error(ep), -ECONNREFUSED);
+	/* what is free depends on what the first pair leases beyond its floors */
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "credits free, an endpoint needs 9 (srq_floor=4 + a "
+			      "reserve of 5 for its peer's pure acks; 2 endpoints hold the other")
+		       != NULL, "%s", rdp_test_log);
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "failed: peer refused: srq_size=20: ") != NULL,
+		       "%s", rdp_test_log);
+	RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(1, &q), 0);
+	RDP_ASSERT_EQ(q.refused, 1);
+	RDP_ASSERT_EQ(q.members, 2);
+	rdp_ep_close(ep);
+	RDP_ASSERT_EQ(pump_or_dump(sides, 2, 120), 0);
+	assert_side_clean(&srv[0]);
+	assert_side_clean(&cli[0]);
+	rdp_ep_close(stream_ep(&cli[0]));
+	rdp_ep_close(stream_ep(&srv[0]));
+	stream_wait_closed(&cli[0]);
+	stream_wait_closed(&srv[0]);
+	assert_srq_whole(1);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/* The framing rules of a connection where a side leases (private/ep_frame.h). */
+#include "ep_frame.h"
+
+RDP_TEST(unit, srq_frame_want_only_to_a_leasing_receiver_and_credits_of_15_bits)
+{
+	struct ep_frame plain = { .chunk_size = 4096, .max_msg = 65536 };
+	struct ep_frame lease = plain, peer_leases = plain;
+	uint32_t v;
+
+	lease.lease_conn = lease.leasing = true;
+	peer_leases.lease_conn = true;
+	/* bit 15 is a credit where nobody leases, WANT where a side does */
+	RDP_ASSERT_EQ(ep_frame_credits(&plain, 0x8003), 0x8003);
+	RDP_ASSERT_EQ(ep_frame_credits(&lease, IMM_WANT | 3), 3);
+	RDP_ASSERT(ep_frame_check(&lease, true, IMM_FIRST | IMM_LAST | IMM_WANT | 3, 10, 3,
+				  &v) == NULL);
+	/* a WANT to a receiver that does not lease breaks the protocol */
+	RDP_ASSERT_STR_EQ(ep_frame_check(&peer_leases, true, IMM_FIRST | IMM_LAST | IMM_WANT, 10,
+					 0, &v), "WANT to a receiver that does not lease");
+	/* a pure ack asks for nothing */
+	RDP_ASSERT_STR_EQ(ep_frame_check(&lease, true, IMM_ACK | IMM_WANT | 1, 0, 1, &v),
+			  "WANT on a pure ack");
+	/* a control message (a rendezvous descriptor) may ask */
+	RDP_ASSERT(ep_frame_check(&lease, true, IMM_ACK | IMM_FIRST | IMM_LAST | IMM_WANT, 32, 0,
+				  &v) == NULL);
+	/* 15 bits of credits: bit 15 never counts as one */
+	RDP_ASSERT_STR_EQ(ep_frame_check(&lease, true, IMM_FIRST | IMM_LAST | 0x7fff, 10, 100,
+					 &v), "more credits returned than used");
+	return 0;
+}

@@ -1,0 +1,506 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The poller's shared receive queue (srq = on): one SRQ per poller lcore,
+ * its buffers from one registered pool, shared by every endpoint of the
+ * lcore; the credits of the SRQ leased to the endpoints' peers by the
+ * rules of lib/credit/rdp_lease.h (docs/credit-protocol.md, "Leased
+ * credits on a shared receive queue").
+ *
+ * Receives are dispatched by wr_id to the buffer and by the completion's
+ * QP number to the endpoint. A buffer goes back to the SRQ when the
+ * application frees its message (its credit owed to the peer or sent to
+ * the pool), and at once for a pure ack, a give-back, a duplicate, or a
+ * receive of a QP gone (undelivered).
+ *
+ * Threads: the poller owns the SRQ and its buffers; the control thread
+ * admits endpoints during their handshake, so the lease pool and the QP
+ * map are under the SRQ's lock.
+ */
+#include <inttypes.h>
+
+#include "ep_private.h"
+
+static inline struct rdp_ep *
+lease_ep(struct rdp_lease *l)
+{
+	return container_of(l, struct rdp_ep, lease);
+}
+
+/*
+ * The pool served its FIFO in the call that ran since @p head / @p served
+ * were read: the endpoints it took off may have been granted credits, and
+ * their pass sends them (rdp_lease_take_owed()). Under the lock.
+ */
+static inline void
+lease_kick(struct ep_srq *q, uint32_t head, uint64_t served)
+{
+	uint64_t k;
+
+	for (k = served; k < q->lease.served; k++) {
+		struct rdp_lease *l = q->lease.wq[head];
+
+		head = (head + 1) % q->lease.wq_cap;
+		if (l->owed > 0)
+			ep_busy(lease_ep(l));
+	}
+}
+
+/* ---- QP number -> endpoint, linear probing (under the lock) ---- */
+
+static inline uint32_t
+qpn_hash(const struct ep_srq *q, uint32_t qpn)
+{
+	return (qpn * 2654435761u) & q->map_mask;
+}
+
+static struct rdp_ep *
+map_find(const struct ep_srq *q, uint32_t qpn)
+{
+	uint32_t i;
+
+	for (i = qpn_hash(q, qpn); q->map_ep[i] != NULL; i = (i + 1) & q->map_mask)
+		if (q->map_qpn[i] == qpn)
+			return q->map_ep[i];
+	return NULL;
+}
+
+static void
+map_add(struct ep_srq *q, uint32_t qpn, struct rdp_ep *ep)
+{
+	uint32_t i;
+
+	for (i = qpn_hash(q, qpn); q->map_ep[i] != NULL; i = (i + 1) & q->map_mask)
+		;
+	q->map_qpn[i] = qpn;
+	q->map_ep[i] = ep;
+}
+
+static void
+map_del(struct ep_srq *q, uint32_t qpn)
+{
+	uint32_t i, j, k;
+
+	for (i = qpn_hash(q, qpn); q->map_ep[i] != NULL; i = (i + 1) & q->map_mask)
+		if (q->map_qpn[i] == qpn)
+			break;
+	if (q->map_ep[i] == NULL)
+		return;
+	/* close the hole: move back every later entry of the run that may */
+	for (j = i;;) {
+		j = (j + 1) & q->map_mask;
+		if (q->map_ep[j] == NULL)
+			break;
+		k = qpn_hash(q, q->map_qpn[j]);
+		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		q->map_qpn[i] = q->map_qpn[j];
+		q->map_ep[i] = q->map_ep[j];
+		i = j;
+	}
+	q->map_ep[i] = NULL;
+}
+
+/* ---- buffers ---- */
+
+void
+ep_srq_flush(struct ep_srq *q)
+{
+	struct rdp_recv_wr wr[EP_SRQ_BURST];
+	struct rdp_sge sge[EP_SRQ_BURST];
+	const struct rdp_pool *pool = q->pool;
+	uint16_t i, k, n = q->rp_n;
+	int err = 0;
+
+	if (n == 0)
+		return;
+	for (i = 0; i < n; i++) {
+		uint32_t idx = rdp_pool_msg_idx(pool, q->rp[i]);
+
+		sge[i].addr = (uintptr_t)rdp_pool_buf(pool, idx);
+		sge[i].length = pool->buf_size;
+		sge[i].lkey = pool->lkey;
+		wr[i].wr_id = rdp_wrid(RDP_WRK_RECV, q->slot, idx);
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+	}
+	k = rdp_post_srq_recv(q->srq, wr, n, &err);
+	RDP_STAT_ADD(q->stats.posted, k);
+	RDP_STAT_ADD(q->stats.reposted, k);
+	if (unlikely(k < n)) {
+		/* more posted than the SRQ holds: the accounting is broken */
+		RDP_STAT_ADD(q->stats.post_errors, n - k);
+		EP_LOG(ERR, "SRQ refused %u receives (%d) with %" PRIu64 " posted of %u: the "
+		       "buffers go back to the pool", n - k, err, RDP_STAT_READ(q->stats.posted),
+		       q->pool->nb_bufs);
+		rdp_pool_put_bulk(q->pool, &q->rp[k], n - k);
+	}
+	q->rp_n = 0;
+}
+
+static inline void
+srq_queue(struct ep_srq *q, struct rdp_msg *m)
+{
+	m->flags = 0;
+	m->next = NULL;
+	q->rp[q->rp_n++] = m;
+	if (q->rp_n == EP_SRQ_BURST)
+		ep_srq_flush(q);
+}
+
+void
+ep_srq_repost(struct rdp_ep *ep, struct rdp_msg *m, bool freed)
+{
+	struct ep_srq *q = ep->lc->srq;
+
+	if (unlikely(m->pool != q->pool)) {
+		/* a received message carried by a send buffer (ep_rndv.c): no credit */
+		m->flags = 0;
+		m->next = NULL;
+		rdp_pool_put_bulk(m->pool, &m, 1);
+		return;
+	}
+	if (freed && ep->srq_member && !ep_tearing_down(ep)) {
+		uint32_t head;
+		uint64_t served;
+		bool to_pool;
+
+		pthread_spin_lock(&q->lock);
+		head = q->lease.wq_head;
+		served = q->lease.served;
+		to_pool = rdp_lease_on_free(&q->lease, &ep->lease);
+		lease_kick(q, head, served);
+		pthread_spin_unlock(&q->lock);
+		if (!to_pool)
+			ep_busy(ep);
+	}
+	srq_queue(q, m);
+}
+
+/* ---- credits ---- */
+
+bool
+ep_srq_on_data(struct rdp_ep *ep, bool want)
+{
+	struct ep_srq *q = ep->lc->srq;
+	uint32_t head, out, lease;
+	uint64_t served;
+	int ret;
+
+	pthread_spin_lock(&q->lock);
+	head = q->lease.wq_head;
+	served = q->lease.served;
+	out = ep->lease.out;
+	lease = ep->lease.lease;
+	ret = rdp_lease_on_data(&q->lease, &ep->lease, want);
+	lease_kick(q, head, served);
+	pthread_spin_unlock(&q->lock);
+	if (unlikely(ret < 0)) {
+		ep_fail(ep, -EPROTO, "peer %s broke the leasing protocol: a SEND beyond its grant "
+			"(it holds no credit of its lease of %u, %u sent to it; rule: every SEND "
+			"spends a credit the receiver granted)", ep->peer, lease, out);
+		return false;
+	}
+	if (ep->lease.owed > 0)
+		ep_busy(ep);
+	return true;
+}
+
+void
+ep_srq_give_back_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
+{
+	struct ep_srq *q = ep->lc->srq;
+	const uint8_t *b = m->data;
+	uint32_t extra, head, out, lease;
+	uint64_t served;
+	int ret;
+
+	if (q == NULL || !ep->srq_member) {
+		ep_recv_drop(ep, m);
+		ep_fail(ep, -EPROTO, "peer %s broke the leasing protocol: a give-back to an "
+			"endpoint that does not lease", ep->peer);
+		return;
+	}
+	if (byte_len != EP_CM_GIVEBACK_LEN || b[1] != 0 || b[2] != 0 || b[3] != 0) {
+		ep_recv_drop(ep, m);
+		ep_fail(ep, -EPROTO, "peer %s broke the leasing protocol: give-back of %u bytes "
+			"(field 'length' or 'padding'), expected %u zero-padded", ep->peer,
+			byte_len, EP_CM_GIVEBACK_LEN);
+		return;
+	}
+	extra = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 |
+		(uint32_t)b[7] << 24;
+	/* its buffer goes back at once: the credit it spent leaves the lease */
+	ep_srq_repost(ep, m, false);
+	pthread_spin_lock(&q->lock);
+	head = q->lease.wq_head;
+	served = q->lease.served;
+	out = ep->lease.out;
+	lease = ep->lease.lease;
+	ret = rdp_lease_on_give_back(&q->lease, &ep->lease, extra);
+	lease_kick(q, head, served);
+	pthread_spin_unlock(&q->lock);
+	if (ret < 0)
+		ep_fail(ep, -EPROTO, "peer %s broke the leasing protocol: a give-back of 1 + %u "
+			"credits, but it holds at most %u of its lease of %u, floor %u (rule: a "
+			"give-back returns credits the peer holds, above the floor)", ep->peer,
+			extra, out, lease, q->lease.floor);
+}
+
+void
+ep_srq_take_owed(struct rdp_ep *ep, bool data)
+{
+	struct ep_srq *q = ep->lc->srq;
+	uint32_t n;
+
+	if (ep->lease.owed == 0)
+		return;
+	pthread_spin_lock(&q->lock);
+	n = rdp_lease_take_owed(&ep->lease, data ? 1 : ep->lease_tack);
+	pthread_spin_unlock(&q->lock);
+	if (n > 0)
+		rdp_credit_recv_reposted(&ep->credit, n);
+}
+
+/* ---- completions ---- */
+
+void
+ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n)
+{
+	struct rdp_ep *eps[256];
+	uint16_t i, done = 0;
+
+	while (done < n) {
+		uint16_t k = (uint16_t)RTE_MIN((unsigned int)RTE_DIM(eps), (unsigned int)(n - done));
+
+		pthread_spin_lock(&q->lock);
+		for (i = 0; i < k; i++)
+			eps[i] = map_find(q, wc[done + i].qp_num);
+		pthread_spin_unlock(&q->lock);
+		for (i = 0; i < k; i++) {
+			const struct rdp_wc *w = &wc[done + i];
+			uint64_t idx = rdp_wrid_low(w->wr_id);
+			struct rdp_msg *m;
+
+			if (unlikely(idx >= q->pool->nb_bufs)) {
+				EP_LOG(ERR, "SRQ receive completion for buffer %" PRIu64 " of %u "
+				       "(QP %u): dropped", idx, q->pool->nb_bufs, w->qp_num);
+				continue;
+			}
+			m = rdp_pool_msg(q->pool, (uint32_t)idx);
+			RDP_STAT_ADD(q->stats.posted, -1);
+			if (unlikely(eps[i] == NULL)) {
+				/* its QP is gone: the buffer goes back, nothing delivered */
+				RDP_STAT_ADD(q->stats.strays, 1);
+				srq_queue(q, m);
+				continue;
+			}
+			RDP_HANDOFF_ACQUIRE(eps[i]); /* what connect_qp() set up (ThreadSanitizer) */
+			ep_recv_one(eps[i], w, m);
+			if (ep_tearing_down(eps[i]))
+				ep_busy(eps[i]);
+		}
+		done += k;
+	}
+	ep_srq_flush(q);
+	for (i = 0; i < n; i++) {
+		/* what this batch received goes to the application now (ep_complete()) */
+		struct rdp_ep *ep = i < RTE_DIM(eps) ? eps[i] : NULL;
+
+		if (ep != NULL && ep->ev_head != NULL && ep->app_visible &&
+		    ep_get_state(ep) == RDP_EP_ESTABLISHED)
+			ep_deliver(ep, true);
+	}
+}
+
+/* ---- admission and leaving ---- */
+
+int
+ep_srq_admit(struct rdp_ep *ep, const struct rdp_hello *peer)
+{
+	struct ep_srq *q = ep->lc->srq;
+	uint32_t reserve = rdp_credit_lease_reserve(&peer->credit, &peer->lease);
+	char why[256];
+	int ret;
+
+	pthread_spin_lock(&q->lock);
+	ret = rdp_lease_admit_reserve(&q->lease, &ep->lease, reserve, why, sizeof(why));
+	if (ret == 0) {
+		map_add(q, ep->local_hello.qp.qpn, ep);
+		ep->srq_member = true;
+		ep->srq_mapped = true;
+	}
+	pthread_spin_unlock(&q->lock);
+	if (ret < 0) {
+		RDP_STAT_ADD(q->stats.refused, 1);
+		/* short and numbers first: it travels in the peer's 64-byte REJECT */
+		return rdp_err_set(-ret, "%s", why);
+	}
+	return 0;
+}
+
+void
+ep_srq_unmap(struct rdp_ep *ep)
+{
+	struct ep_srq *q = ep->lc->srq;
+
+	if (q == NULL || !ep->srq_mapped)
+		return;
+	pthread_spin_lock(&q->lock);
+	map_del(q, ep->local_hello.qp.qpn);
+	pthread_spin_unlock(&q->lock);
+	ep->srq_mapped = false;
+	ep_srq_flush(q); /* its buffers back on the SRQ before its lease goes */
+}
+
+void
+ep_srq_settle(struct rdp_ep *ep)
+{
+	struct ep_srq *q = ep->lc->srq;
+
+	/*
+	 * Its QP is gone and its completions polled: nothing of the lease is on
+	 * the wire. A message the application still holds keeps its credit
+	 * until it is freed (its buffer is not on the SRQ).
+	 */
+	if (q == NULL || !ep->srq_member || ep->srq_mapped || ep->held > 0 ||
+	    ep_phase_get(ep) < EP_PH_RETIRED)
+		return;
+	pthread_spin_lock(&q->lock);
+	rdp_lease_leave(&q->lease, &ep->lease);
+	pthread_spin_unlock(&q->lock);
+	ep->srq_member = false;
+}
+
+/* ---- the lcore's SRQ ---- */
+
+int
+ep_srq_create(struct ep_lcore *lc)
+{
+	const struct rdp_cfg_lcore *c = &lc->conf;
+	struct rdp_srq_init_attr sa = { .max_wr = c->srq_size, .max_sge = 1 };
+	uint32_t members = c->max_endpoints, cap, i;
+	struct ep_srq *q;
+	char name[32], why[256];
+	int ret;
+
+	if (rdp_rt.attr.max_srq_wr == 0)
+		return rdp_err_set(ENOTSUP, "lcore %u: srq = on, but driver %s has no shared "
+				   "receive queue", lc->lcore_id, rdp_rt.attr.driver);
+	if (c->srq_size > rdp_rt.attr.max_srq_wr)
+		return rdp_err_set(EINVAL, "lcore %u: srq_size=%u, the device holds at most %u "
+				   "(max_srq_wr)", lc->lcore_id, c->srq_size,
+				   rdp_rt.attr.max_srq_wr);
+	q = calloc(1, sizeof(*q));
+	if (q == NULL)
+		return rdp_err_set(ENOMEM, "out of memory");
+	lc->srq = q;
+	q->slot = UINT32_MAX;
+	if (pthread_spin_init(&q->lock, PTHREAD_PROCESS_PRIVATE) != 0)
+		return rdp_err_set(ENOMEM, "lcore %u: no SRQ lock", lc->lcore_id);
+	q->lock_made = true;
+	for (cap = 16; cap < 2 * members; cap *= 2)
+		;
+	q->map_mask = cap - 1;
+	q->map_qpn = calloc(cap, sizeof(*q->map_qpn));
+	q->map_ep = calloc(cap, sizeof(*q->map_ep));
+	q->wq = calloc(members, sizeof(*q->wq));
+	if (q->map_qpn == NULL || q->map_ep == NULL || q->wq == NULL)
+		return rdp_err_set(ENOMEM, "out of memory");
+	ret = rdp_lease_pool_init(&q->lease, c->srq_size, c->srq_floor, c->srq_lease_max,
+				  c->srq_grant, q->wq, members, why, sizeof(why));
+	if (ret < 0)
+		return rdp_err_set(EINVAL, "lcore %u: %s", lc->lcore_id, why);
+	snprintf(name, sizeof(name), "srq_lcore%u", lc->lcore_id);
+	q->pool = rdp_pool_create(name, rdp_rt.pd, c->srq_size, c->buf_size, lc->socket,
+				  RDP_ACCESS_LOCAL_WRITE);
+	if (q->pool == NULL)
+		return -rte_errno;
+	q->srq = rdp_srq_create(rdp_rt.pd, &sa);
+	if (q->srq == NULL)
+		return -rte_errno;
+	ret = rdp_poller_slot_alloc(lc->poller, (void *)((uintptr_t)q | EP_SRQ_CLIENT_TAG));
+	if (ret < 0)
+		return ret;
+	q->slot = (uint32_t)ret;
+	/* the SRQ's completions, once per poller */
+	ret = rdp_poller_reserve(lc->poller, c->srq_size);
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < c->srq_size; i++) {
+		struct rdp_msg *m;
+
+		if (rdp_pool_get_bulk(q->pool, &m, 1) < 0)
+			return rdp_err_set(ENOBUFS, "lcore %u: SRQ pool short", lc->lcore_id);
+		srq_queue(q, m);
+	}
+	ep_srq_flush(q);
+	if (RDP_STAT_READ(q->stats.posted) != c->srq_size)
+		return rdp_err_set(EIO, "lcore %u: %" PRIu64 " of the SRQ's %u receives posted",
+				   lc->lcore_id, RDP_STAT_READ(q->stats.posted), c->srq_size);
+	q->stats.reposted = 0;
+	return 0;
+}
+
+void
+ep_srq_destroy(struct ep_lcore *lc)
+{
+	struct ep_srq *q = lc->srq;
+
+	if (q == NULL)
+		return;
+	if (q->slot != UINT32_MAX)
+		rdp_poller_slot_free(lc->poller, q->slot);
+	if (q->srq != NULL && rdp_srq_destroy(q->srq) < 0)
+		EP_LOG(ERR, "lcore %u: SRQ destroy failed: %s", lc->lcore_id, rdp_err_msg());
+	if (q->lease.members > 0)
+		EP_LOG(ERR, "lcore %u: %u endpoints still lease from the SRQ at teardown",
+		       lc->lcore_id, q->lease.members);
+	/* its receives were dropped with it: the buffers are ours, the pool goes whole */
+	if (q->pool != NULL)
+		rdp_pool_destroy(q->pool);
+	if (q->lock_made)
+		pthread_spin_destroy(&q->lock);
+	free(q->map_qpn);
+	free(q->map_ep);
+	free(q->wq);
+	free(q);
+	lc->srq = NULL;
+}
+
+void
+ep_srq_snapshot(const struct ep_lcore *lc, struct rdp_srq_stats *s)
+{
+	struct ep_srq *q = lc->srq;
+
+	memset(s, 0, sizeof(*s));
+	if (q == NULL)
+		return;
+	pthread_spin_lock(&q->lock);
+	s->size = q->lease.size;
+	s->free = q->lease.free;
+	s->reserved = q->lease.reserved;
+	s->leased = q->lease.size - q->lease.free - q->lease.reserved;
+	s->members = q->lease.members;
+	s->floor = q->lease.floor;
+	s->lease_max = q->lease.lease_max;
+	s->grants = q->lease.grants;
+	s->diverted = q->lease.diverted;
+	s->given_back = q->lease.given_back;
+	pthread_spin_unlock(&q->lock);
+	s->posted = (uint32_t)RDP_STAT_READ(q->stats.posted);
+	s->refused = RDP_STAT_READ(q->stats.refused);
+	s->strays = RDP_STAT_READ(q->stats.strays);
+}
+
+int
+rdp_lcore_srq_stats_get(unsigned int lcore, struct rdp_srq_stats *stats)
+{
+	const struct ep_lcore *lc = lcore < RTE_MAX_LCORE ? rdp_rt.lcores[lcore] : NULL;
+
+	if (lc == NULL)
+		return -ENODEV;
+	if (lc->srq == NULL)
+		return -ENOTSUP;
+	ep_srq_snapshot(lc, stats);
+	return 0;
+}
