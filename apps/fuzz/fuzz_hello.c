@@ -95,8 +95,10 @@ negotiate_checked(const struct rdp_hello *local, const struct rdp_hello *peer)
 	FUZZ_ASSERT((uint64_t)agreed.max_msg_size <= (uint64_t)agreed.chunk_size *
 		    (peer->credit.rq_size - peer->credit.ack_reserve));
 	FUZZ_ASSERT(agreed.path_mtu <= local->qp.mtu && agreed.path_mtu <= peer->qp.mtu);
-	FUZZ_ASSERT(rdp_credit_init(&credit, &local->credit, &peer->credit, why,
-				    sizeof(why)) == 0);
+	/* what the endpoint then runs: the lease-aware init (plain rdp_credit_init()
+	 * refuses a leased peer's windows, which the lease rules allow) */
+	FUZZ_ASSERT(rdp_credit_init_lease(&credit, &local->credit, &local->lease, &peer->credit,
+					  &peer->lease, why, sizeof(why)) == 0);
 }
 
 int
