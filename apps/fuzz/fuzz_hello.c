@@ -92,8 +92,15 @@ negotiate_checked(const struct rdp_hello *local, const struct rdp_hello *peer)
 	FUZZ_ASSERT(agreed.max_msg_size <= local->max_msg_size);
 	FUZZ_ASSERT(agreed.max_msg_size <= peer->max_msg_size);
 	FUZZ_ASSERT(peer->credit.rq_size > peer->credit.ack_reserve);
-	FUZZ_ASSERT((uint64_t)agreed.max_msg_size <= (uint64_t)agreed.chunk_size *
-		    (peer->credit.rq_size - peer->credit.ack_reserve));
+	/* I4: a peer that leases is sure of its floor only; one that does not can
+	 * hold C - T_ack + 1 chunks of a message (docs/credit-protocol.md) */
+	if (peer->lease.lease_max != 0)
+		FUZZ_ASSERT((uint64_t)agreed.max_msg_size <=
+			    (uint64_t)agreed.chunk_size * peer->lease.floor);
+	else
+		FUZZ_ASSERT((uint64_t)agreed.max_msg_size <= (uint64_t)agreed.chunk_size *
+			    (peer->credit.rq_size - peer->credit.ack_reserve -
+			     peer->credit.ack_threshold + 1));
 	FUZZ_ASSERT(agreed.path_mtu <= local->qp.mtu && agreed.path_mtu <= peer->qp.mtu);
 	/* what the endpoint then runs: the lease-aware init (plain rdp_credit_init()
 	 * refuses a leased peer's windows, which the lease rules allow) */
