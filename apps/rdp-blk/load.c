@@ -436,16 +436,19 @@ cli_on_state(struct rdp_ep *ep, enum rdp_ep_state state, int err, void *arg)
 
 	if (state == RDP_EP_ESTABLISHED) {
 		__atomic_store_n(&le->established, true, __ATOMIC_RELEASE);
-	} else if (state == RDP_EP_FAILED) {
+	} else if (state == RDP_EP_FAILED || state == RDP_EP_PEER_CLOSED) {
 		/* no reply will come: what was written may or may not have landed */
 		for (i = 0; i < ld.o->qd; i++)
 			if (le->slots[i].busy)
 				slot_end(le, &le->slots[i], BLK_GEN_UNKNOWN);
 		__atomic_store_n(&le->inflight, 0, __ATOMIC_RELAXED);
 		if (__atomic_load_n(&le->established, __ATOMIC_ACQUIRE))
-			load_fail("endpoint %u to %s failed: %s (the server is gone?)", le->index,
-				  rdp_ep_peer(ep), strerror(err < 0 ? -err : ECONNRESET));
-		__atomic_store_n(&le->err, err < 0 ? err : -ECONNRESET, __ATOMIC_RELEASE);
+			load_fail("endpoint %u to %s %s: %s", le->index, rdp_ep_peer(ep),
+				  state == RDP_EP_PEER_CLOSED ? "closed by the server" : "failed",
+				  state == RDP_EP_PEER_CLOSED ? "the server shut down" :
+				  strerror(err < 0 ? -err : ECONNRESET));
+		__atomic_store_n(&le->err, state == RDP_EP_PEER_CLOSED ? -ESHUTDOWN :
+				 err < 0 ? err : -ECONNRESET, __ATOMIC_RELEASE);
 	} else if (state == RDP_EP_CLOSED) {
 		__atomic_store_n(&le->closed, true, __ATOMIC_RELEASE);
 	}

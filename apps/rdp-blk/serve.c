@@ -697,8 +697,8 @@ srv_on_state(struct rdp_ep *ep, enum rdp_ep_state state, int err, void *arg)
 		}
 		__atomic_fetch_add(&srv.endpoints, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&srv.accepted, 1, __ATOMIC_RELAXED);
-	} else if (state == RDP_EP_FAILED) {
-		/* the client left: let it go once its I/O is back */
+	} else if (state == RDP_EP_FAILED || state == RDP_EP_PEER_CLOSED) {
+		/* the client left (or crashed): let it go once its I/O is back */
 		if (c != NULL && c->inflight > 0)
 			c->failed = true;
 		else

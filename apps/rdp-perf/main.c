@@ -499,6 +499,8 @@ c_on_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
 		__atomic_store_n(&pe->established, true, __ATOMIC_RELEASE);
 	else if (st == RDP_EP_FAILED)
 		__atomic_store_n(&pe->err, err != 0 ? err : -ECONNRESET, __ATOMIC_RELEASE);
+	else if (st == RDP_EP_PEER_CLOSED)
+		__atomic_store_n(&pe->err, -ESHUTDOWN, __ATOMIC_RELEASE); /* the server went first */
 }
 
 static const struct rdp_ep_ops client_ops = {
@@ -647,8 +649,8 @@ s_on_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
 		}
 		rdp_ep_set_ctx(ep, se);
 		__atomic_fetch_add(&srv_eps, 1, __ATOMIC_RELAXED);
-	} else if (st == RDP_EP_FAILED) {
-		rdp_ep_close(ep); /* the client left: let it go */
+	} else if (st == RDP_EP_FAILED || st == RDP_EP_PEER_CLOSED) {
+		rdp_ep_close(ep); /* the client left (or crashed): let it go */
 	} else if (st == RDP_EP_CLOSED) {
 		free(rdp_ep_get_ctx(ep));
 	}

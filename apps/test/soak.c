@@ -69,6 +69,7 @@ enum soak_flags {
 	SF_DECLINED = 1u << 4, /* its application closed it before FAILED */
 	SF_DOOMED = 1u << 5,   /* a fault was injected that ends it */
 	SF_LINK = 1u << 6,     /* its link went down */
+	SF_PEER_CLOSED = 1u << 7, /* it reported PEER_CLOSED: the other side closed */
 };
 
 /* One side of one incarnation; one writer at a time. */
@@ -336,7 +337,7 @@ struct side {
 	uint64_t refuse_until;  /* (atomic) ns: run-to-completion refuses deliveries */
 	bool established;       /* (atomic) */
 	bool close_asked;       /* (atomic) rdp_ep_close() called, by the main thread only */
-	bool failed_seen;       /* (atomic) FAILED seen: to be closed */
+	bool failed_seen;       /* (atomic) FAILED or PEER_CLOSED seen: to be closed */
 	uint64_t early_flags;   /* (atomic) flags for the record it does not have yet */
 	bool dead;              /* (atomic) CLOSED seen: nothing more will come */
 };
@@ -548,6 +549,12 @@ on_state(struct side *s, struct rdp_ep *ep, enum rdp_ep_state st, int err)
 		}
 		/* every delivery came before this event: the main thread, the
 		 * only one that closes, lets it go */
+		ST(s->failed_seen, true);
+		break;
+	case RDP_EP_PEER_CLOSED:
+		/* the other side closed: everything it sent was delivered first */
+		if (r != NULL)
+			rec_flag(r, SF_PEER_CLOSED);
 		ST(s->failed_seen, true);
 		break;
 	case RDP_EP_CLOSED:

@@ -22,6 +22,9 @@ struct close_side {
 	uint64_t sent;      /**< messages the endpoint accepted (and the next number) */
 	bool refill;        /**< each send done is followed by a new one, on the poller */
 	bool closed;        /**< CLOSED seen */
+	int32_t peer_closed_err; /**< the PEER_CLOSED event's status */
+	uint64_t received_at_peer_closed; /**< messages accepted when PEER_CLOSED came */
+	uint32_t last_state; /**< the last state event, as enum rdp_ep_state + 1 */
 };
 
 static uint64_t
@@ -98,7 +101,11 @@ close_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
 {
 	struct close_side *s = arg;
 
-	RTE_SET_USED(err);
+	__atomic_store_n(&s->last_state, (uint32_t)st + 1, __ATOMIC_RELEASE);
+	if (st == RDP_EP_PEER_CLOSED) {
+		__atomic_store_n(&s->received_at_peer_closed, ld(&s->received), __ATOMIC_RELEASE);
+		__atomic_store_n(&s->peer_closed_err, err, __ATOMIC_RELEASE);
+	}
 	if (st == RDP_EP_ESTABLISHED)
 		__atomic_store_n(&s->ep, ep, __ATOMIC_RELEASE);
 	if (st == RDP_EP_CLOSED)
@@ -153,15 +160,15 @@ await_closed(const struct close_side *s, double secs)
 	return true;
 }
 
-/* The server's endpoint must see its peer go (FAILED) within 5 s. */
+/* The server's endpoint must see its peer go (@p want) within 5 s. */
 static void
-await_peer_failed(struct rdp_ep *srv)
+await_peer_state(struct rdp_ep *srv, enum rdp_ep_state want)
 {
 	double deadline = rdp_clock_s() + 5;
 
-	while (rdp_ep_state(srv) != RDP_EP_FAILED)
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint is %s",
-			       rdp_ep_state_str(rdp_ep_state(srv)));
+	while (rdp_ep_state(srv) != want)
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint is %s, not %s",
+			       rdp_ep_state_str(rdp_ep_state(srv)), rdp_ep_state_str(want));
 }
 
 /*
@@ -274,8 +281,8 @@ RDP_TEST(e2e, ep_drain_towards_a_peer_that_gives_no_credit_ends_after_drain_time
 	RDP_ASSERT_EQ(cs.disorder, 0);
 	RDP_ASSERT_EQ(last_send_status, -ETIMEDOUT);
 	__atomic_store_n(&refusing, false, __ATOMIC_RELEASE);
-	/* the server's endpoint saw its peer go */
-	await_peer_failed(srv);
+	/* the drain gave up: no close notice went, the server's endpoint failed */
+	await_peer_state(srv, RDP_EP_FAILED);
 	rdp_ep_close(srv);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
@@ -323,13 +330,55 @@ RDP_TEST(e2e, ep_close_with_nothing_queued_ends_while_the_peer_keeps_sending)
 		RDP_ASSERT_MSG(false, "not closed 5 s after the close, the peer still "
 			       "sending (%" PRIu64 " sent)", ld(&ss.sent));
 	}
-	await_peer_failed(srv);
+	/* the drain ended: its close notice reached the server */
+	await_peer_state(srv, RDP_EP_PEER_CLOSED);
 	rdp_ep_close(srv);
 	RDP_ASSERT_MSG(await_closed(&ss, 5), "the server's endpoint did not close");
+	/* what the server had not sent when the notice came failed with -ESHUTDOWN */
+	RDP_ASSERT_MSG(ld(&ss.failed) == 0 || last_send_status == -ESHUTDOWN,
+		       "%" PRIu64 " failed, the last with %d", ld(&ss.failed), last_send_status);
 	/* every message the peer sent reported once; the client saw a prefix, in order */
 	RDP_ASSERT_EQ(ld(&ss.done) + ld(&ss.failed), ld(&ss.sent));
 	RDP_ASSERT(ld(&cs.received) <= ld(&ss.done));
 	RDP_ASSERT_EQ(ld(&cs.disorder), 0);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/*
+ * A close is not a failure. The client sends a stream and closes at once;
+ * its drain sends the rest and then the close notice. The server delivers
+ * every message sent before it, in order, and only then sees PEER_CLOSED
+ * (status 0), not FAILED; the client sees every send done and CLOSED.
+ */
+RDP_TEST(e2e, ep_close_reaches_the_peer_as_peer_closed_after_every_message_before_it)
+{
+	enum { N = 500 };
+	struct close_side cs = { 0 }, ss = { 0 };
+	struct rdp_ep *cli, *srv;
+	struct rdp_cfg *cfg;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", 65536);
+	cli = start_close_pair(cfg, &cs, &ss, &srv);
+	send_numbered(cli, &cs, N);
+	RDP_ASSERT_EQ(rdp_ep_close(cli), 0);
+	RDP_ASSERT_MSG(await_closed(&cs, 10), "the client did not close (%" PRIu64 " done, %"
+		       PRIu64 " failed)", ld(&cs.done), ld(&cs.failed));
+	await_peer_state(srv, RDP_EP_PEER_CLOSED);
+	RDP_ASSERT_EQ(ld(&cs.done), N);
+	RDP_ASSERT_EQ(ld(&cs.failed), 0);
+	/* the state event came after the last delivery */
+	RDP_ASSERT_EQ(__atomic_load_n(&ss.last_state, __ATOMIC_ACQUIRE), RDP_EP_PEER_CLOSED + 1);
+	RDP_ASSERT_EQ(ld(&ss.received_at_peer_closed), N);
+	RDP_ASSERT_EQ(__atomic_load_n(&ss.peer_closed_err, __ATOMIC_ACQUIRE), 0);
+	RDP_ASSERT_EQ(ld(&ss.disorder), 0);
+	RDP_ASSERT_EQ(rdp_ep_error(srv), -ESHUTDOWN);
+	/* its own sends are refused now, as on any endpoint that ended */
+	RDP_ASSERT(!send_one(srv, &ss));
+	RDP_ASSERT_EQ(rdp_ep_close(srv), 0);
+	RDP_ASSERT_MSG(await_closed(&ss, 5), "the server's endpoint did not close");
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
 	return 0;

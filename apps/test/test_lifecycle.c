@@ -119,7 +119,7 @@ RDP_TEST(e2e, ep_held_messages_keep_their_endpoint_until_the_last_is_freed)
 	rdp_msg_free(kept[0]); /* while the endpoint runs */
 	RDP_ASSERT_EQ(rdp_ep_close(cli), 0);
 	deadline = rdp_clock_s() + 5;
-	while (rdp_ep_state(kept_ep) != RDP_EP_FAILED)
+	while (rdp_ep_state(kept_ep) != RDP_EP_PEER_CLOSED)
 		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint is %s",
 			       rdp_ep_state_str(rdp_ep_state(kept_ep)));
 	RDP_ASSERT_EQ(rdp_ep_close(kept_ep), 0);

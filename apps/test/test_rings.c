@@ -77,7 +77,7 @@ RDP_TEST(e2e, ep_pipeline_state_event_waits_for_room_in_a_full_ring)
 	wait_ring_count(ring, RING_SIZE - 1, "filled");
 	rdp_ep_close(cli);
 	deadline = rdp_clock_s() + 5;
-	while (rdp_ep_state(srv) != RDP_EP_FAILED)
+	while (rdp_ep_state(srv) != RDP_EP_PEER_CLOSED)
 		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "server endpoint still %s",
 			       rdp_ep_state_str(rdp_ep_state(srv)));
 
@@ -98,7 +98,7 @@ RDP_TEST(e2e, ep_pipeline_state_event_waits_for_room_in_a_full_ring)
 			RDP_ASSERT_EQ(ev->event, RDP_EV_STATE);
 			last = (enum rdp_ep_state)ev->user_data;
 			states++;
-			if (last == RDP_EP_FAILED) {
+			if (last == RDP_EP_PEER_CLOSED) {
 				RDP_ASSERT_EQ(recvs, MSGS);
 				rdp_ep_close(srv);
 			}

@@ -332,8 +332,8 @@ static const struct wire_case cases[] = {
 	  "broke the protocol: message longer than max_msg_size (0x1)" },
 	{ "a rendezvous control message of an unknown kind",
 	  { { .imm = F1, .len = 10 }, { .imm = CTL, .len = 8 } }, 2, 1, -EPROTO,
-	  "broke the rendezvous protocol: control message field 'kind' = 90, expected 1 "
-	  "(descriptor) or 2 (FIN)" },
+	  "broke the protocol: control message field 'kind' = 90, expected 1 "
+	  "(descriptor), 2 (FIN), 3 (give-back) or 4 (close notice)" },
 	{ "an empty rendezvous control message",
 	  { { .imm = CTL, .len = 0 } }, 1, 0, -EPROTO,
 	  "broke the protocol: rendezvous control message of no bytes or over a chunk (0x0)" },

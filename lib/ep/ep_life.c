@@ -36,18 +36,26 @@ ep_wc_errno(uint8_t status)
 	}
 }
 
-void
-ep_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
+static void
+log_failure(const struct rdp_ep *ep, int err, const char *why)
+{
+	/* a peer that went away (or flushed us) is news; the rest is an error */
+	if (err == -ECONNRESET || err == -ECONNABORTED)
+		EP_LOG(NOTICE, "endpoint %u (peer %s, lcore %u) failed: %s", ep->id, ep->peer,
+		       ep->lc->lcore_id, why);
+	else
+		EP_LOG(ERR, "endpoint %u (peer %s, lcore %u) failed: %s", ep->id, ep->peer,
+		       ep->lc->lcore_id, why);
+}
+
+/* Fail it; @p deferred: the log waits for retire() (ep_fail_ctl()). */
+static void
+fail_why(struct rdp_ep *ep, int err, const char *why, bool deferred)
 {
 	enum ep_phase ph = ep_phase_get(ep);
-	char why[RDP_ERR_MSG_MAX];
-	va_list ap;
 
 	if (ph >= EP_PH_FLUSHING)
 		return;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
 	if (ph < EP_PH_ESTABLISHED) {
 		/*
 		 * Not taken over yet: the control thread may still configure
@@ -64,14 +72,74 @@ ep_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 	}
 	ep->err = err;
 	if (!ep->closing) {
-		/* a peer that went away (or flushed us) is news; the rest is an error */
-		if (err == -ECONNRESET || err == -ECONNABORTED)
-			EP_LOG(NOTICE, "endpoint %u (peer %s, lcore %u) failed: %s", ep->id,
-			       ep->peer, ep->lc->lcore_id, why);
-		else
-			EP_LOG(ERR, "endpoint %u (peer %s, lcore %u) failed: %s", ep->id, ep->peer,
-			       ep->lc->lcore_id, why);
+		if (!deferred)
+			log_failure(ep, err, why);
 		ep_set_state(ep, RDP_EP_FAILED);
+	}
+	ep_flush_qp(ep);
+}
+
+void
+ep_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
+{
+	char why[RDP_ERR_MSG_MAX];
+	va_list ap;
+
+	if (ep_phase_get(ep) >= EP_PH_FLUSHING)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	fail_why(ep, err, why, false);
+}
+
+void
+ep_fail_ctl(struct rdp_ep *ep, int err, const char *why)
+{
+	if (ep_phase_get(ep) >= EP_PH_FLUSHING)
+		return;
+	ep->fail_why = why;
+	fail_why(ep, err, why, ep_phase_get(ep) >= EP_PH_ESTABLISHED);
+}
+
+static void
+log_peer_closed(const struct rdp_ep *ep)
+{
+	EP_LOG(NOTICE, "endpoint %u (peer %s, lcore %u) closed by the peer", ep->id, ep->peer,
+	       ep->lc->lcore_id);
+}
+
+void
+ep_peer_closed(struct rdp_ep *ep)
+{
+	enum ep_phase ph = ep_phase_get(ep);
+
+	if (ep->peer_closed)
+		return;
+	ep->peer_closed = true;
+	if (ph < EP_PH_ESTABLISHED)
+		return; /* ep_admit() delivers what came before it, then comes back */
+	if (ph >= EP_PH_FLUSHING) {
+		/*
+		 * The control side saw the peer go (its socket closed after the
+		 * notice arrived) before this completion was polled: a close.
+		 * A failure of our own stays one.
+		 */
+		if (ep->fail_why != NULL) {
+			ep->err = -ESHUTDOWN;
+			if (!ep->closing) {
+				log_peer_closed(ep);
+				ep_set_state(ep, RDP_EP_PEER_CLOSED);
+			}
+		} else {
+			ep->peer_closed = false;
+		}
+		return;
+	}
+	ep->err = -ESHUTDOWN;
+	if (!ep->closing) {
+		log_peer_closed(ep);
+		ep_set_state(ep, RDP_EP_PEER_CLOSED);
 	}
 	ep_flush_qp(ep);
 }
@@ -122,7 +190,13 @@ retire(struct rdp_ep *ep)
 	if (ep->closing) {
 		ep_set_state(ep, RDP_EP_CLOSED);
 		ep_ev_state(ep, RDP_EP_CLOSED, 0);
+	} else if (ep->peer_closed) {
+		ep_set_state(ep, RDP_EP_PEER_CLOSED);
+		if (ep->app_visible)
+			ep_ev_state(ep, RDP_EP_PEER_CLOSED, 0);
 	} else {
+		if (ep->fail_why != NULL && ep->announced)
+			log_failure(ep, ep->err, ep->fail_why);
 		ep_set_state(ep, RDP_EP_FAILED);
 		if (ep->app_visible)
 			ep_ev_state(ep, RDP_EP_FAILED, ep->err != 0 ? ep->err : -ECONNABORTED);
@@ -228,6 +302,11 @@ ep_admit(struct rdp_ep *ep)
 	ep_ev_state(ep, RDP_EP_ESTABLISHED, 0);
 	while (ep->early_head != NULL)
 		ep_ev_push(ep, ep_q_pop(&ep->early_head, &ep->early_tail));
+	if (ep->peer_closed) {
+		/* its close notice came with them: they are delivered, then it goes */
+		ep->peer_closed = false;
+		ep_peer_closed(ep);
+	}
 	ep_busy(ep);
 }
 

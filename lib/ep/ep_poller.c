@@ -32,8 +32,9 @@ ep_progress(void *client)
 			work += ep_rndv_progress(ep);
 		work += ep_flush(ep, true);
 		/* what it accepted is out and known complete (a rendezvous message
-		 * once its FIN came): the QP can go */
-		if (ep_phase_get(ep) == EP_PH_DRAINING && txq_empty(&ep->txq) &&
+		 * once its FIN came), and so is the close notice behind it
+		 * (ep_post_sends()): the QP can go */
+		if (ep_phase_get(ep) == EP_PH_DRAINING && ep->close_sent && txq_empty(&ep->txq) &&
 		    rdp_credit_sq_idle(&ep->credit) && ep_rndv_idle(ep))
 			ep_flush_qp(ep);
 		break;
@@ -78,7 +79,7 @@ ep_inbox(struct rdp_poller *p, void *const *items, unsigned int n)
 			ep_admit(ep);
 			break;
 		case TAG_FAIL:
-			ep_fail(ep, ep->ctl_err, "%s", ep->ctl_err == -EIO ?
+			ep_fail_ctl(ep, ep->ctl_err, ep->ctl_err == -EIO ?
 				"its QP went to error (device event)" : ep->ctl_err == -ENETDOWN ?
 				"the port went down" : ep->ctl_err == -EPROTO ?
 				"unexpected bytes on the control connection" :

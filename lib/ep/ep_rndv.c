@@ -361,11 +361,25 @@ ep_rndv_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
 		ep_srq_give_back_recv(ep, m, byte_len);
 		return;
 	}
+	if (byte_len >= 1 && b[0] == EP_CM_CLOSE) {
+		bool pad_ok = byte_len == EP_CM_CLOSE_LEN && b[1] == 0 && b[2] == 0 && b[3] == 0;
+
+		ep_recv_return(ep, m);
+		if (!pad_ok) {
+			ep_fail(ep, -EPROTO, "peer %s broke the protocol: close notice of %u bytes "
+				"(field 'length' or 'padding'), expected %u zero-padded", ep->peer,
+				byte_len, EP_CM_CLOSE_LEN);
+			return;
+		}
+		ep_peer_closed(ep);
+		return;
+	}
 	if (byte_len < 1 || b[0] != RV_RTS) {
 		ep_recv_drop(ep, m);
-		ep_fail(ep, -EPROTO, "peer %s broke the rendezvous protocol: control message "
-			"field 'kind' = %u, expected %u (descriptor) or %u (FIN)", ep->peer,
-			byte_len >= 1 ? b[0] : 0, RV_RTS, RV_FIN);
+		ep_fail(ep, -EPROTO, "peer %s broke the protocol: control message field 'kind' "
+			"= %u, expected %u (descriptor), %u (FIN), %u (give-back) or %u (close "
+			"notice)", ep->peer, byte_len >= 1 ? b[0] : 0, RV_RTS, RV_FIN,
+			EP_CM_GIVEBACK, EP_CM_CLOSE);
 		return;
 	}
 	if (ep->credit.rd_depth == 0) {

@@ -274,7 +274,7 @@ rdp_ep_state_str(unsigned int state)
 	static const char *const names[] = {
 		[RDP_EP_CONNECTING] = "CONNECTING", [RDP_EP_ESTABLISHED] = "ESTABLISHED",
 		[RDP_EP_DRAINING] = "DRAINING", [RDP_EP_FAILED] = "FAILED",
-		[RDP_EP_CLOSED] = "CLOSED",
+		[RDP_EP_CLOSED] = "CLOSED", [RDP_EP_PEER_CLOSED] = "PEER_CLOSED",
 	};
 
 	return state < RTE_DIM(names) ? names[state] : "UNKNOWN";

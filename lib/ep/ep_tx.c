@@ -90,44 +90,74 @@ wr_rndv(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge, struct r
 }
 
 /*
- * A give-back to a leasing peer, when nothing is queued and we hold more
- * than its floor (rdp_lease_give_back_due()): one control SEND that spends
- * a credit and returns the rest above the floor. Its carrier is a send
- * buffer, freed by its completion (ep_rndv_sent()). Returns the WRs built.
+ * A control message of the library's own (@p len bytes of @p body), when a
+ * credit and a send buffer are at hand: one signaled SEND, first and last
+ * with IMM_ACK, that spends a credit as a one-chunk message does. Its
+ * carrier is a send buffer, freed by its completion (ep_rndv_sent()).
+ * Returns the WRs built (0 or 1).
  */
 static uint16_t
-wr_give_back(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge)
+wr_own_control(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
+	       const uint8_t *body, uint32_t len)
 {
-	struct rdp_credit *c = &ep->credit;
-	uint32_t due = rdp_lease_give_back_due(0, c->rc, ep->peer_floor), extra;
-	enum rdp_credit_verdict v;
+	enum rdp_credit_verdict v = rdp_credit_data_check(&ep->credit);
 	struct rdp_msg *m;
 	uint64_t seq;
-	uint8_t *b;
 
-	if (due == 0)
-		return 0;
-	v = rdp_credit_data_check(c);
 	if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
 		return 0;
 	if (rdp_pool_get_bulk(ep->lc->send_pool, &m, 1) < 0)
 		return 0; /* the next pass tries again */
+	memcpy(m->data, body, len);
+	m->data_len = m->pkt_len = len;
+	m->flags = MSG_F_CTRL;
+	m->ep = ep;
+	/* signaled: nothing may follow to free its carrier */
+	seq = wr_send(ep, wr, sge, (uintptr_t)m->data, len, m->pool->lkey, true,
+		      IMM_ACK | IMM_FIRST | IMM_LAST, 0);
+	ep->track[seq & ep->track_mask].msg = m;
+	return 1;
+}
+
+/*
+ * A give-back to a leasing peer, when nothing is queued and we hold more
+ * than its floor (rdp_lease_give_back_due()): one control SEND that spends
+ * a credit and returns the rest above the floor.
+ */
+static uint16_t
+wr_give_back(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge)
+{
+	uint32_t due = rdp_lease_give_back_due(0, ep->credit.rc, ep->peer_floor), extra;
+	uint8_t b[EP_CM_GIVEBACK_LEN] = { EP_CM_GIVEBACK };
+
+	if (due == 0)
+		return 0;
 	extra = due - 1;
-	b = m->data;
-	memset(b, 0, EP_CM_GIVEBACK_LEN);
-	b[0] = EP_CM_GIVEBACK;
 	b[4] = (uint8_t)extra;
 	b[5] = (uint8_t)(extra >> 8);
 	b[6] = (uint8_t)(extra >> 16);
 	b[7] = (uint8_t)(extra >> 24);
-	m->data_len = m->pkt_len = EP_CM_GIVEBACK_LEN;
-	m->flags = MSG_F_CTRL;
-	m->ep = ep;
-	/* signaled: nothing may follow to free its carrier */
-	seq = wr_send(ep, wr, sge, (uintptr_t)b, EP_CM_GIVEBACK_LEN, m->pool->lkey, true,
-		      IMM_ACK | IMM_FIRST | IMM_LAST, 0);
-	rdp_credit_given_back(c, extra);
-	ep->track[seq & ep->track_mask].msg = m;
+	if (wr_own_control(ep, wr, sge, b, sizeof(b)) == 0)
+		return 0;
+	rdp_credit_given_back(&ep->credit, extra);
+	return 1;
+}
+
+/*
+ * The close notice, once a drain has sent everything it accepted and every
+ * rendezvous message has its FIN (the peer sends no FIN after the notice):
+ * behind the data on the same QP, it reaches the peer after all of it.
+ */
+static uint16_t
+wr_close_notice(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge)
+{
+	static const uint8_t b[EP_CM_CLOSE_LEN] = { EP_CM_CLOSE };
+
+	if (ep->close_sent || !txq_empty(&ep->txq) || ep->rd_head != NULL || !ep_rndv_idle(ep))
+		return 0;
+	if (wr_own_control(ep, wr, sge, b, sizeof(b)) == 0)
+		return 0;
+	ep->close_sent = true;
 	return 1;
 }
 
@@ -288,10 +318,12 @@ ep_post_sends(struct rdp_ep *ep)
 	/* credits held above a leasing peer's floor with nothing to send go back */
 	if (unlikely(ep->peer_leases) && txq_empty(&ep->txq) && !draining && n < TX_BURST)
 		n += wr_give_back(ep, &wr[n], &sge[n]);
+	if (unlikely(draining) && n < TX_BURST)
+		n += wr_close_notice(ep, &wr[n], &sge[n]);
 	/* credits no data WR could carry: a pure ack, after a reclaim if due */
 	for (;;) {
 		enum rdp_credit_verdict a = draining ?
-			rdp_credit_ack_check_closing(c, !txq_empty(&ep->txq)) :
+			rdp_credit_ack_check_closing(c, !txq_empty(&ep->txq) || !ep->close_sent) :
 			rdp_credit_ack_check(c);
 
 		if (a == RDP_CREDIT_RECLAIM_FIRST) {

@@ -34,6 +34,10 @@
  *   error completions, device events, the control socket (peer death) or
  *   a protocol violation by the peer; they move the endpoint to
  *   RDP_EP_FAILED after its queue pair has been drained.
+ * - A close is not a failure: rdp_ep_close() drains, then sends the peer a
+ *   close notice behind everything it sent. The peer delivers every
+ *   message before the notice and then moves to RDP_EP_PEER_CLOSED; a
+ *   crash or a lost connection stays RDP_EP_FAILED.
  *
  * CONCURRENCY: rdp_msg_alloc(), rdp_ep_send_burst() and rdp_msg_free() may
  * be called from any lcore or thread (the owner lcore takes a direct path).
@@ -64,6 +68,10 @@ enum rdp_ep_state {
 	RDP_EP_DRAINING,       /**< closing: no new sends; finishing the accepted ones */
 	RDP_EP_FAILED,         /**< error seen; QP drained; undelivered sends reported failed */
 	RDP_EP_CLOSED,         /**< closed by the application; resources released */
+	RDP_EP_PEER_CLOSED,    /**< the peer closed it: every message it sent before
+				* its close was delivered first; the QP is drained
+				* and sends not delivered are reported failed with
+				* -ESHUTDOWN. Not a failure: call rdp_ep_close() */
 };
 
 /** Why a message reached the application (rdp_msg.event). */
@@ -238,11 +246,16 @@ int rdp_ep_wait_established(struct rdp_ep *ep, unsigned int timeout_ms);
 
 /**
  * Close an endpoint: no new sends; accepted messages are sent or reported
- * failed; then the QP is released. Call it once for every endpoint the
- * application was given; the pointer is invalid afterwards. Messages that
- * arrive after the close are not delivered; while accepted ones are left
- * to send, their buffers still return credits to the peer, so that two
- * endpoints closed at once finish their drains. A drain that has not ended
+ * failed; then a close notice goes to the peer behind them, and the QP is
+ * released once the notice's completion says it arrived. The peer
+ * delivers every message sent before the notice, then moves to
+ * RDP_EP_PEER_CLOSED (or, if it is closing too, reports what it had not
+ * sent yet failed with -ESHUTDOWN and reaches RDP_EP_CLOSED). Call it once
+ * for every endpoint the application was given; the pointer is invalid
+ * afterwards. Messages that arrive after the close are not delivered;
+ * while accepted ones are left to send, their buffers still return
+ * credits to the peer, so that two endpoints closed at once both finish
+ * their drains. A drain that has not ended
  * after `drain_timeout_ms` (the peer gives no credit) gives up: the rest is
  * reported failed with -ETIMEDOUT, the peer sees its endpoint fail, and
  * the endpoint reaches RDP_EP_CLOSED.
@@ -401,7 +414,7 @@ rdp_event_dequeue_burst(struct rte_ring *r, struct rdp_msg **ev, uint16_t n)
 /** Current state (any thread). */
 enum rdp_ep_state rdp_ep_state(const struct rdp_ep *ep);
 
-/** The errno that failed the endpoint, 0 if none. */
+/** The errno that failed the endpoint, -ESHUTDOWN once the peer closed it, 0 if neither. */
 int rdp_ep_error(const struct rdp_ep *ep);
 
 /** Endpoint id, unique in the process (telemetry `/rdp/endpoint,<id>`). */

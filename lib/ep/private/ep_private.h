@@ -102,7 +102,10 @@ enum ep_cm_kind {
 	EP_CM_RTS = 1,      /* rendezvous descriptor (ep_rndv.c) */
 	EP_CM_FIN = 2,      /* rendezvous FIN (ep_rndv.c) */
 	EP_CM_GIVEBACK = 3, /* leased credits given back (ep_srq.c) */
+	EP_CM_CLOSE = 4,    /* close notice: the sender closed, all it sent is before it */
 };
+/* A close notice: kind and 3 zero bytes. */
+#define EP_CM_CLOSE_LEN 4u
 /* A give-back: kind, 3 zero bytes, extra (u32, little-endian). */
 #define EP_CM_GIVEBACK_LEN 8u
 
@@ -295,6 +298,8 @@ struct rdp_ep {
 	uint32_t recv_posted;           /* entries in the RQ */
 	_Atomic uint8_t phase;          /* enum ep_phase (ep_phase_get/set) */
 	bool closing;                   /* the application closed it */
+	bool close_sent;                /* closing: our close notice is posted */
+	bool peer_closed;               /* the peer's close notice came */
 	bool announced;                 /* ESTABLISHED went to the application: messages
 					 * that arrive are delivered, not dropped */
 	bool app_visible;               /* (atomic) the application knows it: events flow */
@@ -330,6 +335,9 @@ struct rdp_ep {
 	/* failures, the flush, handover */
 	uint64_t err_seq;               /* lowest sequence with an error completion */
 	uint64_t flush_seq;             /* sequence of the flush marker */
+	const char *fail_why;           /* a failure the control side saw, logged when
+					 * the endpoint retires: the peer's close notice
+					 * may still be in the CQ, and then it closed */
 	bool ctl_keeps;                 /* at the handover: the control thread keeps its
 					 * socket and must hear of its retirement */
 	int early_err;                  /* first error before the handover; the control
@@ -421,6 +429,13 @@ void ep_close_local(struct rdp_ep *ep);
 /* Fail it: its QP is flushed and every message it holds reported. */
 void ep_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/*
+ * Fail it for what the control side saw (@p why, a constant): as ep_fail(),
+ * but logged only when it retires, unless the peer's close notice comes first.
+ */
+void ep_fail_ctl(struct rdp_ep *ep, int err, const char *why);
+/* The peer's close notice came: deliver what came before it, then flush. */
+void ep_peer_closed(struct rdp_ep *ep);
 /* Errno for a completion status. */
 int ep_wc_errno(uint8_t status);
 /* Move its QP to error and post the flush marker behind everything. */
