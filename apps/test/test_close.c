@@ -383,3 +383,99 @@ RDP_TEST(e2e, ep_close_reaches_the_peer_as_peer_closed_after_every_message_befor
 	rdp_cfg_free(cfg);
 	return 0;
 }
+
+/* The failure reasons add up to `failed`. */
+static void
+assert_counters_add_up(const struct rdp_ep_counters *c)
+{
+	RDP_ASSERT_EQ(c->failed, c->failed_peer_gone + c->failed_flushed +
+		      c->failed_retry_exceeded + c->failed_rnr + c->failed_remote_access +
+		      c->failed_remote_error + c->failed_device + c->failed_link_down +
+		      c->failed_protocol + c->failed_other);
+	RDP_ASSERT_EQ(c->enomem, 0);
+	RDP_ASSERT_EQ(c->rnr, 0);
+}
+
+/*
+ * The process counts how its endpoints ended, after they are gone: a
+ * clean close (closed here, peer_closed there), then a drain that ran out
+ * of time (closed with a drain timeout here, a failure there).
+ */
+RDP_TEST(e2e, ep_counters_tell_a_close_from_a_drain_timeout_after_the_endpoints_are_gone)
+{
+	struct close_side cs = { 0 }, ss = { 0 }, cs2 = { 0 }, ss2 = { 0 };
+	struct rdp_ep_params pcli = { .ops = &close_ops, .arg = &cs2, .lcore = -1,
+				      .notify_send_ok = true };
+	struct rdp_ep_params psrv = { .ops = &close_ops, .arg = &ss2, .lcore = -1,
+				      .notify_send_ok = true };
+	struct rdp_ep_counters c, per_lcore;
+	struct rdp_ep_stats st;
+	struct rdp_ep *cli, *srv;
+	struct rdp_cfg *cfg;
+	double deadline;
+	unsigned int lc;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", 65536);
+	RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "drain_timeout_ms", "300", "test") == 0,
+		       "%s", rdp_err_msg());
+	/* 1: a clean close */
+	cli = start_close_pair(cfg, &cs, &ss, &srv);
+	send_numbered(cli, &cs, 10);
+	RDP_ASSERT_EQ(rdp_ep_close(cli), 0);
+	RDP_ASSERT(await_closed(&cs, 10));
+	await_peer_state(srv, RDP_EP_PEER_CLOSED);
+	RDP_ASSERT_EQ(rdp_ep_close(srv), 0);
+	RDP_ASSERT(await_closed(&ss, 5));
+	RDP_ASSERT_EQ(rdp_ep_counters_get(-1, &c), 0);
+	RDP_ASSERT_EQ(c.opened, 2);
+	RDP_ASSERT_EQ(c.closed, 1);
+	RDP_ASSERT_EQ(c.peer_closed, 1);
+	RDP_ASSERT_EQ(c.failed, 0);
+	RDP_ASSERT_EQ(c.drain_timeouts, 0);
+	assert_counters_add_up(&c);
+	/* 2: a peer that takes nothing: the drain gives up, the server fails */
+	cli = stream_loopback_connect(&psrv, &pcli);
+	deadline = rdp_clock_s() + 5;
+	while ((srv = __atomic_load_n(&ss2.ep, __ATOMIC_ACQUIRE)) == NULL)
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint did not come");
+	__atomic_store_n(&refusing, true, __ATOMIC_RELEASE);
+	send_numbered(cli, &cs2, 100);
+	deadline = rdp_clock_s() + 5;
+	do {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the client's window never filled");
+		usleep(1000);
+		rdp_ep_stats_get(cli, &st);
+	} while (st.remote_credits != 0);
+	RDP_ASSERT_EQ(rdp_ep_close(cli), 0);
+	RDP_ASSERT(await_closed(&cs2, 10));
+	__atomic_store_n(&refusing, false, __ATOMIC_RELEASE);
+	await_peer_state(srv, RDP_EP_FAILED);
+	RDP_ASSERT_EQ(rdp_ep_close(srv), 0);
+	RDP_ASSERT(await_closed(&ss2, 5));
+	RDP_ASSERT_EQ(rdp_ep_counters_get(-1, &c), 0);
+	RDP_ASSERT_EQ(c.opened, 4);
+	RDP_ASSERT_EQ(c.closed, 2);
+	RDP_ASSERT_EQ(c.peer_closed, 1);
+	RDP_ASSERT_EQ(c.drain_timeouts, 1);
+	RDP_ASSERT_EQ(c.failed, 1);
+	RDP_ASSERT_EQ(c.handshake_failed, 0);
+	assert_counters_add_up(&c);
+	/* the lcores' counters are the process's, split */
+	memset(&per_lcore, 0, sizeof(per_lcore));
+	RDP_ASSERT_EQ(rdp_ep_counters_get(RTE_MAX_LCORE - 1, &c), -ENODEV);
+	RTE_LCORE_FOREACH(lc) {
+		struct rdp_ep_counters one;
+
+		if (rdp_ep_counters_get((int)lc, &one) == 0) {
+			per_lcore.opened += one.opened;
+			per_lcore.failed += one.failed;
+		}
+	}
+	RDP_ASSERT_EQ(per_lcore.opened, 4);
+	RDP_ASSERT_EQ(per_lcore.failed, 1);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_ep_counters_get(-1, &c), -ENODEV);
+	rdp_cfg_free(cfg);
+	return 0;
+}

@@ -174,6 +174,43 @@ ep_flush_qp(struct rdp_ep *ep)
 	ep_busy(ep);
 }
 
+/* Count how it ended (retire(), the poller): struct rdp_ep_counters. */
+static void
+count_retired(struct rdp_ep *ep)
+{
+	struct rdp_ep_counters *c = &ep->lc->counters;
+
+	RDP_STAT_ADD(c->enomem, ep->stats.enomem);
+	RDP_STAT_ADD(c->rnr, ep->stats.rnr);
+	if (!ep->announced) {
+		RDP_STAT_ADD(c->handshake_failed, 1);
+		return;
+	}
+	if (ep->closing) {
+		RDP_STAT_ADD(c->closed, 1);
+		if (ep->fail_why != NULL && ep->err == -ETIMEDOUT)
+			RDP_STAT_ADD(c->drain_timeouts, 1);
+		return;
+	}
+	if (ep->peer_closed) {
+		RDP_STAT_ADD(c->peer_closed, 1);
+		return;
+	}
+	RDP_STAT_ADD(c->failed, 1);
+	switch (ep->err) {
+	case -ECONNRESET: RDP_STAT_ADD(c->failed_peer_gone, 1); break;
+	case -ECONNABORTED: RDP_STAT_ADD(c->failed_flushed, 1); break;
+	case -ETIMEDOUT: RDP_STAT_ADD(c->failed_retry_exceeded, 1); break;
+	case -ENOBUFS: RDP_STAT_ADD(c->failed_rnr, 1); break;
+	case -EACCES: RDP_STAT_ADD(c->failed_remote_access, 1); break;
+	case -EREMOTEIO: RDP_STAT_ADD(c->failed_remote_error, 1); break;
+	case -EIO: RDP_STAT_ADD(c->failed_device, 1); break;
+	case -ENETDOWN: RDP_STAT_ADD(c->failed_link_down, 1); break;
+	case -EPROTO: RDP_STAT_ADD(c->failed_protocol, 1); break;
+	default: RDP_STAT_ADD(c->failed_other, 1); break;
+	}
+}
+
 /*
  * The end of the poller's part: nothing of the endpoint is in flight any
  * more (or nothing ever was). Its events are queued; the control thread
@@ -185,6 +222,7 @@ static void
 retire(struct rdp_ep *ep)
 {
 	ep_phase_set(ep, EP_PH_RETIRED);
+	count_retired(ep);
 	/* not the last reference: the engine's goes below or after the handover */
 	ep_held_ref_settle(ep);
 	if (ep->closing) {
@@ -296,6 +334,7 @@ ep_admit(struct rdp_ep *ep)
 		__atomic_store_n(&ep->app_visible, true, __ATOMIC_RELEASE);
 	}
 	ep->announced = true;
+	RDP_STAT_ADD(ep->lc->counters.opened, 1);
 	ep_phase_set(ep, EP_PH_ESTABLISHED);
 	ep_set_state(ep, RDP_EP_ESTABLISHED);
 	/* ESTABLISHED first, then what a fast peer sent before the admission */

@@ -58,6 +58,64 @@ rdp_endpoints_dump(FILE *f)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Endpoint counters                                                      */
+/* ---------------------------------------------------------------------- */
+
+/* The fields of struct rdp_ep_counters, for telemetry and the sums. */
+#define EP_COUNTER_FIELDS(X) \
+	X(opened) X(closed) X(peer_closed) X(failed) X(failed_peer_gone) X(failed_flushed) \
+	X(failed_retry_exceeded) X(failed_rnr) X(failed_remote_access) X(failed_remote_error) \
+	X(failed_device) X(failed_link_down) X(failed_protocol) X(failed_other) \
+	X(drain_timeouts) X(handshake_failed) X(enomem) X(rnr)
+
+/* Add lcore @p lc's counters, and the ENOMEM and RNR of its live endpoints, to @p c. */
+static void
+counters_add(const struct ep_lcore *lc, struct rdp_ep_counters *c)
+{
+	const struct rdp_ep *ep;
+
+#define ADD_ONE(f) c->f += RDP_STAT_READ(lc->counters.f);
+	EP_COUNTER_FIELDS(ADD_ONE)
+#undef ADD_ONE
+	pthread_mutex_lock(&rdp_rt.lock);
+	TAILQ_FOREACH(ep, &rdp_rt.all, all_next) {
+		/* the retired ones are in the counters already */
+		if (ep->lc == lc && ep_phase_get(ep) < EP_PH_RETIRED) {
+			c->enomem += RDP_STAT_READ(ep->stats.enomem);
+			c->rnr += RDP_STAT_READ(ep->stats.rnr);
+		}
+	}
+	pthread_mutex_unlock(&rdp_rt.lock);
+}
+
+int
+rdp_ep_counters_get(int lcore, struct rdp_ep_counters *c)
+{
+	unsigned int i;
+
+	memset(c, 0, sizeof(*c));
+	if (rdp_rt.nb_lcores == 0)
+		return -ENODEV;
+	if (lcore < 0) {
+		for (i = 0; i < rdp_rt.nb_lcores; i++)
+			counters_add(rdp_rt.lcores[rdp_rt.order[i]], c);
+		return 0;
+	}
+	if (lcore >= RTE_MAX_LCORE || rdp_rt.lcores[lcore] == NULL)
+		return -ENODEV;
+	counters_add(rdp_rt.lcores[lcore], c);
+	return 0;
+}
+
+static void
+counters_tel(struct rte_tel_data *o, const struct rdp_ep_counters *c)
+{
+#define TEL_ONE(f) rte_tel_data_add_dict_u64(o, #f, c->f);
+	EP_COUNTER_FIELDS(TEL_ONE)
+#undef TEL_ONE
+}
+
+/* ---------------------------------------------------------------------- */
 /* Telemetry                                                              */
 /* ---------------------------------------------------------------------- */
 
@@ -91,6 +149,19 @@ tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(o, "cq_size", size);
 		rte_tel_data_add_dict_u64(o, "endpoints", slots);
 		rte_tel_data_add_dict_u64(o, "send_bufs_free", rdp_pool_avail(lc->send_pool));
+		{
+			struct rte_tel_data *e = rte_tel_data_alloc();
+			struct rdp_ep_counters c = { 0 };
+
+			if (e == NULL) {
+				rte_tel_data_free(o);
+				return -ENOMEM;
+			}
+			counters_add(lc, &c);
+			rte_tel_data_start_dict(e);
+			counters_tel(e, &c);
+			rte_tel_data_add_dict_container(o, "endpoint_counters", e, 0);
+		}
 		if (lc->srq != NULL) {
 			struct rte_tel_data *q = rte_tel_data_alloc();
 			struct rdp_srq_stats ss;
@@ -119,6 +190,19 @@ tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
 		snprintf(key, sizeof(key), "%u", lc->lcore_id);
 		rte_tel_data_add_dict_container(d, key, o, 0);
 	}
+	return 0;
+}
+
+static int
+tel_counters(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct rdp_ep_counters c;
+
+	RTE_SET_USED(cmd);
+	RTE_SET_USED(params);
+	rdp_ep_counters_get(-1, &c);
+	rte_tel_data_start_dict(d);
+	counters_tel(d, &c);
 	return 0;
 }
 
@@ -217,6 +301,9 @@ ep_telemetry_register(void)
 	if (done)
 		return;
 	done = true;
+	rte_telemetry_register_cmd("/rdp/counters", tel_counters,
+				   "How the process's endpoints ended, since rdp_init(): opened, "
+				   "closed, peer_closed, failed by reason, ENOMEM, RNR. No parameters");
 	rte_telemetry_register_cmd("/rdp/lcores", tel_lcores,
 				   "Poller lcores: polls, idle polls, completions, CQ budget. No parameters");
 	rte_telemetry_register_cmd("/rdp/endpoints", tel_endpoints,

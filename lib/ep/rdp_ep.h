@@ -530,6 +530,49 @@ struct rdp_srq_stats {
  */
 int rdp_lcore_srq_stats_get(unsigned int lcore, struct rdp_srq_stats *stats);
 
+/**
+ * How the endpoints of a poller lcore ended, counted since rdp_init()
+ * (cumulative: an endpoint that is gone still counts). An endpoint counts
+ * once in `opened` when it reaches RDP_EP_ESTABLISHED, and once in one of
+ * `closed`, `peer_closed` or `failed` when it retires; `failed` is the sum
+ * of the `failed_*` reasons.
+ */
+struct rdp_ep_counters {
+	uint64_t opened;            /**< reached ESTABLISHED */
+	uint64_t closed;            /**< closed by the application (rdp_fini() included) */
+	uint64_t peer_closed;       /**< ended by the peer's close notice (PEER_CLOSED) */
+	uint64_t failed;            /**< ended FAILED after ESTABLISHED */
+	uint64_t failed_peer_gone;  /**< ... the control connection closed (-ECONNRESET) */
+	uint64_t failed_flushed;    /**< ... the QP went to error under it (-ECONNABORTED) */
+	uint64_t failed_retry_exceeded; /**< ... the transport gave up (-ETIMEDOUT) */
+	uint64_t failed_rnr;        /**< ... an RNR retry exceeded (-ENOBUFS): must stay 0 */
+	uint64_t failed_remote_access; /**< ... a one-sided access the peer refused (-EACCES) */
+	uint64_t failed_remote_error;  /**< ... the peer's NAK (-EREMOTEIO) */
+	uint64_t failed_device;     /**< ... a device event or other completion error (-EIO) */
+	uint64_t failed_link_down;  /**< ... the port went down (-ENETDOWN) */
+	uint64_t failed_protocol;   /**< ... the peer broke the protocol (-EPROTO) */
+	uint64_t failed_other;      /**< ... any other errno (a refused post: -ENOMEM) */
+	uint64_t drain_timeouts;    /**< closes whose drain passed drain_timeout_ms (in `closed`) */
+	uint64_t handshake_failed;  /**< handed to the poller but ended before ESTABLISHED
+				     *   (its handshake failed, or it was closed during it) */
+	uint64_t enomem;            /**< post_send refusals of every endpoint: must stay 0 */
+	uint64_t rnr;               /**< RNR errors of every endpoint: must stay 0 */
+};
+
+/**
+ * Read the endpoint counters of one poller lcore, or of the whole process
+ * (any thread; each counter is exact, the set a snapshot). `enomem` and
+ * `rnr` include the endpoints still running.
+ *
+ * @param lcore
+ *   A poller lcore, or -1 for the sum over every poller.
+ * @param c
+ *   Filled.
+ * @return
+ *   0; -ENODEV when @p lcore polls nothing (or before rdp_init()).
+ */
+int rdp_ep_counters_get(int lcore, struct rdp_ep_counters *c);
+
 /** Name of a state ("ESTABLISHED", ...). */
 const char *rdp_ep_state_str(unsigned int state);
 

@@ -157,6 +157,7 @@ struct ep_lcore {
 	struct rdp_arena *rv_recv;        /* rendezvous messages received (READ into) */
 	bool hook_set;                    /* rdp_poll_hook_set() was called (rdp_rt.lock) */
 	struct ep_srq *srq;               /* srq = on: the poller's SRQ, else NULL */
+	struct rdp_ep_counters counters;  /* how its endpoints ended (the poller writes) */
 };
 
 /* Handshake steps (control thread only), while ctl_list is CTL_HANDSHAKE. */
