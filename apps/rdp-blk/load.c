@@ -443,10 +443,11 @@ cli_on_state(struct rdp_ep *ep, enum rdp_ep_state state, int err, void *arg)
 				slot_end(le, &le->slots[i], BLK_GEN_UNKNOWN);
 		__atomic_store_n(&le->inflight, 0, __ATOMIC_RELAXED);
 		if (__atomic_load_n(&le->established, __ATOMIC_ACQUIRE))
-			load_fail("endpoint %u to %s %s: %s", le->index, rdp_ep_peer(ep),
-				  state == RDP_EP_PEER_CLOSED ? "closed by the server" : "failed",
-				  state == RDP_EP_PEER_CLOSED ? "the server shut down" :
-				  strerror(err < 0 ? -err : ECONNRESET));
+			load_fail("endpoint %u to %s %s%s%s", le->index, rdp_ep_peer(ep),
+				  state == RDP_EP_PEER_CLOSED ? "closed by the server" : "failed: ",
+				  state == RDP_EP_PEER_CLOSED ? "" :
+				  strerror(err < 0 ? -err : ECONNRESET),
+				  state == RDP_EP_PEER_CLOSED ? "" : " (the server is gone?)");
 		__atomic_store_n(&le->err, state == RDP_EP_PEER_CLOSED ? -ESHUTDOWN :
 				 err < 0 ? err : -ECONNRESET, __ATOMIC_RELEASE);
 	} else if (state == RDP_EP_CLOSED) {

@@ -890,6 +890,23 @@ stack_stop(struct stack *k)
 				      " CQ errors", lc->lcore_id, st.stray_wc, st.cq_errors);
 		}
 	}
+	/* every endpoint that ran ended once, in one way, and none saw ENOMEM or RNR */
+	{
+		struct rdp_ep_counters c;
+
+		if (rdp_ep_counters_get(-1, &c) != 0)
+			stack_anomaly(k, "rdp_ep_counters_get() refused a running stack");
+		else if (c.opened != c.closed + c.peer_closed + c.failed || c.enomem != 0 ||
+			 c.rnr != 0 || c.failed_rnr != 0 ||
+			 c.failed != c.failed_peer_gone + c.failed_flushed +
+			 c.failed_retry_exceeded + c.failed_rnr + c.failed_remote_access +
+			 c.failed_remote_error + c.failed_device + c.failed_link_down +
+			 c.failed_protocol + c.failed_other)
+			stack_anomaly(k, "endpoint counters do not add up: opened %" PRIu64
+				      ", closed %" PRIu64 ", peer_closed %" PRIu64 ", failed %" PRIu64
+				      ", ENOMEM %" PRIu64 ", RNR %" PRIu64, c.opened, c.closed,
+				      c.peer_closed, c.failed, c.enomem, c.rnr);
+	}
 	/* rdmaplane cannot start again after an rdp_fini() that failed */
 	if (rdp_fini() != 0) {
 		log_dump();
