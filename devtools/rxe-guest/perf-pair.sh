@@ -10,7 +10,9 @@
 # idle, 20 s handshakes).
 # The server gets --max-msg of the largest -s.
 # Each run's JSON must show every phase measured with no exactly-once
-# violation (seq_errors), ENOMEM 0 and RNR 0; both processes must exit 0.
+# violation (seq_errors), ENOMEM 0 and RNR 0; both processes must exit 0;
+# the client's closes must reach the server as closes ("closed by the
+# peer"), with no endpoint failed there.
 # rxe's hw_counters that moved during a run are printed after it: they
 # show how much the wire lost and RC retransmitted.
 # Exit status: 0 when every run passed, 1 otherwise.
@@ -65,6 +67,13 @@ while [ $i -le "$runs" ]; do
 		-c $cfg --driver verbs:device=rxe1 -q --json /tmp/perf.json "$@" > /tmp/cli.out 2>&1
 	crc=$?
 	end=$(cut -d' ' -f1 /proc/uptime)
+	# the client closed every endpoint: each must reach the server as a close
+	t=0
+	while ! grep -q 'closed by the peer' /tmp/srv.out && [ $t -lt 50 ]; do
+		t=$((t + 1))
+		sleep 0.1
+	done
+	sleep 0.2
 	kill -TERM $srv 2>/dev/null
 	wait $srv
 	src=$?
@@ -76,6 +85,10 @@ while [ $i -le "$runs" ]; do
 	[ "$src" = 0 ] || verdict="$verdict, server exit $src"
 	[ "${phases:-0}" = "$want" ] || verdict="$verdict, $phases of $want phases"
 	[ -z "$bad" ] || verdict="$verdict, $bad"
+	closes=$(grep -c 'closed by the peer' /tmp/srv.out)
+	fails=$(grep -c 'endpoint [0-9]* (peer .*) failed' /tmp/srv.out)
+	[ "$crc" != 0 ] || [ "$closes" -gt 0 ] || verdict="$verdict, no close reached the server"
+	[ "$crc" != 0 ] || [ "$fails" = 0 ] || verdict="$verdict, $fails endpoints failed at the server"
 	echo "perf-pair run $i/$runs: $verdict in $(awk -v a=$start -v b=$end 'BEGIN { printf "%.1f", b - a }') s;$(moved /tmp/hw.before /tmp/hw.after)"
 	if [ "$verdict" != ok ]; then
 		failed=$((failed + 1))
