@@ -146,6 +146,20 @@ start_close_pair(const struct rdp_cfg *cfg, struct close_side *cs, struct close_
 	return cli;
 }
 
+/* Wait up to 5 s for @p cli to have spent every remote credit (its peer refusing). */
+static void
+await_window_full(struct rdp_ep *cli)
+{
+	double deadline = rdp_clock_s() + 5;
+	struct rdp_ep_stats st;
+
+	do {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the client's window never filled");
+		usleep(1000);
+		rdp_ep_stats_get(cli, &st);
+	} while (st.remote_credits != 0);
+}
+
 /* Wait up to @p secs for @p s to see CLOSED; false if it did not. */
 static bool
 await_closed(const struct close_side *s, double secs)
@@ -247,10 +261,9 @@ RDP_TEST(e2e, ep_drain_towards_a_peer_that_gives_no_credit_ends_after_drain_time
 {
 	enum { N = 200 };
 	struct close_side cs = { 0 }, ss = { 0 };
-	struct rdp_ep_stats st;
 	struct rdp_ep *cli, *srv;
 	struct rdp_cfg *cfg;
-	double deadline, closed_at, t0;
+	double closed_at, t0;
 
 	rdp_test_eal_init("0-1");
 	cfg = stream_cfg("shm", 65536);
@@ -259,12 +272,7 @@ RDP_TEST(e2e, ep_drain_towards_a_peer_that_gives_no_credit_ends_after_drain_time
 	cli = start_close_pair(cfg, &cs, &ss, &srv);
 	__atomic_store_n(&refusing, true, __ATOMIC_RELEASE);
 	send_numbered(cli, &cs, N);
-	deadline = rdp_clock_s() + 5;
-	do {
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the client's window never filled");
-		usleep(1000);
-		rdp_ep_stats_get(cli, &st);
-	} while (st.remote_credits != 0);
+	await_window_full(cli);
 	t0 = rdp_clock_s();
 	RDP_ASSERT_EQ(rdp_ep_close(cli), 0);
 	/* not before the deadline: the peer is alive, it may still take them */
@@ -401,6 +409,23 @@ assert_counters_add_up(const struct rdp_ep_counters *c)
 	RDP_ASSERT_EQ(c->rnr, 0);
 }
 
+/* The process's counters: these numbers, no handshake failure, and they add up. */
+static void
+expect_counters(uint64_t opened, uint64_t closed, uint64_t peer_closed, uint64_t failed,
+		uint64_t drain_timeouts)
+{
+	struct rdp_ep_counters c;
+
+	RDP_ASSERT_EQ(rdp_ep_counters_get(-1, &c), 0);
+	RDP_ASSERT_EQ(c.opened, opened);
+	RDP_ASSERT_EQ(c.closed, closed);
+	RDP_ASSERT_EQ(c.peer_closed, peer_closed);
+	RDP_ASSERT_EQ(c.failed, failed);
+	RDP_ASSERT_EQ(c.drain_timeouts, drain_timeouts);
+	RDP_ASSERT_EQ(c.handshake_failed, 0);
+	assert_counters_add_up(&c);
+}
+
 /*
  * The process counts how its endpoints ended, after they are gone: a
  * clean close (closed here, peer_closed there), then a drain that ran out
@@ -414,7 +439,6 @@ RDP_TEST(e2e, ep_counters_tell_a_close_from_a_drain_timeout_after_the_endpoints_
 	struct rdp_ep_params psrv = { .ops = &close_ops, .arg = &ss2, .lcore = -1,
 				      .notify_send_ok = true };
 	struct rdp_ep_counters c, per_lcore;
-	struct rdp_ep_stats st;
 	struct rdp_ep *cli, *srv;
 	struct rdp_cfg *cfg;
 	double deadline;
@@ -432,13 +456,7 @@ RDP_TEST(e2e, ep_counters_tell_a_close_from_a_drain_timeout_after_the_endpoints_
 	await_peer_state(srv, RDP_EP_PEER_CLOSED);
 	RDP_ASSERT_EQ(rdp_ep_close(srv), 0);
 	RDP_ASSERT(await_closed(&ss, 5));
-	RDP_ASSERT_EQ(rdp_ep_counters_get(-1, &c), 0);
-	RDP_ASSERT_EQ(c.opened, 2);
-	RDP_ASSERT_EQ(c.closed, 1);
-	RDP_ASSERT_EQ(c.peer_closed, 1);
-	RDP_ASSERT_EQ(c.failed, 0);
-	RDP_ASSERT_EQ(c.drain_timeouts, 0);
-	assert_counters_add_up(&c);
+	expect_counters(2, 1, 1, 0, 0);
 	/* 2: a peer that takes nothing: the drain gives up, the server fails */
 	cli = stream_loopback_connect(&psrv, &pcli);
 	deadline = rdp_clock_s() + 5;
@@ -446,26 +464,14 @@ RDP_TEST(e2e, ep_counters_tell_a_close_from_a_drain_timeout_after_the_endpoints_
 		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint did not come");
 	__atomic_store_n(&refusing, true, __ATOMIC_RELEASE);
 	send_numbered(cli, &cs2, 100);
-	deadline = rdp_clock_s() + 5;
-	do {
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the client's window never filled");
-		usleep(1000);
-		rdp_ep_stats_get(cli, &st);
-	} while (st.remote_credits != 0);
+	await_window_full(cli);
 	RDP_ASSERT_EQ(rdp_ep_close(cli), 0);
 	RDP_ASSERT(await_closed(&cs2, 10));
 	__atomic_store_n(&refusing, false, __ATOMIC_RELEASE);
 	await_peer_state(srv, RDP_EP_FAILED);
 	RDP_ASSERT_EQ(rdp_ep_close(srv), 0);
 	RDP_ASSERT(await_closed(&ss2, 5));
-	RDP_ASSERT_EQ(rdp_ep_counters_get(-1, &c), 0);
-	RDP_ASSERT_EQ(c.opened, 4);
-	RDP_ASSERT_EQ(c.closed, 2);
-	RDP_ASSERT_EQ(c.peer_closed, 1);
-	RDP_ASSERT_EQ(c.drain_timeouts, 1);
-	RDP_ASSERT_EQ(c.failed, 1);
-	RDP_ASSERT_EQ(c.handshake_failed, 0);
-	assert_counters_add_up(&c);
+	expect_counters(4, 2, 1, 1, 1);
 	/* the lcores' counters are the process's, split */
 	memset(&per_lcore, 0, sizeof(per_lcore));
 	RDP_ASSERT_EQ(rdp_ep_counters_get(RTE_MAX_LCORE - 1, &c), -ENODEV);
