@@ -101,11 +101,12 @@ close_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
 {
 	struct close_side *s = arg;
 
-	__atomic_store_n(&s->last_state, (uint32_t)st + 1, __ATOMIC_RELEASE);
 	if (st == RDP_EP_PEER_CLOSED) {
 		__atomic_store_n(&s->received_at_peer_closed, ld(&s->received), __ATOMIC_RELEASE);
 		__atomic_store_n(&s->peer_closed_err, err, __ATOMIC_RELEASE);
 	}
+	/* last: a reader that sees it sees the fields above */
+	__atomic_store_n(&s->last_state, (uint32_t)st + 1, __ATOMIC_RELEASE);
 	if (st == RDP_EP_ESTABLISHED)
 		__atomic_store_n(&s->ep, ep, __ATOMIC_RELEASE);
 	if (st == RDP_EP_CLOSED)

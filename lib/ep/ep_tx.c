@@ -144,16 +144,36 @@ wr_give_back(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge)
 }
 
 /*
+ * A rendezvous descriptor posted and not yet completed: it joins the
+ * messages waiting for their FIN (rv_out) only at its completion.
+ */
+static bool
+descriptor_in_sq(const struct rdp_ep *ep)
+{
+	uint64_t q;
+
+	for (q = ep->credit.sq_ci; q < ep->credit.sq_pi; q++) {
+		const struct rdp_msg *t = ep->track[q & ep->track_mask].msg;
+
+		if (t != NULL && (t->flags & (MSG_F_RNDV | MSG_F_CTRL)) == MSG_F_RNDV)
+			return true;
+	}
+	return false;
+}
+
+/*
  * The close notice, once a drain has sent everything it accepted and every
- * rendezvous message has its FIN (the peer sends no FIN after the notice):
- * behind the data on the same QP, it reaches the peer after all of it.
+ * rendezvous message has its FIN (the peer sends no FIN after the notice;
+ * a descriptor still in the SQ counts): behind the data on the same QP, it
+ * reaches the peer after all of it.
  */
 static uint16_t
 wr_close_notice(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge)
 {
 	static const uint8_t b[EP_CM_CLOSE_LEN] = { EP_CM_CLOSE };
 
-	if (ep->close_sent || !txq_empty(&ep->txq) || ep->rd_head != NULL || !ep_rndv_idle(ep))
+	if (ep->close_sent || !txq_empty(&ep->txq) || ep->rd_head != NULL ||
+	    !ep_rndv_idle(ep) || descriptor_in_sq(ep))
 		return 0;
 	if (wr_own_control(ep, wr, sge, b, sizeof(b)) == 0)
 		return 0;
