@@ -133,24 +133,36 @@ const struct rdp_poll_ops ep_poll_ops = {
 	.progress = ep_progress,
 };
 
-int
-rdp_ep_call(struct rdp_ep *ep, rdp_ep_call_fn fn, void *arg)
+static int
+push_call(struct ep_lcore *lc, struct rdp_ep *ep, rdp_ep_call_fn fn, void *arg)
 {
 	struct ep_call *call;
 	void *item;
 
-	if (rdp_poller_is_self(ep->lc->poller)) {
-		fn(ep, arg);
-		return 0;
-	}
 	call = malloc(sizeof(*call));
 	if (call == NULL)
 		return -ENOMEM;
 	*call = (struct ep_call){ .fn = fn, .arg = arg, .ep = ep };
 	item = tag_ptr(call, TAG_CALL);
-	if (rdp_poller_inbox_put(ep->lc->poller, &item, 1) != 1) {
+	if (rdp_poller_inbox_put(lc->poller, &item, 1) != 1) {
 		free(call);
 		return -ENOBUFS;
 	}
 	return 0;
+}
+
+int
+ep_lcore_call(struct ep_lcore *lc, rdp_ep_call_fn fn, void *arg)
+{
+	return push_call(lc, NULL, fn, arg);
+}
+
+int
+rdp_ep_call(struct rdp_ep *ep, rdp_ep_call_fn fn, void *arg)
+{
+	if (rdp_poller_is_self(ep->lc->poller)) {
+		fn(ep, arg);
+		return 0;
+	}
+	return push_call(ep->lc, ep, fn, arg);
 }

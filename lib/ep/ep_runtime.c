@@ -250,8 +250,11 @@ rdp_poll_hook_set(unsigned int lcore, rdp_poll_hook_fn fn, void *arg)
 	else
 		lc->hook_set = true;
 	pthread_mutex_unlock(&rdp_rt.lock);
-	if (ret == 0)
-		rdp_poller_set_hook(lc->poller, fn, arg);
+	if (ret == 0) {
+		/* ep_lcore_hook() runs it after the session timers */
+		lc->app_hook_arg = arg;
+		__atomic_store_n(&lc->app_hook, fn, __ATOMIC_RELEASE);
+	}
 	return ret;
 }
 
@@ -411,6 +414,9 @@ lcore_start(const struct rdp_cfg *cfg, unsigned int id)
 	lc->poller = rdp_poller_create(&pp);
 	if (lc->poller == NULL)
 		return -rte_errno;
+	TAILQ_INIT(&lc->sessions);
+	lc->session_due = UINT64_MAX;
+	rdp_poller_set_hook(lc->poller, ep_lcore_hook, lc);
 	snprintf(name, sizeof(name), "tx_lcore%u", id);
 	lc->send_pool = rdp_pool_create(name, rdp_rt.pd, c->send_bufs, c->buf_size, lc->socket, 0);
 	if (lc->send_pool == NULL)
@@ -524,6 +530,8 @@ rdp_init(const struct rdp_cfg *cfg)
 		return rdp_err_set(EBUSY, "the last rdp_fini() could not release every endpoint "
 				   "(-EBUSY): rdmaplane cannot start again in this process");
 	TAILQ_INIT(&rdp_rt.all);
+	TAILQ_INIT(&rdp_rt.sessions);
+	rdp_rt.nb_sessions = 0;
 	if (sodium_init() < 0) {
 		ret = rdp_err_set(EIO, "libsodium cannot initialise");
 		goto fail;
@@ -624,6 +632,9 @@ rdp_fini(void)
 	/* the longest drain may run out its deadline, then the teardowns */
 	for (i = 0; i < rdp_rt.nb_lcores; i++)
 		wait_ms = RTE_MAX(wait_ms, rdp_rt.lcores[rdp_rt.order[i]]->conf.drain_timeout_ms);
+	/* sessions first: a session would reconnect what is closed under it */
+	if (ep_sessions_close_all(wait_ms + 5000) != 0)
+		EP_LOG(ERR, "rdp_fini: sessions still open after their close");
 	if (close_and_wait_endpoints(wait_ms + 5000) != 0) {
 		unsigned int n = 0;
 

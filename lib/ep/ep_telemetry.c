@@ -66,7 +66,8 @@ rdp_endpoints_dump(FILE *f)
 	X(opened) X(closed) X(peer_closed) X(failed) X(failed_peer_gone) X(failed_flushed) \
 	X(failed_retry_exceeded) X(failed_rnr) X(failed_remote_access) X(failed_remote_error) \
 	X(failed_device) X(failed_link_down) X(failed_protocol) X(failed_other) \
-	X(drain_timeouts) X(handshake_failed) X(enomem) X(rnr)
+	X(drain_timeouts) X(handshake_failed) X(reconnect_attempts) X(reconnects) \
+	X(sessions_gave_up) X(enomem) X(rnr)
 
 /* Add lcore @p lc's counters, and the ENOMEM and RNR of its live endpoints, to @p c. */
 static void

@@ -555,6 +555,9 @@ struct rdp_ep_counters {
 	uint64_t drain_timeouts;    /**< closes whose drain passed drain_timeout_ms (in `closed`) */
 	uint64_t handshake_failed;  /**< handed to the poller but ended before ESTABLISHED
 				     *   (its handshake failed, or it was closed during it) */
+	uint64_t reconnect_attempts; /**< sessions' attempts after their first (rdp_session.h) */
+	uint64_t reconnects;        /**< ... that connected again after a lost connection */
+	uint64_t sessions_gave_up;  /**< sessions not connected within their loss_tmo_ms */
 	uint64_t enomem;            /**< post_send refusals of every endpoint: must stay 0 */
 	uint64_t rnr;               /**< RNR errors of every endpoint: must stay 0 */
 };

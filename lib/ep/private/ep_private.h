@@ -39,6 +39,7 @@
 #include "rdp_lease.h"
 #include "rdp_mem.h"
 #include "rdp_poll.h"
+#include "rdp_session.h"
 
 extern int rdp_ep_logtype;
 #define EP_LOG(level, fmt, ...) RDP_LOG(level, rdp_ep_logtype, "ep", fmt, ##__VA_ARGS__)
@@ -158,6 +159,12 @@ struct ep_lcore {
 	bool hook_set;                    /* rdp_poll_hook_set() was called (rdp_rt.lock) */
 	struct ep_srq *srq;               /* srq = on: the poller's SRQ, else NULL */
 	struct rdp_ep_counters counters;  /* how its endpoints ended (the poller writes) */
+	/* the poller's hook (ep_lcore_hook()): session timers, then the application's */
+	rdp_poll_hook_fn app_hook;        /* rdp_poll_hook_set() (atomic), or NULL */
+	void *app_hook_arg;
+	TAILQ_HEAD(, rdp_session) sessions; /* sessions of this lcore (the poller only) */
+	uint32_t nb_sessions;             /* on the list (the poller only) */
+	uint64_t session_due;             /* TSC of the earliest session timer (the poller) */
 };
 
 /* Handshake steps (control thread only), while ctl_list is CTL_HANDSHAKE. */
@@ -672,6 +679,8 @@ struct ep_runtime {
 	pthread_mutex_t lock;              /* registry and rr */
 	TAILQ_HEAD(, rdp_ep) all;
 	uint32_t next_id;
+	TAILQ_HEAD(, rdp_session) sessions; /* open sessions (lock) */
+	uint32_t nb_sessions;              /* ... how many (lock) */
 	bool auth;                         /* a shared secret is configured */
 	uint8_t auth_key[RDP_HELLO_KEY_LEN];
 };
@@ -685,6 +694,12 @@ struct rdp_ep *ep_new(struct ep_lcore *lc, const struct rdp_ep_params *prm, bool
 void ep_unref(struct rdp_ep *ep);
 /* Free an endpoint's memory and resources (control thread). */
 void ep_free(struct rdp_ep *ep);
+/* Run fn(NULL, arg) on a poller lcore (TAG_CALL): 0, -ENOMEM or -ENOBUFS. */
+int ep_lcore_call(struct ep_lcore *lc, rdp_ep_call_fn fn, void *arg);
+/* The hook every poller runs (ep_session.c): session timers, then the application's. */
+unsigned int ep_lcore_hook(void *arg);
+/* rdp_fini(): close every session and wait until they are gone; 0 or -EBUSY. */
+int ep_sessions_close_all(unsigned int wait_ms);
 /* One endpoint's line of rdp_endpoints_dump() (ep_telemetry.c). */
 void ep_dump_one(FILE *f, const struct rdp_ep *ep);
 /* Register the telemetry commands, once (ep_telemetry.c). */
