@@ -73,6 +73,8 @@ struct load_opts {
 	uint64_t seed;
 	bool json;            /* --output-format=json */
 	const char *output;   /* --output FILE, NULL: stdout */
+	double reconnect;     /* --reconnect SEC: lost this long, give up; 0: at once */
+	uint32_t reconnect_delay_ms; /* --reconnect-delay MS: the first wait (default 100) */
 };
 
 /* Set by SIGINT/SIGTERM. */

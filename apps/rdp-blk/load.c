@@ -5,7 +5,7 @@
  * Every endpoint keeps `qd` requests in flight from its poller lcore
  * (run-to-completion): a reply is checked, timed and counted in on_recv,
  * which starts the next request in the same slot. The main lcore only
- * starts the work (rdp_ep_call), prints a progress line per second and
+ * starts the work (rdp_session_call), prints a progress line per second and
  * the final table.
  *
  * With --verify every written block describes itself (blk_verify.h) and
@@ -36,6 +36,7 @@
 #include "perf_hist.h"
 #include "rdp_build_config.h"
 #include "rdp_ep.h"
+#include "rdp_session.h"
 
 #define MAX_LOAD_EPS 1024
 #define MAX_QD 4096
@@ -61,11 +62,13 @@ struct load_slot {
 	uint16_t count;
 	uint8_t op;      /* enum blk_op */
 	bool busy;
+	bool waiting;    /* offered while not connected: goes out on the next endpoint */
 };
 
 /* One endpoint: written by its poller lcore; counters read by the main lcore. */
 struct load_ep {
-	struct rdp_ep *ep;
+	struct rdp_session *sess;
+	struct rdp_ep *ep;    /* established, or NULL (its poller lcore) */
 	unsigned int index;
 	unsigned int lcore;
 	struct load_slot *slots;
@@ -74,9 +77,12 @@ struct load_ep {
 	uint64_t seq;
 	uint64_t rng;
 	bool starved;         /* a request could not start: retry on the next event */
-	bool established;
+	bool established;     /* connected once */
 	bool closed;
 	int err;
+	uint64_t reconnects;  /* connected again after a loss */
+	uint64_t lost;        /* requests in flight when a connection was lost */
+	uint32_t max_msg;     /* the endpoint's message size (set before `established`) */
 	bool info;            /* the geometry came */
 	uint64_t nblocks;
 	uint32_t max_count;
@@ -114,6 +120,8 @@ static struct {
 	uint8_t err_op;
 	uint16_t err_count;
 	uint64_t err_block;
+	uint64_t reconnects;   /* report(): summed over the endpoints */
+	uint64_t lost;
 } ld;
 
 static inline void
@@ -244,9 +252,10 @@ send_req(struct load_ep *le, uint8_t op)
 	uint32_t si;
 	enum pick p;
 
-	m = rdp_msg_alloc(le->ep, blk_req_len(op, count));
+	m = rdp_session_msg_alloc(le->sess, blk_req_len(op, count));
 	if (m == NULL) {
-		mark_starved(le); /* pool empty: buffers come back with completions */
+		if (rte_errno == ENOBUFS)
+			mark_starved(le); /* pool empty: buffers come back with completions */
 		return false;
 	}
 	if (count > 0) {
@@ -265,6 +274,7 @@ send_req(struct load_ep *le, uint8_t op)
 	s->count = count;
 	s->op = op;
 	s->busy = true;
+	s->waiting = le->ep == NULL;
 	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = op, .count = count,
 			      .tag = s->tag, .block = block };
 	blk_req_encode(&q, m->data); /* a segment holds >= 64 bytes */
@@ -280,7 +290,7 @@ send_req(struct load_ep *le, uint8_t op)
 		}
 	}
 	s->t0 = rte_rdtsc();
-	if (rdp_ep_send_burst(le->ep, &m, 1) != 1) {
+	if (rdp_session_send_burst(le->sess, &m, 1) != 1) {
 		rdp_msg_free(m);
 		slot_end(le, s, BLK_GEN_UNSENT);
 		return false;
@@ -415,66 +425,146 @@ cli_on_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 	return n;
 }
 
+/* The slot of a request message (its tag is in the header). */
+static struct load_slot *
+req_slot(struct load_ep *le, const struct rdp_msg *m)
+{
+	uint8_t raw[BLK_HDR_SIZE];
+	struct blk_req q;
+	uint32_t si;
+
+	if (m->pkt_len < BLK_HDR_SIZE)
+		return NULL;
+	rdp_msg_read(m, 0, raw, BLK_HDR_SIZE);
+	blk_req_decode(&q, raw);
+	si = (uint32_t)(q.tag & ((1u << TAG_SLOT_BITS) - 1));
+	return si < ld.o->qd && le->slots[si].busy && le->slots[si].tag == q.tag ?
+	       &le->slots[si] : NULL;
+}
+
 static void
 cli_on_send(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 {
 	struct load_ep *le = arg;
 	uint16_t i;
 
-	RTE_SET_USED(ep);
-	/* a failed send also fails the endpoint: on_state lets its slots go */
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		/*
+		 * A request the session failed before it left (ep NULL: its wait
+		 * ran out, the session gave up or closed) ends here; one an
+		 * endpoint failed may have reached the server, and ends with the
+		 * DISCONNECTED event.
+		 */
+		if (ep == NULL && msgs[i]->event == RDP_EV_SEND_FAILED) {
+			struct load_slot *s = req_slot(le, msgs[i]);
+
+			if (s != NULL) {
+				slot_end(le, s, BLK_GEN_UNSENT);
+				__atomic_store_n(&le->inflight, le->inflight - 1,
+						 __ATOMIC_RELEASE);
+			}
+		}
 		rdp_msg_free(msgs[i]);
+	}
 	retry_starved(le->lcore);
 }
 
+/* The connection went: no reply comes for what was sent on it. */
 static void
-cli_on_state(struct rdp_ep *ep, enum rdp_ep_state state, int err, void *arg)
+lose_inflight(struct load_ep *le)
+{
+	uint32_t i, lost = 0;
+
+	for (i = 0; i < ld.o->qd; i++) {
+		struct load_slot *s = &le->slots[i];
+
+		/* what was written may or may not have landed */
+		if (s->busy && !s->waiting) {
+			slot_end(le, s, BLK_GEN_UNKNOWN);
+			lost++;
+		}
+	}
+	cnt_add(&le->lost, lost);
+	__atomic_store_n(&le->inflight, le->inflight - lost, __ATOMIC_RELEASE);
+}
+
+static void
+cli_on_event(struct rdp_session *sess, const struct rdp_session_event *ev, void *arg)
 {
 	struct load_ep *le = arg;
+	bool reconnect = ld.o->reconnect > 0;
 	uint32_t i;
 
-	if (state == RDP_EP_ESTABLISHED) {
-		__atomic_store_n(&le->established, true, __ATOMIC_RELEASE);
-	} else if (state == RDP_EP_FAILED || state == RDP_EP_PEER_CLOSED) {
-		/* no reply will come: what was written may or may not have landed */
+	RTE_SET_USED(sess);
+	switch (ev->kind) {
+	case RDP_SESSION_EV_ATTEMPT:
+		break;
+	case RDP_SESSION_EV_CONNECTED:
+		le->ep = ev->ep;
+		le->max_msg = rdp_ep_max_msg_size(ev->ep);
+		/* what waited is on its way */
 		for (i = 0; i < ld.o->qd; i++)
-			if (le->slots[i].busy)
-				slot_end(le, &le->slots[i], BLK_GEN_UNKNOWN);
-		__atomic_store_n(&le->inflight, 0, __ATOMIC_RELAXED);
-		if (__atomic_load_n(&le->established, __ATOMIC_ACQUIRE))
-			load_fail("endpoint %u to %s %s%s%s", le->index, rdp_ep_peer(ep),
-				  state == RDP_EP_PEER_CLOSED ? "closed by the server" : "failed: ",
-				  state == RDP_EP_PEER_CLOSED ? "" :
-				  strerror(err < 0 ? -err : ECONNRESET),
-				  state == RDP_EP_PEER_CLOSED ? "" : " (the server is gone?)");
-		__atomic_store_n(&le->err, state == RDP_EP_PEER_CLOSED ? -ESHUTDOWN :
-				 err < 0 ? err : -ECONNRESET, __ATOMIC_RELEASE);
-	} else if (state == RDP_EP_CLOSED) {
+			le->slots[i].waiting = false;
+		if (__atomic_load_n(&le->established, __ATOMIC_RELAXED)) {
+			cnt_add(&le->reconnects, 1);
+			fprintf(stderr, "rdp-blk load: endpoint %u: connected again to %s "
+				"(attempt %u)\n", le->index, ld.o->connect, ev->attempt);
+		}
+		__atomic_store_n(&le->established, true, __ATOMIC_RELEASE);
+		fill(le);
+		break;
+	case RDP_SESSION_EV_DISCONNECTED:
+		le->ep = NULL;
+		lose_inflight(le);
+		if (!reconnect) {
+			load_fail("endpoint %u to %s %s%s%s", le->index, ld.o->connect,
+				  ev->err == -ESHUTDOWN ? "closed by the server" : "failed: ",
+				  ev->err == -ESHUTDOWN ? "" : strerror(-ev->err),
+				  ev->err == -ESHUTDOWN ? "" : " (the server is gone?)");
+			__atomic_store_n(&le->err, ev->err, __ATOMIC_RELEASE);
+		} else {
+			fprintf(stderr, "rdp-blk load: endpoint %u: %s (%s); reconnecting in %u ms\n",
+				le->index, ev->err == -ESHUTDOWN ? "closed by the server" :
+				"connection lost", strerror(-ev->err), ev->delay_ms);
+		}
+		break;
+	case RDP_SESSION_EV_ATTEMPT_FAILED:
+		if (!reconnect) {
+			load_fail("endpoint %u: cannot connect to %s: %s", le->index,
+				  ld.o->connect, strerror(-ev->err));
+			__atomic_store_n(&le->err, ev->err, __ATOMIC_RELEASE);
+		}
+		break;
+	case RDP_SESSION_EV_GAVE_UP:
+		load_fail("endpoint %u: no connection to %s for %.1f s (--reconnect): %s",
+			  le->index, ld.o->connect, ld.o->reconnect, strerror(-ev->err));
+		__atomic_store_n(&le->err, ev->err, __ATOMIC_RELEASE);
+		break;
+	case RDP_SESSION_EV_CLOSED:
 		__atomic_store_n(&le->closed, true, __ATOMIC_RELEASE);
+		break;
 	}
 }
 
 static const struct rdp_ep_ops cli_ops = {
 	.on_recv = cli_on_recv,
 	.on_send = cli_on_send,
-	.on_state = cli_on_state,
 };
 
 static void
-kick(struct rdp_ep *ep, void *arg)
+kick(struct rdp_session *sess, void *arg)
 {
 	struct load_ep *le = arg;
 
-	RTE_SET_USED(ep);
+	RTE_SET_USED(sess);
 	__atomic_store_n(&le->starved, false, __ATOMIC_RELAXED);
 	fill(le);
 }
 
 static void
-ask_info(struct rdp_ep *ep, void *arg)
+ask_info(struct rdp_session *sess, void *arg)
 {
-	RTE_SET_USED(ep);
+	RTE_SET_USED(sess);
 	send_req(arg, BLK_OP_INFO);
 }
 
@@ -530,15 +620,21 @@ check_failed(void)
 static bool
 wait_connected(void)
 {
+	double deadline = rdp_clock_s() + 10 + ld.o->reconnect;
 	unsigned int i;
 
 	for (i = 0; i < ld.n; i++) {
-		int ret = rdp_ep_wait_established(ld.eps[i].ep, 10000);
-
-		if (ret < 0) {
-			fprintf(stderr, "rdp-blk load: endpoint %u to %s: %s\n", i, ld.o->connect,
-				strerror(-ret));
-			return false;
+		while (!__atomic_load_n(&ld.eps[i].established, __ATOMIC_ACQUIRE)) {
+			if (check_failed()) {
+				fprintf(stderr, "rdp-blk load: %s\n", ld.why);
+				return false;
+			}
+			if (rdp_clock_s() > deadline) {
+				fprintf(stderr, "rdp-blk load: endpoint %u to %s: not connected "
+					"after %.0f s\n", i, ld.o->connect, 10 + ld.o->reconnect);
+				return false;
+			}
+			usleep(1000);
 		}
 	}
 	return true;
@@ -551,7 +647,7 @@ wait_info(void)
 	unsigned int i;
 
 	for (i = 0; i < ld.n; i++) {
-		while (rdp_ep_call(ld.eps[i].ep, ask_info, &ld.eps[i]) < 0)
+		while (rdp_session_call(ld.eps[i].sess, ask_info, &ld.eps[i]) < 0)
 			usleep(100);
 	}
 	for (i = 0; i < ld.n; i++) {
@@ -601,10 +697,10 @@ setup_range(uint64_t *range)
 		return -1;
 	}
 	if (o->rw != RW_RANDREAD && o->rw != RW_READ && !o->check &&
-	    blk_req_len(BLK_OP_WRITE, ld.count) > rdp_ep_max_msg_size(ld.eps[0].ep)) {
+	    blk_req_len(BLK_OP_WRITE, ld.count) > ld.eps[0].max_msg) {
 		fprintf(stderr, "rdp-blk load: --bs %u: a write request of %u bytes exceeds the "
 			"endpoint's message size (%u)\n", o->bs, blk_req_len(BLK_OP_WRITE, ld.count),
-			rdp_ep_max_msg_size(ld.eps[0].ep));
+			ld.eps[0].max_msg);
 		return -1;
 	}
 	*range = o->size != 0 ? o->size / BLK_BLOCK_SIZE : nblocks;
@@ -723,9 +819,10 @@ write_json(const struct perf_hist h[2], const uint64_t bytes[2], double secs, ui
 	fprintf(f, "\n    }\n  ],\n  \"rdp-blk\": {\n    \"driver\": \"%s\",\n    \"endpoints\": %u,\n"
 		"    \"verify\": %s,\n    \"check\": %s,\n    \"verified_blocks\": %" PRIu64 ",\n"
 		"    \"verified_acknowledged\": %" PRIu64 ",\n    \"mismatches\": %" PRIu64 ",\n"
-		"    \"error_replies\": %" PRIu64 ",\n    \"first_error\": ", rdp_driver_info(), ld.n,
+		"    \"error_replies\": %" PRIu64 ",\n    \"reconnects\": %" PRIu64 ",\n"
+		"    \"requests_lost\": %" PRIu64 ",\n    \"first_error\": ", rdp_driver_info(), ld.n,
 		ld.verify ? "true" : "false", o->check ? "true" : "false", checked, acked,
-		cnt(&ld.mismatches), cnt(&ld.error_replies));
+		cnt(&ld.mismatches), cnt(&ld.error_replies), ld.reconnects, ld.lost);
 	if (ld.err_status != 0)
 		fprintf(f, "{\"op\": \"%s\", \"block\": %" PRIu64 ", \"blocks\": %u, \"errno\": %u}",
 			blk_op_str(ld.err_op), ld.err_block, ld.err_count, ld.err_status);
@@ -757,6 +854,8 @@ report(double secs, bool ok)
 		}
 		checked += ld.eps[i].checked;
 		acked += ld.eps[i].checked_acked;
+		ld.reconnects += cnt(&ld.eps[i].reconnects);
+		ld.lost += cnt(&ld.eps[i].lost);
 	}
 	for (d = 0; d < 3; d++)
 		dir_result(&h[d], bytes[d], secs, &res[d]);
@@ -768,6 +867,9 @@ report(double secs, bool ok)
 		printf("%-6s %10" PRIu64 " %11.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f\n", names[d],
 		       res[d].ios, res[d].iops, res[d].mbps, res[d].mean_us, res[d].p50_us,
 		       res[d].p99_us, res[d].p999_us, res[d].max_us);
+	if (ld.o->reconnect > 0 || ld.reconnects > 0 || ld.lost > 0)
+		printf("connection: %" PRIu64 " reconnects, %" PRIu64 " requests lost in flight\n",
+		       ld.reconnects, ld.lost);
 	if (ld.verify) {
 		for (i = 0; i < ld.gens.nblocks; i++)
 			written += blk_gen_acked(ld.gens.word[i]) > 0;
@@ -801,7 +903,15 @@ static int
 setup_eps(const unsigned int *lcores, unsigned int nb_lcores)
 {
 	const struct load_opts *o = ld.o;
-	struct rdp_ep_params prm = { .ops = &cli_ops, .notify_send_ok = true };
+	struct rdp_session_params prm = {
+		.ops = &cli_ops, .on_event = cli_on_event, .notify_send_ok = true,
+		.policy = {
+			.delay_ms = o->reconnect_delay_ms,
+			.loss_tmo_ms = (uint32_t)(o->reconnect * 1000),
+			/* a request offered while the server is away waits for it */
+			.queue_max = o->qd,
+		},
+	};
 	unsigned int l, j, i, k = 0;
 	void *mem;
 
@@ -837,8 +947,8 @@ setup_eps(const unsigned int *lcores, unsigned int nb_lcores)
 			lc->eps[lc->n++] = le;
 			prm.arg = le;
 			prm.lcore = (int)lcores[l];
-			le->ep = rdp_connect(o->connect, &prm);
-			if (le->ep == NULL) {
+			le->sess = rdp_session_open(o->connect, &prm);
+			if (le->sess == NULL) {
 				fprintf(stderr, "rdp-blk load: --connect %s: %s\n", o->connect,
 					rdp_err_msg());
 				return -1;
@@ -858,10 +968,12 @@ teardown(void)
 	unsigned int i;
 
 	for (i = 0; i < ld.n; i++)
-		if (ld.eps[i].ep != NULL)
-			rdp_ep_close(ld.eps[i].ep);
+		if (ld.eps[i].sess != NULL)
+			while (rdp_session_close(ld.eps[i].sess) == -ENOBUFS)
+				usleep(100);
 	for (i = 0; i < ld.n; i++)
-		while (ld.eps[i].ep != NULL && !__atomic_load_n(&ld.eps[i].closed, __ATOMIC_ACQUIRE)
+		while (ld.eps[i].sess != NULL &&
+		       !__atomic_load_n(&ld.eps[i].closed, __ATOMIC_ACQUIRE)
 		       && rdp_clock_s() < deadline)
 			usleep(1000);
 	for (i = 0; i < ld.n; i++) {
@@ -882,7 +994,7 @@ kick_starved(void)
 	/* a request that waits for blocks held on another lcore hears nothing here */
 	for (i = 0; i < ld.n; i++)
 		if (__atomic_load_n(&ld.eps[i].starved, __ATOMIC_RELAXED))
-			rdp_ep_call(ld.eps[i].ep, kick, &ld.eps[i]);
+			rdp_session_call(ld.eps[i].sess, kick, &ld.eps[i]);
 }
 
 /* Wait for the requests in flight; false after 10 s. */
@@ -945,7 +1057,7 @@ load_run(const struct load_opts *o, const struct rdp_cfg *cfg, const unsigned in
 	t0 = rdp_clock_s();
 	last = t0;
 	for (i = 0; i < ld.n; i++)
-		while (rdp_ep_call(ld.eps[i].ep, kick, &ld.eps[i]) < 0)
+		while (rdp_session_call(ld.eps[i].sess, kick, &ld.eps[i]) < 0)
 			usleep(100);
 	while (!blk_force_quit && !check_failed()) {
 		double now;
@@ -1048,6 +1160,13 @@ load_usage(FILE *f)
 "                       --output)\n"
 "  --output FILE        with --output-format=json: write the JSON to FILE and\n"
 "                       print the normal output too\n"
+"  --reconnect SEC      when the server is lost, reconnect (doubling waits from\n"
+"                       --reconnect-delay, up to 5 s, with jitter) until it has\n"
+"                       been away SEC seconds; requests offered meanwhile wait,\n"
+"                       those in flight are counted lost (with --verify, a lost\n"
+"                       write's blocks may hold either generation). Default 0:\n"
+"                       a lost server fails the run\n"
+"  --reconnect-delay MS the first wait before reconnecting (default 100)\n"
 "  -c, --config FILE    per-core configuration (see docs/configuration.md)\n"
 "  --driver NAME[:ARGS] driver (default: auto, verbs with an active RDMA port,\n"
 "                       else shm)\n"
@@ -1058,7 +1177,7 @@ load_usage(FILE *f)
 "and errno.\n"
 "\n"
 "Exit status: 0 success, 1 the run failed (verify mismatch, error reply,\n"
-"server lost), 2 bad arguments.\n"
+"server lost beyond --reconnect), 2 bad arguments.\n"
 "\n"
 "Examples:\n"
 "  rdp-blk -- load                                  loopback, 4 KiB randread\n"
@@ -1067,7 +1186,8 @@ load_usage(FILE *f)
 "  rdp-blk -l 0-2 -- load --connect 10.0.0.1:18515 --rw randwrite --iodepth 64 --numjobs 2\n"
 "  rdp-blk -- load --connect 127.0.0.1:18515 --bs 1m --rw read --output-format=json\n"
 "  rdp-blk -- load --connect 127.0.0.1:18515 --rw randwrite --verify --state s.bin\n"
-"  rdp-blk -- load --connect 127.0.0.1:18515 --check --state s.bin\n");
+"  rdp-blk -- load --connect 127.0.0.1:18515 --check --state s.bin\n"
+"  rdp-blk -- load --connect 127.0.0.1:18515 --rw randrw --verify --reconnect 30\n");
 }
 
 /* fio's block size syntax: N, Nk or Nm (powers of 1024), 512 B to 1 MiB by 512. */
@@ -1131,13 +1251,15 @@ load_parse(int argc, char **argv, struct load_opts *o)
 		{ "check", no_argument, NULL, 'K' },
 		{ "output-format", required_argument, NULL, 'J' },
 		{ "output", required_argument, NULL, 'O' },
+		{ "reconnect", required_argument, NULL, 'r' },
+		{ "reconnect-delay", required_argument, NULL, 'y' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "driver", required_argument, NULL, 'D' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *rw_arg = NULL, *mix_arg = NULL;
+	const char *rw_arg = NULL, *mix_arg = NULL, *delay_arg = NULL;
 	unsigned long v;
 	uint64_t bs;
 	char *end;
@@ -1224,6 +1346,22 @@ load_parse(int argc, char **argv, struct load_opts *o)
 			o->json = strcmp(optarg, "json") == 0;
 			break;
 		case 'O': o->output = optarg; break;
+		case 'r':
+			o->reconnect = strtod(optarg, &end);
+			if (end != optarg && strcmp(end, "s") == 0)
+				end++;
+			if (end == optarg || *end != '\0' || !(o->reconnect >= 0 &&
+								o->reconnect <= 86400))
+				return blk_bad_option("load", "--reconnect", optarg,
+						      "expected seconds in [0, 86400], e.g. 30");
+			break;
+		case 'y':
+			if (parse_uint(optarg, 1, 60000, &v) < 0)
+				return blk_bad_option("load", "--reconnect-delay", optarg,
+						      "expected milliseconds, 1..60000");
+			o->reconnect_delay_ms = (uint32_t)v;
+			delay_arg = optarg;
+			break;
 		case 'c': o->c.config = optarg; break;
 		case 'D': o->c.driver = optarg; break;
 		case 'q': o->c.quiet = true; break;
@@ -1252,6 +1390,9 @@ load_parse(int argc, char **argv, struct load_opts *o)
 				      o->no_direct ? "--no-direct" : "--server-lcores",
 				      o->file != NULL ? o->file : "",
 				      "only for a local server (without --connect)");
+	if (delay_arg != NULL && o->reconnect == 0)
+		return blk_bad_option("load", "--reconnect-delay", delay_arg,
+				      "only with --reconnect SEC");
 	if (o->output != NULL && !o->json)
 		return blk_bad_option("load", "--output", o->output,
 				      "only with --output-format=json");

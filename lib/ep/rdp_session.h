@@ -24,10 +24,11 @@
  * is the application's call. Every message the session accepts comes back
  * exactly once.
  *
- * A session runs to completion on one poller lcore: its callbacks, the
- * endpoints' callbacks and its timers all run there, and rdp_session_msg_alloc()
- * and rdp_session_send_burst() are called there (in a callback, a function
- * given to rdp_session_call(), or a poll hook). rdp_session_open(),
+ * CONCURRENCY: a session runs to completion on one poller lcore: its
+ * callbacks, its endpoints' callbacks and its timers run there, and
+ * rdp_session_msg_alloc(), rdp_session_send_burst(), rdp_session_ep() and
+ * rdp_session_waiting() are called there (in a callback, a function given
+ * to rdp_session_call(), or a poll hook). rdp_session_open(),
  * rdp_session_close(), rdp_session_call() and rdp_session_state() may be
  * called from any thread.
  *
