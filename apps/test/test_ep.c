@@ -721,6 +721,23 @@ RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
 		printf("ok: %s\n", cases[i].what);
 	}
 	rdp_test_log_release();
+	/* the refusals are counted by the field refused; the timeouts apart */
+	{
+		static const char *const fields[] = { "magic", "version", "ack_reserve", "driver" };
+		struct rdp_hs_reject r[RDP_HS_REJECT_FIELDS];
+		struct rdp_hs_stats st;
+		int n = rdp_hs_rejects_get(r, RTE_DIM(r));
+
+		RDP_ASSERT_EQ(rdp_hs_stats_get(&st), 0);
+		RDP_ASSERT_EQ(st.rejected, 4);
+		RDP_ASSERT_EQ(st.hello_timeouts, 2);
+		RDP_ASSERT_EQ(st.auth_failures, 0);
+		RDP_ASSERT_EQ(n, 4);
+		for (i = 0; i < RTE_DIM(fields); i++) {
+			RDP_ASSERT_STR_EQ(r[i].field, fields[i]);
+			RDP_ASSERT_EQ(r[i].count, 1);
+		}
+	}
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
 	return 0;
@@ -984,7 +1001,8 @@ RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
 	telemetry_query(prefix, "/rdp/handshakes", out, sizeof(out));
 	printf("%s\n", out);
 	RDP_ASSERT_MSG(strstr(out, "\"accepted\":1,\"hello_timeouts\":0,\"refused_per_peer\":0,"
-			      "\"waited_for_slot\":0,\"in_progress\":0,\"waiting\":0,") != NULL,
+			      "\"waited_for_slot\":0,\"rejected\":0,\"auth_failures\":0,"
+			      "\"rejected_by_field\":{},\"in_progress\":0,\"waiting\":0,") != NULL,
 		       "%s", out);
 	RDP_ASSERT_EQ(stream_pump(sides, 2, 120), 0);
 	assert_clean(&cli);
@@ -1175,6 +1193,18 @@ RDP_TEST(e2e, ep_shared_secret_refuses_unauthenticated_and_forged_peers)
 	close(fd);
 	wait_logged_and_released("the client failed authentication", 3);
 	rdp_test_log_release();
+	/* both refusals count as authentication failures, under "secret" */
+	{
+		struct rdp_hs_reject r[2];
+		struct rdp_hs_stats st;
+
+		RDP_ASSERT_EQ(rdp_hs_stats_get(&st), 0);
+		RDP_ASSERT_EQ(st.auth_failures, 2);
+		RDP_ASSERT_EQ(st.rejected, 2);
+		RDP_ASSERT_EQ(rdp_hs_rejects_get(r, 2), 1);
+		RDP_ASSERT_STR_EQ(r[0].field, "secret");
+		RDP_ASSERT_EQ(r[0].count, 2);
+	}
 	raw_client_close(&rc);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);

@@ -20,6 +20,7 @@
  * no slot free waits in the room, unread further, until one frees
  * (hs_promote()). See docs/architecture.md, "Fair handshakes".
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -141,6 +142,66 @@ static void
 set_count(unsigned int *c, unsigned int v)
 {
 	__atomic_store_n(c, v, __ATOMIC_RELAXED);
+}
+
+/*
+ * The HELLO field a refusal names: "field 'NAME' ..." (the decoder), else
+ * the first "NAME=" (the credit rules: "peer ack_reserve=1 ..."), else @p dflt.
+ */
+static void
+refused_field(const char *why, const char *dflt, char *name, size_t len)
+{
+	const char *p = strstr(why, "field '"), *q;
+
+	snprintf(name, len, "%s", dflt);
+	if (p != NULL) {
+		p += strlen("field '");
+		q = strchr(p, '\'');
+	} else {
+		q = strchr(why, '=');
+		for (p = q; p != NULL && p > why && (isalnum((unsigned char)p[-1]) ||
+						       p[-1] == '_'); p--)
+			;
+	}
+	if (p != NULL && q != NULL && q > p && (size_t)(q - p) < len)
+		snprintf(name, len, "%.*s", (int)(q - p), p);
+}
+
+static unsigned int
+find_field(const char *name, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(rdp_ctl.rej_field[i].field, name) == 0)
+			break;
+	return i;
+}
+
+/* Count a handshake the listener refused (a REJECT goes back), and authentication failures. */
+static void
+count_refusal(const struct rdp_ep *ep, int err, const char *why)
+{
+	char name[sizeof(rdp_ctl.rej_field[0].field)];
+	unsigned int i, n = rdp_ctl.nb_rej_fields;
+
+	if (err == -EACCES)
+		count(&rdp_ctl.nb_auth_failures);
+	if (!ep->is_server || (err != -EPROTO && err != -EACCES))
+		return;
+	count(&rdp_ctl.nb_rejected);
+	refused_field(why, err == -EACCES ? "secret" : "other", name, sizeof(name));
+	i = find_field(name, n);
+	if (i == n && n >= RDP_HS_REJECT_FIELDS - 1) {
+		/* the last entry is kept for "other" */
+		snprintf(name, sizeof(name), "other");
+		i = find_field(name, n);
+	}
+	if (i == n) {
+		snprintf(rdp_ctl.rej_field[i].field, sizeof(name), "%s", name);
+		__atomic_store_n(&rdp_ctl.nb_rej_fields, n + 1, __ATOMIC_RELEASE);
+	}
+	count(&rdp_ctl.rej_field[i].count);
 }
 
 static bool
@@ -278,6 +339,7 @@ hs_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 	if (err != -ECANCELED && !hs_quiet(ep, err))
 		EP_LOG(WARNING, "handshake %s peer %s failed: %s",
 		       ep->is_server ? "from" : "to", ep->peer, why);
+	count_refusal(ep, err, why);
 	if (ep->fd >= 0 && (err == -EPROTO || err == -EACCES)) {
 		/* best effort: a peer that speaks our protocol learns why */
 		memcpy(rej.reason, why, RTE_MIN(strlen(why), sizeof(rej.reason) - 1));
@@ -821,8 +883,25 @@ rdp_hs_stats_get(struct rdp_hs_stats *st)
 	st->hello_timeouts = __atomic_load_n(&rdp_ctl.nb_hello_timeouts, __ATOMIC_RELAXED);
 	st->refused_per_peer = __atomic_load_n(&rdp_ctl.nb_refused_per_peer, __ATOMIC_RELAXED);
 	st->waited_for_slot = __atomic_load_n(&rdp_ctl.nb_waited_for_slot, __ATOMIC_RELAXED);
+	st->rejected = __atomic_load_n(&rdp_ctl.nb_rejected, __ATOMIC_RELAXED);
+	st->auth_failures = __atomic_load_n(&rdp_ctl.nb_auth_failures, __ATOMIC_RELAXED);
 	st->in_progress = __atomic_load_n(&rdp_ctl.nb_server_handshakes, __ATOMIC_RELAXED);
 	st->waiting = __atomic_load_n(&rdp_ctl.nb_waiting, __ATOMIC_RELAXED);
 	st->waiting_max = hs_waiting_max();
 	return 0;
+}
+
+int
+rdp_hs_rejects_get(struct rdp_hs_reject *r, unsigned int max)
+{
+	unsigned int n = __atomic_load_n(&rdp_ctl.nb_rej_fields, __ATOMIC_ACQUIRE), i;
+
+	if (r == NULL && max > 0)
+		return rdp_err_set(EINVAL, "rdp_hs_rejects_get: NULL array");
+	n = RTE_MIN(n, max);
+	for (i = 0; i < n; i++) {
+		memcpy(r[i].field, rdp_ctl.rej_field[i].field, sizeof(r[i].field));
+		r[i].count = __atomic_load_n(&rdp_ctl.rej_field[i].count, __ATOMIC_RELAXED);
+	}
+	return (int)n;
 }

@@ -288,6 +288,20 @@ tel_handshakes(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "hello_timeouts", st.hello_timeouts);
 	rte_tel_data_add_dict_u64(d, "refused_per_peer", st.refused_per_peer);
 	rte_tel_data_add_dict_u64(d, "waited_for_slot", st.waited_for_slot);
+	rte_tel_data_add_dict_u64(d, "rejected", st.rejected);
+	rte_tel_data_add_dict_u64(d, "auth_failures", st.auth_failures);
+	{
+		struct rdp_hs_reject r[RDP_HS_REJECT_FIELDS];
+		struct rte_tel_data *f = rte_tel_data_alloc();
+		int i, n = rdp_hs_rejects_get(r, RTE_DIM(r));
+
+		if (f != NULL) {
+			rte_tel_data_start_dict(f);
+			for (i = 0; i < n; i++)
+				rte_tel_data_add_dict_u64(f, r[i].field, r[i].count);
+			rte_tel_data_add_dict_container(d, "rejected_by_field", f, 0);
+		}
+	}
 	rte_tel_data_add_dict_u64(d, "in_progress", st.in_progress);
 	rte_tel_data_add_dict_u64(d, "waiting", st.waiting);
 	rte_tel_data_add_dict_u64(d, "waiting_max", st.waiting_max);

@@ -462,6 +462,11 @@ struct rdp_hs_stats {
 				     *   their HELLO */
 	uint64_t waited_for_slot;   /**< had their HELLO, then waited for a slot
 				     *   (max_handshakes or handshakes_per_peer) */
+	uint64_t rejected;          /**< refused with a REJECT: a bad or incompatible
+				     *   HELLO field, or authentication (by field:
+				     *   rdp_hs_rejects_get()) */
+	uint64_t auth_failures;     /**< handshakes of either side that failed on the
+				     *   shared secret (missing, or another one) */
 	uint32_t in_progress;       /**< now: handshakes holding a slot */
 	uint32_t waiting;           /**< now: accepted, holding no slot (before or
 				     *   after their HELLO) */
@@ -480,6 +485,31 @@ struct rdp_hs_stats {
  *   0, or -EINVAL for a NULL @p st.
  */
 int rdp_hs_stats_get(struct rdp_hs_stats *st);
+
+/** Distinct fields rdp_hs_rejects_get() tells apart; later ones count as "other". */
+#define RDP_HS_REJECT_FIELDS 32
+
+/** How often the listeners refused a HELLO for one field (rdp_hs_rejects_get()). */
+struct rdp_hs_reject {
+	char field[24];   /**< the HELLO field named by the refusal ("version",
+			   *   "driver", "secret" for authentication, "other") */
+	uint64_t count;   /**< handshakes refused for it since rdp_init() */
+};
+
+/**
+ * The listeners' refusals by HELLO field, cumulative since rdp_init(), in
+ * the order the fields were first refused (also in telemetry,
+ * `/rdp/handshakes`, as `rejected_by_field`). Their counts add up to
+ * rdp_hs_stats.rejected.
+ *
+ * @param r
+ *   Filled with up to @p max entries.
+ * @param max
+ *   Room in @p r.
+ * @return
+ *   The number of entries filled, or -EINVAL for a NULL @p r with @p max > 0.
+ */
+int rdp_hs_rejects_get(struct rdp_hs_reject *r, unsigned int max);
 
 /**
  * Print every endpoint alive in the process, one line each, with what its

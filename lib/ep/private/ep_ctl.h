@@ -51,6 +51,12 @@ struct ep_ctl {
 	uint64_t nb_hello_timeouts;
 	uint64_t nb_refused_per_peer;
 	uint64_t nb_waited_for_slot;
+	uint64_t nb_rejected;      /* server handshakes refused (a REJECT went back) */
+	uint64_t nb_auth_failures; /* handshakes failed on the shared secret, both sides */
+	/* the rejections by the HELLO field that was refused (names written once,
+	 * before nb_rej_fields counts them) */
+	struct rdp_hs_reject rej_field[RDP_HS_REJECT_FIELDS];
+	unsigned int nb_rej_fields;
 };
 
 extern struct ep_ctl rdp_ctl;
