@@ -25,6 +25,7 @@ static struct {
 	uint64_t failed[2];    /* sends failed: [0] by the session (NULL ep), [1] by an endpoint */
 	int32_t last_fail;     /* the last failure's status */
 	uint64_t done;         /* sends done */
+	bool close_in_callback; /* on_event closes the session at GAVE_UP */
 } cli;
 
 /* The server side: what it received, in order. */
@@ -52,8 +53,9 @@ on_event(struct rdp_session *s, const struct rdp_session_event *ev, void *arg)
 {
 	uint32_t n = cli.nb_ev;
 
-	RTE_SET_USED(s);
 	RTE_SET_USED(arg);
+	if (ev->kind == RDP_SESSION_EV_GAVE_UP && cli.close_in_callback)
+		RDP_ASSERT_EQ(rdp_session_close(s), 0);
 	if (n < MAX_EVENTS) {
 		cli.ev[n] = *ev;
 		cli.ev[n].ep = NULL; /* not valid after the callback */
@@ -251,11 +253,13 @@ RDP_TEST(e2e, session_reconnects_when_the_server_returns_and_sends_what_waited_i
 	};
 	struct rdp_ep_counters c;
 	struct rdp_session *s;
+	struct rdp_cfg *cfg;
 	uint32_t i, from, first_fail, k;
 	int port, err;
 
 	rdp_test_eal_init("0-1");
-	RDP_ASSERT_MSG(rdp_init(stream_cfg("shm", 65536)) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = stream_cfg("shm", 65536);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
 	port = listen_on(0);
 	s = open_session(port, &pol);
 	await_event(0, RDP_SESSION_EV_CONNECTED, 5);
@@ -300,6 +304,7 @@ RDP_TEST(e2e, session_reconnects_when_the_server_returns_and_sends_what_waited_i
 	RDP_ASSERT_EQ(c.sessions_gave_up, 0);
 	close_session(s);
 	RDP_ASSERT_EQ(rdp_fini(), 0);
+	rdp_cfg_free(cfg);
 	return 0;
 }
 
@@ -315,11 +320,13 @@ RDP_TEST(e2e, session_without_a_server_fails_fast_times_out_waiting_messages_and
 	struct rdp_reconnect_policy pol = { .delay_ms = 10, .delay_max_ms = 40 };
 	struct rdp_ep_counters c;
 	struct rdp_session *s;
+	struct rdp_cfg *cfg;
 	uint32_t i;
 	int port, err;
 
 	rdp_test_eal_init("0-1");
-	RDP_ASSERT_MSG(rdp_init(stream_cfg("shm", 65536)) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = stream_cfg("shm", 65536);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
 	/* a port nobody listens on: bound once, then closed */
 	port = listen_on(0);
 	RDP_ASSERT_EQ(rdp_listen_close(port), 0);
@@ -357,7 +364,17 @@ RDP_TEST(e2e, session_without_a_server_fails_fast_times_out_waiting_messages_and
 	RDP_ASSERT_EQ(c.reconnects, 0);
 	RDP_ASSERT(c.reconnect_attempts >= 2);
 	close_session(s);
+
+	/* closed from its own callback (GAVE_UP): the close runs after it */
+	memset(&cli, 0, sizeof(cli));
+	cli.close_in_callback = true;
+	pol.queue_max = 0;
+	pol.loss_tmo_ms = 50;
+	s = open_session(port, &pol);
+	i = await_event(0, RDP_SESSION_EV_CLOSED, 5);
+	RDP_ASSERT_EQ(cli.ev[i - 1].kind, RDP_SESSION_EV_GAVE_UP);
 	RDP_ASSERT_EQ(rdp_fini(), 0);
+	rdp_cfg_free(cfg);
 	return 0;
 }
 
@@ -366,11 +383,13 @@ RDP_TEST(e2e, session_open_refuses_bad_parameters_and_names_them)
 {
 	struct rdp_session_params prm = { .ops = &cli_ops, .on_event = on_event, .lcore = 1 };
 	const struct rdp_ep_ops with_state = { .on_recv = cli_recv, .on_state = srv_state };
+	struct rdp_cfg *cfg;
 
 	rdp_test_eal_init("0-1");
 	RDP_ASSERT(rdp_session_open("127.0.0.1:1", &prm) == NULL);
 	RDP_ASSERT_EQ(rte_errno, ENODEV);
-	RDP_ASSERT_MSG(rdp_init(stream_cfg("shm", 65536)) == 0, "rdp_init: %s", rdp_err_msg());
+	cfg = stream_cfg("shm", 65536);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
 	prm.lcore = 0;
 	RDP_ASSERT(rdp_session_open("127.0.0.1:1", &prm) == NULL);
 	RDP_ASSERT_EQ(rte_errno, EINVAL);
@@ -387,5 +406,6 @@ RDP_TEST(e2e, session_open_refuses_bad_parameters_and_names_them)
 	RDP_ASSERT(rdp_session_open("no-port", &prm) == NULL);
 	RDP_ASSERT_EQ(rte_errno, EINVAL);
 	RDP_ASSERT_EQ(rdp_fini(), 0);
+	rdp_cfg_free(cfg);
 	return 0;
 }

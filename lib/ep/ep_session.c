@@ -654,10 +654,11 @@ rdp_session_close(struct rdp_session *s)
 
 	if (!take_close(s))
 		return 0;
-	if (on_own_lcore(s)) {
-		close_here(NULL, s);
-		return 0;
-	}
+	/*
+	 * Through the inbox even on the session's lcore: called from one of
+	 * its callbacks, the close must not free the session under the code
+	 * that runs the callback.
+	 */
 	ret = ep_lcore_call(s->lc, close_here, s);
 	if (ret < 0) {
 		pthread_mutex_lock(&rdp_rt.lock);

@@ -124,7 +124,8 @@ struct rdp_session_params {
 struct rdp_session *rdp_session_open(const char *hostport, const struct rdp_session_params *prm);
 
 /**
- * Close a session (any thread): its endpoint is closed as rdp_ep_close()
+ * Close a session (any thread, its callbacks included: the close runs in
+ * the lcore's next poll): its endpoint is closed as rdp_ep_close()
  * closes one (accepted messages are sent or reported failed, then the peer
  * gets a close notice), messages still waiting fail with -ESHUTDOWN, and
  * RDP_SESSION_EV_CLOSED is the last event. Call it once; the session is
