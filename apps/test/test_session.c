@@ -378,7 +378,7 @@ RDP_TEST(e2e, session_without_a_server_fails_fast_times_out_waiting_messages_and
 	return 0;
 }
 
-/* Bad parameters are refused with the field named; nothing is left open. */
+/* Bad parameters are refused with the field named; rdp_fini() closes what is left open. */
 RDP_TEST(e2e, session_open_refuses_bad_parameters_and_names_them)
 {
 	struct rdp_session_params prm = { .ops = &cli_ops, .on_event = on_event, .lcore = 1 };
@@ -405,7 +405,11 @@ RDP_TEST(e2e, session_open_refuses_bad_parameters_and_names_them)
 	prm.ops = &cli_ops;
 	RDP_ASSERT(rdp_session_open("no-port", &prm) == NULL);
 	RDP_ASSERT_EQ(rte_errno, EINVAL);
+	/* a session left open is closed by rdp_fini(), its CLOSED event last */
+	RDP_ASSERT(rdp_session_open("127.0.0.1:1", &prm) != NULL);
+	await_event(0, RDP_SESSION_EV_ATTEMPT_FAILED, 5);
 	RDP_ASSERT_EQ(rdp_fini(), 0);
+	RDP_ASSERT_EQ(cli.ev[ld32(&cli.nb_ev) - 1].kind, RDP_SESSION_EV_CLOSED);
 	rdp_cfg_free(cfg);
 	return 0;
 }
