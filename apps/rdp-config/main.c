@@ -2,12 +2,16 @@
 /*
  * rdp-config: check a configuration file before deploying it, the way
  * `nginx -t` does. Prints the resolved values of [global] and of every
- * [lcore.N] on stdout, or the first error on stderr.
+ * [lcore.N] on stdout, or the first error on stderr. A device the keys
+ * name (device, port, gid_index) is looked for on this machine.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include <rte_errno.h>
+
 #include "rdp_cfg.h"
+#include "rdp_dev.h"
 
 enum exit_status {
 	EXIT_VALID = 0,
@@ -23,9 +27,30 @@ usage(FILE *out)
 		"                               runs with ([global] first, then [lcore.N])\n"
 		"       rdp-config --help       show this help\n"
 		"\n"
+		"A device that device, port and gid_index name must be on this\n"
+		"machine (the error lists the devices there).\n"
 		"Exit status: 0 valid, 1 invalid (the error is printed as\n"
 		"FILE:LINE: [SECTION] KEY = VALUE: RULE), 2 bad usage.\n"
 		"Keys and rules: docs/configuration.md.\n");
+}
+
+/* The RDMA device the keys name must be on this machine, with that port and GID. */
+static int
+check_device(const struct rdp_cfg *cfg)
+{
+	const char *key = rdp_cfg_device_key(cfg);
+	char spec[RDP_DEV_SPEC_MAX];
+	struct rdp_dev *dev;
+	int ret;
+
+	ret = rdp_cfg_driver_spec(cfg, spec, sizeof(spec));
+	if (ret < 0 || key == NULL)
+		return ret;
+	dev = rdp_dev_open(spec);
+	if (dev == NULL)
+		return rdp_cfg_key_error(cfg, RDP_CFG_GLOBAL, key, rte_errno, "%s", rdp_err_msg());
+	rdp_dev_close(dev);
+	return 0;
 }
 
 int
@@ -46,6 +71,12 @@ main(int argc, char **argv)
 	cfg = rdp_cfg_load(argv[2]);
 	if (cfg == NULL) {
 		fprintf(stderr, "%s\n", rdp_err_msg());
+		return EXIT_INVALID;
+	}
+	ret = check_device(cfg);
+	if (ret < 0) {
+		fprintf(stderr, "%s\n", rdp_err_msg());
+		rdp_cfg_free(cfg);
 		return EXIT_INVALID;
 	}
 	ret = rdp_cfg_dump(cfg, stdout);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "rdp_cfg.h"
+#include "rdp_ep.h"
 #include "rdp_test.h"
 
 extern char **environ;
@@ -1015,7 +1016,108 @@ RDP_TEST(unit, rdp_config_check_exits_0_on_valid_1_on_invalid_2_on_bad_usage)
 	RDP_ASSERT(strncmp(out, "usage: rdp-config check FILE", 28) == 0);
 	RDP_ASSERT_STR_EQ(err, "");
 
-	RDP_ASSERT(unlink("good.ini") == 0 && unlink("bad.ini") == 0);
+	/* a device that is not on this machine: the error lists what is */
+	write_text("dev.ini", "[global]\nsq_size = 128\ndevice = mlx5_9\n");
+	RDP_ASSERT_EQ(run_tool((char *[]){ bin, (char *)"check", (char *)"dev.ini", NULL },
+			       out, sizeof(out), err, sizeof(err)), 1);
+	RDP_ASSERT_MSG(strncmp(err, "dev.ini:3: [global] device = mlx5_9: verbs: no RDMA device "
+			       "named 'mlx5_9' (", 67) == 0, "%s", err);
+	RDP_ASSERT_STR_EQ(out, "");
+	write_text("dev.ini", "[global]\ndriver = shm\ngid_index = 1\n");
+	RDP_ASSERT_EQ(run_tool((char *[]){ bin, (char *)"check", (char *)"dev.ini", NULL },
+			       out, sizeof(out), err, sizeof(err)), 1);
+	RDP_ASSERT_STR_EQ(err, "dev.ini:3: [global] gid_index = 1: a key of RDMA devices, but "
+			  "driver = shm has none to choose (driver = auto or verbs)\n");
+
+	RDP_ASSERT(unlink("good.ini") == 0 && unlink("bad.ini") == 0 && unlink("dev.ini") == 0);
 	tmp_leave();
+	return 0;
+}
+
+/* rdp_init() with the configuration in @p text: its errno, the message in rdp_err_msg(). */
+static int
+init_text(const char *text)
+{
+	struct rdp_cfg *cfg = load_text("dev.ini", text);
+	int ret;
+
+	RDP_ASSERT_MSG(cfg != NULL, "%s", rdp_err_msg());
+	ret = rdp_init(cfg);
+	if (ret == 0)
+		RDP_ASSERT_EQ(rdp_fini(), 0);
+	rdp_cfg_free(cfg);
+	return ret;
+}
+
+static void
+expect_init_error(int line, const char *text, int err, const char *msg)
+{
+	int ret = init_text(text);
+
+	/* err 0: any failure (the errno depends on the devices the machine has) */
+	if (err != 0 ? ret != -err : ret >= 0)
+		rdp_test_fail(__FILE__, line, "rdp_init: %d, want %d (%s)", ret, -err,
+			      rdp_err_msg());
+	if (strstr(rdp_err_msg(), msg) == NULL)
+		rdp_test_fail(__FILE__, line, "message:\n  got:  %s\n  want: ...%s...",
+			      rdp_err_msg(), msg);
+}
+
+/*
+ * The device keys pick the RDMA device (device, port, gid_index become the
+ * verbs driver's arguments): a device that is not there fails rdp_init()
+ * naming the file, line and key and what the machine has; a device key
+ * with the shm driver, one given twice, or an lcore naming another device
+ * than the process's is refused, never ignored.
+ */
+RDP_TEST(eal, cfg_device_keys_pick_the_rdma_device_or_fail_naming_file_line_and_key)
+{
+	rdp_test_eal_init("0-1");
+	expect_init_error(__LINE__, "[global]\ndevice = mlx5_9\n", 0,
+			  "dev.ini:2: [global] device = mlx5_9: verbs: no RDMA device named 'mlx5_9' (");
+	expect_init_error(__LINE__, "[global]\ndriver = auto\n\nport = 2\n", 0,
+			  "dev.ini:4: [global] port = 2: ");
+	expect_init_error(__LINE__, "[global]\ndriver = shm\ndevice = rxe0\n", EINVAL,
+			  "dev.ini:3: [global] device = rxe0: a key of RDMA devices, but driver = "
+			  "shm has none to choose (driver = auto or verbs)");
+	expect_init_error(__LINE__, "[global]\ndriver = verbs:device=rxe0\ndevice = rxe1\n",
+			  EINVAL, "dev.ini:3: [global] device = rxe1: given twice: also in "
+			  "driver = verbs:device=rxe0");
+	expect_init_error(__LINE__, "[global]\ndriver = shm\n[lcore.1]\ngid_index = 3\n",
+			  EINVAL, "dev.ini:4: [lcore.1] gid_index = 3: every lcore uses the "
+			  "process's one device: set device, port and gid_index in [global] only");
+	/* and without device keys the driver key alone still decides */
+	RDP_ASSERT_MSG(init_text("[global]\ndriver = shm\n") == 0, "%s", rdp_err_msg());
+	return 0;
+}
+
+/*
+ * On a machine with RDMA devices (the rxe lane: rxe0 and rxe1), the device
+ * key picks the named one and the others are left alone; a device that is
+ * not there is refused with the list of those that are, and a port the
+ * device lacks names the port key.
+ */
+RDP_TEST(rxe, cfg_device_key_picks_the_named_rdma_device_and_lists_the_others)
+{
+	struct rdp_cfg *cfg;
+
+	rdp_test_eal_init("0-1");
+	cfg = load_text("dev.ini", "[global]\ndevice = rxe1\n");
+	RDP_ASSERT_MSG(cfg != NULL, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	RDP_ASSERT_MSG(strstr(rdp_driver_info(), "verbs on rxe1 (configured by device)") != NULL,
+		       "%s", rdp_driver_info());
+	RDP_ASSERT_EQ(rdp_fini(), 0);
+	rdp_cfg_free(cfg);
+	expect_init_error(__LINE__, "[global]\ndevice = mlx5_9\n", ENOENT,
+			  "dev.ini:2: [global] device = mlx5_9: verbs: no RDMA device named "
+			  "'mlx5_9' (devices: rxe0, rxe1)");
+	cfg = load_text("dev.ini", "[global]\ndevice = rxe0\nport = 2\n");
+	RDP_ASSERT_MSG(cfg != NULL, "%s", rdp_err_msg());
+	RDP_ASSERT(rdp_init(cfg) < 0);
+	RDP_ASSERT_MSG(strncmp(rdp_err_msg(), "dev.ini:2: [global] device = rxe0: verbs: ", 42) == 0,
+		       "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(strstr(rdp_err_msg(), "port 2") != NULL, "%s", rdp_err_msg());
+	rdp_cfg_free(cfg);
 	return 0;
 }

@@ -220,7 +220,10 @@ dev_choose(const char *dev, unsigned int port, unsigned int gid, struct pick *p,
 	memset(p, 0, sizeof(*p));
 	list = ibv_get_device_list(&n);
 	if (list == NULL || n == 0) {
-		snprintf(why, len, "no RDMA device (libibverbs found none)");
+		if (dev[0] != '\0')
+			snprintf(why, len, "no RDMA device named '%s' (libibverbs found none)", dev);
+		else
+			snprintf(why, len, "no RDMA device (libibverbs found none)");
 		if (list != NULL)
 			ibv_free_device_list(list);
 		return -ENODEV;

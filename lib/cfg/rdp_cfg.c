@@ -1322,3 +1322,102 @@ rdp_cfg_hostport(const char *spec, char *host, size_t len, uint16_t *port)
 {
 	return rdp_hostport_parse(spec, 0, host, len, port);
 }
+
+int
+rdp_cfg_key_error(const struct rdp_cfg *cfg, int lcore_id, const char *key, int err,
+		  const char *fmt, ...)
+{
+	const struct scope *s;
+	const struct key *k = key_find(key);
+	char where[PATH_MAX + 16], value[RDP_CFG_VALUE_MAX + 1], sec[32], shown[ECHO_MAX + 8];
+	char rule[RDP_ERR_MSG_MAX], inherited[64] = "";
+	va_list ap;
+	int owner;
+
+	va_start(ap, fmt);
+	vsnprintf(rule, sizeof(rule), fmt, ap);
+	va_end(ap);
+	if (cfg == NULL || k == NULL || lcore_id < RDP_CFG_GLOBAL || lcore_id >= RTE_MAX_LCORE)
+		return rdp_err_set(err, "%s: %s", key, rule);
+	s = lcore_id != RDP_CFG_GLOBAL && cfg->lcore[lcore_id] != NULL ? cfg->lcore[lcore_id] :
+		&cfg->global;
+	owner = s != &cfg->global && s->set[key_index(k)] ? lcore_id : RDP_CFG_GLOBAL;
+	if (s != &cfg->global && owner != lcore_id)
+		snprintf(inherited, sizeof(inherited), " (as inherited by [lcore.%d])", lcore_id);
+	origin_text(cfg, &s->org[key_index(k)], where, sizeof(where));
+	section_name(owner, sec, sizeof(sec));
+	value_format(k, &s->v, value, sizeof(value));
+	echo_value(k, value, shown, sizeof(shown));
+	return rdp_err_set(err, "%s: [%s] %s = %s%s: %s", where, sec, k->name, shown, inherited,
+			   rule);
+}
+
+const char *
+rdp_cfg_device_key(const struct rdp_cfg *cfg)
+{
+	const struct rdp_cfg_lcore *g = rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL);
+
+	if (g == NULL)
+		return NULL;
+	return g->device[0] != '\0' ? "device" : g->port != 0 ? "port" :
+		g->gid_index >= 0 ? "gid_index" : NULL;
+}
+
+int
+rdp_cfg_driver_spec(const struct rdp_cfg *cfg, char *spec, size_t len)
+{
+	const struct rdp_cfg_lcore *g = rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL);
+	const char *key = rdp_cfg_device_key(cfg), *args;
+	unsigned int i;
+	size_t off;
+
+	if (g == NULL || spec == NULL || len == 0)
+		return rdp_err_set(EINVAL, "rdp_cfg_driver_spec: no configuration or no room");
+	spec[0] = '\0';
+	for (i = 0; i < RTE_MAX_LCORE; i++) {
+		const struct rdp_cfg_lcore *c;
+		const char *k;
+
+		if (cfg->lcore[i] == NULL)
+			continue;
+		c = &cfg->lcore[i]->v;
+		k = strcmp(c->device, g->device) != 0 ? "device" : c->port != g->port ? "port" :
+			c->gid_index != g->gid_index ? "gid_index" : NULL;
+		if (k != NULL)
+			return rdp_cfg_key_error(cfg, (int)i, k, EINVAL, "every lcore uses the "
+						 "process's one device: set device, port and "
+						 "gid_index in [global] only");
+	}
+	if (strcmp(g->driver, "auto") == 0) {
+		if (key == NULL)
+			return 0; /* the caller probes */
+		snprintf(spec, len, "verbs"); /* a device key picks an RDMA device */
+	} else {
+		snprintf(spec, len, "%s", g->driver);
+		if (key == NULL)
+			return 0;
+		if (strncmp(spec, "verbs", 5) != 0 || (spec[5] != '\0' && spec[5] != ':'))
+			return rdp_cfg_key_error(cfg, RDP_CFG_GLOBAL, key, EINVAL, "a key of RDMA "
+						 "devices, but driver = %s has none to choose "
+						 "(driver = auto or verbs)", g->driver);
+	}
+	args = strchr(spec, ':');
+	if (args != NULL && ((g->device[0] != '\0' && strstr(args, "device=") != NULL) ||
+			     (g->port != 0 && strstr(args, "port=") != NULL) ||
+			     (g->gid_index >= 0 && strstr(args, "gid_index=") != NULL)))
+		return rdp_cfg_key_error(cfg, RDP_CFG_GLOBAL, key, EINVAL, "given twice: also "
+					 "in driver = %s", g->driver);
+	off = strlen(spec);
+	if (g->device[0] != '\0' && off < len)
+		off += snprintf(spec + off, len - off, "%cdevice=%s", args != NULL || off > 5 ?
+				',' : ':', g->device);
+	if (g->port != 0 && off < len)
+		off += snprintf(spec + off, len - off, "%cport=%u", args != NULL || off > 5 ?
+				',' : ':', g->port);
+	if (g->gid_index >= 0 && off < len)
+		off += snprintf(spec + off, len - off, "%cgid_index=%d", args != NULL || off > 5 ?
+				',' : ':', g->gid_index);
+	if (off >= len)
+		return rdp_err_set(EINVAL, "driver spec too long for %s", g->driver);
+	return 0;
+}

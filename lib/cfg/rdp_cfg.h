@@ -230,6 +230,60 @@ const struct rdp_cfg_lcore *rdp_cfg_lcore(const struct rdp_cfg *cfg, int lcore_i
 unsigned int rdp_cfg_lcores(const struct rdp_cfg *cfg, unsigned int *ids, unsigned int max);
 
 /**
+ * Report a rule that one key's value breaks and that only its user can
+ * check (the device a `device` key names, say), in the configuration's
+ * message shape: `WHERE: [SECTION] KEY = VALUE: RULE`, WHERE the file and
+ * line the value came from (or its override's origin, or `default`).
+ *
+ * @param cfg
+ *   The configuration.
+ * @param lcore_id
+ *   RDP_CFG_GLOBAL, or an lcore whose value is meant (an inherited value
+ *   names [global] and says which lcore inherited it).
+ * @param key
+ *   The key's name.
+ * @param err
+ *   The errno to report (positive).
+ * @param fmt
+ *   printf-style RULE.
+ * @return
+ *   -@p err, with the message in rdp_err_msg().
+ */
+int rdp_cfg_key_error(const struct rdp_cfg *cfg, int lcore_id, const char *key, int err,
+		      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/**
+ * The first device key that [global] sets: "device", "port" or
+ * "gid_index", or NULL when none is (the driver picks).
+ *
+ * @param cfg
+ *   The configuration.
+ * @return
+ *   The key's name, or NULL.
+ */
+const char *rdp_cfg_device_key(const struct rdp_cfg *cfg);
+
+/**
+ * The driver spec the configuration selects: the `driver` key, with the
+ * device keys of [global] (`device`, `port`, `gid_index`) added as the
+ * verbs driver's arguments; `driver = auto` with a device key means verbs.
+ * One device serves a process, so an lcore section that names another is
+ * refused, as is a device key with a driver that has no RDMA devices to
+ * choose (shm), or a key also given in the driver's arguments.
+ *
+ * @param cfg
+ *   The configuration.
+ * @param spec
+ *   Receives the spec, or "" for `driver = auto` without device keys (the
+ *   caller probes the drivers: rdp_dev_default_spec()).
+ * @param len
+ *   Room in @p spec.
+ * @return
+ *   0, or -EINVAL with the message naming the file, line and key.
+ */
+int rdp_cfg_driver_spec(const struct rdp_cfg *cfg, char *spec, size_t len);
+
+/**
  * Print the resolved values as an INI file: `[global]`, then each
  * `[lcore.N]` with all of its values; a comment on each line says where the
  * value came from. A set secret is printed as a comment, never in clear.

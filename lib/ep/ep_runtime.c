@@ -294,22 +294,30 @@ rdp_driver_info(void)
 /* ---------------------------------------------------------------------- */
 
 static int
-open_device(const struct rdp_cfg_lcore *g)
+open_device(const struct rdp_cfg *cfg)
 {
+	const char *key = rdp_cfg_device_key(cfg);
 	char spec[RDP_DEV_SPEC_MAX], why[256];
 	int ret;
 
-	if (strcmp(g->driver, "auto") == 0) {
+	ret = rdp_cfg_driver_spec(cfg, spec, sizeof(spec));
+	if (ret < 0)
+		return ret;
+	if (spec[0] == '\0') {
 		ret = rdp_dev_default_spec(spec, sizeof(spec), why, sizeof(why));
 		if (ret < 0)
 			return ret;
 	} else {
-		snprintf(spec, sizeof(spec), "%s", g->driver);
-		snprintf(why, sizeof(why), "configured");
+		snprintf(why, sizeof(why), key != NULL ? "configured by %s" : "configured",
+			 key);
 	}
 	rdp_rt.dev = rdp_dev_open(spec);
-	if (rdp_rt.dev == NULL)
-		return -rte_errno;
+	if (rdp_rt.dev == NULL) {
+		ret = rte_errno;
+		/* the device the keys name is not there (or lacks that port, that GID) */
+		return key == NULL ? -ret : rdp_cfg_key_error(cfg, RDP_CFG_GLOBAL, key, ret, "%s",
+							       rdp_err_msg());
+	}
 	ret = rdp_dev_query(rdp_rt.dev, &rdp_rt.attr);
 	if (ret < 0)
 		return ret;
@@ -540,7 +548,7 @@ rdp_init(const struct rdp_cfg *cfg)
 	rdp_rt.auth = rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL)->secret[0] != '\0';
 	if (rdp_rt.auth)
 		rdp_hello_key(rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL)->secret, rdp_rt.auth_key);
-	ret = open_device(rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL));
+	ret = open_device(cfg);
 	if (ret < 0)
 		goto fail;
 	n = rdp_cfg_lcores(cfg, ids, RTE_DIM(ids));
