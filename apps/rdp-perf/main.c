@@ -1260,7 +1260,8 @@ usage(FILE *f)
 "  --driver NAME[:ARGS]   driver, e.g. shm:cqe_order=recv_first (default: auto,\n"
 "                         verbs with an active RDMA port, else shm)\n"
 "  --pipeline             events through a ring to the main lcore, sends through\n"
-"                         the poller's inbox (default: run-to-completion)\n"
+"                         the poller's inbox (default: run-to-completion; also\n"
+"                         mode = pipeline in the configuration)\n"
 "  --server-lcores LIST   loopback: EAL --lcores of the server process\n"
 "  --max-msg BYTES        server: accept messages up to BYTES (max_msg_size grows\n"
 "                         to it; a loopback run passes its largest -s)\n"
@@ -1544,6 +1545,35 @@ spawn_server(char **app_argv, int app_argc, int *port)
 	return app_spawn_server(opt.server_lcores, "rdp-perf-srv", args, port);
 }
 
+/*
+ * The configuration's `mode` and `app_lcore`: `mode = pipeline` runs as
+ * --pipeline does, its events on the EAL main lcore. One mode for every
+ * endpoint, so the keys belong in [global].
+ */
+static int
+mode_from_config(const struct rdp_cfg *cfg)
+{
+	const struct rdp_cfg_lcore *g = rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL);
+	unsigned int ids[RTE_MAX_LCORE], n = rdp_cfg_lcores(cfg, ids, RTE_DIM(ids)), i;
+	unsigned int main_lcore = rte_get_main_lcore();
+
+	for (i = 0; i < n; i++) {
+		const struct rdp_cfg_lcore *c = rdp_cfg_lcore(cfg, (int)ids[i]);
+
+		if (c->mode != g->mode || c->app_lcore != g->app_lcore)
+			return rdp_cfg_key_error(cfg, (int)ids[i], c->mode != g->mode ? "mode" :
+						 "app_lcore", EINVAL, "rdp-perf runs every "
+						 "endpoint in one mode: set it in [global]");
+	}
+	if (g->mode == RDP_CFG_MODE_PIPELINE)
+		opt.pipeline = true;
+	if (opt.pipeline && g->app_lcore >= 0 && (unsigned int)g->app_lcore != main_lcore)
+		return rdp_cfg_key_error(cfg, RDP_CFG_GLOBAL, "app_lcore", EINVAL, "rdp-perf takes "
+					 "pipeline events on the EAL main lcore: -1 or %u",
+					 main_lcore);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1593,7 +1623,7 @@ main(int argc, char **argv)
 	cfg = opt.config != NULL ? rdp_cfg_load(opt.config) : rdp_cfg_default();
 	if (cfg == NULL || (opt.driver != NULL &&
 			    rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "driver", opt.driver, "--driver") < 0) ||
-	    sizes_fit(cfg) < 0 || rdp_cfg_validate(cfg) < 0) {
+	    sizes_fit(cfg) < 0 || rdp_cfg_validate(cfg) < 0 || mode_from_config(cfg) < 0) {
 		fprintf(stderr, "rdp-perf: %s\n", rdp_err_msg());
 		ret = 1;
 		goto out;

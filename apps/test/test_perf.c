@@ -433,3 +433,48 @@ RDP_TEST(perf, rdp_perf_srq_on_many_endpoints_zero_enomem_rnr)
 	rmdir(dir);
 	return 0;
 }
+
+/*
+ * The configuration's mode drives rdp-perf as --pipeline does (run_mode in
+ * its JSON); an app_lcore other than the main lcore, or a mode set in an
+ * [lcore.N] section, is refused naming the file, line and key.
+ */
+RDP_TEST(perf, rdp_perf_runs_the_mode_its_configuration_names)
+{
+	static char out[1 << 16], text[1 << 16];
+	const char *tmp = getenv("TMPDIR");
+	char dir[256], ini[512], args[1024], cmd[1200];
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/rdp-perf-mode-XXXXXX",
+		 tmp != NULL && *tmp != '\0' ? tmp : P_tmpdir);
+	RDP_ASSERT(mkdtemp(dir) != NULL);
+	snprintf(ini, sizeof(ini), "%s/mode.ini", dir);
+	f = fopen(ini, "w");
+	RDP_ASSERT(f != NULL);
+	fprintf(f, "[global]\nmode = pipeline\n");
+	fclose(f);
+	snprintf(args, sizeof(args), "-c %s -m bw -s 64 -n 2000 -q", ini);
+	run_perf_json(args, out, sizeof(out), text, sizeof(text));
+	RDP_ASSERT_MSG(strstr(text, "\"run_mode\": \"pipeline\"") != NULL, "%s", text);
+
+	f = fopen(ini, "w");
+	RDP_ASSERT(f != NULL);
+	fprintf(f, "[global]\nmode = pipeline\napp_lcore = 5\n");
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s -- -c %s -m bw -s 64 -n 100 -q 2>&1", perf_bin(), ini);
+	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 1);
+	RDP_ASSERT_MSG(strstr(out, "mode.ini:3: [global] app_lcore = 5: rdp-perf takes pipeline "
+			      "events on the EAL main lcore: -1 or 0") != NULL, "%s", out);
+
+	f = fopen(ini, "w");
+	RDP_ASSERT(f != NULL);
+	fprintf(f, "[global]\n[lcore.1]\nmode = pipeline\n");
+	fclose(f);
+	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 1);
+	RDP_ASSERT_MSG(strstr(out, "mode.ini:3: [lcore.1] mode = pipeline: rdp-perf runs every "
+			      "endpoint in one mode: set it in [global]") != NULL, "%s", out);
+	unlink(ini);
+	rmdir(dir);
+	return 0;
+}
