@@ -1062,6 +1062,23 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	return 0;
 }
 
+/* The process's resident memory (VmRSS), KiB; 0 when /proc does not say. */
+static uint64_t
+rss_kib(void)
+{
+	char line[128];
+	uint64_t kib = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "VmRSS: %" SCNu64, &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
 static void
 print_table(const struct perf_result *r, unsigned int n)
 {
@@ -1083,6 +1100,8 @@ print_table(const struct perf_result *r, unsigned int n)
 	       "trip for read_lat, and not measured otherwise; write and read count operations as "
 	       "messages; cpu ns is process CPU time per message, busy polling included; ENOMEM "
 	       "and RNR must be 0\n");
+	printf("client resident memory: %.1f MiB with %u endpoints\n", rss_kib() / 1024.0,
+	       opt.endpoints);
 }
 
 static int
@@ -1118,7 +1137,7 @@ write_json(const struct perf_result *r, unsigned int n)
 	/* every message of the run, warm-ups and drains included (profiles divide by it) */
 	sum_counts(&all_msgs, &all_bytes, &all_failed);
 	fprintf(f, "  ],\n  \"messages_completed\": %" PRIu64 ",\n  \"seq_errors\": %" PRIu64
-		"\n}\n", all_msgs, seq_errors_before);
+		",\n  \"rss_kib\": %" PRIu64 "\n}\n", all_msgs, seq_errors_before, rss_kib());
 	return fclose(f) == 0 ? 0 : -1;
 }
 
