@@ -456,6 +456,23 @@ RDP_TEST(e2e, blk_verify_512_byte_and_1_mib_blocks)
 /* Durability across a server crash                                       */
 /* ---------------------------------------------------------------------- */
 
+/* Wait (up to 90 s) for the loader's first progress line and the server's first fdatasync. */
+static void
+await_synced_progress(const char *log, const char *slog)
+{
+	double deadline = rdp_clock_s() + 90; /* generous: the CI machine may be crowded */
+
+	while (strstr(slurp(log), " IOPS (read ") == NULL) {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no progress from the loader:\n%s", slurp(log));
+		usleep(20000);
+	}
+	while (syncs_per_s(slurp(slog)) <= 0) {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no fdatasync in the server's progress:\n%s",
+			       slurp(slog));
+		usleep(20000);
+	}
+}
+
 RDP_TEST(e2e, blk_sync_server_killed_mid_run_keeps_every_acknowledged_write)
 {
 	const char *slog = path_of("serve.log"), *log = path_of("load.log");
@@ -464,7 +481,6 @@ RDP_TEST(e2e, blk_sync_server_killed_mid_run_keeps_every_acknowledged_write)
 	const char *args[] = { "--connect", NULL, "--rw", "randwrite", "--verify", "--state",
 			       state, "--runtime", "240", NULL };
 	char addr[64];
-	double deadline;
 	pid_t srv, ld;
 	int port, rc;
 
@@ -472,18 +488,8 @@ RDP_TEST(e2e, blk_sync_server_killed_mid_run_keeps_every_acknowledged_write)
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	args[1] = addr;
 	ld = spawn_blk(log, "load", args);
-	/* let writes be acknowledged (a progress line comes after 1 s), then crash */
-	deadline = rdp_clock_s() + 90; /* generous: the CI machine may be crowded */
-	while (strstr(slurp(log), " IOPS (read ") == NULL) {
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no progress from the loader:\n%s", slurp(log));
-		usleep(20000);
-	}
-	/* and the server has been syncing them (its progress line counts syncs) */
-	while (syncs_per_s(slurp(slog)) <= 0) {
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no fdatasync in the server's progress:\n%s",
-			       slurp(slog));
-		usleep(20000);
-	}
+	/* let writes be acknowledged and synced, then crash */
+	await_synced_progress(log, slog);
 	RDP_ASSERT(kill(srv, SIGKILL) == 0);
 	RDP_ASSERT_EQ(reap(srv, 10, "serve", slog), 128 + SIGKILL);
 	/* the loader notices, saves what was acknowledged and fails */
@@ -506,23 +512,6 @@ RDP_TEST(e2e, blk_sync_server_killed_mid_run_keeps_every_acknowledged_write)
 	stop_server(srv, slog);
 	scratch_remove();
 	return 0;
-}
-
-/* Wait (up to 90 s) for the loader's first progress line and the server's first fdatasync. */
-static void
-await_synced_progress(const char *log, const char *slog)
-{
-	double deadline = rdp_clock_s() + 90; /* generous: the CI machine may be crowded */
-
-	while (strstr(slurp(log), " IOPS (read ") == NULL) {
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no progress from the loader:\n%s", slurp(log));
-		usleep(20000);
-	}
-	while (syncs_per_s(slurp(slog)) <= 0) {
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no fdatasync in the server's progress:\n%s",
-			       slurp(slog));
-		usleep(20000);
-	}
 }
 
 /*

@@ -405,22 +405,37 @@ RDP_TEST(perf, rdp_perf_counts_a_late_send_completion_in_the_phase_that_sent_it)
  * SRQ, chunked and rendezvous sizes, every message counted, no ENOMEM and
  * no RNR with rnr_retry = 0.
  */
+/* Write @p text to the file @p ini. */
+static void
+rewrite_ini(const char *ini, const char *text)
+{
+	FILE *f = fopen(ini, "w");
+
+	RDP_ASSERT(f != NULL);
+	RDP_ASSERT(fputs(text, f) >= 0);
+	RDP_ASSERT(fclose(f) == 0);
+}
+
+/* A fresh directory @p dir holding the configuration @p text as @p ini. */
+static void
+write_ini(char *dir, size_t dir_len, char *ini, size_t ini_len, const char *text)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(dir, dir_len, "%s/rdp-perf-ini-XXXXXX", tmp != NULL && *tmp != '\0' ? tmp :
+		 P_tmpdir);
+	RDP_ASSERT(mkdtemp(dir) != NULL);
+	snprintf(ini, ini_len, "%s/test.ini", dir);
+	rewrite_ini(ini, text);
+}
+
 RDP_TEST(perf, rdp_perf_srq_on_many_endpoints_zero_enomem_rnr)
 {
 	static char out[1 << 16], text[1 << 16];
-	const char *tmp = getenv("TMPDIR");
 	char dir[256], ini[512], args[1024], bad[128] = "";
-	FILE *f;
 
-	snprintf(dir, sizeof(dir), "%s/rdp-perf-srq-XXXXXX",
-		 tmp != NULL && *tmp != '\0' ? tmp : P_tmpdir);
-	RDP_ASSERT(mkdtemp(dir) != NULL);
-	snprintf(ini, sizeof(ini), "%s/srq.ini", dir);
-	f = fopen(ini, "w");
-	RDP_ASSERT(f != NULL);
-	fprintf(f, "[global]\nsrq = on\nsrq_size = 1024\nsrq_floor = 8\nsrq_lease_max = 64\n"
-		"rndv_threshold = 65536\nrnr_retry = 0\n");
-	fclose(f);
+	write_ini(dir, sizeof(dir), ini, sizeof(ini), "[global]\nsrq = on\nsrq_size = 1024\n"
+		  "srq_floor = 8\nsrq_lease_max = 64\nrndv_threshold = 65536\nrnr_retry = 0\n");
 	snprintf(args, sizeof(args), "-c %s -e 8 -m bw,bidir -s 64,4096,262144 -w 16 -n 2000 -q",
 		 ini);
 	run_perf_json(args, out, sizeof(out), text, sizeof(text));
@@ -442,37 +457,22 @@ RDP_TEST(perf, rdp_perf_srq_on_many_endpoints_zero_enomem_rnr)
 RDP_TEST(perf, rdp_perf_runs_the_mode_its_configuration_names)
 {
 	static char out[1 << 16], text[1 << 16];
-	const char *tmp = getenv("TMPDIR");
 	char dir[256], ini[512], args[1024], cmd[1200];
-	FILE *f;
 
-	snprintf(dir, sizeof(dir), "%s/rdp-perf-mode-XXXXXX",
-		 tmp != NULL && *tmp != '\0' ? tmp : P_tmpdir);
-	RDP_ASSERT(mkdtemp(dir) != NULL);
-	snprintf(ini, sizeof(ini), "%s/mode.ini", dir);
-	f = fopen(ini, "w");
-	RDP_ASSERT(f != NULL);
-	fprintf(f, "[global]\nmode = pipeline\n");
-	fclose(f);
+	write_ini(dir, sizeof(dir), ini, sizeof(ini), "[global]\nmode = pipeline\n");
 	snprintf(args, sizeof(args), "-c %s -m bw -s 64 -n 2000 -q", ini);
 	run_perf_json(args, out, sizeof(out), text, sizeof(text));
 	RDP_ASSERT_MSG(strstr(text, "\"run_mode\": \"pipeline\"") != NULL, "%s", text);
 
-	f = fopen(ini, "w");
-	RDP_ASSERT(f != NULL);
-	fprintf(f, "[global]\nmode = pipeline\napp_lcore = 5\n");
-	fclose(f);
+	rewrite_ini(ini, "[global]\nmode = pipeline\napp_lcore = 5\n");
 	snprintf(cmd, sizeof(cmd), "%s -- -c %s -m bw -s 64 -n 100 -q 2>&1", perf_bin(), ini);
 	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 1);
-	RDP_ASSERT_MSG(strstr(out, "mode.ini:3: [global] app_lcore = 5: rdp-perf takes pipeline "
+	RDP_ASSERT_MSG(strstr(out, "test.ini:3: [global] app_lcore = 5: rdp-perf takes pipeline "
 			      "events on the EAL main lcore: -1 or 0") != NULL, "%s", out);
 
-	f = fopen(ini, "w");
-	RDP_ASSERT(f != NULL);
-	fprintf(f, "[global]\n[lcore.1]\nmode = pipeline\n");
-	fclose(f);
+	rewrite_ini(ini, "[global]\n[lcore.1]\nmode = pipeline\n");
 	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 1);
-	RDP_ASSERT_MSG(strstr(out, "mode.ini:3: [lcore.1] mode = pipeline: rdp-perf runs every "
+	RDP_ASSERT_MSG(strstr(out, "test.ini:3: [lcore.1] mode = pipeline: rdp-perf runs every "
 			      "endpoint in one mode: set it in [global]") != NULL, "%s", out);
 	unlink(ini);
 	rmdir(dir);
