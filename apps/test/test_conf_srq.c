@@ -17,6 +17,8 @@
 #include <rte_errno.h>
 
 #include "conf_pair.h"
+#include <pthread.h>
+
 #include "rdp_test.h"
 
 #define T_MS 5000 /* deadline for completions that must come */
@@ -547,5 +549,94 @@ RDP_TEST(conf, conf_srq_create_refuses_zero_and_beyond_the_device_limits)
 	RDP_ASSERT_EQ(rdp_srq_destroy(srq), 0);
 	RDP_ASSERT_EQ(rdp_pd_free(pd), 0);
 	RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
+	return 0;
+}
+
+/* One peer's sender thread: @p n signaled SENDs, one at a time; the first failure. */
+struct racer {
+	struct srq_host *h;
+	int q;
+	uint32_t n;
+	uint32_t done;
+	uint8_t status;    /* the first send that failed, RDP_WC_SUCCESS if none */
+};
+
+static void *
+racer_main(void *arg)
+{
+	struct racer *r = arg;
+	struct conf_side *s = &r->h->pair[r->q].b;
+	uint32_t i;
+
+	conf_tx_fill(s, 0, 64, (uint8_t)r->q);
+	for (i = 0; i < r->n; i++) {
+		struct rdp_wc wc;
+
+		if (conf_post_send(s, RDP_WR_SEND_WITH_IMM, RDP_SEND_SIGNALED, i, 0, 64, i, 0, 0) != 0 ||
+		    conf_poll(s, &wc, 1, T_MS) != 1) {
+			r->status = RDP_WC_GENERAL_ERR;
+			break;
+		}
+		if (wc.status != RDP_WC_SUCCESS) {
+			r->status = wc.status;
+			break;
+		}
+		__atomic_store_n(&r->done, i + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/*
+ * Two senders on two threads claim entries of one SRQ at once while its
+ * owner keeps it full, reposting every receive as it completes. The claim
+ * index they share moves under each of them; a sender that read it before
+ * the owner posted again must not take the SRQ for garbage (a remote
+ * operation error that failed the QP: seen in the soak with srq = on).
+ */
+RDP_TEST(shm, shm_srq_two_senders_at_once_into_a_full_srq_see_no_remote_error)
+{
+	enum { N = 200000, DEPTH = 16 };
+	struct racer r[2];
+	pthread_t t[2];
+	struct srq_host h;
+	struct conf_opts o;
+	uint64_t received = 0;
+	double deadline;
+	uint32_t k;
+	int i, ret;
+
+	conf_opts_default(&o);
+	o.rnr_retry = 7; /* a sender faster than the owner waits for its next receive */
+	ret = host_open(&h, DEPTH, 2, &o);
+	if (ret != 0)
+		return ret;
+	for (k = 0; k < DEPTH; k++)
+		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);
+	for (i = 0; i < 2; i++) {
+		r[i] = (struct racer){ .h = &h, .q = i, .n = N, .status = RDP_WC_SUCCESS };
+		RDP_ASSERT(pthread_create(&t[i], NULL, racer_main, &r[i]) == 0);
+	}
+	deadline = rdp_clock_s() + 120;
+	while (received < 2u * N && rdp_clock_s() < deadline &&
+	       r[0].status == RDP_WC_SUCCESS && r[1].status == RDP_WC_SUCCESS) {
+		struct rdp_wc wc[DEPTH];
+		int n = rdp_poll_cq(h.cq, wc, DEPTH), j;
+
+		RDP_ASSERT(n >= 0);
+		for (j = 0; j < n; j++) {
+			RDP_ASSERT_MSG(wc[j].status == RDP_WC_SUCCESS, "receive %" PRIu64 ": %s",
+				       wc[j].wr_id, rdp_wc_status_str(wc[j].status));
+			/* the same slot again, at the tail: the SRQ stays full */
+			RDP_ASSERT_EQ(srq_post(&h, wc[j].wr_id, (uint32_t)wc[j].wr_id), 0);
+		}
+		received += (uint64_t)n;
+	}
+	for (i = 0; i < 2; i++)
+		RDP_ASSERT(pthread_join(t[i], NULL) == 0);
+	for (i = 0; i < 2; i++)
+		RDP_ASSERT_MSG(r[i].status == RDP_WC_SUCCESS, "sender %d failed after %u sends: %s",
+			       i, r[i].done, rdp_wc_status_str(r[i].status));
+	RDP_ASSERT_EQ(received, 2u * N);
+	host_close(&h);
 	return 0;
 }

@@ -289,8 +289,15 @@ srq_claim(struct shm_qp *qp, const struct shm_peer *peer, uint64_t *idx)
 
 		if (posted == c)
 			return rnr(qp);
-		if (unlikely(posted - c > (uint64_t)peer->srq_mask + 1))
-			return RDP_WC_REM_OP_ERR;
+		if (unlikely(posted - c > (uint64_t)peer->srq_mask + 1)) {
+			/*
+			 * Our claim index may be old: other senders claimed and
+			 * the owner posted again since we read it. Only indexes
+			 * that stay apart by more than the SRQ are garbage.
+			 */
+			c = __atomic_load_n(&seg->rq_claim, __ATOMIC_ACQUIRE);
+			continue;
+		}
 		if (__atomic_compare_exchange_n(&seg->rq_claim, &c, c + 1, false, __ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED)) {
 			*idx = c;
