@@ -762,8 +762,10 @@ stack_start(struct stack *k, const char *spec)
 
 	snprintf(k->spec, sizeof(k->spec), "%s", spec);
 	k->cfg = stream_cfg(spec, SOAK_MAX_MSG);
-	/* one endpoint's budget: the CQ grows (admission) as endpoints come */
-	RDP_ASSERT_EQ(rdp_cfg_set(k->cfg, RDP_CFG_GLOBAL, "cq_size", "129", "soak"), 0);
+	/* one endpoint's budget: the CQ grows (admission) as endpoints come (with
+	 * srq = on from $RDP_TEST_CFG, the SRQ's receives are in it from the start) */
+	if (rdp_cfg_lcore(k->cfg, RDP_CFG_GLOBAL)->srq != RDP_CFG_ON)
+		RDP_ASSERT_EQ(rdp_cfg_set(k->cfg, RDP_CFG_GLOBAL, "cq_size", "129", "soak"), 0);
 	RDP_ASSERT_MSG(rdp_cfg_validate(k->cfg) == 0, "%s", rdp_err_msg());
 	RDP_ASSERT_MSG(rdp_init(k->cfg) == 0, "rdp_init(%s): %s", spec, rdp_err_msg());
 	k->port_rtc = rdp_listen("127.0.0.1:0", &prtc);

@@ -576,6 +576,12 @@ RDP_TEST(unit, cfg_relations_blame_the_value_set_in_the_failing_section)
 	EXPECT_REJECTED("[global]\nsq_size = 128\n[lcore.6]\ncq_size = 300\n",
 			"bad.ini:4: [lcore.6] cq_size = 300: must be 0 (automatic) or "
 			">= sq_size+rq_size = 384 (sq_size=128, rq_size=256)");
+	/* with an SRQ the QPs have no receive queue; the SRQ's receives share the CQ */
+	EXPECT_REJECTED("[global]\nsrq = on\nsrq_size = 64\nrndv_threshold = 4096\n"
+			"cq_size = 320\n",
+			"bad.ini:5: [global] cq_size = 320: must be 0 (automatic) or >= "
+			"sq_size+1+srq_size = 321 (the SRQ's receives complete on the lcore's CQ) "
+			"(sq_size=256, srq_size=64, srq=on)");
 	/* a whole chunked message must fit in the receive window, or reassembly stalls */
 	EXPECT_REJECTED("[global]\nbuf_size = 1024\nmax_msg_size = 1048576\n"
 			"rndv_threshold = 1048576\n",

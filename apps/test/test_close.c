@@ -470,6 +470,13 @@ RDP_TEST(e2e, ep_counters_tell_a_close_from_a_drain_timeout_after_the_endpoints_
 	RDP_ASSERT(await_closed(&cs2, 10));
 	__atomic_store_n(&refusing, false, __ATOMIC_RELEASE);
 	await_peer_state(srv, RDP_EP_FAILED);
+	/* it counts as failed once it retires (its flush done): closed before, as closed */
+	deadline = rdp_clock_s() + 5;
+	do {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's failure was never counted");
+		usleep(1000);
+		RDP_ASSERT_EQ(rdp_ep_counters_get(-1, &c), 0);
+	} while (c.failed == 0);
 	RDP_ASSERT_EQ(rdp_ep_close(srv), 0);
 	RDP_ASSERT(await_closed(&ss2, 5));
 	expect_counters(4, 2, 1, 1, 1);

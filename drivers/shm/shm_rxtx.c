@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include <rte_cycles.h>
 #include <rte_prefetch.h>
 
 #include "rdp_clock.h"
@@ -317,18 +318,38 @@ static uint8_t
 exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 {
 	const struct shm_peer *peer = b->peer;
+	uint64_t c = qp->peer_rq_ci;
 	struct shm_rq_ent *ent;
 	uint64_t idx = 0;
-	uint8_t st = srq_claim(qp, peer, &idx);
+	uint8_t st;
 
-	if (st != RDP_WC_SUCCESS)
+	/*
+	 * Reserve an arrival on the receiving QP first, with its RQ's claim
+	 * index: once that QP is in error it takes none (sq_exec_one() sees
+	 * the index closed: no ack, the sender times out), and it completes its
+	 * flush only after every arrival reserved before has landed and been
+	 * reaped from the SRQ (srq_arrivals_in()).
+	 */
+	if (!__atomic_compare_exchange_n(&peer->qseg->rq_claim, &c, c + 1, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return RDP_WC_RETRY_EXC_ERR;
+	qp->peer_rq_claimed = c + 1;
+	qp->peer_rq_ci = c + 1;
+	b->first = c + 1; /* no entry of its RQ to publish (sq_publish_entries()) */
+	st = srq_claim(qp, peer, &idx);
+	if (st != RDP_WC_SUCCESS) {
+		/* the reservation ends without an arrival */
+		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
 		return st;
+	}
 	qp->rnr_waiting = 0;
 	ent = shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, idx);
 	st = ent_fill(peer, peer->srq_max_sge, peer->srq_inline, ent, e);
 	ent->src_slot = peer->bell_slot;
 	ent->src_qpn = peer->qpn;
 	__atomic_store_n(&ent->seq, shm_rq_seq(idx), __ATOMIC_RELEASE);
+	/* after the entry: the arrival has landed (sq_publish() stores it too) */
+	__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
 	b->nremote++;
 	return send_status(st);
 }
@@ -701,12 +722,56 @@ sq_can_run(struct shm_qp *qp, struct sq_batch *b)
 }
 
 /* The sender's engine: execute queued WRs, then ring one doorbell. */
+/*
+ * A QP on an SRQ, in error: have all the SENDs its peer reserved before the
+ * close landed, and has the SRQ been reaped past them? Its receive
+ * completions then precede its flush, as they do on one CQ of a device (an
+ * SRQ has no per-QP receives to flush that would say so). A dead peer
+ * lands nothing more.
+ */
+static bool
+srq_arrivals_in(struct shm_qp *qp)
+{
+	uint64_t now;
+
+	if (qp->srq_drained)
+		return true;
+	now = rte_get_tsc_cycles();
+	if (qp->srq_wait_since == 0)
+		qp->srq_wait_since = now;
+	/*
+	 * The SRQ is reaped in order: an entry claimed by a sender that died
+	 * before it completed it stops the reap for every QP on the SRQ. Past
+	 * SHM_SRQ_DRAIN_MS the flush goes on rather than wait for ever.
+	 */
+	if (__atomic_load_n(&qp->peer_dead, __ATOMIC_ACQUIRE) ||
+	    now - qp->srq_wait_since > SHM_SRQ_DRAIN_MS * (rte_get_tsc_hz() / 1000)) {
+		qp->srq_drained = 1;
+		return true;
+	}
+	if (qp->srq_wait == 0) {
+		if (__atomic_load_n(&qp->seg->rq_done, __ATOMIC_ACQUIRE) < qp->rq_final)
+			return false;
+		/* they are all among the SRQ's entries claimed by now */
+		qp->srq_wait = 1 + __atomic_load_n(&qp->srq->seg->rq_claim, __ATOMIC_ACQUIRE);
+	}
+	if (__atomic_load_n(&qp->srq->reaped, __ATOMIC_ACQUIRE) + 1 < qp->srq_wait)
+		return false;
+	qp->srq_drained = 1;
+	return true;
+}
+
 static void
 sq_run(struct shm_qp *qp)
 {
 	struct sq_batch b;
 
 	if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == RDP_QPS_ERR)) {
+		if (unlikely(qp->srq != NULL) && !srq_arrivals_in(qp)) {
+			/* its flush completes after its last receives: look again */
+			shm_cq_pend_set(qp->scq, qp->sslot);
+			return;
+		}
 		sq_flush(qp);
 		return;
 	}

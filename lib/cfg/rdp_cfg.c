@@ -746,6 +746,8 @@ scope_check(const struct rdp_cfg *cfg, const struct scope *s)
 	unsigned int n_credit = 0;
 	const struct key *cq_keys[] = { key_find("cq_size"), key_find("sq_size"),
 					key_find("rq_size") };
+	const struct key *cq_srq_keys[] = { key_find("cq_size"), key_find("sq_size"),
+					    key_find("srq_size"), key_find("srq") };
 	const struct key *mode_keys[] = { key_find("app_lcore"), key_find("mode") };
 	const struct key *msg_keys[] = { key_find("max_msg_size"), key_find("buf_size"),
 					 key_find("rq_size"), key_find("ack_reserve"),
@@ -766,7 +768,16 @@ scope_check(const struct rdp_cfg *cfg, const struct scope *s)
 	rdp_cfg_credit_params(v, &p);
 	if (rdp_credit_params_check(&p, why, sizeof(why)) < 0)
 		return relation_error(cfg, s, why, credit_keys, n_credit);
-	if (v->cq_size != 0 && v->cq_size < rdp_credit_cq_budget(&p)) {
+	if (v->srq == RDP_CFG_ON && v->cq_size != 0 &&
+	    (uint64_t)v->cq_size < (uint64_t)v->sq_size + 1 + v->srq_size) {
+		/* with an SRQ a QP has no receive queue; the SRQ's receives share the CQ */
+		snprintf(why, sizeof(why), "cq_size=%u, sq_size=%u, srq_size=%u, srq=on: must be 0 "
+			 "(automatic) or >= sq_size+1+srq_size = %" PRIu64 " (the SRQ's receives "
+			 "complete on the lcore's CQ)", v->cq_size, v->sq_size, v->srq_size,
+			 (uint64_t)v->sq_size + 1 + v->srq_size);
+		return relation_error(cfg, s, why, cq_srq_keys, RTE_DIM(cq_srq_keys));
+	}
+	if (v->srq != RDP_CFG_ON && v->cq_size != 0 && v->cq_size < rdp_credit_cq_budget(&p)) {
 		snprintf(why, sizeof(why), "cq_size=%u, sq_size=%u, rq_size=%u: must be 0 "
 			 "(automatic) or >= sq_size+rq_size = %u", v->cq_size, v->sq_size,
 			 v->rq_size, rdp_credit_cq_budget(&p));

@@ -21,7 +21,8 @@
  *   rules of rdp_credit_params_check() (`sq_size >= 2*signal_interval`,
  *   `rq_size > ack_reserve`, `1 <= ack_threshold <= rq_size-ack_reserve`,
  *   `ack_reserve >= ceil((rq_size-ack_reserve)/ack_threshold)`), `cq_size`
- *   0 or `>= sq_size+rq_size`, a pipeline `app_lcore` other than the
+ *   0 or `>= sq_size+rq_size` (`sq_size+1+srq_size` with `srq = on`), a
+ *   pipeline `app_lcore` other than the
  *   lcore itself, and with `srq = on` `srq_floor <= srq_lease_max`,
  *   `srq_floor <= srq_size` and `rndv_threshold <= srq_floor*buf_size`
  *   (`max_msg_size` when `read_depth = 0`).

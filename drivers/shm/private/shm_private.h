@@ -83,6 +83,8 @@ extern int shm_logtype;
 
 /** CAS attempts a sender makes on an SRQ's claim index before it calls the index garbage. */
 #define SHM_SRQ_CLAIM_TRIES 4096u
+/* Longest wait, ms, of an SRQ QP's flush for its last arrivals (see srq_arrivals_in()). */
+#define SHM_SRQ_DRAIN_MS 1000u
 
 /** No QP slot. */
 #define SHM_NO_SLOT UINT32_MAX
@@ -449,7 +451,13 @@ struct shm_qp {
 	uint8_t rq_closed;          /**< rq_final is valid */
 	uint8_t peer_dead;          /**< the peer can no longer write anything */
 	uint8_t sq_flushed;         /**< owner: flush done for [sq_exec, sq_pi) */
-	uint64_t rq_final;          /**< claim index when the RQ was closed */
+	uint64_t rq_final;          /**< claim index when the RQ was closed; with an SRQ,
+				     *   the arrivals the peer had reserved by then */
+	uint64_t srq_wait;          /**< owner, SRQ QP in error: 1 + the SRQ's claim index
+				     *   once every reserved arrival landed (0: not yet) */
+	uint8_t srq_drained;        /**< owner: every arrival of this QP was reaped from
+				     *   the SRQ, its flush may complete */
+	uint64_t srq_wait_since;    /**< owner: TSC of the first look (0: none yet) */
 	/* counters (single writer: the owner) */
 	uint64_t st_send_posted;
 	uint64_t st_recv_posted;
