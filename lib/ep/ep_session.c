@@ -238,7 +238,7 @@ wq_flush(struct rdp_session *s)
 	}
 }
 
-static void sess_close_ep(struct rdp_session *s, struct rdp_ep **epp);
+static void close_ep(struct rdp_ep **epp);
 
 /* The wait before attempt s->attempt + 1: doubled per attempt, capped, jittered. */
 static uint32_t
@@ -363,7 +363,7 @@ session_input(struct rdp_session *s, enum sess_input in, struct rdp_ep *ep, int 
 			RDP_STAT_ADD(s->lc->counters.reconnects, 1);
 		s->ever_connected = true;
 		s->lost_at = 0;
-		sess_close_ep(s, &s->prev);
+		close_ep(&s->prev);
 		emit(s, RDP_SESSION_EV_CONNECTED, 0, 0, s->ep);
 		s->attempt = 0;
 		wq_flush(s);
@@ -371,7 +371,7 @@ session_input(struct rdp_session *s, enum sess_input in, struct rdp_ep *ep, int 
 	case IN_DOWN:
 		/* keep the endpoint for allocations until the next one is up */
 		if (ep != NULL) {
-			sess_close_ep(s, &s->prev);
+			close_ep(&s->prev);
 			s->prev = ep;
 		}
 		s->ep = NULL;
@@ -380,15 +380,15 @@ session_input(struct rdp_session *s, enum sess_input in, struct rdp_ep *ep, int 
 	case IN_LOST:
 		set_state(s, to);
 		RDP_STAT_ADD(s->lc->counters.sessions_gave_up, 1);
-		sess_close_ep(s, &s->prev);
+		close_ep(&s->prev);
 		wq_fail_all(s, -ENOTCONN);
 		emit(s, RDP_SESSION_EV_GAVE_UP, s->last_err, 0, NULL);
 		return;
 	case IN_CLOSE:
 		set_state(s, to);
 		wq_fail_all(s, -ESHUTDOWN);
-		sess_close_ep(s, &s->ep);
-		sess_close_ep(s, &s->prev);
+		close_ep(&s->ep);
+		close_ep(&s->prev);
 		if (s->eps_open == 0)
 			finish(s);
 		return;
@@ -397,10 +397,10 @@ session_input(struct rdp_session *s, enum sess_input in, struct rdp_ep *ep, int 
 	}
 }
 
+/* Close *@p epp, if any, and forget it (its CLOSED event still comes). */
 static void
-sess_close_ep(struct rdp_session *s, struct rdp_ep **epp)
+close_ep(struct rdp_ep **epp)
 {
-	RTE_SET_USED(s);
 	if (*epp != NULL) {
 		rdp_ep_close(*epp);
 		*epp = NULL;
