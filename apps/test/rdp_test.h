@@ -111,6 +111,18 @@ int rdp_test_eal_init_telemetry(const char *lcores, const char *prefix);
 /** The path of the running test binary (for tests that spawn helpers). */
 const char *rdp_test_self(void);
 
+/**
+ * A count or a duration a lane may set in the environment.
+ *
+ * @param name
+ *   The variable.
+ * @param dflt
+ *   Its value when unset or empty.
+ * @return
+ *   The variable read as an unsigned number (strtoull, base 0), or @p dflt.
+ */
+uint64_t rdp_test_env_u64(const char *name, uint64_t dflt);
+
 /** Size of rdp_test_log, its last byte always NUL. */
 #define RDP_TEST_LOG_SIZE (1 << 16)
 

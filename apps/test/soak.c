@@ -24,7 +24,10 @@
  *
  * RDP_SOAK_SECONDS (default 60) and RDP_SOAK_SEED (default: the clock) set
  * the run; the seed is printed and replays the same choices (timing still
- * varies). devtools/soak.sh runs it longer.
+ * varies). devtools/soak.sh runs it longer. A second test runs it on a
+ * shared receive queue per poller for half as long. RDP_SOAK_TRACE=1
+ * prints each incarnation's endpoint, each fault and the library's log
+ * lines with a timestamp, to follow a violation back to its cause.
  */
 #include <errno.h>
 #include <signal.h>
@@ -277,6 +280,8 @@ log_write(void *cookie, const char *buf, size_t len)
 
 	RTE_SET_USED(cookie);
 	snprintf(l, sizeof(l), "%.*s", (int)RTE_MIN(len, sizeof(l) - 1), buf);
+	if (getenv("RDP_SOAK_TRACE") != NULL)
+		fprintf(stderr, "[%.6f] %s", rdp_clock_s(), l);
 	pthread_mutex_lock(&logw.lock);
 	snprintf(logw.line[logw.next++ % LOG_KEEP], sizeof(logw.line[0]), "%s", l);
 	for (i = 0; i < RTE_DIM(anomaly_patterns); i++) {
@@ -1174,6 +1179,9 @@ connect_stream(unsigned int idx)
 	}
 	/* known at once, so that a close can reach it while it connects */
 	ST(s->ep, ep);
+	if (getenv("RDP_SOAK_TRACE") != NULL)
+		fprintf(stderr, "[%.6f] inc %" PRIu64 " stream %u: endpoint %u to %s\n",
+			rdp_clock_s(), i->id, idx, rdp_ep_id(ep), addr);
 }
 
 /* ---- faults ---- */
@@ -1336,6 +1344,9 @@ inject(void)
 	default:
 		return;
 	}
+	if (getenv("RDP_SOAK_TRACE") != NULL)
+		fprintf(stderr, "[%.6f] fault %d on inc %" PRIu64 "\n", rdp_clock_s(), (int)f,
+			s != NULL ? s->inc : 0);
 	m.l.faults[f]++;
 }
 
@@ -1425,7 +1436,7 @@ check_inc(struct inc *i)
 	struct soak_rec *c = rec_of(i->id, 0), *a = rec_of(i->id, 1);
 	bool a_valid = rec_valid(a, i->id), a_dead = i->cross && i->peer_died;
 	bool a_stopped = i->cross ? i->peer_stopped : i->here_stopped;
-	uint64_t cf, af;
+	uint64_t cf, af, violations_before = m.l.violations;
 
 	/* a little time for the peer to publish what it saw */
 	if (!i->closed || rdp_clock_ns() - i->closed_at < 200000000ull)
@@ -1450,6 +1461,15 @@ check_inc(struct inc *i)
 	check_rec_clean(i, a, a_valid && !a_dead, "accepting side");
 	cf = LD(c->flags);
 	af = a_valid ? LD(a->flags) : 0;
+	if (m.l.violations != violations_before)
+		fprintf(stderr, "LEDGER: inc %" PRIu64 " was stream %u, %s, %s; connecting side "
+			"flags %#" PRIx64 " err %" PRId64 ", accepting side flags %#" PRIx64
+			" err %" PRId64 "; doomed %d peer_died %d here_stopped %d peer_stopped %d;"
+			" here %s, peer %s\n", i->id, i->stream, i->cross ? "two processes" :
+			"in process", m.st[i->stream].pipeline ? "pipeline" : "run to completion",
+			cf, LD(c->err), af, a_valid ? LD(a->err) : 0, i->doomed, i->peer_died,
+			i->here_stopped, i->peer_stopped, i->here_spec,
+			i->cross ? i->peer_spec : "-");
 	if (!(cf & SF_ESTAB)) {
 		int e = (int)-LD(c->err);
 
@@ -1484,14 +1504,6 @@ check_incs(void)
 			free(i);
 		}
 	}
-}
-
-static uint64_t
-env_u64(const char *name, uint64_t dflt)
-{
-	const char *v = getenv(name);
-
-	return v != NULL && v[0] != '\0' ? strtoull(v, NULL, 0) : dflt;
 }
 
 static void
@@ -1533,10 +1545,11 @@ print_ledger(double secs, uint64_t seed)
 	       LD(sh->helper_anomalies));
 }
 
-RDP_TEST(soak, soak_under_faults_every_message_delivered_once_or_reported_failed)
+/* The soak for @p secs seconds, both processes configured by $RDP_TEST_CFG. */
+static int
+soak_run(uint64_t secs)
 {
-	uint64_t secs = env_u64("RDP_SOAK_SECONDS", 60);
-	uint64_t seed = env_u64("RDP_SOAK_SEED", rdp_clock_ns() % 1000000007);
+	uint64_t seed = rdp_test_env_u64("RDP_SOAK_SEED", rdp_clock_ns() % 1000000007);
 	uint64_t t0, end, t_end, next_fault, next_link = 0;
 	struct ring_info *rings[SOAK_STREAMS + 1];
 	unsigned int i, nr = 0;
@@ -1641,4 +1654,26 @@ RDP_TEST(soak, soak_under_faults_every_message_delivered_once_or_reported_failed
 			rte_ring_free(m.st[i].ring.r);
 	rte_ring_free(m.k.lring.r);
 	return 0;
+}
+
+RDP_TEST(soak, soak_under_faults_every_message_delivered_once_or_reported_failed)
+{
+	return soak_run(rdp_test_env_u64("RDP_SOAK_SECONDS", 60));
+}
+
+/*
+ * The same on a shared receive queue per poller, with leases small enough
+ * that endpoints wait for credit, and messages long enough to go by
+ * rendezvous: for half as long.
+ */
+RDP_TEST(soak, soak_on_a_shared_receive_queue_every_message_delivered_once_or_reported_failed)
+{
+	const char *lane = getenv("RDP_TEST_CFG");
+	char cfg[512];
+
+	/* the lane's own overrides after these (the peer process inherits both) */
+	snprintf(cfg, sizeof(cfg), "srq=on,srq_size=1024,srq_floor=4,srq_lease_max=64,"
+		 "rndv_threshold=16384%s%s", lane != NULL ? "," : "", lane != NULL ? lane : "");
+	RDP_ASSERT(setenv("RDP_TEST_CFG", cfg, 1) == 0);
+	return soak_run((rdp_test_env_u64("RDP_SOAK_SECONDS", 60) + 1) / 2);
 }

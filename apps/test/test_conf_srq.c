@@ -16,10 +16,11 @@
 
 #include <rte_errno.h>
 
-#include "conf_pair.h"
 #include <pthread.h>
 
+#include "conf_pair.h"
 #include "rdp_test.h"
+#include "shm_private.h"
 
 #define T_MS 5000 /* deadline for completions that must come */
 #define Q_MS 30   /* window in which nothing may come */
@@ -637,6 +638,117 @@ RDP_TEST(shm, shm_srq_two_senders_at_once_into_a_full_srq_see_no_remote_error)
 		RDP_ASSERT_MSG(r[i].status == RDP_WC_SUCCESS, "sender %d failed after %u sends: %s",
 			       i, r[i].done, rdp_wc_status_str(r[i].status));
 	RDP_ASSERT_EQ(received, 2u * N);
+	host_close(&h);
+	return 0;
+}
+
+/*
+ * A sender in another process killed between its claim of an SRQ entry and
+ * the entry's completion leaves that entry claimed for ever, and the SRQ
+ * completes its entries in order: every QP on it would wait behind the
+ * dead one (the soak with srq = on lost every message of that poller from
+ * there on). Here by hand, what such a sender leaves: QP 0's arrival
+ * reserved, the SRQ's next entry claimed in its name, nothing completed.
+ * While its peer lives, the entry is its peer's to complete and nothing
+ * behind it comes; once the peer is gone, the entry completes flushed on
+ * QP 0 and the SRQ goes on.
+ */
+RDP_TEST(shm, shm_srq_entry_claimed_by_a_sender_that_died_is_flushed_and_the_srq_goes_on)
+{
+	struct shm_qp_seg *qseg, *sseg;
+	struct srq_host h;
+	struct conf_opts o;
+	struct rdp_wc wc;
+	uint32_t k;
+	int ret;
+
+	if (strncmp(rdp_test_driver(), "shm", 3) != 0)
+		return rdp_test_skip("driver %s: the shm driver's shared memory", rdp_test_driver());
+	conf_opts_default(&o);
+	ret = host_open(&h, 16, 2, &o);
+	if (ret != 0)
+		return ret;
+	if (h.pair[0].b.qp == NULL) {
+		host_close(&h);
+		return rdp_test_skip("its peers live in another process (RDP_TEST_CONF_PEER)");
+	}
+	for (k = 0; k < 4; k++)
+		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);
+	qseg = to_sqp(h.pair[0].a.qp)->seg;
+	sseg = to_ssrq(h.srq)->seg;
+	__atomic_fetch_add(&qseg->rq_claim, 1, __ATOMIC_ACQ_REL);
+	__atomic_store_n(&qseg->srq_claim_at, __atomic_load_n(&sseg->rq_claim, __ATOMIC_ACQUIRE),
+			 __ATOMIC_RELEASE);
+	__atomic_fetch_add(&sseg->rq_claim, 1, __ATOMIC_ACQ_REL);
+	/* QP 1's SEND takes the entry behind it; a live sender's claim is not taken */
+	peer_send(&h, 1, 12, 7);
+	host_quiet(&h, 50);
+	/* the sender dies: its QP goes */
+	conf_qp_destroy(&h.pair[0].b);
+	RDP_ASSERT_MSG(host_poll(&h, &wc, 1, T_MS) == 1, "the SRQ stopped behind the entry a "
+		       "dead sender claimed");
+	RDP_ASSERT_MSG(wc.wr_id == 0 && wc.status == RDP_WC_WR_FLUSH_ERR &&
+		       wc.qp_num == h.pair[0].a.qp_num, "the dead sender's entry completed as "
+		       "receive %" PRIu64 " %s on QP %u, expected 0 WR_FLUSH_ERR on QP %u",
+		       wc.wr_id, rdp_wc_status_str(wc.status), wc.qp_num, h.pair[0].a.qp_num);
+	expect_recv(&h, 1, 1, 7, 12);
+	peer_send(&h, 1, 20, 8);
+	expect_recv(&h, 1, 2, 8, 20);
+	host_quiet(&h, Q_MS);
+	host_close(&h);
+	return 0;
+}
+
+/*
+ * A QP on the SRQ whose peer went away after sending: what the peer
+ * completed is in the SRQ, not yet polled. The QP's flush must still come
+ * after those receives, even when the poller takes one completion at a
+ * time (a peer gone lands nothing more, but what it landed is there): an
+ * endpoint retires at its flush, and a receive polled after it is dropped
+ * (the soak with srq = on lost messages reported done when the peer's
+ * stack stopped).
+ */
+RDP_TEST(shm, shm_srq_receives_a_gone_peer_landed_complete_before_its_qps_flush)
+{
+	enum { N = 6 };
+	struct srq_host h;
+	struct conf_opts o;
+	struct rdp_wc wc;
+	double deadline;
+	int k, ret;
+
+	if (strncmp(rdp_test_driver(), "shm", 3) != 0)
+		return rdp_test_skip("driver %s: the shm driver's shared memory", rdp_test_driver());
+	conf_opts_default(&o);
+	ret = host_open(&h, 16, 2, &o);
+	if (ret != 0)
+		return ret;
+	if (h.pair[0].b.qp == NULL) {
+		host_close(&h);
+		return rdp_test_skip("its peers live in another process (RDP_TEST_CONF_PEER)");
+	}
+	for (k = 0; k < N; k++)
+		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);
+	for (k = 0; k < N; k++)
+		peer_send(&h, 0, 8, 10 + k);
+	conf_qp_destroy(&h.pair[0].b);
+	deadline = rdp_clock_s() + T_MS / 1000.0;
+	while (conf_qp_state(&h.pair[0].a) != RDP_QPS_ERR)
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "QP 0 did not go to error with its peer");
+	/* a send of QP 0's own, to flush */
+	RDP_ASSERT_EQ(conf_post_send(&h.pair[0].a, RDP_WR_SEND, RDP_SEND_SIGNALED, 99, 0, 8, 0, 0,
+				     0), 0);
+	for (k = 0; k < N; k++) {
+		RDP_ASSERT_MSG(host_poll(&h, &wc, 1, T_MS) == 1, "completion %d never came", k);
+		RDP_ASSERT_MSG(wc.opcode == RDP_WC_RECV && wc.status == RDP_WC_SUCCESS &&
+			       wc.wr_id == (uint64_t)k, "completion %d is %s %s wr_id %" PRIu64
+			       ", expected receive %d: the QP's flush came before what its peer "
+			       "landed", k, wc.opcode == RDP_WC_RECV ? "receive" : "send",
+			       rdp_wc_status_str(wc.status), wc.wr_id, k);
+	}
+	RDP_ASSERT_MSG(host_poll(&h, &wc, 1, T_MS) == 1, "QP 0's flush never came");
+	RDP_ASSERT(wc.wr_id == 99 && wc.status == RDP_WC_WR_FLUSH_ERR);
+	host_quiet(&h, Q_MS);
 	host_close(&h);
 	return 0;
 }

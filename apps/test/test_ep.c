@@ -32,14 +32,6 @@
 
 #define MAX_MSG 65536
 
-static uint64_t
-env_count(const char *name, uint64_t dflt)
-{
-	const char *v = getenv(name);
-
-	return v != NULL ? strtoull(v, NULL, 0) : dflt;
-}
-
 static void
 side_init(struct stream_side *s, const char *name, uint64_t salt, uint64_t peer_salt,
 	  uint64_t count, bool pipeline)
@@ -176,13 +168,13 @@ stream_in_process(const char *driver, bool pipeline, uint64_t count)
 RDP_TEST(e2e, ep_stream_rtc_in_process_recv_first_is_exact)
 {
 	return stream_in_process(rdp_test_driver_or("shm:cqe_order=recv_first,send_cqe_delay=2"),
-				 false, env_count("RDP_E2E_COUNT", 250000));
+				 false, rdp_test_env_u64("RDP_E2E_COUNT", 250000));
 }
 
 RDP_TEST(e2e, ep_stream_pipeline_in_process_random_order_is_exact)
 {
 	return stream_in_process(rdp_test_driver_or("shm:cqe_order=random:7"), true,
-				 env_count("RDP_E2E_COUNT", 250000));
+				 rdp_test_env_u64("RDP_E2E_COUNT", 250000));
 }
 
 /*
@@ -199,7 +191,7 @@ RDP_TEST(e2e, ep_stream_pipeline_in_process_random_order_is_exact)
 RDP_TEST(e2e, ep_send_delivered_twice_by_the_transport_is_dropped_and_counted)
 {
 	struct rdp_ep_stats st[2];
-	uint64_t count = env_count("RDP_E2E_COUNT", 250000) / 5;
+	uint64_t count = rdp_test_env_u64("RDP_E2E_COUNT", 250000) / 5;
 	int i;
 
 	RDP_ASSERT_EQ(stream_in_process_stats("shm:cqe_order=recv_first,dup_send=67", false,
@@ -338,13 +330,13 @@ stream_two_processes(const char *driver, bool pipeline, uint64_t count)
 RDP_TEST(e2e, ep_stream_rtc_two_processes_recv_first_is_exact)
 {
 	return stream_two_processes(rdp_test_driver_or("shm:cqe_order=recv_first"), false,
-				    env_count("RDP_E2E_COUNT", 250000));
+				    rdp_test_env_u64("RDP_E2E_COUNT", 250000));
 }
 
 RDP_TEST(e2e, ep_stream_pipeline_two_processes_random_order_is_exact)
 {
 	return stream_two_processes(rdp_test_driver_or("shm:cqe_order=random:11,send_cqe_delay=1"),
-				    true, env_count("RDP_E2E_COUNT", 250000));
+				    true, rdp_test_env_u64("RDP_E2E_COUNT", 250000));
 }
 
 RDP_TEST(e2e, ep_peer_killed_mid_stream_every_send_reported_once_then_reconnects)
@@ -1450,8 +1442,8 @@ RDP_TEST(e2e, ep_stream_two_pollers_from_config_sections_is_exact)
 	RDP_ASSERT_EQ(rdp_cfg_set(cfg, 2, "poll_burst", "32", "test"), 0);
 	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
-	side_init(&srv, "server", 1, 2, env_count("RDP_E2E_COUNT", 100000) / 2, false);
-	side_init(&cli, "client", 2, 1, env_count("RDP_E2E_COUNT", 100000) / 2, false);
+	side_init(&srv, "server", 1, 2, rdp_test_env_u64("RDP_E2E_COUNT", 100000) / 2, false);
+	side_init(&cli, "client", 2, 1, rdp_test_env_u64("RDP_E2E_COUNT", 100000) / 2, false);
 	stream_params(&srv, &psrv);
 	stream_params(&cli, &pcli);
 	psrv.lcore = 1;

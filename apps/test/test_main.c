@@ -133,6 +133,14 @@ rdp_test_self(void)
 	return self_path;
 }
 
+uint64_t
+rdp_test_env_u64(const char *name, uint64_t dflt)
+{
+	const char *v = getenv(name);
+
+	return v != NULL && v[0] != '\0' ? strtoull(v, NULL, 0) : dflt;
+}
+
 int
 rdp_test_eal_init_telemetry(const char *lcores, const char *prefix)
 {

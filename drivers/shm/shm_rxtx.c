@@ -288,6 +288,10 @@ srq_claim(struct shm_qp *qp, const struct shm_peer *peer, uint64_t *idx)
 	for (tries = 0; tries < SHM_SRQ_CLAIM_TRIES; tries++) {
 		uint64_t posted = __atomic_load_n(&seg->rq_posted, __ATOMIC_ACQUIRE);
 
+		/* which entry we claim, before the claim: if we die between the
+		 * two, the owner knows whose it was (srq_take_back()) */
+		__atomic_store_n(&peer->qseg->srq_claim_at, c, __ATOMIC_RELEASE);
+
 		if (posted == c)
 			return rnr(qp);
 		if (unlikely(posted - c > (uint64_t)peer->srq_mask + 1)) {
@@ -321,6 +325,7 @@ exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	uint64_t c = qp->peer_rq_ci;
 	struct shm_rq_ent *ent;
 	uint64_t idx = 0;
+	uint32_t filling;
 	uint8_t st;
 
 	/*
@@ -344,9 +349,17 @@ exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	}
 	qp->rnr_waiting = 0;
 	ent = shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, idx);
+	/* the entry is ours to fill unless its owner took it back meanwhile */
+	__atomic_store_n(&ent->src_slot, peer->bell_slot, __ATOMIC_RELAXED);
+	__atomic_store_n(&ent->src_qpn, peer->qpn, __ATOMIC_RELAXED);
+	filling = shm_srq_seq_posted(idx);
+	if (unlikely(!__atomic_compare_exchange_n(&ent->seq, &filling, shm_srq_seq_filling(idx),
+						  false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))) {
+		/* no receive, as if the receiver never acked */
+		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
+		return RDP_WC_RETRY_EXC_ERR;
+	}
 	st = ent_fill(peer, peer->srq_max_sge, peer->srq_inline, ent, e);
-	ent->src_slot = peer->bell_slot;
-	ent->src_qpn = peer->qpn;
 	__atomic_store_n(&ent->seq, shm_rq_seq(idx), __ATOMIC_RELEASE);
 	/* after the entry: the arrival has landed (sq_publish() stores it too) */
 	__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
@@ -727,7 +740,7 @@ sq_can_run(struct shm_qp *qp, struct sq_batch *b)
  * close landed, and has the SRQ been reaped past them? Its receive
  * completions then precede its flush, as they do on one CQ of a device (an
  * SRQ has no per-QP receives to flush that would say so). A dead peer
- * lands nothing more.
+ * lands nothing more, but what it landed is still to be reaped.
  */
 static bool
 srq_arrivals_in(struct shm_qp *qp)
@@ -736,21 +749,21 @@ srq_arrivals_in(struct shm_qp *qp)
 
 	if (qp->srq_drained)
 		return true;
-	now = rte_get_tsc_cycles();
+	now = rdp_clock_ns();
 	if (qp->srq_wait_since == 0)
 		qp->srq_wait_since = now;
 	/*
-	 * The SRQ is reaped in order: an entry claimed by a sender that died
-	 * before it completed it stops the reap for every QP on the SRQ. Past
-	 * SHM_SRQ_DRAIN_MS the flush goes on rather than wait for ever.
+	 * The SRQ is reaped in order, and an entry its sender died holding is
+	 * taken back (srq_take_back()); past SHM_SRQ_DRAIN_MS the flush goes
+	 * on anyway rather than wait for ever.
 	 */
-	if (__atomic_load_n(&qp->peer_dead, __ATOMIC_ACQUIRE) ||
-	    now - qp->srq_wait_since > SHM_SRQ_DRAIN_MS * (rte_get_tsc_hz() / 1000)) {
+	if (now - qp->srq_wait_since > SHM_SRQ_DRAIN_MS * 1000000ull) {
 		qp->srq_drained = 1;
 		return true;
 	}
 	if (qp->srq_wait == 0) {
-		if (__atomic_load_n(&qp->seg->rq_done, __ATOMIC_ACQUIRE) < qp->rq_final)
+		if (!__atomic_load_n(&qp->peer_dead, __ATOMIC_ACQUIRE) &&
+		    __atomic_load_n(&qp->seg->rq_done, __ATOMIC_ACQUIRE) < qp->rq_final)
 			return false;
 		/* they are all among the SRQ's entries claimed by now */
 		qp->srq_wait = 1 + __atomic_load_n(&qp->srq->seg->rq_claim, __ATOMIC_ACQUIRE);
@@ -1093,6 +1106,9 @@ shm_post_srq_recv(struct rdp_srq *r, const struct rdp_recv_wr *wr, uint16_t n, i
 		post->wr_id = w->wr_id;
 		post->num_sge = w->num_sge;
 		post->total_len = (uint32_t)total;
+		/* what the sender that claims it expects to find (shm_srq_seq_posted()) */
+		__atomic_store_n(&shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, idx)->seq,
+				 shm_srq_seq_posted(idx), __ATOMIC_RELAXED);
 		/* the entry and its record first: the poller may be another thread */
 		__atomic_store_n(&srq->posted, idx + 1, __ATOMIC_RELEASE);
 	}
@@ -1336,19 +1352,122 @@ srq_wc(struct shm_srq *srq, struct shm_cq *cq, const struct shm_rq_ent *ent, str
 		shm_qp_set_error(qp);
 }
 
+/*
+ * The QP on @p srq whose SEND was claiming entry @p idx when it stopped:
+ * its arrival still reserved, the claim it announced for @p idx. NULL if
+ * none is (any more) on the SRQ.
+ */
+static struct shm_qp *
+srq_claimer(struct shm_srq *srq, uint64_t idx)
+{
+	struct shm_dev *sd = srq->sd;
+	struct shm_qp *qp, *found = NULL;
+
+	pthread_mutex_lock(&sd->lock);
+	TAILQ_FOREACH(qp, &sd->qps, next) {
+		const struct shm_qp_seg *seg = qp->seg;
+
+		if (qp->srq != srq ||
+		    __atomic_load_n(&seg->srq_claim_at, __ATOMIC_ACQUIRE) != idx ||
+		    (__atomic_load_n(&seg->rq_claim, __ATOMIC_ACQUIRE) & ~SHM_RQ_CLOSED) ==
+		    __atomic_load_n(&seg->rq_done, __ATOMIC_ACQUIRE))
+			continue;
+		found = qp;
+		break;
+	}
+	pthread_mutex_unlock(&sd->lock);
+	return found;
+}
+
+/*
+ * The reap waits on entry srq->reaped, claimed and not completed. A
+ * sender completes its entry within microseconds unless it died: killed
+ * between its claim and its completion, it leaves the entry claimed for
+ * ever, and every QP on the SRQ would wait behind it. Once the entry has
+ * waited SHM_SRQ_STUCK_MS, and its sender's QP says the peer is dead (or
+ * no QP owns it any more and SHM_SRQ_DRAIN_MS have passed), the owner
+ * takes it back with a CAS against the sender's own and completes it as
+ * flushed on that QP. A sender that was only slow loses that CAS before
+ * it wrote anything, and its SEND fails. True with @p w filled.
+ */
+static bool
+srq_take_back(struct shm_srq *srq, struct shm_cq *cq, struct shm_rq_ent *ent, struct rdp_wc *w)
+{
+	uint64_t idx = srq->reaped, now;
+	uint64_t claim = __atomic_load_n(&srq->seg->rq_claim, __ATOMIC_ACQUIRE);
+	uint32_t seq = __atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE), want;
+	const struct shm_qp *qp = NULL;
+	bool gone;
+
+	if (seq == shm_rq_seq(idx))
+		return false; /* completed since: the caller looks again */
+	if (claim - idx == 0 || claim - idx > shm_srq_posted(srq) - idx)
+		return false; /* not claimed (or garbage): nothing to wait for */
+	if (srq->stuck_at != idx + 1) {
+		srq->stuck_at = idx + 1;
+		srq->stuck_looks = 0;
+		srq->stuck_since = 0;
+		return false;
+	}
+	/* the clock only once a sender has taken longer than usual */
+	if (++srq->stuck_looks < SHM_SRQ_STUCK_LOOKS)
+		return false;
+	now = rdp_clock_ns();
+	if (srq->stuck_since == 0) {
+		srq->stuck_since = srq->stuck_looked = now;
+		return false;
+	}
+	if (now - srq->stuck_looked < SHM_SRQ_STUCK_MS * 1000000ull)
+		return false;
+	srq->stuck_looked = now;
+	if (seq == shm_srq_seq_filling(idx))
+		qp = srq_ent_qp(srq, cq, __atomic_load_n(&ent->src_slot, __ATOMIC_RELAXED),
+				__atomic_load_n(&ent->src_qpn, __ATOMIC_RELAXED));
+	else if (seq == shm_srq_seq_posted(idx))
+		qp = srq_claimer(srq, idx);
+	if (qp != NULL)
+		gone = __atomic_load_n(&qp->peer_dead, __ATOMIC_ACQUIRE);
+	else
+		gone = now - srq->stuck_since > SHM_SRQ_DRAIN_MS * 1000000ull;
+	if (!gone)
+		return false;
+	want = seq;
+	if (!__atomic_compare_exchange_n(&ent->seq, &want, shm_srq_seq_taken(idx), false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return false; /* its sender moved it on: look again */
+	*w = (struct rdp_wc){
+		.wr_id = srq->rq_post[idx & srq->rq_mask].wr_id,
+		.status = RDP_WC_WR_FLUSH_ERR,
+		.opcode = RDP_WC_RECV,
+		.qp_num = qp != NULL ? qp->head.qp_num : 0,
+	};
+	/* a completion of our own, as a flush is: no peer counted it */
+	shm_cq_owner_net(cq, -1);
+	RDP_STAT_ADD(srq->st_taken_back, 1);
+	srq->stuck_at = 0;
+	return true;
+}
+
 int
-shm_srq_reap(struct shm_srq *srq, struct shm_cq *cq, struct rdp_wc *wc, int n)
+shm_srq_reap(struct shm_srq *srq, struct shm_cq *cq, struct rdp_wc *wc, int n, bool *waiting)
 {
 	uint64_t posted = shm_srq_posted(srq);
 	int k = 0;
 
+	*waiting = false;
 	while (srq->reaped != posted && k < n) {
-		const struct shm_rq_ent *ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride,
-							   srq->reaped);
+		struct shm_rq_ent *ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride,
+						    srq->reaped);
 
-		if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) != shm_rq_seq(srq->reaped))
+		if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) == shm_rq_seq(srq->reaped)) {
+			srq_wc(srq, cq, ent, &wc[k++]);
+		} else if (unlikely(srq_take_back(srq, cq, ent, &wc[k]))) {
+			k++;
+		} else {
+			/* claimed and on its way, or its sender being looked at: again */
+			*waiting = srq->stuck_at == srq->reaped + 1;
 			break;
-		srq_wc(srq, cq, ent, &wc[k++]);
+		}
 		/* after reading the entry and its record: the poster may reuse them */
 		__atomic_store_n(&srq->reaped, srq->reaped + 1, __ATOMIC_RELEASE);
 	}
@@ -1392,8 +1511,11 @@ service(struct shm_cq *cq, struct shm_qp *qp, struct rdp_wc *wc, int n, bool *id
 	}
 	if (qp->rcq == cq && qp->srq != NULL) {
 		/* the SRQ's entries in order, whichever of its QPs they arrived on */
-		k = shm_srq_reap(qp->srq, cq, wc, n);
-		busy = busy || k == n;
+		bool waiting;
+
+		k = shm_srq_reap(qp->srq, cq, wc, n, &waiting);
+		/* an entry claimed and not completed: look again at the next poll */
+		busy = busy || k == n || waiting;
 	} else if (qp->rcq == cq) {
 		k = rq_reap(qp, wc, n);
 		busy = busy || k == n;

@@ -79,12 +79,21 @@ extern int shm_logtype;
 #define SHM_HELLO_MAGIC 0x52444848u
 #define SHM_KEYS_MAGIC 0x52444b59u /* "RDKY" */
 #define SHM_SRQ_MAGIC 0x52445351u  /* "RDSQ" */
-#define SHM_VERSION 7u
+#define SHM_VERSION 8u
 
 /** CAS attempts a sender makes on an SRQ's claim index before it calls the index garbage. */
 #define SHM_SRQ_CLAIM_TRIES 4096u
 /* Longest wait, ms, of an SRQ QP's flush for its last arrivals (see srq_arrivals_in()). */
 #define SHM_SRQ_DRAIN_MS 1000u
+/*
+ * An SRQ entry claimed and not completed this long (ms) holds up the SRQ's
+ * in-order reap: its owner looks whether its sender is dead (see
+ * srq_take_back()). One whose sender cannot be found any more, or that
+ * holds garbage, is taken back after SHM_SRQ_DRAIN_MS.
+ */
+#define SHM_SRQ_STUCK_MS 1u
+/* Reaps that find the entry so before the clock is read at all. */
+#define SHM_SRQ_STUCK_LOOKS 64u
 
 /** No QP slot. */
 #define SHM_NO_SLOT UINT32_MAX
@@ -140,6 +149,8 @@ struct shm_qp_seg {
 	uint64_t rq_posted __rte_cache_aligned; /**< owner: entries posted */
 	uint64_t rq_claim __rte_cache_aligned;  /**< peer CAS; owner sets SHM_RQ_CLOSED */
 	uint64_t rq_done __rte_cache_aligned;   /**< peer: entries completed (after their seq) */
+	uint64_t srq_claim_at;                  /**< peer, to a QP on an SRQ: the SRQ index its
+						 *   SEND is claiming (before the claim) */
 	uint32_t peeked __rte_cache_aligned;    /**< owner: its poller looks at this RQ's next
 						 *   entry on every poll; a sender may then
 						 *   leave the doorbell alone */
@@ -457,7 +468,7 @@ struct shm_qp {
 				     *   once every reserved arrival landed (0: not yet) */
 	uint8_t srq_drained;        /**< owner: every arrival of this QP was reaped from
 				     *   the SRQ, its flush may complete */
-	uint64_t srq_wait_since;    /**< owner: TSC of the first look (0: none yet) */
+	uint64_t srq_wait_since;    /**< owner: ns of the first look (0: none yet) */
 	/* counters (single writer: the owner) */
 	uint64_t st_send_posted;
 	uint64_t st_recv_posted;
@@ -498,7 +509,12 @@ struct shm_srq {
 	uint32_t limit;             /**< (atomic) armed limit, 0: none */
 	uint64_t posted;            /**< (atomic) the poster's: receives posted */
 	uint64_t reaped;            /**< (atomic) the poller's: receives completed */
+	uint64_t stuck_at;          /**< poller: 1 + the entry the reap waits on, 0: none */
+	uint32_t stuck_looks;       /**< poller: reaps that found it so */
+	uint64_t stuck_since;       /**< poller: ns when the clock began on it (0: not yet) */
+	uint64_t stuck_looked;      /**< poller: ns of the last look for its sender */
 	uint64_t st_recv_posted;    /**< (single writer: the poster) */
+	uint64_t st_taken_back;     /**< poller: entries taken back from dead senders */
 	/* slow path (device lock) */
 	int memfd;                  /**< kept open: every QP's rendezvous shares it */
 	size_t seg_len;
@@ -623,6 +639,32 @@ shm_rq_seq(uint64_t idx)
 	return (uint32_t)(idx + 1);
 }
 
+/*
+ * An SRQ entry's seq on its way: the owner posts it (POSTED), the sender
+ * that claimed it moves it on with a CAS before it writes anything
+ * (FILLING, with its QP named in the entry), then completes it
+ * (shm_rq_seq()). The owner may take an entry whose sender died back
+ * from POSTED or FILLING with a CAS of its own (TAKEN): whichever CAS
+ * wins, the entry is completed once, by the sender or as flushed.
+ */
+static inline uint32_t
+shm_srq_seq_posted(uint64_t idx)
+{
+	return shm_rq_seq(idx) ^ 0x80000000u;
+}
+
+static inline uint32_t
+shm_srq_seq_filling(uint64_t idx)
+{
+	return shm_rq_seq(idx) ^ 0x40000000u;
+}
+
+static inline uint32_t
+shm_srq_seq_taken(uint64_t idx)
+{
+	return shm_rq_seq(idx) ^ 0xc0000000u;
+}
+
 /** The payload area of a receive entry (SHM_ENT_INLINE). */
 static inline uint8_t *
 shm_rq_ent_data(const struct shm_rq_ent *ent, uint32_t max_sge)
@@ -643,7 +685,8 @@ uint16_t shm_post_recv(struct rdp_qp *qp, const struct rdp_recv_wr *wr, uint16_t
 uint16_t shm_post_srq_recv(struct rdp_srq *srq, const struct rdp_recv_wr *wr, uint16_t n,
 			   int *err);
 /* Completions of @p srq's entries, in SRQ order, for the QPs of @p cq (its poller). */
-int shm_srq_reap(struct shm_srq *srq, struct shm_cq *cq, struct rdp_wc *wc, int n);
+int shm_srq_reap(struct shm_srq *srq, struct shm_cq *cq, struct rdp_wc *wc, int n,
+		 bool *waiting);
 int shm_poll_cq(struct rdp_cq *cq, struct rdp_wc *wc, uint16_t n);
 
 /* Shared between files. */
