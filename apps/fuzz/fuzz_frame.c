@@ -3,7 +3,8 @@
  * Fuzz target: receive framing and reassembly (ep_frame.h), the rules
  * every receive completion of an endpoint goes through.
  *
- * Input: chunk size (1 byte), max_msg_size (2 bytes), then records of 7
+ * Input: chunk size (bits 0-5 of byte 0; bit 6: a side of the connection
+ * leases, bit 7: and it is us), max_msg_size (2 bytes), then records of 7
  * bytes: flags (bit 0: with immediate data, bits 1-3: data WRs we post
  * before this completion arrives), the immediate data (4 bytes) and the
  * byte length (2 bytes). As in the datapath, a SEND delivered again (its
@@ -11,8 +12,8 @@
  * the stream. Properties:
  * - the rules accept exactly what a plain restatement of the wire format
  *   (docs/architecture.md, "Immediate data", rendezvous control messages
- *   included) accepts, and the SEND numbers
- *   are judged as it judges them;
+ *   and, where a side leases, 15-bit credits and WANT included) accepts,
+ *   and the SEND numbers are judged as it judges them;
  * - the peer never returns more credits than we used;
  * - a message in progress and every message delivered stay within
  *   max_msg_size, each chunk within the chunk size, and a message has as
@@ -27,6 +28,7 @@
 /* The wire format restated, as the documentation words it. */
 struct ref {
 	uint32_t chunk_size, max_msg;
+	bool lease_conn, leasing;
 	bool in_msg;
 	uint64_t len;
 	uint32_t chunks;
@@ -37,8 +39,12 @@ ref_accepts(const struct ref *r, bool with_imm, uint32_t imm, uint32_t byte_len,
 	    uint64_t returnable)
 {
 	bool ack = imm >> 16 & 1, first = imm >> 17 & 1, last = imm >> 18 & 1;
+	/* where a side leases, bit 15 is WANT: to a leasing receiver only, never on a pure ack */
+	bool want = r->lease_conn && (imm >> 15 & 1);
 
-	if (!with_imm || (imm & 0xffff) > returnable)
+	if (!with_imm || (imm & (r->lease_conn ? 0x7fff : 0xffff)) > returnable)
+		return false;
+	if (want && (!r->leasing || (ack && !first)))
 		return false;
 	if (ack && first && last) /* a rendezvous control message: one whole chunk */
 		return byte_len >= 1 && byte_len <= r->chunk_size && !r->in_msg;
@@ -76,6 +82,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 3)
 		return 0;
 	f.chunk_size = r.chunk_size = 64u * (1 + data[0] % 64);
+	f.lease_conn = r.lease_conn = data[0] >> 6 & 1;
+	f.leasing = r.leasing = r.lease_conn && (data[0] >> 7 & 1);
 	f.max_msg = r.max_msg = 1 + ((uint32_t)data[1] << 8 | data[2]) * 3;
 	for (off = 3; off + 7 <= size; off += 7) {
 		const uint8_t *rec = data + off;
@@ -102,7 +110,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT((why == NULL) == ok);
 		if (why != NULL)
 			return 0; /* the endpoint fails on the first violation */
-		granted += imm & IMM_CREDITS;
+		granted += ep_frame_credits(&f, imm);
+		FUZZ_ASSERT(ep_frame_credits(&f, imm) == (imm & (r.lease_conn ? 0x7fff : 0xffff)));
 		FUZZ_ASSERT(granted <= posted);
 		if (imm & IMM_ACK)
 			continue;
