@@ -942,7 +942,7 @@ RDP_TEST(unit, cfg_docs_describe_every_key)
 			       row);
 		n++;
 	}
-	RDP_ASSERT_EQ(n, 42);
+	RDP_ASSERT_EQ(n, 43);
 	rdp_cfg_free(cfg);
 	return 0;
 }

@@ -643,6 +643,29 @@ RDP_TEST(shm, shm_srq_two_senders_at_once_into_a_full_srq_see_no_remote_error)
 }
 
 /*
+ * An SRQ of 16 with two QPs whose peers are in this process, on the shm
+ * driver: what its shared memory holds can be read and written here.
+ */
+static int
+shm_host_open(struct srq_host *h)
+{
+	struct conf_opts o;
+	int ret;
+
+	if (strncmp(rdp_test_driver(), "shm", 3) != 0)
+		return rdp_test_skip("driver %s: the shm driver's shared memory", rdp_test_driver());
+	conf_opts_default(&o);
+	ret = host_open(h, 16, 2, &o);
+	if (ret != 0)
+		return ret;
+	if (h->pair[0].b.qp == NULL) {
+		host_close(h);
+		return rdp_test_skip("its peers live in another process (RDP_TEST_CONF_PEER)");
+	}
+	return 0;
+}
+
+/*
  * A sender in another process killed between its claim of an SRQ entry and
  * the entry's completion leaves that entry claimed for ever, and the SRQ
  * completes its entries in order: every QP on it would wait behind the
@@ -657,21 +680,13 @@ RDP_TEST(shm, shm_srq_entry_claimed_by_a_sender_that_died_is_flushed_and_the_srq
 {
 	struct shm_qp_seg *qseg, *sseg;
 	struct srq_host h;
-	struct conf_opts o;
 	struct rdp_wc wc;
 	uint32_t k;
 	int ret;
 
-	if (strncmp(rdp_test_driver(), "shm", 3) != 0)
-		return rdp_test_skip("driver %s: the shm driver's shared memory", rdp_test_driver());
-	conf_opts_default(&o);
-	ret = host_open(&h, 16, 2, &o);
+	ret = shm_host_open(&h);
 	if (ret != 0)
 		return ret;
-	if (h.pair[0].b.qp == NULL) {
-		host_close(&h);
-		return rdp_test_skip("its peers live in another process (RDP_TEST_CONF_PEER)");
-	}
 	for (k = 0; k < 4; k++)
 		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);
 	qseg = to_sqp(h.pair[0].a.qp)->seg;
@@ -712,21 +727,13 @@ RDP_TEST(shm, shm_srq_receives_a_gone_peer_landed_complete_before_its_qps_flush)
 {
 	enum { N = 6 };
 	struct srq_host h;
-	struct conf_opts o;
 	struct rdp_wc wc;
 	double deadline;
 	int k, ret;
 
-	if (strncmp(rdp_test_driver(), "shm", 3) != 0)
-		return rdp_test_skip("driver %s: the shm driver's shared memory", rdp_test_driver());
-	conf_opts_default(&o);
-	ret = host_open(&h, 16, 2, &o);
+	ret = shm_host_open(&h);
 	if (ret != 0)
 		return ret;
-	if (h.pair[0].b.qp == NULL) {
-		host_close(&h);
-		return rdp_test_skip("its peers live in another process (RDP_TEST_CONF_PEER)");
-	}
 	for (k = 0; k < N; k++)
 		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);
 	for (k = 0; k < N; k++)

@@ -118,6 +118,7 @@ static const struct key keys[] = {
 	U32(srq_floor,            "1",       1, 32767,         0),
 	U32(srq_lease_max,        "64",      1, 32767,         0),
 	U32(srq_grant,            "8",       1, 32767,         0),
+	U32(srq_give_back_us,     "200",     0, 1000000,       0),
 	U32(poll_burst,           "32",      1, 256,           0),
 	U32(idle_sleep_us,        "0",       0, 100000,        0),
 	U32(ring_size,            "1024",    64, 1048576,      F_POW2),

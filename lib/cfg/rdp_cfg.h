@@ -106,6 +106,8 @@ struct rdp_cfg_lcore {
 	uint32_t srq_floor;    /**< credits every endpoint keeps on the SRQ */
 	uint32_t srq_lease_max; /**< most credits one endpoint may lease */
 	uint32_t srq_grant;    /**< most credits one grant gives */
+	uint32_t srq_give_back_us; /**< to a leasing peer: idle time before credits above
+				    *   its floor go back, 0 = at once */
 
 	uint32_t poll_burst;   /**< completions per poll */
 	uint32_t idle_sleep_us; /**< sleep after a run of idle polls; 0: always spin */

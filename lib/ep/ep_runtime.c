@@ -405,6 +405,7 @@ lcore_start(const struct rdp_cfg *cfg, unsigned int id)
 	lc->rd_init = (uint8_t)RTE_MIN(c->read_depth, rdp_rt.attr.max_qp_init_rd_atom);
 	lc->socket = c->numa_node >= 0 ? c->numa_node : (int)rte_lcore_to_socket_id(id);
 	lc->max_inline = RTE_MIN(c->max_inline, rdp_rt.attr.max_inline_data);
+	lc->give_back_tsc = (uint64_t)c->srq_give_back_us * rte_get_tsc_hz() / 1000000;
 	/* with an SRQ, its receives once for the poller (ep_srq_create() reserves them) */
 	need = c->max_endpoints * ep_cq_budget(lc) + (c->srq == RDP_CFG_ON ? c->srq_size : 0);
 	pp.lcore_id = id;

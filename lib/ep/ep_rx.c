@@ -226,7 +226,8 @@ ep_recv_one(struct rdp_ep *ep, const struct rdp_wc *wc, struct rdp_msg *m)
 	credits = ep_frame_credits(&ep->frame, wc->imm);
 	if (credits > 0) {
 		rdp_credit_granted(&ep->credit, credits);
-		if (!txq_empty(&ep->txq))
+		/* to send, or, towards a leasing peer, perhaps to give back */
+		if (!txq_empty(&ep->txq) || ep->peer_leases)
 			ep_busy(ep);
 	}
 	if (wc->imm & IMM_ACK) {

@@ -8,6 +8,7 @@
  */
 #include <inttypes.h>
 
+#include <rte_cycles.h>
 #include <rte_prefetch.h>
 
 #include "ep_private.h"
@@ -120,18 +121,33 @@ wr_own_control(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
 }
 
 /*
- * A give-back to a leasing peer, when nothing is queued and we hold more
- * than its floor (rdp_lease_give_back_due()): one control SEND that spends
- * a credit and returns the rest above the floor.
+ * A give-back to a leasing peer, when nothing has been queued for
+ * srq_give_back_us and we hold more than its floor
+ * (rdp_lease_give_back_due()): one control SEND that spends a credit and
+ * returns the rest above the floor. Meanwhile the endpoint stays busy to
+ * look again; a stream that pauses between bursts keeps its credits
+ * rather than give them back and ask again for every burst.
  */
 static uint16_t
 wr_give_back(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge)
 {
 	uint32_t due = rdp_lease_give_back_due(0, ep->credit.rc, ep->peer_floor), extra;
 	uint8_t b[EP_CM_GIVEBACK_LEN] = { EP_CM_GIVEBACK };
+	uint64_t now;
 
-	if (due == 0)
+	if (due == 0) {
+		ep->idle_since = 0;
 		return 0;
+	}
+	if (ep->lc->give_back_tsc != 0) {
+		now = rte_get_tsc_cycles();
+		if (ep->idle_since == 0)
+			ep->idle_since = now;
+		if (now - ep->idle_since < ep->lc->give_back_tsc) {
+			ep_busy(ep);
+			return 0;
+		}
+	}
 	extra = due - 1;
 	b[4] = (uint8_t)extra;
 	b[5] = (uint8_t)(extra >> 8);
@@ -140,6 +156,7 @@ wr_give_back(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge)
 	if (wr_own_control(ep, wr, sge, b, sizeof(b)) == 0)
 		return 0;
 	rdp_credit_given_back(&ep->credit, extra);
+	ep->idle_since = 0;
 	return 1;
 }
 
@@ -336,8 +353,12 @@ ep_post_sends(struct rdp_ep *ep)
 		}
 	}
 	/* credits held above a leasing peer's floor with nothing to send go back */
-	if (unlikely(ep->peer_leases) && txq_empty(&ep->txq) && !draining && n < TX_BURST)
-		n += wr_give_back(ep, &wr[n], &sge[n]);
+	if (unlikely(ep->peer_leases) && !draining) {
+		if (txq_empty(&ep->txq) && n < TX_BURST)
+			n += wr_give_back(ep, &wr[n], &sge[n]);
+		else
+			ep->idle_since = 0;
+	}
 	if (unlikely(draining) && n < TX_BURST)
 		n += wr_close_notice(ep, &wr[n], &sge[n]);
 	/* credits no data WR could carry: a pure ack, after a reclaim if due */
@@ -415,6 +436,9 @@ ep_send_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 			t->msg = NULL;
 		}
 	}
+	/* sends completing: the application may have more (the give-back waits) */
+	if (unlikely(ep->peer_leases))
+		ep->idle_since = 0;
 	if (!txq_empty(&ep->txq) || rdp_credit_ack_due(&ep->credit) || ph == EP_PH_DRAINING ||
 	    ep->rd_head != NULL)
 		ep_busy(ep);

@@ -154,6 +154,7 @@ struct ep_lcore {
 	struct rdp_qp_conn_params conn;   /* from conf */
 	uint32_t max_inline;              /* min(config, device) */
 	uint8_t rd_init;                  /* READs an endpoint may issue: min(config, device) */
+	uint64_t give_back_tsc;           /* srq_give_back_us in TSC cycles */
 	struct rdp_arena *rv_send;        /* rendezvous messages to send (peers READ them) */
 	struct rdp_arena *rv_recv;        /* rendezvous messages received (READ into) */
 	bool hook_set;                    /* rdp_poll_hook_set() was called (rdp_rt.lock) */
@@ -374,6 +375,8 @@ struct rdp_ep {
 	bool peer_leases;               /* the peer leases: WANT and give-backs go to it */
 	uint32_t peer_floor;            /* its floor */
 	uint32_t lease_tack;            /* our T_ack for leased credits owed */
+	uint64_t idle_since;            /* TSC since when nothing was queued with credits of a
+					 * leasing peer above its floor held, 0: not so */
 
 	/* --- control thread --- */
 	TAILQ_ENTRY(rdp_ep) ctl_next;   /* handshakes / established */
