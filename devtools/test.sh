@@ -4,12 +4,13 @@
 #
 # Lanes (each a meson build directory; a lane that cannot run here says why
 # and counts as skipped):
-#   build-test   gcc, every suite but valgrind (the soak runs $RDP_SOAK_SECONDS, 60)
+#   build-test   gcc, every suite but valgrind (the soak runs $RDP_SOAK_SECONDS, 60,
+#                and half as long on a shared receive queue)
 #   build-asan   clang with ASan+UBSan (and LeakSanitizer): unit, shm, e2e with fewer
-#                messages per stream, and a 20 s soak
+#                messages per stream, and the soaks for 20 s and 10 s
 #   build-tsan   clang with ThreadSanitizer: suites race (lcore handoffs,
 #                pollers, both modes' streams), e2e and shm with fewer
-#                messages, and a 20 s soak
+#                messages, and the soaks for 20 s and 10 s
 #   build-fuzz   clang with libFuzzer: each target for $RDP_FUZZ_SECONDS (30)
 #   valgrind     memcheck over build-test: a two-process stream, no error, no
 #                definite leak
