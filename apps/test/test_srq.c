@@ -185,7 +185,7 @@ RDP_TEST(e2e, srq_two_endpoints_stream_exact_pipeline)
 	return srq_pairs(1, true, 2000, 16, "64", SRQ_MAX_MSG);
 }
 
-/* RDP_SRQ_COUNT messages each way per pair (the VM lane: 1250, 20 000 in all) */
+/* RDP_SRQ_COUNT messages each way per pair (the VM lane: 500, 8000 in all) */
 RDP_TEST(e2e, srq_16_endpoints_stream_exact_rtc)
 {
 	return srq_pairs(8, false, rdp_test_env_u64("RDP_SRQ_COUNT", 400), 8, "512", SRQ_MAX_MSG);
