@@ -1443,7 +1443,6 @@ srq_take_back(struct shm_srq *srq, struct shm_cq *cq, struct shm_rq_ent *ent, st
 	};
 	/* a completion of our own, as a flush is: no peer counted it */
 	shm_cq_owner_net(cq, -1);
-	RDP_STAT_ADD(srq->st_taken_back, 1);
 	srq->stuck_at = 0;
 	return true;
 }

@@ -514,7 +514,6 @@ struct shm_srq {
 	uint64_t stuck_since;       /**< poller: ns when the clock began on it (0: not yet) */
 	uint64_t stuck_looked;      /**< poller: ns of the last look for its sender */
 	uint64_t st_recv_posted;    /**< (single writer: the poster) */
-	uint64_t st_taken_back;     /**< poller: entries taken back from dead senders */
 	/* slow path (device lock) */
 	int memfd;                  /**< kept open: every QP's rendezvous shares it */
 	size_t seg_len;
