@@ -14,6 +14,9 @@
 #   build-fuzz   clang with libFuzzer: each target for $RDP_FUZZ_SECONDS (30)
 #   valgrind     memcheck over build-test: a two-process stream, no error, no
 #                definite leak
+#   huge         build-test's suite huge: it reserves hugepages (root) and
+#                checks in smaps that pools sit on them, rdp-perf's two
+#                processes included; gives them back
 #   build-rxe    build-test's binaries on real Soft-RoCE in a qemu guest
 #                (devtools/rxe-vm.sh; counted as skipped where qemu cannot run)
 # Each lane's wall time is printed. Options: --quick (build-test only),
@@ -63,12 +66,12 @@ skip_lane() {	# skip_lane NAME REASON
 	times+=("$1: skipped")
 }
 
-# The valgrind suite has a lane of its own below; a longer soak a longer timeout.
-main_args=(--no-suite valgrind)
+# Suites valgrind and huge have lanes of their own below; a longer soak a longer timeout.
+main_args=(--no-suite valgrind --no-suite huge)
 if [ -n "${RDP_SOAK_SECONDS:-}" ]; then
 	main_args+=(--timeout-multiplier $(( (RDP_SOAK_SECONDS + 240) / 240 )))
 fi
-[ ${#only[@]} -gt 0 ] && main_args=("${only[@]}" "${main_args[@]:2}")
+[ ${#only[@]} -gt 0 ] && main_args=("${only[@]}" "${main_args[@]:4}")
 run_lane build-test lane -- "${main_args[@]}" || true
 
 want() {	# want SUITE: is SUITE among --suite, or was none given?
@@ -109,6 +112,9 @@ if [ $quick = 0 ]; then
 		else
 			skip_lane valgrind "valgrind not found"
 		fi
+	fi
+	if want huge; then
+		run_lane build-test huge -- --suite huge || true
 	fi
 fi
 

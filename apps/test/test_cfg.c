@@ -358,8 +358,10 @@ RDP_TEST(unit, cfg_rejects_unknown_keys_suggesting_the_nearest)
 	EXPECT_REJECTED("[global]\nconnect-timeout-ms = 10\n",
 			"bad.ini:2: [global] connect-timeout-ms = 10: unknown key "
 			"(did you mean connect_timeout_ms?)");
+	EXPECT_REJECTED("[global]\nturbo = 1\n",
+			"bad.ini:2: [global] turbo = 1: unknown key");
 	EXPECT_REJECTED("[global]\nhugepages = 1\n",
-			"bad.ini:2: [global] hugepages = 1: unknown key");
+			"bad.ini:2: [global] hugepages = 1: must be auto, on or off");
 	/* a misspelt secret is still a secret */
 	EXPECT_REJECTED("[global]\nsecert = hunter2\n",
 			"bad.ini:2: [global] secert = (hidden): "
@@ -942,7 +944,7 @@ RDP_TEST(unit, cfg_docs_describe_every_key)
 			       row);
 		n++;
 	}
-	RDP_ASSERT_EQ(n, 43);
+	RDP_ASSERT_EQ(n, 44);
 	rdp_cfg_free(cfg);
 	return 0;
 }
@@ -1094,6 +1096,25 @@ RDP_TEST(eal, cfg_device_keys_pick_the_rdma_device_or_fail_naming_file_line_and_
 			  "process's one device: set device, port and gid_index in [global] only");
 	/* and without device keys the driver key alone still decides */
 	RDP_ASSERT_MSG(init_text("[global]\ndriver = shm\n") == 0, "%s", rdp_err_msg());
+	return 0;
+}
+
+/*
+ * hugepages = on asks for every pool on hugepages: with EAL on --no-huge
+ * (as rdp-test runs it) rdp_init() refuses it naming the file, line and
+ * key; auto and off start on base pages.
+ */
+RDP_TEST(eal, cfg_hugepages_on_without_eal_hugepages_fails_naming_file_line_and_key)
+{
+	rdp_test_eal_init("0-1");
+	RDP_ASSERT(!rte_eal_has_hugepages());
+	expect_init_error(__LINE__, "[global]\ndriver = shm\n[lcore.1]\nhugepages = on\n",
+			  EINVAL, "dev.ini:4: [lcore.1] hugepages = on: EAL runs without "
+			  "hugepages (--no-huge): give EAL hugepages, or set auto or off");
+	RDP_ASSERT_MSG(init_text("[global]\ndriver = shm\nhugepages = off\n") == 0, "%s",
+		       rdp_err_msg());
+	RDP_ASSERT_MSG(init_text("[global]\ndriver = shm\nhugepages = auto\n") == 0, "%s",
+		       rdp_err_msg());
 	return 0;
 }
 

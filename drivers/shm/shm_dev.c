@@ -23,6 +23,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <numa.h>
+
 #include "shm_private.h"
 
 RTE_LOG_REGISTER(shm_logtype, rdp.shm, INFO);
@@ -468,21 +470,29 @@ key_publish(struct shm_dev *sd, const struct shm_mr *mr)
 	__atomic_store_n(&k->rkey, mr->head.rkey, __ATOMIC_RELEASE);
 }
 
+/*
+ * Memory a peer maps: a memfd, on hugetlbfs when @p page_size is a
+ * hugepage (the reservation is taken at mmap, so a shortage is ENOMEM here
+ * and never a SIGBUS later; peers mapping it take no more pages).
+ */
 static struct rdp_mr *
-shm_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access)
+shm_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access,
+	     size_t page_size)
 {
 	struct shm_dev *sd = to_sdev(pd->dev);
-	size_t map_len = RTE_ALIGN_CEIL(len, (size_t)4096);
+	size_t map_len = RTE_ALIGN_CEIL(len, page_size);
+	bool huge = page_size > (size_t)sysconf(_SC_PAGESIZE);
 	struct shm_mr *mr;
 	void *p;
 
-	RTE_SET_USED(socket);
 	mr = mr_new(pd, access);
 	if (mr == NULL)
 		return NULL;
-	mr->memfd = memfd_create("rdp-shm-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	mr->memfd = memfd_create(huge ? "rdp-shm-mr-huge" : "rdp-shm-mr", MFD_CLOEXEC |
+				 MFD_ALLOW_SEALING | (huge ? MFD_HUGETLB : 0));
 	if (mr->memfd < 0) {
-		rdp_err_set(ENOMEM, "driver shm: memfd_create: %s", strerror(errno));
+		rdp_err_set(ENOMEM, "driver shm: memfd_create%s: %s", huge ? " (hugetlb)" : "",
+			    strerror(errno));
 		goto fail;
 	}
 	if (ftruncate(mr->memfd, (off_t)map_len) < 0 || shm_seal(mr->memfd) < 0) {
@@ -492,13 +502,16 @@ shm_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access)
 	}
 	p = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, mr->memfd, 0);
 	if (p == MAP_FAILED) {
-		rdp_err_set(ENOMEM, "driver shm: cannot map a %zu-byte MR: %s", map_len,
-			    strerror(errno));
+		rdp_err_set(ENOMEM, "driver shm: cannot map a %zu-byte MR%s: %s", map_len,
+			    huge ? " on hugepages" : "", strerror(errno));
 		goto fail;
 	}
+	if (socket >= 0 && numa_available() >= 0 && socket <= numa_max_node())
+		numa_tonode_memory(p, map_len, socket);
 	mr->map_len = map_len;
 	mr->head.addr = p;
 	mr->head.length = len;
+	mr->head.page_size = page_size;
 	if (mr_publish(sd, mr) < 0) {
 		munmap(p, map_len);
 		goto fail;

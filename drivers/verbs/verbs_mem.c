@@ -132,25 +132,50 @@ mr_register(struct rdp_pd *rpd, void *addr, size_t len, unsigned int access, siz
 	return &mr->head;
 }
 
+/* Zeroed hugepages on @p socket: the reservation is taken here, never a SIGBUS later. */
+static void *
+huge_zalloc(size_t len, int socket)
+{
+	void *p;
+
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (socket >= 0 && numa_available() >= 0 && socket <= numa_max_node())
+		numa_tonode_memory(p, len, socket);
+	return p;
+}
+
 struct rdp_mr *
-verbs_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access)
+verbs_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access, size_t page_size)
 {
 	struct verbs_dev *vd = verbs_dev(pd->dev);
+	bool huge = page_size > (size_t)sysconf(_SC_PAGESIZE);
+	struct verbs_mr *vmr;
 	struct rdp_mr *mr;
 	void *mem;
 
 	if (socket < 0)
 		socket = vd->numa_node;
-	len = page_round(len);
-	mem = verbs_zalloc(len, socket);
+	len = huge ? RTE_ALIGN_CEIL(len, page_size) : page_round(len);
+	mem = huge ? huge_zalloc(len, socket) : verbs_zalloc(len, socket);
 	if (mem == NULL) {
-		rdp_err_set(ENOMEM, "verbs: cannot allocate %zu bytes on NUMA node %d",
-			    len, socket);
+		rdp_err_set(ENOMEM, "verbs: cannot allocate %zu bytes on NUMA node %d%s", len,
+			    socket, huge ? " on hugepages" : "");
 		return NULL;
 	}
 	mr = mr_register(pd, mem, len, access, len);
-	if (mr == NULL)
-		verbs_free(mem, len);
+	if (mr == NULL) {
+		if (huge)
+			munmap(mem, len);
+		else
+			verbs_free(mem, len);
+		return NULL;
+	}
+	vmr = to_vmr(mr);
+	vmr->huge = huge;
+	mr->page_size = page_size;
 	return mr;
 }
 
@@ -170,7 +195,9 @@ verbs_mr_free(struct rdp_mr *rmr)
 	if (ret != 0)
 		return verbs_err(ret, "ibv_dereg_mr");
 	to_vpd(rmr->pd)->nb_users--;
-	if (mr->alloc_len > 0)
+	if (mr->huge)
+		munmap(rmr->addr, mr->alloc_len);
+	else if (mr->alloc_len > 0)
 		verbs_free(rmr->addr, mr->alloc_len);
 	free(mr);
 	return 0;

@@ -96,6 +96,7 @@ struct key {
 
 static const char *const mode_names[] = { "rtc", "pipeline" };
 static const char *const switch_names[] = { "off", "on" };
+static const char *const hugepages_names[] = { "auto", "on", "off" };
 
 /* One line per key: name, default, range, flags. */
 static const struct key keys[] = {
@@ -125,6 +126,7 @@ static const struct key keys[] = {
 	I32(numa_node,            "-1",     -1, RTE_MAX_NUMA_NODES - 1, 0),
 	U32(max_endpoints,        "64",      1, 4096,          0),
 	U32(send_bufs,            "4096",    64, 1048576,      0),
+	ENUM(hugepages, enum rdp_cfg_hugepages, hugepages_names, "auto", 0),
 	ENUM(mode, enum rdp_cfg_mode, mode_names, "rtc",       0),
 	I32(app_lcore,            "-1",     -1, RTE_MAX_LCORE - 1, 0),
 	U32(rnr_retry,            "7",       0, 7,             0),

@@ -63,13 +63,20 @@ extern "C" {
 /** The `lcore_id` that means `[global]`. */
 #define RDP_CFG_GLOBAL (-1)
 
-/** How an lcore hands received messages to the application (`mode`). */
 /** Value of a switch key (`srq`). */
 enum rdp_cfg_switch {
 	RDP_CFG_OFF = 0, /**< `off` */
 	RDP_CFG_ON,      /**< `on` */
 };
 
+/** Where an lcore's pools and registered regions get their pages (`hugepages`). */
+enum rdp_cfg_hugepages {
+	RDP_CFG_HUGE_AUTO = 0, /**< `auto`: hugepages when EAL has them, else base pages */
+	RDP_CFG_HUGE_ON,       /**< `on`: hugepages or an error */
+	RDP_CFG_HUGE_OFF,      /**< `off`: base pages */
+};
+
+/** How an lcore hands received messages to the application (`mode`). */
 enum rdp_cfg_mode {
 	RDP_CFG_MODE_RTC = 0,  /**< `rtc`: the poller runs the handlers itself */
 	RDP_CFG_MODE_PIPELINE, /**< `pipeline`: events go through a ring to `app_lcore` */
@@ -115,6 +122,7 @@ struct rdp_cfg_lcore {
 	int32_t numa_node;     /**< -1: the lcore's own node */
 	uint32_t max_endpoints; /**< endpoints on this lcore */
 	uint32_t send_bufs;    /**< send buffers on this lcore */
+	enum rdp_cfg_hugepages hugepages; /**< pages of pools and regions */
 	enum rdp_cfg_mode mode; /**< run-to-completion or pipeline */
 	int32_t app_lcore;     /**< pipeline: lcore receiving events; -1: main lcore */
 

@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rdp_driver.h"
+#include "rdp_pages.h"
 
 RTE_LOG_REGISTER(rdp_dev_logtype, rdp.dev, INFO);
 #define DEV_LOG(level, fmt, ...) RDP_LOG(level, rdp_dev_logtype, "dev", fmt, ##__VA_ARGS__)
@@ -242,13 +244,38 @@ rdp_pd_free(struct rdp_pd *pd)
 struct rdp_mr *
 rdp_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access)
 {
+	const unsigned int pages = RDP_ALLOC_HUGE_TRY | RDP_ALLOC_HUGE_ONLY;
+	size_t base = (size_t)sysconf(_SC_PAGESIZE), huge;
+	unsigned int flags = access & pages;
 	struct rdp_dev *dev = pd->dev;
+	struct rdp_mr *mr;
 
-	if (len == 0) {
-		rdp_err_set(EINVAL, "rdp_mr_alloc: length 0");
+	access &= ~pages;
+	if (len == 0 || flags == pages) {
+		rdp_err_set(EINVAL, "rdp_mr_alloc: %s", len == 0 ? "length 0" :
+			    "RDP_ALLOC_HUGE_TRY and RDP_ALLOC_HUGE_ONLY together");
 		return NULL;
 	}
-	return CREATE_OP(dev, mr_alloc, pd, len, socket, access);
+	if (flags == 0)
+		return CREATE_OP(dev, mr_alloc, pd, len, socket, access, base);
+	huge = rdp_hugepage_size();
+	if (huge == 0 || (flags == RDP_ALLOC_HUGE_TRY && len < huge / 2)) {
+		if (flags == RDP_ALLOC_HUGE_TRY)
+			return CREATE_OP(dev, mr_alloc, pd, len, socket, access, base);
+		rdp_err_set(ENOMEM, "rdp_mr_alloc: %zu bytes on hugepages: this kernel has "
+			    "no hugepages", len);
+		return NULL;
+	}
+	mr = CREATE_OP(dev, mr_alloc, pd, len, socket, access, huge);
+	if (mr != NULL || rte_errno != ENOMEM)
+		return mr;
+	if (flags == RDP_ALLOC_HUGE_ONLY) {
+		rdp_err_set(ENOMEM, "%zu bytes on hugepages: it needs %zu x %zu KiB, %ld free "
+			    "(/proc/sys/vm/nr_hugepages reserves more): %s", len,
+			    (len + huge - 1) / huge, huge >> 10, rdp_hugepages_free(), rdp_err_msg());
+		return NULL;
+	}
+	return CREATE_OP(dev, mr_alloc, pd, len, socket, access, base);
 }
 
 struct rdp_mr *

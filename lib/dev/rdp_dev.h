@@ -84,6 +84,20 @@ enum rdp_access {
 	RDP_ACCESS_REMOTE_READ = 1u << 2,  /**< peer may RDMA READ from it */
 };
 
+/**
+ * Page flags of rdp_mr_alloc(), given with its RDP_ACCESS_* flags. Without
+ * either, the memory is on base pages.
+ */
+enum rdp_alloc_flags {
+	/**
+	 * Hugepages (the default size) when the region is at least half a
+	 * hugepage and enough are free; base pages otherwise.
+	 */
+	RDP_ALLOC_HUGE_TRY = 1u << 8,
+	/** Hugepages whatever the length, or fail with ENOMEM. */
+	RDP_ALLOC_HUGE_ONLY = 1u << 9,
+};
+
 /** A registered memory region. Drivers embed it first in their own MR. */
 struct rdp_mr {
 	void *addr;          /**< first byte */
@@ -91,6 +105,7 @@ struct rdp_mr {
 	uint32_t lkey;       /**< local key for SGEs */
 	uint32_t rkey;       /**< remote key for RDMA WRITE and READ */
 	unsigned int access; /**< RDP_ACCESS_* */
+	size_t page_size;    /**< rdp_mr_alloc() memory: its page size; 0: the caller's memory */
 	struct rdp_pd *pd;   /**< owner */
 };
 
@@ -647,18 +662,24 @@ int rdp_pd_free(struct rdp_pd *pd);
  * Allocate memory suited to the driver and register it.
  *
  * This is how receive pools are made: the shm driver backs them with a
- * memfd its peers map; the verbs driver takes NUMA-local pages.
+ * memfd its peers map; the verbs driver takes NUMA-local pages. With a
+ * page flag (enum rdp_alloc_flags) the memory is on hugepages: a hugetlb
+ * memfd on shm, a MAP_HUGETLB mapping on verbs; rdp_mr::page_size says
+ * what it got.
  *
  * @param pd
  *   The PD.
  * @param len
- *   Bytes (rounded up to a page).
+ *   Bytes (rounded up to a page, or to a hugepage).
  * @param socket
  *   NUMA node, or -1 for any.
  * @param access
- *   RDP_ACCESS_* flags; use the narrowest that works.
+ *   RDP_ACCESS_* flags, the narrowest that works, and at most one of
+ *   RDP_ALLOC_HUGE_TRY and RDP_ALLOC_HUGE_ONLY.
  * @return
- *   The MR (zero-filled memory), or NULL with rte_errno (ENOMEM, EINVAL).
+ *   The MR (zero-filled memory), or NULL with rte_errno: EINVAL (length 0,
+ *   unknown flags, both page flags), ENOMEM (no memory; with
+ *   RDP_ALLOC_HUGE_ONLY, too few free hugepages, or none on this system).
  */
 struct rdp_mr *rdp_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access);
 

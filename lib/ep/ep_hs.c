@@ -63,7 +63,7 @@ setup_qp(struct rdp_ep *ep)
 		snprintf(name, sizeof(name), "rx_ep%u", ep->id);
 		ep->recv_pool = rdp_pool_create(name, rdp_rt.pd, lc->credit.rq_size,
 						lc->conf.buf_size, ep->lc->socket,
-						RDP_ACCESS_LOCAL_WRITE);
+						RDP_ACCESS_LOCAL_WRITE | lc->pages);
 		if (ep->recv_pool == NULL)
 			return -rte_errno;
 	}

@@ -113,7 +113,8 @@ rdp_region_alloc(size_t len, unsigned int access, int socket)
 			    RTE_MAX_NUMA_NODES - 1);
 		return NULL;
 	}
-	return region_new(fn, rdp_mr_alloc(rdp_rt.pd, len, socket, region_dev_access(access)),
+	return region_new(fn, rdp_mem_mr_alloc(fn, rdp_rt.pd, len, socket,
+					       region_dev_access(access) | rdp_rt.pages),
 			  access);
 }
 

@@ -340,14 +340,14 @@ rndv_arenas_create(struct ep_lcore *lc)
 	if (lc->conn.max_dest_rd_atomic > 0) {
 		snprintf(name, sizeof(name), "rv_tx_lcore%u", lc->lcore_id);
 		lc->rv_send = rdp_arena_create(name, rdp_rt.pd, lc->conf.rndv_pool_size,
-					       lc->socket, RDP_ACCESS_REMOTE_READ);
+					       lc->socket, RDP_ACCESS_REMOTE_READ | lc->pages);
 		if (lc->rv_send == NULL)
 			return -rte_errno;
 	}
 	if (lc->rd_init > 0) {
 		snprintf(name, sizeof(name), "rv_rx_lcore%u", lc->lcore_id);
 		lc->rv_recv = rdp_arena_create(name, rdp_rt.pd, lc->conf.rndv_pool_size,
-					       lc->socket, RDP_ACCESS_LOCAL_WRITE);
+					       lc->socket, RDP_ACCESS_LOCAL_WRITE | lc->pages);
 		if (lc->rv_recv == NULL)
 			return -rte_errno;
 	}
@@ -362,6 +362,31 @@ rndv_arena_destroy(const struct ep_lcore *lc, struct rdp_arena *a)
 	if (leaked > 0)
 		EP_LOG(ERR, "lcore %u: %zu bytes of rendezvous buffers were not returned",
 		       lc->lcore_id, leaked);
+}
+
+/*
+ * The page flag of rdp_mr_alloc() that key `hugepages` of @p lcore_id
+ * (RDP_CFG_GLOBAL: rdp_region_alloc()) asks for, or an error naming it.
+ */
+static int
+rt_pages(const struct rdp_cfg *cfg, int lcore_id, unsigned int *pages)
+{
+	switch (rdp_cfg_lcore(cfg, lcore_id)->hugepages) {
+	case RDP_CFG_HUGE_AUTO:
+		*pages = rte_eal_has_hugepages() ? RDP_ALLOC_HUGE_TRY : 0;
+		return 0;
+	case RDP_CFG_HUGE_ON:
+		*pages = RDP_ALLOC_HUGE_ONLY;
+		if (!rte_eal_has_hugepages())
+			return rdp_cfg_key_error(cfg, lcore_id, "hugepages", EINVAL, "EAL runs "
+						 "without hugepages (--no-huge): give EAL hugepages, "
+						 "or set auto or off");
+		return 0;
+	case RDP_CFG_HUGE_OFF:
+		break;
+	}
+	*pages = 0;
+	return 0;
 }
 
 /* An lcore's main loop: its poller, which owns the lcore's send pool. */
@@ -406,6 +431,8 @@ lcore_start(const struct rdp_cfg *cfg, unsigned int id)
 	lc->socket = c->numa_node >= 0 ? c->numa_node : (int)rte_lcore_to_socket_id(id);
 	lc->max_inline = RTE_MIN(c->max_inline, rdp_rt.attr.max_inline_data);
 	lc->give_back_tsc = (uint64_t)c->srq_give_back_us * rte_get_tsc_hz() / 1000000;
+	if (rt_pages(cfg, (int)id, &lc->pages) < 0)
+		return -rte_errno;
 	/* with an SRQ, its receives once for the poller (ep_srq_create() reserves them) */
 	need = c->max_endpoints * ep_cq_budget(lc) + (c->srq == RDP_CFG_ON ? c->srq_size : 0);
 	pp.lcore_id = id;
@@ -427,7 +454,8 @@ lcore_start(const struct rdp_cfg *cfg, unsigned int id)
 	lc->session_due = UINT64_MAX;
 	rdp_poller_set_hook(lc->poller, ep_lcore_hook, lc);
 	snprintf(name, sizeof(name), "tx_lcore%u", id);
-	lc->send_pool = rdp_pool_create(name, rdp_rt.pd, c->send_bufs, c->buf_size, lc->socket, 0);
+	lc->send_pool = rdp_pool_create(name, rdp_rt.pd, c->send_bufs, c->buf_size, lc->socket,
+					lc->pages);
 	if (lc->send_pool == NULL)
 		return -rte_errno;
 	if (c->srq == RDP_CFG_ON) {
@@ -549,6 +577,9 @@ rdp_init(const struct rdp_cfg *cfg)
 	rdp_rt.auth = rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL)->secret[0] != '\0';
 	if (rdp_rt.auth)
 		rdp_hello_key(rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL)->secret, rdp_rt.auth_key);
+	ret = rt_pages(cfg, RDP_CFG_GLOBAL, &rdp_rt.pages);
+	if (ret < 0)
+		goto fail;
 	ret = open_device(cfg);
 	if (ret < 0)
 		goto fail;

@@ -412,7 +412,7 @@ ep_srq_create(struct ep_lcore *lc)
 		return rdp_err_set(EINVAL, "lcore %u: %s", lc->lcore_id, why);
 	snprintf(name, sizeof(name), "srq_lcore%u", lc->lcore_id);
 	q->pool = rdp_pool_create(name, rdp_rt.pd, c->srq_size, c->buf_size, lc->socket,
-				  RDP_ACCESS_LOCAL_WRITE);
+				  RDP_ACCESS_LOCAL_WRITE | lc->pages);
 	if (q->pool == NULL)
 		return -rte_errno;
 	q->srq = rdp_srq_create(rdp_rt.pd, &sa);

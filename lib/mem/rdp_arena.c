@@ -11,6 +11,7 @@
 
 #include "rdp_arena.h"
 #include "rdp_common.h"
+#include "rdp_mem.h"
 
 #define WORD_BITS 64u
 
@@ -64,6 +65,7 @@ rdp_arena_create(const char *name, struct rdp_pd *pd, size_t size, int socket,
 {
 	uint64_t pages = ((uint64_t)size + RDP_ARENA_PAGE - 1) / RDP_ARENA_PAGE;
 	struct rdp_arena *a;
+	char what[48];
 
 	if (size == 0 || pages > UINT32_MAX) {
 		rdp_err_set(EINVAL, "arena %s: %zu bytes: need 1 to 2^44", name, size);
@@ -84,7 +86,8 @@ rdp_arena_create(const char *name, struct rdp_pd *pd, size_t size, int socket,
 		free(a);
 		return NULL;
 	}
-	a->mr = rdp_mr_alloc(pd, (size_t)pages * RDP_ARENA_PAGE, socket, access);
+	snprintf(what, sizeof(what), "arena %s", name);
+	a->mr = rdp_mem_mr_alloc(what, pd, (size_t)pages * RDP_ARENA_PAGE, socket, access);
 	if (a->mr == NULL) {
 		rdp_err_set(rte_errno, "arena %s: cannot register %zu bytes: %s", name,
 			    (size_t)pages * RDP_ARENA_PAGE, rdp_err_msg());

@@ -48,7 +48,8 @@ struct rdp_arena {
  * @param socket
  *   NUMA node, or -1.
  * @param access
- *   RDP_ACCESS_* flags of the registration.
+ *   RDP_ACCESS_* flags of the registration, and a page flag (enum
+ *   rdp_alloc_flags) for hugepages.
  * @return
  *   The arena, or NULL with rte_errno: EINVAL (size 0 or above 2^44),
  *   ENOMEM, or the device's errno; rdp_err_msg() says which.

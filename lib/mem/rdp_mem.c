@@ -11,6 +11,26 @@
 #include <sys/mman.h>
 
 #include "rdp_mem.h"
+#include "rdp_pages.h"
+
+RTE_LOG_REGISTER(rdp_mem_logtype, rdp.mem, INFO);
+#define MEM_LOG(level, fmt, ...) RDP_LOG(level, rdp_mem_logtype, "mem", fmt, ##__VA_ARGS__)
+
+struct rdp_mr *
+rdp_mem_mr_alloc(const char *what, struct rdp_pd *pd, size_t len, int socket,
+		 unsigned int access)
+{
+	size_t huge = rdp_hugepage_size();
+	struct rdp_mr *mr;
+
+	mr = rdp_mr_alloc(pd, len, socket, access);
+	if (mr != NULL && (access & RDP_ALLOC_HUGE_TRY) && huge > 0 && len >= huge / 2 &&
+	    mr->page_size < huge)
+		MEM_LOG(WARNING, "%s: %zu bytes on base pages: hugepages short, it needs %zu x "
+			"%zu KiB, %ld free", what, len, (len + huge - 1) / huge, huge >> 10,
+			rdp_hugepages_free());
+	return mr;
+}
 
 void *
 rdp_mem_zalloc(size_t size, int socket)
@@ -48,6 +68,7 @@ rdp_pool_create(const char *name, struct rdp_pd *pd, uint32_t nb_bufs, uint32_t 
 	uint32_t ring_count = rte_align32pow2(nb_bufs + 1);
 	ssize_t ring_size = rte_ring_get_memsize(ring_count);
 	struct rdp_pool *pool;
+	char what[48];
 	uint32_t i;
 
 	if (nb_bufs == 0 || buf_size < 64 || buf_size % 64 != 0 || ring_size < 0) {
@@ -74,7 +95,8 @@ rdp_pool_create(const char *name, struct rdp_pd *pd, uint32_t nb_bufs, uint32_t 
 		rdp_err_set(EINVAL, "pool %s: cannot initialise its free ring", name);
 		goto fail;
 	}
-	pool->mr = rdp_mr_alloc(pd, (size_t)nb_bufs * buf_size, socket, access);
+	snprintf(what, sizeof(what), "pool %s", name);
+	pool->mr = rdp_mem_mr_alloc(what, pd, (size_t)nb_bufs * buf_size, socket, access);
 	if (pool->mr == NULL) {
 		rdp_err_set(rte_errno, "pool %s: cannot register %u x %u bytes: %s",
 			    name, nb_bufs, buf_size, rdp_err_msg());

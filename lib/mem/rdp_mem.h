@@ -115,6 +115,27 @@ void *rdp_mem_zalloc(size_t size, int socket);
 void rdp_mem_free(void *ptr, size_t size);
 
 /**
+ * rdp_mr_alloc() for a named pool, arena or region: when it asked for
+ * hugepages (RDP_ALLOC_HUGE_TRY) and they were short, a warning in the log
+ * names it and gives the hugepages it needed and those free.
+ *
+ * @param what
+ *   What the memory is for, as the warning names it ("pool tx_lcore1").
+ * @param pd
+ *   The PD.
+ * @param len
+ *   Bytes.
+ * @param socket
+ *   NUMA node, or -1.
+ * @param access
+ *   As rdp_mr_alloc().
+ * @return
+ *   As rdp_mr_alloc().
+ */
+struct rdp_mr *rdp_mem_mr_alloc(const char *what, struct rdp_pd *pd, size_t len, int socket,
+				unsigned int access);
+
+/**
  * Create a pool and register its memory.
  *
  * @param name
@@ -129,7 +150,8 @@ void rdp_mem_free(void *ptr, size_t size);
  *   NUMA node of buffers and headers, or -1.
  * @param access
  *   RDP_ACCESS_* flags of the registration; use the narrowest
- *   (RDP_ACCESS_LOCAL_WRITE for receive pools, 0 for send pools).
+ *   (RDP_ACCESS_LOCAL_WRITE for receive pools, 0 for send pools); with a
+ *   page flag (enum rdp_alloc_flags) the buffers go on hugepages.
  * @return
  *   The pool, or NULL with rte_errno: EINVAL (sizes), ENOMEM, or the
  *   driver's errno; rdp_err_msg() says which.

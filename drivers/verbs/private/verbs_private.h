@@ -128,6 +128,7 @@ struct verbs_mr {
 	struct rdp_mr head;           /* first */
 	struct ibv_mr *mr;
 	size_t alloc_len;             /* bytes mapped by mr_alloc, 0 when the caller owns it */
+	bool huge;                    /* alloc_len bytes of MAP_HUGETLB pages */
 };
 
 struct verbs_pd {
@@ -224,7 +225,8 @@ void verbs_dev_qp_bury(struct verbs_dev *vd, struct verbs_qp *qp);
 /* verbs_mem.c */
 struct rdp_pd *verbs_pd_alloc(struct rdp_dev *dev);
 int verbs_pd_free(struct rdp_pd *pd);
-struct rdp_mr *verbs_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access);
+struct rdp_mr *verbs_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access,
+			      size_t page_size);
 struct rdp_mr *verbs_mr_reg(struct rdp_pd *pd, void *addr, size_t len, unsigned int access);
 int verbs_mr_free(struct rdp_mr *mr);
 void *verbs_zalloc(size_t len, int socket);

@@ -49,8 +49,9 @@ struct rdp_driver_ops {
 	int (*event_get)(struct rdp_dev *dev, struct rdp_event *ev);
 	struct rdp_pd *(*pd_alloc)(struct rdp_dev *dev);
 	int (*pd_free)(struct rdp_pd *pd);
+	/* page_size: the system's base page or its hugepage size */
 	struct rdp_mr *(*mr_alloc)(struct rdp_pd *pd, size_t len, int socket,
-				   unsigned int access);
+				   unsigned int access, size_t page_size);
 	struct rdp_mr *(*mr_reg)(struct rdp_pd *pd, void *addr, size_t len,
 				 unsigned int access);
 	int (*mr_free)(struct rdp_mr *mr);

@@ -155,6 +155,7 @@ struct ep_lcore {
 	uint32_t max_inline;              /* min(config, device) */
 	uint8_t rd_init;                  /* READs an endpoint may issue: min(config, device) */
 	uint64_t give_back_tsc;           /* srq_give_back_us in TSC cycles */
+	unsigned int pages;               /* RDP_ALLOC_* of its pools and arenas (hugepages) */
 	struct rdp_arena *rv_send;        /* rendezvous messages to send (peers READ them) */
 	struct rdp_arena *rv_recv;        /* rendezvous messages received (READ into) */
 	bool hook_set;                    /* rdp_poll_hook_set() was called (rdp_rt.lock) */
@@ -686,6 +687,7 @@ struct ep_runtime {
 	uint32_t nb_sessions;              /* ... how many (lock) */
 	bool auth;                         /* a shared secret is configured */
 	uint8_t auth_key[RDP_HELLO_KEY_LEN];
+	unsigned int pages;                /* RDP_ALLOC_* of rdp_region_alloc() ([global]) */
 };
 extern struct ep_runtime rdp_rt;
 
