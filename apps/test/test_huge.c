@@ -76,12 +76,13 @@ huge_reserve(long n)
 }
 
 /*
- * rdp_mr_alloc() on shm puts a region on hugepages when asked, the kernel
+ * rdp_mr_alloc() puts a region on hugepages when asked (shm: a hugetlb
+ * memfd; verbs, in the rxe lane: MAP_HUGETLB), the kernel
  * says so (smaps), and the pages come back when it is freed; with too few
  * free, RDP_ALLOC_HUGE_ONLY fails naming the counts and RDP_ALLOC_HUGE_TRY
  * takes base pages; a small region asking to try stays on base pages.
  */
-RDP_TEST(huge, huge_mr_alloc_on_shm_takes_hugepages_or_says_how_many_it_lacked)
+RDP_TEST(huge, huge_mr_alloc_takes_hugepages_or_says_how_many_it_lacked)
 {
 	size_t huge = rdp_hugepage_size();
 	struct rdp_mr *a, *b, *small;
