@@ -120,7 +120,7 @@ fi
 [ -n "$kpkg" ] || skip_lane "apt knows no linux-image-amd64 package"
 kver=${kpkg#linux-image-}
 kdir=$cache/$kpkg
-want_mods="virtio_pci virtio_net crc32_generic rdma_rxe"
+want_mods="virtio_pci virtio_net crc32_generic rdma_rxe sch_netem"
 
 # Modules and what they depend on, dependencies first, from a tree in $1.
 declare -A mod_seen=()
@@ -227,7 +227,7 @@ libgcc=$(readlink -f "$(gcc -print-file-name=libgcc_s.so.1)")
 [ -f "$libgcc" ] || fail_lane "libgcc_s.so.1 not found (gcc -print-file-name)"
 mkdir -p "$root$(dirname "$libgcc")"
 cp "$libgcc" "$root$libgcc"
-for tool in ip rdma ibv_devinfo; do
+for tool in ip tc rdma ibv_devinfo; do
 	p=$(command -v "$tool") || skip_lane "$tool is not installed"
 	add_elf "$p" "/usr/sbin/$tool"
 done
