@@ -64,6 +64,8 @@ struct load_opts {
 	enum load_rw rw;
 	unsigned int rwmixread; /* percent of reads in randrw */
 	uint32_t bs;          /* --bs: bytes per request, a multiple of 512 */
+	uint32_t rdma_min;    /* --rdma-min: requests of at least this many bytes move
+			       * their data one-sided; UINT32_MAX: none */
 	unsigned int qd;      /* --iodepth: requests in flight per endpoint */
 	unsigned int endpoints; /* --numjobs: per poller lcore */
 	double duration;      /* --runtime: seconds */
@@ -95,6 +97,11 @@ void serve_usage(FILE *f);
 int blk_server_start(const struct serve_opts *o, int lcore, int *ports);
 /* One progress line when there was traffic since the last call. */
 void blk_server_progress(double dt);
+/*
+ * Before rdp_fini(): stop listening, close every endpoint, wait (at most
+ * 5 s) for them to be gone, and deregister the server's memory.
+ */
+void blk_server_quiesce(void);
 /* Totals, and close the device (after rdp_fini()). */
 void blk_server_stop(void);
 int serve_run(const struct serve_opts *o);

@@ -12,7 +12,15 @@
  * - A request is a BLK_HDR_SIZE-byte header (struct blk_req) followed, for
  *   a WRITE, by exactly `count` blocks of data. A reply is a BLK_HDR_SIZE-
  *   byte header (struct blk_rep) followed, for a successful READ, by
- *   exactly `count` blocks. Nothing else ever follows a header.
+ *   exactly `count` blocks.
+ * - **One-sided data** (BLK_F_RDMA on a READ or WRITE): the request is the
+ *   header followed by the remote descriptor (BLK_DESC_LEN bytes,
+ *   rdp_rdesc_encode()) of the client's registered buffer instead of data.
+ *   The server RDMA-WRITEs a read's blocks into that buffer and sends the
+ *   reply after them on the same endpoint (RC ordering: the data is in
+ *   place when the reply arrives); it RDMA-READs a write's blocks from the
+ *   buffer before it writes them. The reply then carries no data.
+ *   Nothing else ever follows a header.
  * - **Byte order.** Every field is little-endian on the wire (the native
  *   order of the hosts rdmaplane targets, so encoding is a copy there);
  *   blk_req_encode() and friends convert on big-endian hosts.
@@ -63,7 +71,11 @@ enum blk_op {
 
 /** Request flags (blk_req.flags); unknown bits are refused. */
 #define BLK_F_FUA 0x01u  /**< WRITE: durable before the reply, as in --sync mode */
-#define BLK_F_KNOWN BLK_F_FUA
+#define BLK_F_RDMA 0x02u /**< READ/WRITE: the data moves one-sided (a descriptor follows) */
+#define BLK_F_KNOWN (BLK_F_FUA | BLK_F_RDMA)
+
+/** Bytes of the remote descriptor a BLK_F_RDMA request carries (RDP_RDESC_LEN). */
+#define BLK_DESC_LEN 28u
 
 /**
  * @name Status codes (blk_rep.status): 0 or an errno, Linux numbering.
@@ -72,6 +84,10 @@ enum blk_op {
 #define BLK_S_OK 0u
 #define BLK_S_EIO 5u          /**< the device failed (read, write or sync) */
 #define BLK_S_E2BIG 7u        /**< `count` above the announced max_count */
+#define BLK_S_EFAULT 14u      /**< BLK_F_RDMA: the descriptor is malformed, does not
+				* cover `count` blocks, or lacks the access the
+				* transfer needs (remote write for a READ, remote
+				* read for a WRITE) */
 #define BLK_S_ENOSPC 28u      /**< the file system is full */
 #define BLK_S_EINVAL 22u      /**< reserved field or unknown flag set, `count` 0 for
 				* READ/WRITE, `count`/`block` set for FLUSH/INFO, or
@@ -79,7 +95,8 @@ enum blk_op {
 #define BLK_S_ERANGE 34u      /**< blocks beyond the end of the device */
 #define BLK_S_EPROTO 71u      /**< bad magic: not this protocol or version */
 #define BLK_S_EBADMSG 74u     /**< message length does not match the header */
-#define BLK_S_EOPNOTSUPP 95u  /**< unknown opcode */
+#define BLK_S_EOPNOTSUPP 95u  /**< unknown opcode, or a BLK_F_RDMA WRITE on an endpoint
+				* that has no RDMA READ */
 /** @} */
 
 /** A request header, in host order (wire layout in blk_req_encode()). */
@@ -262,12 +279,17 @@ blk_rep_decode(struct blk_rep *r, const void *buf)
  *   enum blk_op.
  * @param count
  *   Blocks.
+ * @param flags
+ *   BLK_F_* of the request.
  * @return
- *   BLK_HDR_SIZE, plus the data for a WRITE.
+ *   BLK_HDR_SIZE, plus the descriptor with BLK_F_RDMA, else the data for
+ *   a WRITE.
  */
 static inline uint32_t
-blk_req_len(uint8_t opcode, uint16_t count)
+blk_req_len(uint8_t opcode, uint16_t count, uint8_t flags)
 {
+	if (flags & BLK_F_RDMA)
+		return BLK_HDR_SIZE + BLK_DESC_LEN;
 	return BLK_HDR_SIZE + (opcode == BLK_OP_WRITE ? (uint32_t)count * BLK_BLOCK_SIZE : 0);
 }
 
@@ -278,12 +300,16 @@ blk_req_len(uint8_t opcode, uint16_t count)
  *   enum blk_op.
  * @param count
  *   Blocks.
+ * @param flags
+ *   BLK_F_* of the request.
  * @return
- *   BLK_HDR_SIZE, plus the data for a READ.
+ *   BLK_HDR_SIZE, plus the data for a READ without BLK_F_RDMA.
  */
 static inline uint32_t
-blk_rep_len(uint8_t opcode, uint16_t count)
+blk_rep_len(uint8_t opcode, uint16_t count, uint8_t flags)
 {
+	if (flags & BLK_F_RDMA)
+		return BLK_HDR_SIZE;
 	return BLK_HDR_SIZE + (opcode == BLK_OP_READ ? (uint32_t)count * BLK_BLOCK_SIZE : 0);
 }
 
@@ -293,11 +319,15 @@ blk_rep_len(uint8_t opcode, uint16_t count)
  * 1. the message holds a whole header, else EBADMSG;
  * 2. magic, else EPROTO;
  * 3. a known opcode, else EOPNOTSUPP;
- * 4. no unknown flag (FUA only on WRITE), reserved fields zero, else EINVAL;
+ * 4. no unknown flag (FUA only on WRITE, RDMA only on READ and WRITE),
+ *    reserved fields zero, else EINVAL;
  * 5. READ/WRITE: count >= 1 (else EINVAL) and <= @p max_count (else
  *    E2BIG); FLUSH/INFO: count and block 0, else EINVAL;
  * 6. the message length is exactly blk_req_len(), else EBADMSG;
  * 7. READ/WRITE: block + count <= @p nblocks (no overflow), else ERANGE.
+ *
+ * The server checks a BLK_F_RDMA request's descriptor after these
+ * (EFAULT), since decoding it takes the library (rdp_rdesc_decode()).
  *
  * @param r
  *   The decoded header (zero-filled where the message ended).
@@ -324,6 +354,7 @@ blk_req_check(const struct blk_req *r, uint32_t len, uint64_t nblocks, uint32_t 
 	rw = r->opcode == BLK_OP_READ || r->opcode == BLK_OP_WRITE;
 	if ((r->flags & ~BLK_F_KNOWN) != 0 ||
 	    ((r->flags & BLK_F_FUA) && r->opcode != BLK_OP_WRITE) ||
+	    ((r->flags & BLK_F_RDMA) && !rw) ||
 	    r->reserved[0] != 0 || r->reserved[1] != 0)
 		return BLK_S_EINVAL;
 	if (rw) {
@@ -334,7 +365,7 @@ blk_req_check(const struct blk_req *r, uint32_t len, uint64_t nblocks, uint32_t 
 	} else if (r->count != 0 || r->block != 0) {
 		return BLK_S_EINVAL;
 	}
-	if (len != blk_req_len(r->opcode, r->count))
+	if (len != blk_req_len(r->opcode, r->count, r->flags))
 		return BLK_S_EBADMSG;
 	if (rw && (r->block >= nblocks || r->count > nblocks - r->block))
 		return BLK_S_ERANGE;
@@ -356,13 +387,16 @@ blk_status_str(uint32_t status)
 	case BLK_S_OK: return "OK";
 	case BLK_S_EIO: return "EIO (the device failed)";
 	case BLK_S_E2BIG: return "E2BIG (more blocks than the server takes at once)";
+	case BLK_S_EFAULT: return "EFAULT (the remote descriptor is malformed, too short for "
+				  "the blocks, or lacks the access the transfer needs)";
 	case BLK_S_ENOSPC: return "ENOSPC (no space left on the server's file system)";
 	case BLK_S_EINVAL: return "EINVAL (a reserved field, flag or count is wrong, or "
 				  "the blocks are not aligned for the server's O_DIRECT)";
 	case BLK_S_ERANGE: return "ERANGE (blocks beyond the end of the device)";
 	case BLK_S_EPROTO: return "EPROTO (bad magic: not rdp-blk protocol version 2)";
 	case BLK_S_EBADMSG: return "EBADMSG (message length does not match the header)";
-	case BLK_S_EOPNOTSUPP: return "EOPNOTSUPP (unknown opcode)";
+	case BLK_S_EOPNOTSUPP: return "EOPNOTSUPP (unknown opcode, or a one-sided write on an "
+				      "endpoint without RDMA READ)";
 	default: return "an errno of the server's device";
 	}
 }

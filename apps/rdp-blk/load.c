@@ -36,12 +36,17 @@
 #include "perf_hist.h"
 #include "rdp_build_config.h"
 #include "rdp_ep.h"
+#include "rdp_rdma.h"
 #include "rdp_session.h"
 
 #define MAX_LOAD_EPS 1024
 #define MAX_QD 4096
 /* A tag is (sequence << TAG_SLOT_BITS) | slot. */
 #define TAG_SLOT_BITS 16
+/* --rdma-min's default: blocks of this size and more move one-sided (docs/rdp-blk.md). */
+#define RDMA_MIN_DEFAULT (64u * 1024)
+/* Registered buffers of one-sided requests, at most, in all endpoints. */
+#define RDMA_BUF_MAX (4ull << 30)
 /* Blocks tried before a request waits for a held one to be let go. */
 #define PICK_TRIES 8
 
@@ -72,6 +77,7 @@ struct load_ep {
 	unsigned int index;
 	unsigned int lcore;
 	struct load_slot *slots;
+	struct rdp_region *reg; /* one-sided: each slot's buffer of bs bytes, in slot order */
 	uint32_t *idle;       /* stack of idle slot numbers */
 	uint32_t nb_idle;
 	uint64_t seq;
@@ -89,6 +95,7 @@ struct load_ep {
 	uint32_t inflight;
 	uint64_t ios[2];
 	uint64_t bytes[2];
+	uint64_t onesided;      /* of them, requests whose data moved one-sided */
 	uint64_t checked;       /* blocks verified */
 	uint64_t checked_acked; /* ... that held an acknowledged write */
 	struct perf_hist hist[2];
@@ -107,6 +114,7 @@ static struct {
 	unsigned int n;
 	struct load_lcore lc[RTE_MAX_LCORE];
 	uint16_t count;       /* blocks per request */
+	bool onesided;        /* READ/WRITE data moves one-sided (bs >= --rdma-min) */
 	uint64_t nreq;        /* request positions in the range */
 	bool verify;
 	struct blk_gens gens;
@@ -122,6 +130,7 @@ static struct {
 	uint64_t err_block;
 	uint64_t reconnects;   /* report(): summed over the endpoints */
 	uint64_t lost;
+	uint64_t onesided_ios;
 } ld;
 
 static inline void
@@ -229,6 +238,18 @@ mark_starved(struct load_ep *le)
 	ld.lc[le->lcore].starved = true;
 }
 
+/* A one-segment view of slot @p si's one-sided buffer, for the block cursors. */
+static struct rdp_msg *
+slot_view(struct rdp_msg *view, const struct load_ep *le, uint32_t si)
+{
+	memset(view, 0, sizeof(*view));
+	view->data = (uint8_t *)rdp_region_addr(le->reg) + (size_t)si * ld.o->bs;
+	view->data_len = ld.o->bs;
+	view->pkt_len = ld.o->bs;
+	view->nb_segs = 1;
+	return view;
+}
+
 /* A request ended (or never left): let its blocks and slot go. */
 static void
 slot_end(struct load_ep *le, struct load_slot *s, enum blk_gen_end how)
@@ -245,6 +266,7 @@ static bool
 send_req(struct load_ep *le, uint8_t op)
 {
 	uint16_t count = op == BLK_OP_READ || op == BLK_OP_WRITE ? ld.count : 0;
+	uint8_t flags = count > 0 && ld.onesided ? BLK_F_RDMA : 0;
 	struct load_slot *s;
 	struct rdp_msg *m;
 	struct blk_req q;
@@ -252,7 +274,7 @@ send_req(struct load_ep *le, uint8_t op)
 	uint32_t si;
 	enum pick p;
 
-	m = rdp_session_msg_alloc(le->sess, blk_req_len(op, count));
+	m = rdp_session_msg_alloc(le->sess, blk_req_len(op, count, flags));
 	if (m == NULL) {
 		if (rte_errno == ENOBUFS)
 			mark_starved(le); /* pool empty: buffers come back with completions */
@@ -276,13 +298,27 @@ send_req(struct load_ep *le, uint8_t op)
 	s->busy = true;
 	s->waiting = le->ep == NULL;
 	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = op, .count = count,
-			      .tag = s->tag, .block = block };
+			      .flags = flags, .tag = s->tag, .block = block };
 	blk_req_encode(&q, m->data); /* a segment holds >= 64 bytes */
+	if (flags & BLK_F_RDMA) {
+		struct rdp_rdesc d;
+		uint8_t raw[RDP_RDESC_LEN];
+
+		rdp_region_rdesc(le->reg, &d);
+		d.addr += (uint64_t)si * ld.o->bs;
+		d.len = (uint64_t)count * BLK_BLOCK_SIZE;
+		rdp_rdesc_encode(&d, raw);
+		rdp_msg_write(m, BLK_HDR_SIZE, raw, sizeof(raw));
+	}
 	if (op == BLK_OP_WRITE && ld.verify) {
+		struct rdp_msg view;
 		struct blk_cur c;
 		uint16_t i;
 
-		blk_cur_init(&c, m, BLK_HDR_SIZE);
+		if (flags & BLK_F_RDMA)
+			blk_cur_init(&c, slot_view(&view, le, si), 0);
+		else
+			blk_cur_init(&c, m, BLK_HDR_SIZE);
 		for (i = 0; i < count; i++) {
 			uint64_t w = __atomic_load_n(&ld.gens.word[block + i], __ATOMIC_RELAXED);
 
@@ -328,10 +364,14 @@ retry_starved(unsigned int lcore)
 static void
 verify_read(struct load_ep *le, struct rdp_msg *m, const struct load_slot *s)
 {
+	struct rdp_msg view;
 	struct blk_cur c;
 	uint16_t i;
 
-	blk_cur_init(&c, m, BLK_HDR_SIZE);
+	if (ld.onesided) /* the blocks are in the slot's buffer, the reply is a header */
+		blk_cur_init(&c, slot_view(&view, le, (uint32_t)(s - le->slots)), 0);
+	else
+		blk_cur_init(&c, m, BLK_HDR_SIZE);
 	for (i = 0; i < s->count; i++) {
 		uint64_t b = s->block + i;
 		uint64_t w = __atomic_load_n(&ld.gens.word[b], __ATOMIC_ACQUIRE);
@@ -385,7 +425,7 @@ on_reply(struct load_ep *le, struct rdp_msg *m, uint64_t now)
 			  blk_status_str(p.status));
 		how = BLK_GEN_UNKNOWN;
 	} else if (p.opcode != s->op || p.count != s->count ||
-		   m->pkt_len != blk_rep_len(s->op, s->count)) {
+		   m->pkt_len != blk_rep_len(s->op, s->count, ld.onesided ? BLK_F_RDMA : 0)) {
 		load_fail("endpoint %u: a reply of %u bytes to a %s of %u block(s) says %s of %u",
 			  le->index, m->pkt_len, blk_op_str(s->op), s->count,
 			  blk_op_str(p.opcode), p.count);
@@ -402,6 +442,8 @@ on_reply(struct load_ep *le, struct rdp_msg *m, uint64_t now)
 		hist_add(&le->hist[dir], now - s->t0);
 		cnt_add(&le->ios[dir], 1);
 		cnt_add(&le->bytes[dir], (uint64_t)s->count * BLK_BLOCK_SIZE);
+		if (ld.onesided)
+			cnt_add(&le->onesided, 1);
 	}
 	slot_end(le, s, how);
 	/* release: drain() acquires it, then report() reads the histograms */
@@ -696,10 +738,10 @@ setup_range(uint64_t *range)
 			ld.eps[0].max_count * BLK_BLOCK_SIZE);
 		return -1;
 	}
-	if (o->rw != RW_RANDREAD && o->rw != RW_READ && !o->check &&
-	    blk_req_len(BLK_OP_WRITE, ld.count) > ld.eps[0].max_msg) {
+	if (o->rw != RW_RANDREAD && o->rw != RW_READ && !o->check && !ld.onesided &&
+	    blk_req_len(BLK_OP_WRITE, ld.count, 0) > ld.eps[0].max_msg) {
 		fprintf(stderr, "rdp-blk load: --bs %u: a write request of %u bytes exceeds the "
-			"endpoint's message size (%u)\n", o->bs, blk_req_len(BLK_OP_WRITE, ld.count),
+			"endpoint's message size (%u)\n", o->bs, blk_req_len(BLK_OP_WRITE, ld.count, 0),
 			ld.eps[0].max_msg);
 		return -1;
 	}
@@ -820,9 +862,11 @@ write_json(const struct perf_hist h[2], const uint64_t bytes[2], double secs, ui
 		"    \"verify\": %s,\n    \"check\": %s,\n    \"verified_blocks\": %" PRIu64 ",\n"
 		"    \"verified_acknowledged\": %" PRIu64 ",\n    \"mismatches\": %" PRIu64 ",\n"
 		"    \"error_replies\": %" PRIu64 ",\n    \"reconnects\": %" PRIu64 ",\n"
-		"    \"requests_lost\": %" PRIu64 ",\n    \"first_error\": ", rdp_driver_info(), ld.n,
+		"    \"requests_lost\": %" PRIu64 ",\n    \"rdma_min\": %" PRIu64 ",\n"
+		"    \"onesided_ios\": %" PRIu64 ",\n    \"first_error\": ", rdp_driver_info(), ld.n,
 		ld.verify ? "true" : "false", o->check ? "true" : "false", checked, acked,
-		cnt(&ld.mismatches), cnt(&ld.error_replies), ld.reconnects, ld.lost);
+		cnt(&ld.mismatches), cnt(&ld.error_replies), ld.reconnects, ld.lost,
+		o->rdma_min == UINT32_MAX ? (uint64_t)-1 : (uint64_t)o->rdma_min, ld.onesided_ios);
 	if (ld.err_status != 0)
 		fprintf(f, "{\"op\": \"%s\", \"block\": %" PRIu64 ", \"blocks\": %u, \"errno\": %u}",
 			blk_op_str(ld.err_op), ld.err_block, ld.err_count, ld.err_status);
@@ -856,6 +900,7 @@ report(double secs, bool ok)
 		acked += ld.eps[i].checked_acked;
 		ld.reconnects += cnt(&ld.eps[i].reconnects);
 		ld.lost += cnt(&ld.eps[i].lost);
+		ld.onesided_ios += cnt(&ld.eps[i].onesided);
 	}
 	for (d = 0; d < 3; d++)
 		dir_result(&h[d], bytes[d], secs, &res[d]);
@@ -867,6 +912,8 @@ report(double secs, bool ok)
 		printf("%-6s %10" PRIu64 " %11.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f\n", names[d],
 		       res[d].ios, res[d].iops, res[d].mbps, res[d].mean_us, res[d].p50_us,
 		       res[d].p99_us, res[d].p999_us, res[d].max_us);
+	printf("data: %s\n", ld.onesided ? "one-sided (the server RDMA-WRITEs reads into and "
+	       "RDMA-READs writes from this process's registered buffers)" : "in the messages");
 	if (ld.o->reconnect > 0 || ld.reconnects > 0 || ld.lost > 0)
 		printf("connection: %" PRIu64 " reconnects, %" PRIu64 " requests lost in flight\n",
 		       ld.reconnects, ld.lost);
@@ -921,6 +968,14 @@ setup_eps(const unsigned int *lcores, unsigned int nb_lcores)
 			"endpoints in all\n", o->endpoints, nb_lcores, MAX_LOAD_EPS);
 		return -1;
 	}
+	ld.onesided = o->bs >= o->rdma_min;
+	if (ld.onesided && (uint64_t)ld.n * o->qd * o->bs > RDMA_BUF_MAX) {
+		fprintf(stderr, "rdp-blk load: one-sided buffers of %u endpoints x --iodepth %u x "
+			"--bs %u would take %" PRIu64 " MiB, more than %llu MiB: lower them, or "
+			"raise --rdma-min above --bs to move the data in messages\n", ld.n, o->qd,
+			o->bs, (uint64_t)ld.n * o->qd * o->bs >> 20, RDMA_BUF_MAX >> 20);
+		return -1;
+	}
 	if (posix_memalign(&mem, RTE_CACHE_LINE_SIZE, ld.n * sizeof(*ld.eps)) != 0)
 		goto nomem;
 	memset(mem, 0, ld.n * sizeof(*ld.eps));
@@ -944,6 +999,19 @@ setup_eps(const unsigned int *lcores, unsigned int nb_lcores)
 				le->idle[i] = o->qd - 1 - i;
 			le->nb_idle = o->qd;
 			le->rng = mix_seed(o->seed * 0x9e3779b97f4a7c15ull + k + 1) | 1;
+			/* before connecting: on shm a peer maps it at the rendezvous */
+			if (ld.onesided) {
+				le->reg = rdp_region_alloc((size_t)o->qd * o->bs,
+							   RDP_REGION_REMOTE_WRITE |
+							   RDP_REGION_REMOTE_READ,
+							   rte_lcore_to_socket_id(lcores[l]));
+				if (le->reg == NULL) {
+					fprintf(stderr, "rdp-blk load: the one-sided buffers of "
+						"endpoint %u (%u x %u bytes): %s\n", k, o->qd, o->bs,
+						rdp_err_msg());
+					return -1;
+				}
+			}
 			lc->eps[lc->n++] = le;
 			prm.arg = le;
 			prm.lcore = (int)lcores[l];
@@ -977,6 +1045,9 @@ teardown(void)
 		       && rdp_clock_s() < deadline)
 			usleep(1000);
 	for (i = 0; i < ld.n; i++) {
+		if (ld.eps[i].reg != NULL && rdp_region_deregister(ld.eps[i].reg) != 0)
+			fprintf(stderr, "rdp-blk load: endpoint %u's one-sided buffers: %s\n", i,
+				rdp_err_msg());
 		free(ld.eps[i].slots);
 		free(ld.eps[i].idle);
 	}
@@ -1134,6 +1205,12 @@ load_usage(FILE *f)
 "  --rwmixread PCT      randrw: percentage of reads, 0..100 (default 50)\n"
 "  --bs SIZE            bytes per request, 512 up to 1m, a multiple of 512, in\n"
 "                       fio's syntax: 512, 4k (default), 128k, 1m\n"
+"  --rdma-min SIZE      requests of at least SIZE move their blocks one-sided:\n"
+"                       the server RDMA-WRITEs a read into, and RDMA-READs a\n"
+"                       write from, this process's registered buffers, and the\n"
+"                       messages carry a header and a descriptor; smaller ones\n"
+"                       carry the blocks in the messages. 0: all, off: none\n"
+"                       (default 64k)\n"
 "  --iodepth N          requests in flight per endpoint, 1..4096 (default 32)\n"
 "  --numjobs N          endpoints per poller lcore, 1..256 (default 1)\n"
 "  --runtime SEC        run time in seconds, e.g. 10 or 2.5s (default 5)\n"
@@ -1241,6 +1318,7 @@ load_parse(int argc, char **argv, struct load_opts *o)
 		{ "rw", required_argument, NULL, 'w' },
 		{ "rwmixread", required_argument, NULL, 'x' },
 		{ "bs", required_argument, NULL, 'b' },
+		{ "rdma-min", required_argument, NULL, 'M' },
 		{ "iodepth", required_argument, NULL, 'Q' },
 		{ "numjobs", required_argument, NULL, 'e' },
 		{ "runtime", required_argument, NULL, 'd' },
@@ -1269,6 +1347,7 @@ load_parse(int argc, char **argv, struct load_opts *o)
 	o->rw = RW_RANDREAD;
 	o->rwmixread = 50;
 	o->bs = 4096;
+	o->rdma_min = RDMA_MIN_DEFAULT;
 	o->qd = 32;
 	o->endpoints = 1;
 	o->duration = 5;
@@ -1305,6 +1384,18 @@ load_parse(int argc, char **argv, struct load_opts *o)
 						      "MiB, a multiple of 512, in fio's syntax (512, "
 						      "4k, 128k, 1m)");
 			o->bs = (uint32_t)bs;
+			break;
+		case 'M':
+			if (strcmp(optarg, "off") == 0)
+				o->rdma_min = UINT32_MAX;
+			else if (strcmp(optarg, "0") == 0)
+				o->rdma_min = 0;
+			else if (parse_bs(optarg, &bs) == 0)
+				o->rdma_min = (uint32_t)bs;
+			else
+				return blk_bad_option("load", "--rdma-min", optarg, "expected a size "
+						      "in fio's syntax, 0 or 512 bytes to 1 MiB by 512 "
+						      "(0, 4k, 64k, 1m), or off");
 			break;
 		case 'Q':
 			if (parse_uint(optarg, 1, MAX_QD, &v) < 0)

@@ -346,6 +346,8 @@ main(int argc, char **argv)
 	} else {
 		ret = load_run(&lo, cfg, pollers, nb_pollers);
 	}
+	if (serve || lo.in_process)
+		blk_server_quiesce();
 	if (rdp_fini() < 0) {
 		fprintf(stderr, "rdp-blk %s: %s\n", app_argv[0], rdp_err_msg());
 		ret = BLK_EXIT_FAIL;

@@ -19,6 +19,20 @@
  *   request's offset and length must be multiples of the file's direct-I/O
  *   alignment (statx STATX_DIOALIGN), else the reply is EINVAL.
  *
+ * One-sided requests (BLK_F_RDMA) carry a descriptor of the client's
+ * registered buffer instead of data. A read's blocks go to it by RDMA
+ * WRITE and the reply follows on the same endpoint (RC ordering puts the
+ * data first): from the memory device's mapping itself (registered once),
+ * or from an I/O context's buffer once the file read is done. A write's
+ * blocks come by RDMA READ into a context's buffer, and are written from
+ * there when the READ completes. A context's buffer is registered the
+ * first time it serves a one-sided request and stays registered. A
+ * context that RDMA-WRITEs a read's blocks is free again when that WRITE
+ * completes, after its reply left. A descriptor that is malformed, too
+ * short or without the access needed is answered with EFAULT; a wrong key
+ * fails the endpoint as an RC queue pair fails (the client's endpoint
+ * alone), and is counted.
+ *
  * Durability (--sync, and FUA writes): a write whose CQE arrived waits for
  * the next fdatasync SQE of its device on that lcore; one fdatasync is in
  * flight at a time and covers every write completed before it was queued
@@ -49,6 +63,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sched.h>
+#include <sys/queue.h>
 #include <unistd.h>
 
 #include <liburing.h>
@@ -58,12 +73,15 @@
 #include "blk.h"
 #include "blk_proto.h"
 #include "rdp_ep.h"
+#include "rdp_rdma.h"
 
 /* The status codes are errno values with their Linux numbers. */
 _Static_assert(BLK_S_EIO == EIO && BLK_S_E2BIG == E2BIG && BLK_S_EINVAL == EINVAL &&
 	       BLK_S_ENOSPC == ENOSPC && BLK_S_ERANGE == ERANGE && BLK_S_EPROTO == EPROTO &&
 	       BLK_S_EBADMSG == EBADMSG && BLK_S_EOPNOTSUPP == EOPNOTSUPP,
 	       "the protocol's status codes are Linux errno numbers");
+_Static_assert(BLK_S_EFAULT == EFAULT, "the protocol's status codes are Linux errno numbers");
+_Static_assert(BLK_DESC_LEN == RDP_RDESC_LEN, "a request carries one encoded remote descriptor");
 
 /* Requests handled per on_recv call (the rest are offered again). */
 #define SRV_BURST 32
@@ -86,6 +104,9 @@ _Static_assert(BLK_S_EIO == EIO && BLK_S_E2BIG == E2BIG && BLK_S_EINVAL == EINVA
 #define UD_DELAY 2u
 #define UD_KIND 3u
 
+/* user_data of a memory device's one-sided read (no I/O context; contexts are aligned). */
+#define OS_MEM 1u
+
 /* Counters of one poller lcore: written by it alone, read by the main lcore. */
 struct srv_stats {
 	uint64_t ops[BLK_OP_INFO + 1]; /* served, by opcode */
@@ -97,6 +118,10 @@ struct srv_stats {
 	uint64_t submits;              /* io_uring_submit calls */
 	uint64_t bytes_read;
 	uint64_t bytes_written;
+	uint64_t bad_desc;             /* refused: a one-sided request's descriptor */
+	uint64_t rdma_writes;          /* one-sided reads' RDMA WRITEs done */
+	uint64_t rdma_reads;           /* one-sided writes' RDMA READs done */
+	uint64_t rdma_failed;          /* ... failed (a wrong key, the endpoint failing) */
 } __rte_cache_aligned;
 
 struct blk_io;
@@ -115,6 +140,8 @@ struct blk_dev {
 	bool direct;      /* O_DIRECT */
 	uint32_t align;   /* O_DIRECT: offsets and lengths a multiple of this */
 	uint64_t nblocks;
+	void *map;                /* a memory device's mapping ... */
+	struct rdp_region *reg;   /* ... registered: one-sided reads come from it */
 	unsigned int index;
 	char what[512];
 	struct blk_sync sync[RTE_MAX_LCORE];
@@ -122,6 +149,7 @@ struct blk_dev {
 
 /* One endpoint of the server. */
 struct srv_conn {
+	TAILQ_ENTRY(srv_conn) next; /* on its poller lcore's list */
 	struct rdp_ep *ep;
 	struct blk_dev *dev;
 	unsigned int inflight; /* I/O contexts holding a reply for it */
@@ -136,6 +164,10 @@ struct blk_io {
 	struct rdp_msg *rep;      /* the reply, allocated before the I/O started */
 	void *buf;                /* BUF_ALIGN-aligned bounce buffer of cap bytes */
 	uint32_t cap;
+	struct rdp_region *reg;   /* buf registered (its first one-sided request), or NULL */
+	struct rdp_rdesc rdesc;   /* a one-sided request's: the client's buffer */
+	bool onesided;
+	bool rdma_busy;           /* its RDMA WRITE is out: free once that completes */
 	uint32_t len;
 	uint64_t pos;
 	struct blk_rep hdr;
@@ -147,11 +179,15 @@ struct blk_io {
 /* The io_uring of one poller lcore. */
 struct blk_lcore {
 	struct io_uring ring;
+	bool has_ring;          /* some device is a file with --ioengine io_uring */
 	bool taskrun_flag;      /* the kernel says when task work waits (IORING_SQ_TASKRUN) */
 	unsigned int quiet_polls; /* polls with I/O in flight and nothing reaped */
 	unsigned int inflight;  /* contexts in use (atomic: the main lcore drains) */
 	struct blk_io *free;
 	struct blk_io *retry;   /* failed reads waiting for a header-only reply buffer */
+	struct blk_io *rdma_wait; /* reads whose RDMA WRITE found no event buffer */
+	TAILQ_HEAD(, srv_conn) conns; /* its endpoints' connections */
+	bool closed_all;        /* blk_server_quiesce(): its endpoints were closed */
 	struct blk_io ios[SRV_IOS];
 };
 
@@ -166,6 +202,8 @@ static struct {
 	bool eio[BLK_OP_INFO + 1]; /* RDP_BLK_INJECT_EIO, by opcode (FLUSH: sync) */
 	unsigned int endpoints;   /* connected now */
 	unsigned int accepted;    /* since start */
+	bool closing;             /* blk_server_quiesce(): pollers close their endpoints */
+	int ports[MAX_DEVS];
 	struct srv_stats st[RTE_MAX_LCORE];
 	struct blk_lcore *lc[RTE_MAX_LCORE];
 	void *bounce[RTE_MAX_LCORE]; /* psync with O_DIRECT: one aligned buffer per lcore */
@@ -197,6 +235,10 @@ stats_sum(struct srv_stats *t)
 		t->submits += __atomic_load_n(&s->submits, __ATOMIC_RELAXED);
 		t->bytes_read += __atomic_load_n(&s->bytes_read, __ATOMIC_RELAXED);
 		t->bytes_written += __atomic_load_n(&s->bytes_written, __ATOMIC_RELAXED);
+		t->bad_desc += __atomic_load_n(&s->bad_desc, __ATOMIC_RELAXED);
+		t->rdma_writes += __atomic_load_n(&s->rdma_writes, __ATOMIC_RELAXED);
+		t->rdma_reads += __atomic_load_n(&s->rdma_reads, __ATOMIC_RELAXED);
+		t->rdma_failed += __atomic_load_n(&s->rdma_failed, __ATOMIC_RELAXED);
 	}
 }
 
@@ -331,7 +373,7 @@ io_done(struct blk_lcore *L, struct blk_io *io, uint32_t status)
 	io->hdr.status = status;
 	if (status != BLK_S_OK) {
 		cnt_add(&st->io_errors, 1);
-		if (io->hdr.opcode == BLK_OP_READ && !io->conn->failed) {
+		if (io->hdr.opcode == BLK_OP_READ && !io->onesided && !io->conn->failed) {
 			/* an error reply carries no data */
 			struct rdp_msg *r = rdp_msg_alloc(io->conn->ep, BLK_HDR_SIZE);
 
@@ -351,7 +393,94 @@ io_done(struct blk_lcore *L, struct blk_io *io, uint32_t status)
 			cnt_add(&st->bytes_written, io->len);
 	}
 	io_reply(io);
+	if (!io->rdma_busy)
+		io_release(L, io);
+}
+
+/*
+ * A one-sided request that cannot go on (its RDMA operation failed, or its
+ * endpoint is going away): no reply can reach the client; let it go.
+ */
+static void
+io_drop(struct blk_lcore *L, struct blk_io *io)
+{
+	io->hdr.status = BLK_S_EIO;
+	io_reply(io);
 	io_release(L, io);
+}
+
+/* Queue @p io's one-sided operation: true if accepted, else rte_errno. */
+static bool
+io_rdma(struct blk_io *io, uint8_t opcode)
+{
+	const struct rdp_rdma_op op = {
+		.opcode = opcode, .region = io->reg, .offset = 0, .len = io->len,
+		.remote = io->rdesc, .remote_offset = 0, .user_data = (uint64_t)(uintptr_t)io,
+	};
+
+	return rdp_ep_rdma_burst(io->conn->ep, &op, 1) == 1;
+}
+
+/*
+ * A one-sided read's blocks are in the context's buffer: RDMA WRITE them
+ * to the client, and the reply after them. False when no event buffer was
+ * free (retry later).
+ */
+static bool
+io_read_out(struct blk_lcore *L, struct blk_io *io)
+{
+	if (io->conn->failed) {
+		io_drop(L, io);
+		return true;
+	}
+	if (!io_rdma(io, RDP_RDMA_WRITE)) {
+		if (rte_errno == ENOBUFS)
+			return false;
+		io_drop(L, io); /* not established any more */
+		return true;
+	}
+	io->rdma_busy = true;
+	io_done(L, io, BLK_S_OK);
+	return true;
+}
+
+/* A read's blocks are in the buffer (@p status OK) or not: on to the reply. */
+static void
+io_read_ready(struct blk_lcore *L, struct blk_io *io, uint32_t status)
+{
+	if (status != BLK_S_OK || !io->onesided) {
+		if (status == BLK_S_OK && rdp_msg_write(io->rep, BLK_HDR_SIZE, io->buf, io->len) != 0)
+			status = BLK_S_EIO;
+		io_done(L, io, status);
+		return;
+	}
+	if (!io_read_out(L, io)) {
+		io->next = L->rdma_wait;
+		L->rdma_wait = io;
+	}
+}
+
+/* Reads whose RDMA WRITE found no event buffer: try again. */
+static unsigned int
+rdma_retry(struct blk_lcore *L)
+{
+	struct blk_io *io = L->rdma_wait, *keep = NULL;
+	unsigned int work = 0;
+
+	L->rdma_wait = NULL;
+	while (io != NULL) {
+		struct blk_io *next = io->next;
+
+		if (io_read_out(L, io)) {
+			work++;
+		} else {
+			io->next = keep;
+			keep = io;
+		}
+		io = next;
+	}
+	L->rdma_wait = keep;
+	return work;
 }
 
 static struct io_uring_sqe *
@@ -400,55 +529,200 @@ sync_wait(struct blk_dev *d, struct blk_io *io)
 	s->wait_tail = &io->next;
 }
 
-/* Start a file request; false when no context is left (back-pressure). */
-static bool
-file_start(struct blk_lcore *L, struct srv_conn *c, struct rdp_msg *m, const struct blk_rep *hdr,
-	   uint64_t pos, uint32_t len, bool fua)
+/*
+ * A memory device's or a --ioengine psync file's I/O, between its file and
+ * the context's buffer, on the poller. Returns 0 or an errno.
+ */
+static uint32_t
+sync_rw(struct blk_dev *d, struct blk_io *io, bool write)
 {
-	struct blk_io *io = L->free;
-	struct blk_dev *d = c->dev;
+	ssize_t r;
 
-	if (io == NULL)
-		return false;
-	io->rep = rdp_msg_alloc(c->ep, hdr->opcode == BLK_OP_READ ? BLK_HDR_SIZE + len :
-				BLK_HDR_SIZE);
-	if (io->rep == NULL)
-		return false;
+	do {
+		r = write ? pwrite(d->fd, io->buf, io->len, (off_t)io->pos) :
+			    pread(d->fd, io->buf, io->len, (off_t)io->pos);
+	} while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return (uint32_t)errno;
+	if ((uint32_t)r != io->len)
+		return BLK_S_EIO;
+	if (write && d->psync && io->wait_sync) {
+		/* psync: one fdatasync per durable request, on the poller */
+		cnt_add(&srv.st[io->lcore].syncs, 1);
+		if (fdatasync(d->fd) < 0)
+			return (uint32_t)errno;
+	}
+	return BLK_S_OK;
+}
+
+/* A write's blocks are in the context's buffer: write them out. */
+static void
+io_write_in(struct blk_lcore *L, struct blk_io *io)
+{
+	struct blk_dev *d = io->conn->dev;
+
+	if (d->file && !d->psync)
+		queue_rw(L, d, io, true);
+	else
+		io_done(L, io, sync_rw(d, io, true));
+}
+
+/*
+ * Make the context's buffer hold @p len bytes, registered when @p onesided.
+ * Returns 0, -1 when no memory is left (back-pressure), or the status to
+ * answer (the registration failed).
+ */
+static int
+io_buf(struct blk_io *io, uint32_t len, bool onesided)
+{
 	if (len > io->cap) {
 		void *b;
 
 		/* grows once to the largest request seen; kept for the next ones */
-		if (posix_memalign(&b, BUF_ALIGN, RTE_ALIGN_CEIL(len, BUF_ALIGN)) != 0) {
-			rdp_msg_free(io->rep);
-			io->rep = NULL;
-			return false;
+		if (posix_memalign(&b, BUF_ALIGN, RTE_ALIGN_CEIL(len, BUF_ALIGN)) != 0)
+			return -1;
+		if (io->reg != NULL && rdp_region_deregister(io->reg) != 0) {
+			free(b); /* cannot happen: nothing uses a free context's buffer */
+			return EBUSY;
 		}
+		io->reg = NULL;
 		free(io->buf);
 		io->buf = b;
 		io->cap = RTE_ALIGN_CEIL(len, BUF_ALIGN);
 	}
-	L->free = io->next;
-	__atomic_store_n(&L->inflight, L->inflight + 1, __ATOMIC_RELAXED);
+	if (onesided && io->reg == NULL) {
+		io->reg = rdp_region_register(io->buf, io->cap, 0);
+		if (io->reg == NULL) {
+			fprintf(stderr, "rdp-blk serve: registering an I/O buffer of %u bytes: %s\n",
+				io->cap, rdp_err_msg());
+			return ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Start a request that needs an I/O context: a file's (io_uring), or a
+ * one-sided one (@p rd, the client's descriptor) on any device. False when
+ * no context, send buffer or event buffer is left (back-pressure: the
+ * request is offered again).
+ */
+static bool
+io_start(struct blk_lcore *L, struct srv_conn *c, struct rdp_msg *m, const struct blk_rep *hdr,
+	 uint64_t pos, uint32_t len, bool fua, const struct rdp_rdesc *rd)
+{
+	struct blk_io *io = L->free;
+	struct blk_dev *d = c->dev;
+	uint32_t err;
+	int ret;
+
+	if (io == NULL)
+		return false;
+	io->rep = rdp_msg_alloc(c->ep, hdr->opcode == BLK_OP_READ && rd == NULL ?
+				BLK_HDR_SIZE + len : BLK_HDR_SIZE);
+	if (io->rep == NULL)
+		return false;
+	ret = io_buf(io, len, rd != NULL);
+	if (ret < 0) {
+		rdp_msg_free(io->rep);
+		io->rep = NULL;
+		return false;
+	}
+	err = (uint32_t)ret;
 	io->conn = c;
-	c->inflight++;
 	io->hdr = *hdr;
 	io->len = len;
 	io->pos = pos;
 	io->lcore = rte_lcore_id();
+	io->onesided = rd != NULL;
+	io->rdma_busy = false;
+	io->wait_sync = hdr->opcode == BLK_OP_WRITE && (srv.sync || fua);
+	if (rd != NULL)
+		io->rdesc = *rd;
+	if (err == 0 && io->onesided && hdr->opcode == BLK_OP_WRITE &&
+	    !io_rdma(io, RDP_RDMA_READ)) {
+		if (rte_errno == ENOBUFS) {
+			rdp_msg_free(io->rep);
+			io->rep = NULL;
+			io->conn = NULL;
+			return false;
+		}
+		err = rte_errno == ENOTSUP ? BLK_S_EOPNOTSUPP : BLK_S_EIO;
+	}
+	L->free = io->next;
+	__atomic_store_n(&L->inflight, L->inflight + 1, __ATOMIC_RELAXED);
+	c->inflight++;
 	io->next = NULL;
+	if (err != 0) {
+		io_done(L, io, err);
+		return true;
+	}
 	switch (hdr->opcode) {
 	case BLK_OP_READ:
-		queue_rw(L, d, io, false);
+		if (d->file && !d->psync)
+			queue_rw(L, d, io, false);
+		else
+			io_read_ready(L, io, sync_rw(d, io, false));
 		break;
 	case BLK_OP_WRITE:
-		rdp_msg_read(m, BLK_HDR_SIZE, io->buf, len);
-		io->wait_sync = srv.sync || fua;
-		queue_rw(L, d, io, true);
+		if (!io->onesided) {
+			rdp_msg_read(m, BLK_HDR_SIZE, io->buf, len);
+			io_write_in(L, io);
+		} /* else when its RDMA READ completes (srv_on_send) */
 		break;
 	default: /* FLUSH */
 		sync_wait(d, io);
 		break;
 	}
+	return true;
+}
+
+/*
+ * Rule 9, for a one-sided request: its descriptor decodes, covers @p len
+ * bytes and grants what the transfer needs. Returns BLK_S_OK or
+ * BLK_S_EFAULT.
+ */
+static uint32_t
+desc_check(struct rdp_msg *m, uint8_t opcode, uint32_t len, struct rdp_rdesc *rd)
+{
+	uint8_t raw[BLK_DESC_LEN];
+	char why[128];
+
+	if (rdp_msg_read(m, BLK_HDR_SIZE, raw, sizeof(raw)) != 0 ||
+	    rdp_rdesc_decode(raw, sizeof(raw), rd, why, sizeof(why)) != 0 || rd->len < len ||
+	    !(rd->access & (opcode == BLK_OP_READ ? RDP_REGION_REMOTE_WRITE :
+			    RDP_REGION_REMOTE_READ)))
+		return BLK_S_EFAULT;
+	return BLK_S_OK;
+}
+
+/*
+ * A memory device's one-sided read: RDMA WRITE from its mapping, the reply
+ * behind it. False when no send or event buffer is left (offered again).
+ */
+static bool
+mem_read_out(struct rdp_ep *ep, struct blk_dev *d, struct blk_rep *hdr, uint64_t pos,
+	     uint32_t len, const struct rdp_rdesc *rd)
+{
+	struct srv_stats *st = &srv.st[rte_lcore_id()];
+	const struct rdp_rdma_op op = {
+		.opcode = RDP_RDMA_WRITE, .region = d->reg, .offset = pos, .len = len,
+		.remote = *rd, .remote_offset = 0, .user_data = OS_MEM,
+	};
+	struct rdp_msg *r = rdp_msg_alloc(ep, BLK_HDR_SIZE);
+
+	if (r == NULL)
+		return false;
+	if (rdp_ep_rdma_burst(ep, &op, 1) != 1) {
+		rdp_msg_free(r);
+		/* else not established any more: no reply can reach the client */
+		return rte_errno != ENOBUFS;
+	}
+	cnt_add(&st->ops[BLK_OP_READ], 1);
+	cnt_add(&st->bytes_read, len);
+	blk_rep_encode(hdr, r->data);
+	if (rdp_ep_send_burst(ep, &r, 1) != 1)
+		rdp_msg_free(r);
 	return true;
 }
 
@@ -469,8 +743,9 @@ srv_on_recv(struct rdp_ep *ep, struct rdp_msg **reqs, uint16_t n, void *arg)
 		uint8_t raw[BLK_HDR_SIZE] = { 0 };
 		struct blk_rep hdr;
 		struct blk_req q;
+		struct rdp_rdesc rd;
 		uint32_t status, len = 0;
-		bool misaligned = false;
+		bool misaligned = false, onesided;
 		uint64_t pos = 0;
 
 		rdp_msg_read(m, 0, raw, RTE_MIN(m->pkt_len, BLK_HDR_SIZE));
@@ -487,17 +762,35 @@ srv_on_recv(struct rdp_ep *ep, struct rdp_msg **reqs, uint16_t n, void *arg)
 			.magic = BLK_REP_MAGIC, .opcode = q.opcode, .count = q.count, .tag = q.tag,
 			.status = status, .max_count = max_count, .nblocks = d->nblocks,
 		};
-		if (status == BLK_S_OK && d->file && !d->psync && q.opcode != BLK_OP_INFO) {
+		onesided = status == BLK_S_OK && (q.flags & BLK_F_RDMA);
+		if (onesided) {
+			status = desc_check(m, q.opcode, len, &rd);
+			if (status != BLK_S_OK)
+				cnt_add(&st->bad_desc, 1);
+			else if (q.opcode == BLK_OP_WRITE && rdp_ep_read_depth(ep) == 0)
+				status = BLK_S_EOPNOTSUPP; /* the endpoint has no RDMA READ */
+			hdr.status = status;
+		}
+		if (status == BLK_S_OK && q.opcode != BLK_OP_INFO &&
+		    ((d->file && !d->psync) || (onesided && (d->file || q.opcode == BLK_OP_WRITE)))) {
 			if (c == NULL || L == NULL) {
 				status = ENOMEM; /* no connection state (calloc failed): answer so */
 			} else {
-				if (!file_start(L, c, m, &hdr, pos, len, q.flags & BLK_F_FUA))
-					break; /* no context or send buffer: back-pressure, offered again */
+				if (!io_start(L, c, m, &hdr, pos, len, q.flags & BLK_F_FUA,
+					      onesided ? &rd : NULL))
+					break; /* no context or buffer: back-pressure, offered again */
 				rdp_msg_free(m);
 				continue;
 			}
 		}
-		r = rdp_msg_alloc(ep, status == BLK_S_OK ? blk_rep_len(q.opcode, q.count) :
+		if (status == BLK_S_OK && onesided) {
+			/* a memory device's read: straight from its mapping */
+			if (!mem_read_out(ep, d, &hdr, pos, len, &rd))
+				break;
+			rdp_msg_free(m);
+			continue;
+		}
+		r = rdp_msg_alloc(ep, status == BLK_S_OK ? blk_rep_len(q.opcode, q.count, q.flags) :
 				  BLK_HDR_SIZE);
 		if (r == NULL)
 			break;
@@ -577,9 +870,10 @@ cqe_io(struct blk_lcore *L, struct blk_io *io, int res)
 		status = (uint32_t)-res;
 	else if ((uint32_t)res != io->len)
 		status = BLK_S_EIO; /* short: the file shrank under us, or the disk is full */
-	if (status == BLK_S_OK && op == BLK_OP_READ &&
-	    rdp_msg_write(io->rep, BLK_HDR_SIZE, io->buf, io->len) != 0)
-		status = BLK_S_EIO;
+	if (op == BLK_OP_READ) {
+		io_read_ready(L, io, status);
+		return;
+	}
 	if (status == BLK_S_OK && op == BLK_OP_WRITE && io->wait_sync) {
 		io->wait_sync = false;
 		sync_wait(io->conn->dev, io);
@@ -597,6 +891,19 @@ srv_poll(void *arg)
 	unsigned int lcore = rte_lcore_id(), work = 0, n, i;
 	struct io_uring_cqe *cqes[CQE_BATCH];
 
+	if (L->rdma_wait != NULL)
+		work += rdma_retry(L);
+	if (__atomic_load_n(&srv.closing, __ATOMIC_ACQUIRE) && !L->closed_all) {
+		struct srv_conn *c;
+
+		/* one waiting for its I/O closes itself once that is back (conn_put) */
+		TAILQ_FOREACH(c, &L->conns, next)
+			if (!c->failed)
+				rdp_ep_close(c->ep);
+		L->closed_all = true;
+	}
+	if (!L->has_ring)
+		return work;
 	while (L->retry != NULL) {
 		struct blk_io *io = L->retry;
 		struct rdp_msg *r = io->conn->failed ? NULL : rdp_msg_alloc(io->conn->ep, BLK_HDR_SIZE);
@@ -674,18 +981,61 @@ srv_poll(void *arg)
 	return work;
 }
 
+/* A one-sided operation completed (@p ok) or failed. */
+static void
+rdma_event(struct blk_lcore *L, uint64_t ud, bool ok)
+{
+	struct srv_stats *st = &srv.st[rte_lcore_id()];
+	struct blk_io *io = (struct blk_io *)(uintptr_t)ud;
+
+	if (!ok)
+		cnt_add(&st->rdma_failed, 1);
+	if (ud == OS_MEM) {
+		if (ok)
+			cnt_add(&st->rdma_writes, 1);
+		return;
+	}
+	if (io->hdr.opcode == BLK_OP_READ) {
+		/* the read's blocks left; its reply went behind them */
+		if (ok)
+			cnt_add(&st->rdma_writes, 1);
+		io->rdma_busy = false;
+		if (io->rep == NULL)
+			io_release(L, io);
+		return;
+	}
+	if (!ok) {
+		io_drop(L, io); /* the endpoint fails: no reply can reach the client */
+		return;
+	}
+	cnt_add(&st->rdma_reads, 1);
+	io_write_in(L, io);
+}
+
 static void
 srv_on_send(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 {
+	struct blk_lcore *L = srv.lc[rte_lcore_id()];
+	uint16_t i;
+
 	RTE_SET_USED(ep);
 	RTE_SET_USED(arg);
-	rdp_msg_free_bulk(msgs, n);
+	for (i = 0; i < n; i++) {
+		struct rdp_msg *m = msgs[i];
+
+		if (m->event == RDP_EV_RDMA_DONE || m->event == RDP_EV_RDMA_FAILED)
+			rdma_event(L, m->user_data, m->event == RDP_EV_RDMA_DONE);
+		rdp_msg_free(m);
+	}
+	if (L != NULL && L->rdma_wait != NULL)
+		rdma_retry(L);
 }
 
 static void
 srv_on_state(struct rdp_ep *ep, enum rdp_ep_state state, int err, void *arg)
 {
 	struct srv_conn *c = rdp_ep_get_ctx(ep);
+	struct blk_lcore *L = srv.lc[rte_lcore_id()];
 
 	RTE_SET_USED(err);
 	if (state == RDP_EP_ESTABLISHED) {
@@ -694,6 +1044,8 @@ srv_on_state(struct rdp_ep *ep, enum rdp_ep_state state, int err, void *arg)
 			c->ep = ep;
 			c->dev = arg;
 			rdp_ep_set_ctx(ep, c);
+			if (L != NULL)
+				TAILQ_INSERT_TAIL(&L->conns, c, next);
 		}
 		__atomic_fetch_add(&srv.endpoints, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&srv.accepted, 1, __ATOMIC_RELAXED);
@@ -704,8 +1056,10 @@ srv_on_state(struct rdp_ep *ep, enum rdp_ep_state state, int err, void *arg)
 		else
 			rdp_ep_close(ep);
 	} else if (state == RDP_EP_CLOSED) {
-		__atomic_fetch_sub(&srv.endpoints, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&srv.endpoints, 1, __ATOMIC_RELEASE);
 		rdp_ep_set_ctx(ep, NULL);
+		if (c != NULL && L != NULL)
+			TAILQ_REMOVE(&L->conns, c, next);
 		if (c != NULL && c->inflight > 0) {
 			/* closed under I/O in flight (rdp_fini): its replies are freed */
 			c->failed = true;
@@ -891,8 +1245,12 @@ iowq_affinity(struct blk_lcore *L, unsigned int lcore)
 }
 
 /* One io_uring per poller lcore that may serve a file device. */
+/*
+ * The I/O contexts of each poller lcore, and with @p ring an io_uring
+ * (files with --ioengine io_uring); the poll hook runs both.
+ */
 static int
-rings_init(int lcore)
+rings_init(int lcore, bool ring)
 {
 	unsigned int ids[RTE_MAX_LCORE], n = 0, i, k;
 
@@ -913,36 +1271,60 @@ rings_init(int lcore)
 			fprintf(stderr, "rdp-blk serve: no memory for the I/O contexts\n");
 			return -1;
 		}
-		ret = io_uring_queue_init(RING_ENTRIES, &L->ring, IORING_SETUP_COOP_TASKRUN |
-					  IORING_SETUP_TASKRUN_FLAG);
-		L->taskrun_flag = ret == 0;
-		if (ret == -EINVAL) /* before Linux 5.19 */
-			ret = io_uring_queue_init(RING_ENTRIES, &L->ring, 0);
-		if (ret < 0) {
-			fprintf(stderr, "rdp-blk serve: io_uring_queue_init(%u): %s\n", RING_ENTRIES,
-				strerror(-ret));
-			free(L);
-			return -1;
+		if (ring) {
+			ret = io_uring_queue_init(RING_ENTRIES, &L->ring, IORING_SETUP_COOP_TASKRUN |
+						  IORING_SETUP_TASKRUN_FLAG);
+			L->taskrun_flag = ret == 0;
+			if (ret == -EINVAL) /* before Linux 5.19 */
+				ret = io_uring_queue_init(RING_ENTRIES, &L->ring, 0);
+			if (ret < 0) {
+				fprintf(stderr, "rdp-blk serve: io_uring_queue_init(%u): %s\n",
+					RING_ENTRIES, strerror(-ret));
+				free(L);
+				return -1;
+			}
+			L->has_ring = true;
+			iowq_affinity(L, ids[i]);
 		}
-		iowq_affinity(L, ids[i]);
 		for (k = 0; k < SRV_IOS; k++) {
 			L->ios[k].next = L->free;
 			L->free = &L->ios[k];
 		}
+		TAILQ_INIT(&L->conns);
 		ret = rdp_poll_hook_set(ids[i], srv_poll, L);
-		if (ret == -ENODEV) {
-			/* not a poller lcore (the loader's main lcore, say): no endpoint lands here */
-			io_uring_queue_exit(&L->ring);
-			free(L);
-			continue;
-		}
 		if (ret < 0) {
-			fprintf(stderr, "rdp-blk serve: %s\n", rdp_err_msg());
-			io_uring_queue_exit(&L->ring);
+			if (ret != -ENODEV)
+				fprintf(stderr, "rdp-blk serve: %s\n", rdp_err_msg());
+			if (L->has_ring)
+				io_uring_queue_exit(&L->ring);
 			free(L);
+			/* -ENODEV: not a poller lcore (the loader's main lcore, say) */
+			if (ret == -ENODEV)
+				continue;
 			return -1;
 		}
 		srv.lc[ids[i]] = L;
+	}
+	return 0;
+}
+
+/* A memory device's mapping, registered: one-sided reads leave from it. */
+static int
+mem_register(struct blk_dev *d)
+{
+	size_t len = d->nblocks * BLK_BLOCK_SIZE;
+
+	d->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, d->fd, 0);
+	if (d->map == MAP_FAILED) {
+		d->map = NULL;
+		fprintf(stderr, "rdp-blk serve: --memory: mmap: %s\n", strerror(errno));
+		return -1;
+	}
+	d->reg = rdp_region_register(d->map, len, 0);
+	if (d->reg == NULL) {
+		fprintf(stderr, "rdp-blk serve: --memory: registering its %zu bytes: %s\n", len,
+			rdp_err_msg());
+		return -1;
 	}
 	return 0;
 }
@@ -965,11 +1347,11 @@ blk_server_start(const struct serve_opts *o, int lcore, int *ports)
 		}
 		d->index = i;
 		srv.dev[srv.nb_devs++] = d;
-		if (dev_open(d, &o->exports[i], o) < 0)
+		if (dev_open(d, &o->exports[i], o) < 0 || (!d->file && mem_register(d) < 0))
 			return -1;
 		any_file |= d->file && !d->psync;
 	}
-	if (any_file && rings_init(lcore) < 0)
+	if (rings_init(lcore, any_file) < 0)
 		return -1;
 	for (i = 0; i < srv.nb_devs; i++) {
 		struct blk_dev *d = srv.dev[i];
@@ -987,6 +1369,7 @@ blk_server_start(const struct serve_opts *o, int lcore, int *ports)
 			listen = addr;
 		}
 		ports[i] = rdp_listen(listen, &prm);
+		srv.ports[i] = ports[i];
 		if (ports[i] < 0) {
 			fprintf(stderr, "rdp-blk serve: %s\n", rdp_err_msg());
 			return -1;
@@ -1051,6 +1434,42 @@ srv_drain(void)
 }
 
 void
+blk_server_quiesce(void)
+{
+	double deadline = rdp_clock_s() + 5;
+	unsigned int i, k;
+
+	for (i = 0; i < srv.nb_devs; i++)
+		if (srv.ports[i] > 0)
+			rdp_listen_close(srv.ports[i]);
+	__atomic_store_n(&srv.closing, true, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&srv.endpoints, __ATOMIC_ACQUIRE) > 0 && rdp_clock_s() < deadline)
+		usleep(1000);
+	if (__atomic_load_n(&srv.endpoints, __ATOMIC_ACQUIRE) > 0) {
+		/* rdp_fini() closes them; their buffers stay registered until it is done */
+		fprintf(stderr, "rdp-blk serve: %u endpoint(s) still open after 5 s\n",
+			__atomic_load_n(&srv.endpoints, __ATOMIC_RELAXED));
+		return;
+	}
+	for (i = 0; i < RTE_MAX_LCORE; i++) {
+		struct blk_lcore *L = srv.lc[i];
+
+		for (k = 0; L != NULL && k < SRV_IOS; k++) {
+			if (L->ios[k].reg != NULL && rdp_region_deregister(L->ios[k].reg) != 0)
+				fprintf(stderr, "rdp-blk serve: an I/O buffer: %s\n", rdp_err_msg());
+			L->ios[k].reg = NULL;
+		}
+	}
+	for (i = 0; i < srv.nb_devs; i++) {
+		struct blk_dev *d = srv.dev[i];
+
+		if (d->reg != NULL && rdp_region_deregister(d->reg) != 0)
+			fprintf(stderr, "rdp-blk serve: %s: %s\n", d->what, rdp_err_msg());
+		d->reg = NULL;
+	}
+}
+
+void
 blk_server_stop(void)
 {
 	struct srv_stats t;
@@ -1062,7 +1481,8 @@ blk_server_stop(void)
 
 		if (L == NULL)
 			continue;
-		io_uring_queue_exit(&L->ring);
+		if (L->has_ring)
+			io_uring_queue_exit(&L->ring);
 		for (k = 0; k < SRV_IOS; k++)
 			free(L->ios[k].buf);
 		free(L);
@@ -1075,6 +1495,8 @@ blk_server_stop(void)
 	for (i = 0; i < srv.nb_devs; i++) {
 		struct blk_dev *d = srv.dev[i];
 
+		if (d->map != NULL)
+			munmap(d->map, d->nblocks * BLK_BLOCK_SIZE);
 		if (d->fd >= 0) {
 			if (d->file && fdatasync(d->fd) < 0)
 				fprintf(stderr, "rdp-blk serve: %s: fdatasync at exit: %s\n", d->what,
@@ -1091,10 +1513,14 @@ blk_server_stop(void)
 		printf("rdp-blk serve: %u endpoint(s) served: %" PRIu64 " reads, %" PRIu64
 		       " writes, %" PRIu64 " flushes, %" PRIu64 " infos, %" PRIu64 " refused, %"
 		       PRIu64 " I/O errors, %" PRIu64 " syncs (refused: %" PRIu64 " beyond the "
-		       "device, %" PRIu64 " misaligned for O_DIRECT; %" PRIu64 " io_uring submits)\n",
+		       "device, %" PRIu64 " misaligned for O_DIRECT, %" PRIu64 " bad descriptors; %"
+		       PRIu64 " io_uring submits)\n"
+		       "rdp-blk serve: one-sided: %" PRIu64 " RDMA WRITEs and %" PRIu64
+		       " RDMA READs done, %" PRIu64 " failed\n",
 		       __atomic_load_n(&srv.accepted, __ATOMIC_RELAXED), t.ops[BLK_OP_READ],
 		       t.ops[BLK_OP_WRITE], t.ops[BLK_OP_FLUSH], t.ops[BLK_OP_INFO], t.refused,
-		       t.io_errors, t.syncs, t.beyond, t.misaligned, t.submits);
+		       t.io_errors, t.syncs, t.beyond, t.misaligned, t.bad_desc, t.submits,
+		       t.rdma_writes, t.rdma_reads, t.rdma_failed);
 }
 
 int

@@ -5,7 +5,9 @@
  * one process and across processes; a --sync server killed mid-run keeps
  * every acknowledged write; the check names a lost or corrupted block; bad
  * requests from this process get the right error reply and the server
- * keeps serving; bad arguments exit 2 naming the option.
+ * keeps serving; one-sided requests move their blocks by RDMA, and a bad
+ * descriptor gets EFAULT or fails only its endpoint; bad arguments exit 2
+ * naming the option.
  *
  * Without EAL options rdp-blk pins a server's poller to the second CPU and
  * a loader's to the first, so the two never share a CPU. Servers run on
@@ -26,6 +28,7 @@
 #include "blk_proto.h"
 #include "rdp_cfg.h"
 #include "rdp_ep.h"
+#include "rdp_rdma.h"
 #include "rdp_test.h"
 
 #define MAX_ARGS 48
@@ -663,25 +666,42 @@ next_reply(void)
 	}
 }
 
+/*
+ * Pipeline mode: the state of the next state event other than ESTABLISHED,
+ * by @p deadline; the events before it are freed (a received message fails
+ * the test with @p no_recv).
+ */
+static unsigned int
+next_state(double deadline, const char *waiting_for, bool no_recv)
+{
+	struct rdp_msg *m;
+
+	for (;;) {
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "still waiting for %s", waiting_for);
+		if (rdp_event_dequeue_burst(events, &m, 1) == 0) {
+			usleep(100);
+			continue;
+		}
+		if (m->event == RDP_EV_STATE && m->user_data != RDP_EP_ESTABLISHED) {
+			unsigned int st = (unsigned int)m->user_data;
+
+			rdp_msg_free(m);
+			return st;
+		}
+		RDP_ASSERT_MSG(!no_recv || m->event != RDP_EV_RECV, "a message while waiting for %s",
+			       waiting_for);
+		rdp_msg_free(m);
+	}
+}
+
 /* Pipeline mode: take events until CLOSED, the last one. */
 static void
 wait_closed(void)
 {
 	double deadline = rdp_clock_s() + 5;
-	struct rdp_msg *m;
 
-	for (;;) {
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no CLOSED event within 5 s");
-		if (rdp_event_dequeue_burst(events, &m, 1) == 0) {
-			usleep(100);
-			continue;
-		}
-		if (m->event == RDP_EV_STATE && m->user_data == RDP_EP_CLOSED) {
-			rdp_msg_free(m);
-			return;
-		}
-		rdp_msg_free(m);
-	}
+	while (next_state(deadline, "the CLOSED event (5 s)", false) != RDP_EP_CLOSED)
+		;
 }
 
 static void
@@ -729,9 +749,31 @@ expect_reply(const struct blk_req *q, uint64_t tag, uint32_t status, const char 
 			       "%s: opcode %u count %u echoed as %u %u", what, q->opcode,
 			       q->count, p.opcode, p.count);
 	RDP_ASSERT_EQ(m->pkt_len, status == BLK_S_OK && q != NULL ?
-		      blk_rep_len(q->opcode, q->count) : BLK_HDR_SIZE);
+		      blk_rep_len(q->opcode, q->count, q->flags) : BLK_HDR_SIZE);
 	printf("ok: %-44s -> %s\n", what, blk_status_str(p.status));
 	return m;
+}
+
+/*
+ * This process as a client of the servers: its poller on CPU 0 (a server's
+ * is on CPU 1), messages as rdp-blk's (a 1 MiB request and its header fit),
+ * events on the ring `events` (pipeline mode).
+ */
+static struct rdp_cfg *
+client_init(void)
+{
+	struct rdp_cfg *cfg;
+
+	rdp_test_eal_init("0@1,1@0");
+	cfg = rdp_cfg_default();
+	RDP_ASSERT(cfg != NULL);
+	RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "driver", rdp_test_driver(), "test") == 0 &&
+		       rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_msg_size", "1048640", "test") == 0 &&
+		       rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	events = rte_ring_create("blk_events", 1024, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	RDP_ASSERT(events != NULL);
+	return cfg;
 }
 
 struct bad_case {
@@ -790,17 +832,7 @@ RDP_TEST(e2e, blk_bad_requests_get_error_replies_and_the_server_keeps_serving)
 	int port;
 
 	srv = start_server(slog, &port, "--memory", "1M", NULL);
-	/* the client polls on CPU 0, the server on CPU 1 */
-	rdp_test_eal_init("0@1,1@0");
-	cfg = rdp_cfg_default();
-	RDP_ASSERT(cfg != NULL);
-	/* as rdp-blk: a 1 MiB request and its header fit in a message */
-	RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "driver", rdp_test_driver(), "test") == 0 &&
-		       rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_msg_size", "1048640", "test") == 0 &&
-		       rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
-	events = rte_ring_create("blk_events", 1024, SOCKET_ID_ANY, RING_F_SC_DEQ);
-	RDP_ASSERT(events != NULL);
+	cfg = client_init();
 	prm.events = events;
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	ep = rdp_connect(addr, &prm);
@@ -852,7 +884,7 @@ RDP_TEST(e2e, blk_bad_requests_get_error_replies_and_the_server_keeps_serving)
 	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = BLK_OP_WRITE, .count = 2,
 			      .flags = BLK_F_FUA, .tag = 1, .block = NBLOCKS - 2 };
 	blk_req_encode(&q, raw);
-	m = rdp_msg_alloc(ep, blk_req_len(q.opcode, q.count));
+	m = rdp_msg_alloc(ep, blk_req_len(q.opcode, q.count, q.flags));
 	RDP_ASSERT(m != NULL);
 	RDP_ASSERT_EQ(rdp_msg_write(m, 0, raw, BLK_HDR_SIZE), 0);
 	RDP_ASSERT_EQ(rdp_msg_write(m, BLK_HDR_SIZE, data, sizeof(data)), 0);
@@ -885,6 +917,245 @@ RDP_TEST(e2e, blk_bad_requests_get_error_replies_and_the_server_keeps_serving)
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rte_ring_free(events);
 	rdp_cfg_free(cfg);
+	scratch_remove();
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* One-sided requests                                                     */
+/* ---------------------------------------------------------------------- */
+
+#define OS_BUF (64 * 1024)
+
+/* A BLK_F_RDMA request whose descriptor is @p d, as encoded (or @p raw_desc). */
+static void
+send_rdma_req(struct rdp_ep *ep, const struct blk_req *q, const struct rdp_rdesc *d,
+	      const uint8_t *raw_desc)
+{
+	uint8_t buf[BLK_HDR_SIZE + BLK_DESC_LEN];
+
+	blk_req_encode(q, buf);
+	if (raw_desc != NULL)
+		memcpy(buf + BLK_HDR_SIZE, raw_desc, BLK_DESC_LEN);
+	else
+		rdp_rdesc_encode(d, buf + BLK_HDR_SIZE);
+	send_bytes(ep, buf, sizeof(buf));
+}
+
+/* The descriptor of @p len bytes at @p off of region @p r. */
+static struct rdp_rdesc
+sub_desc(struct rdp_region *r, uint64_t off, uint64_t len)
+{
+	struct rdp_rdesc d;
+
+	rdp_region_rdesc(r, &d);
+	d.addr += off;
+	d.len = len;
+	return d;
+}
+
+/*
+ * Against one server: a one-sided WRITE then a message READ of the same
+ * blocks, a message WRITE then a one-sided READ, the bad descriptors, and
+ * a descriptor with a wrong key, which fails that endpoint alone.
+ */
+static void
+onesided_against(const char *what, int port, struct rdp_region *reg)
+{
+	uint8_t *buf = rdp_region_addr(reg), data[4 * BLK_BLOCK_SIZE], back[sizeof(data)];
+	uint8_t garbage[BLK_DESC_LEN];
+	struct rdp_ep_params prm = { .lcore = -1, .events = events };
+	struct rdp_rdesc d;
+	struct blk_req q;
+	struct rdp_msg *m;
+	struct rdp_ep *ep;
+	char addr[64], name[96];
+	unsigned int i, st;
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &prm);
+	RDP_ASSERT(ep != NULL);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), 0);
+
+	/* one-sided WRITE of 4 blocks from the buffer's second KiB ... */
+	for (i = 0; i < sizeof(data); i++)
+		buf[1024 + i] = (uint8_t)(i * 13 + 5);
+	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = BLK_OP_WRITE, .count = 4,
+			      .flags = BLK_F_RDMA, .tag = 10, .block = 100 };
+	d = sub_desc(reg, 1024, sizeof(data));
+	send_rdma_req(ep, &q, &d, NULL);
+	snprintf(name, sizeof(name), "%s: one-sided write of 4 blocks", what);
+	rdp_msg_free(expect_reply(&q, 10, BLK_S_OK, name));
+	/* ... read back in a message */
+	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = BLK_OP_READ, .count = 4,
+			      .tag = 11, .block = 100 };
+	send_req(ep, &q, 0, 0);
+	m = expect_reply(&q, 11, BLK_S_OK, "read of them in a message");
+	RDP_ASSERT_EQ(rdp_msg_read(m, BLK_HDR_SIZE, back, sizeof(back)), 0);
+	RDP_ASSERT_MSG(memcmp(back, buf + 1024, sizeof(back)) == 0,
+		       "%s: the one-sided write did not land", what);
+	rdp_msg_free(m);
+
+	/* a message WRITE, then a one-sided READ into the buffer at 32 KiB */
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + 1);
+	memset(buf + 32768, 0xee, sizeof(data) + 1);
+	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = BLK_OP_WRITE, .count = 4,
+			      .tag = 12, .block = 200 };
+	m = rdp_msg_alloc(ep, blk_req_len(q.opcode, q.count, q.flags));
+	RDP_ASSERT(m != NULL);
+	blk_req_encode(&q, m->data);
+	RDP_ASSERT_EQ(rdp_msg_write(m, BLK_HDR_SIZE, data, sizeof(data)), 0);
+	RDP_ASSERT_EQ(rdp_ep_send_burst(ep, &m, 1), 1);
+	rdp_msg_free(expect_reply(&q, 12, BLK_S_OK, "write of 4 blocks in a message"));
+	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = BLK_OP_READ, .count = 4,
+			      .flags = BLK_F_RDMA, .tag = 13, .block = 200 };
+	d = sub_desc(reg, 32768, sizeof(data));
+	send_rdma_req(ep, &q, &d, NULL);
+	snprintf(name, sizeof(name), "%s: one-sided read of them", what);
+	/* the reply comes after the data: it is in place now */
+	rdp_msg_free(expect_reply(&q, 13, BLK_S_OK, name));
+	RDP_ASSERT_MSG(memcmp(buf + 32768, data, sizeof(data)) == 0,
+		       "%s: the one-sided read did not land before its reply", what);
+	RDP_ASSERT_MSG(buf[32768 + sizeof(data)] == 0xee, "%s: written past the blocks", what);
+	/* (the server counts this read when its reply leaves, the wrong key's too: 3 reads) */
+
+	/* bad descriptors: EFAULT, nothing moved, the endpoint stays */
+	memset(buf + 32768, 0xee, sizeof(data));
+	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = BLK_OP_READ, .count = 4,
+			      .flags = BLK_F_RDMA, .tag = 20, .block = 200 };
+	d = sub_desc(reg, 32768, sizeof(data) - 1);
+	send_rdma_req(ep, &q, &d, NULL);
+	rdp_msg_free(expect_reply(&q, 20, BLK_S_EFAULT, "descriptor one byte short"));
+	q.tag = 21;
+	d = sub_desc(reg, 32768, sizeof(data));
+	d.access = RDP_REGION_REMOTE_READ;
+	send_rdma_req(ep, &q, &d, NULL);
+	rdp_msg_free(expect_reply(&q, 21, BLK_S_EFAULT, "read into a descriptor not writable"));
+	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = BLK_OP_WRITE, .count = 4,
+			      .flags = BLK_F_RDMA, .tag = 22, .block = 200 };
+	d = sub_desc(reg, 32768, sizeof(data));
+	d.access = RDP_REGION_REMOTE_WRITE;
+	send_rdma_req(ep, &q, &d, NULL);
+	rdp_msg_free(expect_reply(&q, 22, BLK_S_EFAULT, "write from a descriptor not readable"));
+	q.tag = 23;
+	for (i = 0; i < sizeof(garbage); i++)
+		garbage[i] = (uint8_t)(i * 31 + 7);
+	send_rdma_req(ep, &q, NULL, garbage);
+	rdp_msg_free(expect_reply(&q, 23, BLK_S_EFAULT, "garbage descriptor"));
+	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = BLK_OP_FLUSH, .flags = BLK_F_RDMA,
+			      .tag = 24 };
+	send_req(ep, &q, BLK_DESC_LEN, 0);
+	rdp_msg_free(expect_reply(&q, 24, BLK_S_EINVAL, "one-sided flush"));
+	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = BLK_OP_READ, .count = 1,
+			      .flags = BLK_F_RDMA, .tag = 25, .block = 200 };
+	send_req(ep, &q, 0, 0);
+	rdp_msg_free(expect_reply(&q, 25, BLK_S_EBADMSG, "one-sided read without a descriptor"));
+	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = BLK_OP_WRITE, .count = 1,
+			      .flags = BLK_F_RDMA, .tag = 26, .block = 200 };
+	send_req(ep, &q, BLK_BLOCK_SIZE, 0);
+	rdp_msg_free(expect_reply(&q, 26, BLK_S_EBADMSG, "one-sided write with its data"));
+	for (i = 0; i < sizeof(data); i++)
+		RDP_ASSERT_MSG(buf[32768 + i] == 0xee, "%s: a refused request moved data", what);
+
+	/* a wrong key: the server's RDMA WRITE fails, and so does this endpoint alone */
+	q = (struct blk_req){ .magic = BLK_REQ_MAGIC, .opcode = BLK_OP_READ, .count = 4,
+			      .flags = BLK_F_RDMA, .tag = 30, .block = 200 };
+	d = sub_desc(reg, 32768, sizeof(data));
+	d.rkey ^= 0x5a5a00;
+	send_rdma_req(ep, &q, &d, NULL);
+	st = next_state(rdp_clock_s() + 10, "the endpoint to fail (10 s)", true);
+	printf("ok: %s: a wrong key: the endpoint went %s\n", what, rdp_ep_state_str(st));
+	rdp_ep_close(ep);
+	wait_closed();
+}
+
+RDP_TEST(e2e, blk_onesided_requests_move_blocks_by_rdma_and_bad_descriptors_get_efault)
+{
+	const char *slog = path_of("serve.log"), *flog = path_of("serve-file.log");
+	const char *disk = path_of("os.img");
+	struct rdp_region *reg;
+	struct rdp_cfg *cfg;
+	pid_t srv, fsrv;
+	int port, fport;
+
+	cfg = client_init();
+	/* before connecting: a peer maps it at the rendezvous (shm) */
+	reg = rdp_region_alloc(OS_BUF, RDP_REGION_REMOTE_WRITE | RDP_REGION_REMOTE_READ, -1);
+	RDP_ASSERT_MSG(reg != NULL, "rdp_region_alloc: %s", rdp_err_msg());
+
+	/* one server at a time: a server's poller takes the second CPU */
+	srv = start_server(slog, &port, "--memory", "1M", NULL);
+	onesided_against("memory", port, reg);
+	RDP_ASSERT_EQ(waitpid(srv, NULL, WNOHANG), 0); /* alive */
+	stop_server(srv, slog);
+	/* through the page cache: the rxe guest's tmpfs refuses O_DIRECT */
+	fsrv = start_server(flog, &fport, "--file", disk, "--size", "1M", "--no-direct", NULL);
+	onesided_against("file", fport, reg);
+	RDP_ASSERT_EQ(waitpid(fsrv, NULL, WNOHANG), 0);
+	stop_server(fsrv, flog);
+	assert_output(slog, "3 reads, 2 writes, 0 flushes, 0 infos, 7 refused, 0 I/O errors");
+	assert_output(slog, "4 bad descriptors");
+	assert_output(slog, "one-sided: 1 RDMA WRITEs and 1 RDMA READs done, 1 failed");
+	assert_output(flog, "3 reads, 2 writes, 0 flushes, 0 infos, 7 refused, 0 I/O errors");
+	assert_output(flog, "one-sided: 1 RDMA WRITEs and 1 RDMA READs done, 1 failed");
+	RDP_ASSERT_EQ(rdp_region_deregister(reg), 0);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rte_ring_free(events);
+	rdp_cfg_free(cfg);
+	scratch_remove();
+	return 0;
+}
+
+/*
+ * The loader's one-sided requests (--rdma-min 0: all of them), verified,
+ * against a memory device and an io_uring file, 4 KiB and 1 MiB; and a
+ * threshold that splits a run between both paths.
+ */
+RDP_TEST(e2e, blk_verify_one_sided_requests_on_memory_and_file_devices)
+{
+	static const char *const bs[] = { "4k", "1m" };
+	const char *slog = path_of("serve.log"), *log = path_of("load.log");
+	const char *json = path_of("load.json"), *disk = path_of("os.img");
+	char addr[64];
+	pid_t srv;
+	int port;
+	unsigned int i, k;
+
+	/* one server at a time: a server's poller takes the second CPU */
+	for (k = 0; k < 2; k++) {
+		srv = k == 0 ? start_server(slog, &port, "--memory", "64M", NULL) :
+			       start_server(slog, &port, "--file", disk, "--size", "64M", NULL);
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+		for (i = 0; i < RTE_DIM(bs); i++) {
+			const char *j;
+
+			assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "randrw",
+					    "--bs", bs[i], "--iodepth", "4", "--numjobs", "2",
+					    "--verify", "--rdma-min", "0", "--runtime", "1",
+					    "--output-format=json", "--output", json, NULL), 0, log);
+			assert_verified(json, true, true);
+			j = slurp(json);
+			RDP_ASSERT_MSG(json_u64(j, NULL, "onesided_ios") ==
+				       json_u64(j, "read", "total_ios") +
+				       json_u64(j, "write", "total_ios"), "%s", j);
+			printf("ok: %s, --bs %s, all one-sided: %" PRIu64 " reads, %" PRIu64
+			       " writes verified\n", k == 0 ? "memory" : "file", bs[i],
+			       json_u64(j, "read", "total_ios"), json_u64(j, "write", "total_ios"));
+		}
+		if (k == 0) {
+			/* a threshold above the block size: the blocks go in the messages */
+			assert_exit(run_blk(log, 60, "load", "--connect", addr, "--rw", "randrw",
+					    "--bs", "64k", "--verify", "--rdma-min", "128k",
+					    "--runtime", "0.5", "--output-format=json", "--output",
+					    json, NULL), 0, log);
+			RDP_ASSERT_EQ(json_u64(slurp(json), NULL, "onesided_ios"), 0);
+			assert_verified(json, true, true);
+		}
+		stop_server(srv, slog);
+		assert_output(slog, "0 refused, 0 I/O errors");
+		assert_output(slog, " RDMA READs done, 0 failed");
+	}
 	scratch_remove();
 	return 0;
 }
@@ -1113,6 +1384,8 @@ RDP_TEST(e2e, blk_bad_arguments_exit_2_naming_the_option)
 		  "--ioengine libaio: expected io_uring or psync" },
 		{ "load", { "--rwmixread", "70" }, "--rwmixread 70: only with --rw randrw" },
 		{ "load", { "--check" }, "--check: needs --state FILE" },
+		{ "load", { "--rdma-min", "1000" }, "--rdma-min 1000: expected a size" },
+		{ "load", { "--rdma-min", "-1" }, "--rdma-min -1: expected a size" },
 		{ "load", { "--runtime", "-1" }, "--runtime -1: expected seconds" },
 		{ "load", { "--connect", "127.0.0.1:1", "--sync" }, "--sync: only for a local" },
 		{ "load", { "--frobnicate" }, "--frobnicate: unknown option" },
