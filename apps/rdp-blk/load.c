@@ -43,8 +43,13 @@
 #define MAX_QD 4096
 /* A tag is (sequence << TAG_SLOT_BITS) | slot. */
 #define TAG_SLOT_BITS 16
-/* --rdma-min's default: blocks of this size and more move one-sided (docs/rdp-blk.md). */
-#define RDMA_MIN_DEFAULT (64u * 1024)
+/*
+ * --rdma-min auto (the default): on shm the blocks stay in the messages,
+ * which measured faster (devtools/bench/blk-rdma-min.sh); on verbs they
+ * move one-sided from RDMA_MIN_VERBS up (docs/rdp-blk.md, "Performance").
+ */
+#define RDMA_MIN_AUTO (UINT32_MAX - 1)
+#define RDMA_MIN_VERBS (64u * 1024)
 /* Registered buffers of one-sided requests, at most, in all endpoints. */
 #define RDMA_BUF_MAX (4ull << 30)
 /* Blocks tried before a request waits for a held one to be let go. */
@@ -114,7 +119,8 @@ static struct {
 	unsigned int n;
 	struct load_lcore lc[RTE_MAX_LCORE];
 	uint16_t count;       /* blocks per request */
-	bool onesided;        /* READ/WRITE data moves one-sided (bs >= --rdma-min) */
+	uint32_t rdma_min;    /* --rdma-min resolved (auto: by driver); UINT32_MAX: off */
+	bool onesided;        /* READ/WRITE data moves one-sided (bs >= rdma_min) */
 	uint64_t nreq;        /* request positions in the range */
 	bool verify;
 	struct blk_gens gens;
@@ -866,7 +872,7 @@ write_json(const struct perf_hist h[2], const uint64_t bytes[2], double secs, ui
 		"    \"onesided_ios\": %" PRIu64 ",\n    \"first_error\": ", rdp_driver_info(), ld.n,
 		ld.verify ? "true" : "false", o->check ? "true" : "false", checked, acked,
 		cnt(&ld.mismatches), cnt(&ld.error_replies), ld.reconnects, ld.lost,
-		o->rdma_min == UINT32_MAX ? (uint64_t)-1 : (uint64_t)o->rdma_min, ld.onesided_ios);
+		ld.rdma_min == UINT32_MAX ? (uint64_t)-1 : (uint64_t)ld.rdma_min, ld.onesided_ios);
 	if (ld.err_status != 0)
 		fprintf(f, "{\"op\": \"%s\", \"block\": %" PRIu64 ", \"blocks\": %u, \"errno\": %u}",
 			blk_op_str(ld.err_op), ld.err_block, ld.err_count, ld.err_status);
@@ -968,7 +974,7 @@ setup_eps(const unsigned int *lcores, unsigned int nb_lcores)
 			"endpoints in all\n", o->endpoints, nb_lcores, MAX_LOAD_EPS);
 		return -1;
 	}
-	ld.onesided = o->bs >= o->rdma_min;
+	ld.onesided = o->bs >= ld.rdma_min;
 	if (ld.onesided && (uint64_t)ld.n * o->qd * o->bs > RDMA_BUF_MAX) {
 		fprintf(stderr, "rdp-blk load: one-sided buffers of %u endpoints x --iodepth %u x "
 			"--bs %u would take %" PRIu64 " MiB, more than %llu MiB: lower them, or "
@@ -1105,6 +1111,9 @@ load_run(const struct load_opts *o, const struct rdp_cfg *cfg, const unsigned in
 	ld.o = o;
 	ld.count = (uint16_t)(o->bs / BLK_BLOCK_SIZE);
 	ld.verify = o->verify || o->check;
+	ld.rdma_min = o->rdma_min;
+	if (ld.rdma_min == RDMA_MIN_AUTO) /* the driver's name leads its line */
+		ld.rdma_min = strncmp(rdp_driver_info(), "shm", 3) == 0 ? UINT32_MAX : RDMA_MIN_VERBS;
 	if (setup_eps(lcores, nb_lcores) < 0 || !wait_connected() || !wait_info() ||
 	    setup_range(&range) < 0)
 		goto out;
@@ -1209,8 +1218,8 @@ load_usage(FILE *f)
 "                       the server RDMA-WRITEs a read into, and RDMA-READs a\n"
 "                       write from, this process's registered buffers, and the\n"
 "                       messages carry a header and a descriptor; smaller ones\n"
-"                       carry the blocks in the messages. 0: all, off: none\n"
-"                       (default 64k)\n"
+"                       carry the blocks in the messages. 0: all, off: none;\n"
+"                       auto (default): off on shm, 64k on verbs\n"
 "  --iodepth N          requests in flight per endpoint, 1..4096 (default 32)\n"
 "  --numjobs N          endpoints per poller lcore, 1..256 (default 1)\n"
 "  --runtime SEC        run time in seconds, e.g. 10 or 2.5s (default 5)\n"
@@ -1347,7 +1356,7 @@ load_parse(int argc, char **argv, struct load_opts *o)
 	o->rw = RW_RANDREAD;
 	o->rwmixread = 50;
 	o->bs = 4096;
-	o->rdma_min = RDMA_MIN_DEFAULT;
+	o->rdma_min = RDMA_MIN_AUTO;
 	o->qd = 32;
 	o->endpoints = 1;
 	o->duration = 5;
@@ -1386,7 +1395,9 @@ load_parse(int argc, char **argv, struct load_opts *o)
 			o->bs = (uint32_t)bs;
 			break;
 		case 'M':
-			if (strcmp(optarg, "off") == 0)
+			if (strcmp(optarg, "auto") == 0)
+				o->rdma_min = RDMA_MIN_AUTO;
+			else if (strcmp(optarg, "off") == 0)
 				o->rdma_min = UINT32_MAX;
 			else if (strcmp(optarg, "0") == 0)
 				o->rdma_min = 0;
@@ -1395,7 +1406,7 @@ load_parse(int argc, char **argv, struct load_opts *o)
 			else
 				return blk_bad_option("load", "--rdma-min", optarg, "expected a size "
 						      "in fio's syntax, 0 or 512 bytes to 1 MiB by 512 "
-						      "(0, 4k, 64k, 1m), or off");
+						      "(0, 4k, 64k, 1m), off or auto");
 			break;
 		case 'Q':
 			if (parse_uint(optarg, 1, MAX_QD, &v) < 0)

@@ -8,9 +8,10 @@
 #   - fio --ioengine=io_uring --direct=1 on the same file, locally, the
 #     ceiling of what the disk gives one core;
 #   - 4 KiB random reads on the memory device (IOPS and p99), for reference;
-#   - 1 MiB sequential reads of the memory device at iodepth 8 (block data
-#     in rendezvous messages) against rdp-perf -m write at 1 MiB (one-sided
-#     WRITE bandwidth), the bandwidth the messages leave on the table.
+#   - 1 MiB sequential reads of the memory device at iodepth 8, the blocks
+#     in rendezvous messages (--rdma-min off) and one-sided (--rdma-min 0:
+#     the server RDMA-WRITEs them into the loader's registered buffers),
+#     against rdp-perf -m write at 1 MiB (one-sided WRITE bandwidth).
 # Rounds interleave the subjects (psync, io_uring, fio, memory) so that a
 # change of the machine's state hits all of them; the report gives each
 # subject's median over the rounds and the ratios of the medians.
@@ -100,8 +101,10 @@ for r in $(seq "$rounds"); do
 	add "$r" "fio io_uring" "$work/fio.json"
 	rdp_run memory "$work/memory.json"
 	add "$r" "rdp-blk memory" "$work/memory.json"
-	rdp_run memory "$work/seq.json" --rw read --bs 1m --iodepth 8
+	rdp_run memory "$work/seq.json" --rw read --bs 1m --iodepth 8 --rdma-min off
 	add "$r" "rdp-blk 1m read" "$work/seq.json"
+	rdp_run memory "$work/seq1.json" --rw read --bs 1m --iodepth 8 --rdma-min 0
+	add "$r" "rdp-blk 1m 1-sided" "$work/seq1.json"
 	timeout 120 "$bin_dir/apps/rdp-perf/rdp-perf" -- -q -m write -s 1048576 -d "$runtime" 2>/dev/null |
 		awk '$1 == "write" { print "{\"jobs\": [{\"read\": {\"iops\": " $4 ", \"bw_bytes\": " $4 * 1048576 ", \"clat_ns\": {\"percentile\": {}}}}]}" }' \
 		>"$work/write.json"
@@ -126,11 +129,13 @@ for k, (iops, p99) in med.items():
     print("%-18s %12.0f %10.1f %10.0f" % (k, iops, p99 / 1000, bw[k] / 1e6))
 u, p, f = med['rdp-blk io_uring'][0], med['rdp-blk psync'][0], med['fio io_uring'][0]
 seq = bw['rdp-blk 1m read'] / bw['rdp-perf write 1m']
-print("io_uring / psync: %.2fx   io_uring / fio ceiling: %.2f   1 MiB read / one-sided WRITE: %.2f"
-      % (u / p, u / f, seq))
+seq1 = bw['rdp-blk 1m 1-sided'] / bw['rdp-perf write 1m']
+print("io_uring / psync: %.2fx   io_uring / fio ceiling: %.2f" % (u / p, u / f))
+print("1 MiB reads / one-sided WRITE: %.2f in messages, %.2f one-sided" % (seq, seq1))
 if sys.argv[2]:
     json.dump({'medians': {k: {'iops': v[0], 'p99_ns': v[1], 'bw_bytes': bw[k]}
                            for k, v in med.items()},
                'io_uring_over_psync': u / p, 'io_uring_over_fio': u / f,
-               'seq_read_over_onesided_write': seq}, open(sys.argv[2], 'w'), indent=1)
+               'seq_read_over_onesided_write': seq,
+               'seq_read_onesided_over_onesided_write': seq1}, open(sys.argv[2], 'w'), indent=1)
 EOF

@@ -183,7 +183,9 @@ int rdp_fini(void);
  * The driver in use and why it was chosen (one line).
  *
  * @return
- *   e.g. "shm (no RDMA device with an active port)". Empty before rdp_init().
+ *   The driver's name first, then its device and why it was chosen, e.g.
+ *   "shm on shm0 (no RDMA device with an active port)". Empty before
+ *   rdp_init().
  */
 const char *rdp_driver_info(void);
 
