@@ -6,12 +6,14 @@
  * counters. The common verbs semantics live in test_conf.c.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -1779,5 +1781,81 @@ RDP_TEST(shm, shm_receives_flushed_on_another_thread_leave_the_pollers_flags_alo
 	printf("%" PRIu64 " messages, %" PRIu64 " receives flushed, %" PRIu64
 	       " of them posted on the other thread\n", got, f.flushed, f.total - ANN_RQ);
 	ann_close(&g);
+	return 0;
+}
+
+/*
+ * A rendezvous the peer device cannot accept, its process out of file
+ * descriptors (RLIMIT_NOFILE), is refused at once, saying so. Left in the
+ * listener's backlog, it was never answered: the QP connect waited until the
+ * handshake's deadline ("no progress ... (the QP connecting to its peer)")
+ * while the monitor spun on the listening socket.
+ */
+RDP_TEST(shm, shm_rendezvous_the_peer_cannot_accept_for_lack_of_descriptors_is_refused_at_once)
+{
+	struct rdp_qp_init_attr ia = { 0 };
+	struct rdp_qp_attr rtr = { .state = RDP_QPS_RTR };
+	struct rlimit old, lim;
+	struct conf_opts o;
+	struct conf_pair p;
+	struct rdp_qp *x, *y;
+	int *filler, nfill = 0, base, fd, ret;
+	double deadline;
+	struct rdp_wc wc;
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, "shm", &o);
+	ia.send_cq = ia.recv_cq = p.a.cq;
+	ia.cap = (struct rdp_qp_cap){ .max_send_wr = 4, .max_recv_wr = 4 };
+	x = rdp_qp_create(p.pd, &ia);
+	y = rdp_qp_create(p.pd, &ia);
+	RDP_ASSERT(x != NULL && y != NULL);
+	RDP_ASSERT_EQ(rdp_qp_modify(x, &(struct rdp_qp_attr){ .state = RDP_QPS_INIT },
+				    RDP_QP_ATTR_STATE), 0);
+	RDP_ASSERT_EQ(rdp_qp_local_addr(y, &rtr.remote), 0);
+	/* every descriptor below a low limit taken but one: the connecting socket's */
+	RDP_ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+	base = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	RDP_ASSERT(base >= 0);
+	lim = (struct rlimit){ .rlim_cur = (rlim_t)base + 64, .rlim_max = old.rlim_max };
+	filler = calloc(lim.rlim_cur, sizeof(*filler));
+	RDP_ASSERT(filler != NULL);
+	RDP_ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	while ((fd = fcntl(base, F_DUPFD_CLOEXEC, 0)) >= 0)
+		filler[nfill++] = fd;
+	RDP_ASSERT(nfill > 0);
+	close(filler[--nfill]);
+	ret = rdp_qp_modify_start(x, &rtr, RDP_QP_ATTR_STATE | RDP_QP_ATTR_REMOTE, &fd);
+	if (ret == -EINPROGRESS) {
+		deadline = rdp_clock_s() + T_MS / 1e3;
+		while ((ret = rdp_qp_modify_poll(x)) == -EINPROGRESS && rdp_clock_s() < deadline)
+			usleep(1000);
+		if (ret == -EINPROGRESS)
+			rdp_qp_modify_abort(x);
+	}
+	while (nfill > 0)
+		close(filler[--nfill]);
+	free(filler);
+	close(base);
+	RDP_ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+	RDP_ASSERT_MSG(ret != -EINPROGRESS, "the rendezvous stayed unanswered for %d ms: the "
+		       "peer device could not accept it", T_MS);
+	RDP_ASSERT_MSG(ret == -EMFILE && strstr(rdp_err_msg(), "file descriptor") != NULL,
+		       "%d: %s", ret, rdp_err_msg());
+	printf("%s\n", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_qp_destroy(x), 0);
+	RDP_ASSERT_EQ(rdp_qp_destroy(y), 0);
+	/* the device accepts again once descriptors are free */
+	RDP_ASSERT_EQ(conf_post_recv(&p.b, 1, 0, 64), 0);
+	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_SEND, 0, 1, 0, 8, 0, 0, 0), 0);
+	RDP_ASSERT_EQ(conf_poll(&p.b, &wc, 1, T_MS), 1);
+	RDP_ASSERT_EQ(wc.status, RDP_WC_SUCCESS);
+	{
+		struct conf_pair q;
+
+		conf_pair_open_more(&q, &p, &o);
+		conf_pair_close_more(&q);
+	}
+	conf_pair_close(&p);
 	return 0;
 }

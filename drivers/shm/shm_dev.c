@@ -18,6 +18,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -232,7 +233,7 @@ shm_dev_open(struct rdp_dev *dev, const char *args)
 	int ret;
 
 	sd->dev = dev;
-	sd->lfd = sd->epfd = sd->ctl_fd = sd->ev_fd = sd->keys_fd = -1;
+	sd->lfd = sd->epfd = sd->ctl_fd = sd->ev_fd = sd->keys_fd = sd->spare_fd = -1;
 	ret = parse_args(sd, args);
 	if (ret < 0)
 		return ret;
@@ -259,6 +260,7 @@ shm_dev_open(struct rdp_dev *dev, const char *args)
 	sd->keys->version = SHM_VERSION;
 	sd->keys->pid = (int32_t)pid;
 	sd->keys->nb_keys = SHM_MAX_MR;
+	sd->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	sd->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (sd->lfd < 0) {
 		ret = rdp_err_set(ENODEV, "driver shm: socket: %s", strerror(errno));
@@ -277,6 +279,8 @@ shm_dev_open(struct rdp_dev *dev, const char *args)
 fail:
 	if (sd->lfd >= 0)
 		close(sd->lfd);
+	if (sd->spare_fd >= 0)
+		close(sd->spare_fd);
 	keys_free(sd);
 	close(sd->ev_fd);
 	return ret;
@@ -293,6 +297,8 @@ shm_dev_close(struct rdp_dev *dev)
 		if (sd->links[i].fd > 0)
 			close(sd->links[i].fd);
 	close(sd->lfd);
+	if (sd->spare_fd >= 0)
+		close(sd->spare_fd);
 	keys_free(sd);
 	close(sd->ev_fd);
 	pthread_mutex_destroy(&sd->lock);
@@ -666,6 +672,22 @@ hello_add_mrs(const struct shm_qp *qp, enum hello_pass pass, uint32_t limit,
 	return 0;
 }
 
+/* The refusal waiting on rendezvous socket @p fd: -errno, its reason set; else 0. */
+static int
+refusal_read(int fd, const struct shm_qp *qp, uint32_t dst)
+{
+	struct shm_reply reply;
+
+	memset(&reply, 0, sizeof(reply));
+	if (recv(fd, &reply, sizeof(reply), MSG_DONTWAIT) != (ssize_t)sizeof(reply) ||
+	    reply.magic != SHM_HELLO_MAGIC || reply.status == 0)
+		return 0;
+	reply.msg[sizeof(reply.msg) - 1] = '\0';
+	return rdp_err_set(reply.status < 0 && reply.status > -4096 ? -reply.status : EPROTO,
+			   "driver shm: QP %u -> peer QP %u refused: %s", qp->head.qp_num, dst,
+			   reply.msg);
+}
+
 /*
  * Send our receive side to the peer's device: its monitor attaches it and
  * answers, with the MRs hello_shares() names that exist now (later ones
@@ -746,8 +768,13 @@ shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 	cm->cmsg_len = CMSG_LEN(sizeof(int) * nfd);
 	memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfd);
 	if (sendmsg(fd, &msg, MSG_NOSIGNAL) < 0) {
-		ret = rdp_err_set(EIO, "driver shm: QP %u: rendezvous send: %s", qp->head.qp_num,
-				  strerror(errno));
+		int err = errno;
+
+		/* a device that refused us before the hello came said why */
+		ret = refusal_read(fd, qp, remote->qpn);
+		if (ret == 0)
+			ret = rdp_err_set(EIO, "driver shm: QP %u: rendezvous send: %s",
+					  qp->head.qp_num, strerror(err));
 		goto out;
 	}
 	qp->connect_fd = fd;
@@ -774,6 +801,12 @@ shm_connect_poll(struct shm_qp *qp)
 	r = recv(qp->connect_fd, &reply, sizeof(reply), MSG_DONTWAIT);
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
 		return -EINPROGRESS;
+	/* closed before it read our hello, the device may have said why first */
+	if (r < 0 && errno == ECONNRESET) {
+		ret = refusal_read(qp->connect_fd, qp, qp->connect_dst);
+		if (ret < 0)
+			goto fail;
+	}
 	if (r != (ssize_t)sizeof(reply) || reply.magic != SHM_HELLO_MAGIC) {
 		ret = rdp_err_set(ECONNRESET, "driver shm: QP %u: the peer device closed the "
 				  "rendezvous", qp->head.qp_num);
@@ -1132,6 +1165,44 @@ peer_gone_locked(struct shm_dev *sd, unsigned int li)
 #define MON_LISTEN UINT64_MAX
 #define MON_CTL (UINT64_MAX - 1)
 
+/*
+ * A peer's connection to our listening socket. One that is not accepted
+ * stays in the backlog: nobody answers its rendezvous, and its QP connect
+ * waits until its handshake gives up, while the listening socket stays
+ * readable and the monitor spins. So a connection this process has no
+ * descriptor for (RLIMIT_NOFILE, or the system's) is accepted with the
+ * spare one and refused, and one the link table cannot hold is refused:
+ * the peer hears why at once.
+ */
+static void
+monitor_accept(struct shm_dev *sd)
+{
+	struct rlimit rl;
+	int fd;
+
+	if (sd->spare_fd < 0)
+		sd->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	fd = accept4(sd->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && sd->spare_fd >= 0) {
+		close(sd->spare_fd);
+		fd = accept4(sd->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd >= 0) {
+			if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+				rl.rlim_cur = 0;
+			reply_send(fd, -EMFILE, "the peer device's process has no file descriptor "
+				   "left (RLIMIT_NOFILE %llu)", (unsigned long long)rl.rlim_cur);
+			close(fd);
+		}
+		sd->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		return;
+	}
+	if (fd >= 0 && link_add_locked(sd, fd, NULL) < 0) {
+		reply_send(fd, -ENOSPC, "the peer device watches %u rendezvous links at most",
+			   SHM_MAX_LINKS);
+		close(fd);
+	}
+}
+
 static void *
 monitor(void *arg)
 {
@@ -1155,10 +1226,7 @@ monitor(void *arg)
 				return NULL;
 			}
 			if (d == MON_LISTEN) {
-				int fd = accept4(sd->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-
-				if (fd >= 0 && link_add_locked(sd, fd, NULL) < 0)
-					close(fd);
+				monitor_accept(sd);
 				continue;
 			}
 			if (li >= SHM_MAX_LINKS || sd->links[li].fd <= 0 ||

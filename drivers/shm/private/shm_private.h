@@ -548,6 +548,7 @@ struct shm_dev {
 	int keys_fd;
 	/* monitor */
 	int lfd;
+	int spare_fd;               /**< given up to refuse a rendezvous when none is left */
 	int epfd;
 	int ctl_fd;
 	pthread_t mon;
