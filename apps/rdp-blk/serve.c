@@ -1308,13 +1308,17 @@ rings_init(int lcore, bool ring)
 	return 0;
 }
 
-/* A memory device's mapping, registered: one-sided reads leave from it. */
+/*
+ * A memory device's mapping, registered: one-sided reads leave from it.
+ * Populated at once: a read of a page never written would otherwise
+ * allocate and clear it in the poller's copy.
+ */
 static int
 mem_register(struct blk_dev *d)
 {
 	size_t len = d->nblocks * BLK_BLOCK_SIZE;
 
-	d->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, d->fd, 0);
+	d->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, d->fd, 0);
 	if (d->map == MAP_FAILED) {
 		d->map = NULL;
 		fprintf(stderr, "rdp-blk serve: --memory: mmap: %s\n", strerror(errno));
