@@ -1859,3 +1859,67 @@ RDP_TEST(shm, shm_rendezvous_the_peer_cannot_accept_for_lack_of_descriptors_is_r
 	conf_pair_close(&p);
 	return 0;
 }
+
+/*
+ * A rendezvous connection the device accepts on descriptor 0 (free when
+ * the process's stdin was closed) is answered like any other: the link
+ * table once took 0 for an empty slot, skipped that link's events, and the
+ * QP connect waited until its handshake's deadline.
+ */
+RDP_TEST(shm, shm_rendezvous_accepted_on_descriptor_0_is_answered)
+{
+	struct rdp_qp_init_attr ia = { 0 };
+	struct rdp_qp_attr rtr = { .state = RDP_QPS_RTR };
+	struct rdp_dev *dev_b;
+	struct rdp_pd *pd_b;
+	struct rdp_cq *cq_b;
+	struct rdp_qp *x, *y;
+	struct shm_dev *sd_b;
+	struct conf_opts o;
+	struct conf_pair p;
+	int saved, fd, ret;
+	double deadline;
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, "shm", &o);
+	dev_b = rdp_dev_open("shm");
+	RDP_ASSERT(dev_b != NULL);
+	pd_b = rdp_pd_alloc(dev_b);
+	cq_b = rdp_cq_create(dev_b, 64, -1);
+	RDP_ASSERT(pd_b != NULL && cq_b != NULL);
+	ia.cap = (struct rdp_qp_cap){ .max_send_wr = 4, .max_recv_wr = 4 };
+	ia.send_cq = ia.recv_cq = p.a.cq;
+	x = rdp_qp_create(p.pd, &ia);
+	ia.send_cq = ia.recv_cq = cq_b;
+	y = rdp_qp_create(pd_b, &ia);
+	RDP_ASSERT(x != NULL && y != NULL);
+	RDP_ASSERT_EQ(rdp_qp_modify(x, &(struct rdp_qp_attr){ .state = RDP_QPS_INIT },
+				    RDP_QP_ATTR_STATE), 0);
+	RDP_ASSERT_EQ(rdp_qp_local_addr(y, &rtr.remote), 0);
+	/* y's monitor accepts only once descriptor 0 is the lowest free one */
+	sd_b = container_of(y, struct shm_qp, head)->sd;
+	saved = fcntl(0, F_DUPFD_CLOEXEC, 3);
+	RDP_ASSERT(saved >= 0);
+	pthread_mutex_lock(&sd_b->lock);
+	ret = rdp_qp_modify_start(x, &rtr, RDP_QP_ATTR_STATE | RDP_QP_ATTR_REMOTE, &fd);
+	close(0);
+	pthread_mutex_unlock(&sd_b->lock);
+	RDP_ASSERT_MSG(ret == -EINPROGRESS, "%d: %s", ret, rdp_err_msg());
+	deadline = rdp_clock_s() + T_MS / 1e3;
+	while ((ret = rdp_qp_modify_poll(x)) == -EINPROGRESS && rdp_clock_s() < deadline)
+		usleep(1000);
+	if (ret == -EINPROGRESS)
+		rdp_qp_modify_abort(x);
+	RDP_ASSERT_EQ(rdp_qp_destroy(x), 0);
+	RDP_ASSERT_EQ(rdp_qp_destroy(y), 0);
+	RDP_ASSERT_EQ(rdp_cq_destroy(cq_b), 0);
+	RDP_ASSERT_EQ(rdp_pd_free(pd_b), 0);
+	RDP_ASSERT_EQ(rdp_dev_close(dev_b), 0);
+	RDP_ASSERT_EQ(dup2(saved, 0), 0);
+	close(saved);
+	RDP_ASSERT_MSG(ret != -EINPROGRESS, "the rendezvous accepted on descriptor 0 stayed "
+		       "unanswered for %d ms", T_MS);
+	RDP_ASSERT_MSG(ret == 0, "%d: %s", ret, rdp_err_msg());
+	conf_pair_close(&p);
+	return 0;
+}

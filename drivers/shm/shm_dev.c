@@ -230,10 +230,14 @@ shm_dev_open(struct rdp_dev *dev, const char *args)
 	struct sockaddr_un sa;
 	uint32_t pid = (uint32_t)getpid();
 	socklen_t salen;
+	unsigned int i;
 	int ret;
 
 	sd->dev = dev;
 	sd->lfd = sd->epfd = sd->ctl_fd = sd->ev_fd = sd->keys_fd = sd->spare_fd = -1;
+	/* an empty link has no descriptor: 0 is one (stdin, or anything once it is closed) */
+	for (i = 0; i < SHM_MAX_LINKS; i++)
+		sd->links[i].fd = -1;
 	ret = parse_args(sd, args);
 	if (ret < 0)
 		return ret;
@@ -294,7 +298,7 @@ shm_dev_close(struct rdp_dev *dev)
 
 	shm_monitor_stop(sd);
 	for (i = 0; i < SHM_MAX_LINKS; i++)
-		if (sd->links[i].fd > 0)
+		if (sd->links[i].fd >= 0)
 			close(sd->links[i].fd);
 	close(sd->lfd);
 	if (sd->spare_fd >= 0)
@@ -586,7 +590,7 @@ link_add_locked(struct shm_dev *sd, int fd, struct shm_qp *qp)
 	unsigned int i;
 
 	for (i = 0; i < SHM_MAX_LINKS; i++)
-		if (sd->links[i].fd <= 0)
+		if (sd->links[i].fd < 0)
 			break;
 	if (i == SHM_MAX_LINKS)
 		return -ENOSPC;
@@ -595,7 +599,7 @@ link_add_locked(struct shm_dev *sd, int fd, struct shm_qp *qp)
 	sd->links[i].gen++;
 	ev.data.u64 = (uint64_t)sd->links[i].gen << 32 | i;
 	if (epoll_ctl(sd->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		sd->links[i].fd = 0;
+		sd->links[i].fd = -1;
 		return -errno;
 	}
 	return 0;
@@ -606,7 +610,7 @@ link_drop_locked(struct shm_dev *sd, unsigned int i)
 {
 	epoll_ctl(sd->epfd, EPOLL_CTL_DEL, sd->links[i].fd, NULL);
 	close(sd->links[i].fd);
-	sd->links[i].fd = 0;
+	sd->links[i].fd = -1;
 	sd->links[i].qp = NULL;
 	sd->links[i].gen++;
 }
@@ -618,7 +622,7 @@ shm_links_close(struct shm_dev *sd, struct shm_qp *qp)
 
 	pthread_mutex_lock(&sd->lock);
 	for (i = 0; i < SHM_MAX_LINKS; i++)
-		if (sd->links[i].fd > 0 && sd->links[i].qp == qp)
+		if (sd->links[i].fd >= 0 && sd->links[i].qp == qp)
 			link_drop_locked(sd, i);
 	pthread_mutex_unlock(&sd->lock);
 }
@@ -1229,7 +1233,7 @@ monitor(void *arg)
 				monitor_accept(sd);
 				continue;
 			}
-			if (li >= SHM_MAX_LINKS || sd->links[li].fd <= 0 ||
+			if (li >= SHM_MAX_LINKS || sd->links[li].fd < 0 ||
 			    sd->links[li].gen != (uint32_t)(d >> 32))
 				continue; /* dropped since epoll_wait returned */
 			if (evs[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))

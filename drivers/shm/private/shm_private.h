@@ -523,7 +523,7 @@ struct shm_srq {
 };
 
 struct shm_link {
-	int fd;
+	int fd;                     /**< -1 when the slot is free */
 	uint32_t gen;
 	struct shm_qp *qp;          /**< NULL until a hello attached it */
 };
