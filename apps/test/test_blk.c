@@ -100,18 +100,32 @@ scratch_remove(void)
 	nftw(scratch, rm_one, 8, FTW_DEPTH | FTW_PHYS);
 }
 
-/* A path in the scratch directory, made on first use (eight rotating buffers). */
+/* Paths given by path_of(). */
+static struct {
+	char name[64];
+	char path[512];
+} paths[64];
+static unsigned int nb_paths;
+
+/*
+ * A path in the scratch directory, made on first use. The same name gives
+ * the same string, never overwritten: a test may hold any number of them.
+ */
 static const char *
 path_of(const char *name)
 {
-	static char buf[8][512];
-	static unsigned int next;
-	char *p = buf[next++ % 8];
+	unsigned int i;
 
 	if (scratch[0] == '\0')
 		scratch_init();
-	snprintf(p, sizeof(buf[0]), "%s/%s", scratch, name);
-	return p;
+	for (i = 0; i < nb_paths; i++)
+		if (strcmp(paths[i].name, name) == 0)
+			return paths[i].path;
+	RDP_ASSERT_MSG(nb_paths < RTE_DIM(paths) && strlen(name) < sizeof(paths[0].name),
+		       "path_of(%s): too many names or too long", name);
+	snprintf(paths[nb_paths].name, sizeof(paths[0].name), "%s", name);
+	snprintf(paths[nb_paths].path, sizeof(paths[0].path), "%s/%s", scratch, name);
+	return paths[nb_paths++].path;
 }
 
 /* The whole of a (log) file, NUL-terminated; static until the next call. */
@@ -529,7 +543,7 @@ RDP_TEST(e2e, blk_load_reconnects_to_a_server_killed_and_restarted_with_0_mismat
 	const char *log = path_of("load.log"), *disk = path_of("disk.img");
 	const char *json = path_of("load.json");
 	const char *args[] = { "--connect", NULL, "--rw", "randrw", "--verify", "--iodepth", "8",
-			       "--runtime", "10", "--reconnect", "60", "--reconnect-delay", "50",
+			       "--runtime", "20", "--reconnect", "60", "--reconnect-delay", "50",
 			       "--output-format=json", "--output", json, NULL };
 	char addr[64];
 	const char *j;
@@ -546,7 +560,8 @@ RDP_TEST(e2e, blk_load_reconnects_to_a_server_killed_and_restarted_with_0_mismat
 	await_synced_progress(log, slog);
 	RDP_ASSERT(kill(srv, SIGKILL) == 0);
 	RDP_ASSERT_EQ(reap(srv, 10, "serve", slog), 128 + SIGKILL);
-	/* the loader waits for it (its attempts are refused meanwhile) */
+	/* the loader waits for it (its attempts are refused meanwhile; its 20 s
+	 * leave room for a restart that is slow under emulation) */
 	usleep(300000);
 	srv = start_server_on(slog2, port, "--file", disk, "--sync", "--no-direct", NULL);
 	rc = reap(ld, 120, "load", log);
@@ -643,11 +658,11 @@ RDP_TEST(e2e, blk_check_names_a_lost_or_corrupted_block)
 
 static struct rte_ring *events;
 
-/* The next received message; fails on a state change or after 5 s. */
+/* The next received message; fails on a state change or after 30 s (rxe under emulation). */
 static struct rdp_msg *
 next_reply(void)
 {
-	double deadline = rdp_clock_s() + 5;
+	double deadline = rdp_clock_s() + 30;
 	struct rdp_msg *m;
 
 	for (;;) {
@@ -661,7 +676,7 @@ next_reply(void)
 			rdp_msg_free(m);
 			continue;
 		}
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no reply within 5 s");
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "no reply within 30 s");
 		usleep(50);
 	}
 }
@@ -698,9 +713,9 @@ next_state(double deadline, const char *waiting_for, bool no_recv)
 static void
 wait_closed(void)
 {
-	double deadline = rdp_clock_s() + 5;
+	double deadline = rdp_clock_s() + 30;
 
-	while (next_state(deadline, "the CLOSED event (5 s)", false) != RDP_EP_CLOSED)
+	while (next_state(deadline, "the CLOSED event (30 s)", false) != RDP_EP_CLOSED)
 		;
 }
 
@@ -975,7 +990,7 @@ onesided_against(const char *what, int port, struct rdp_region *reg)
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	ep = rdp_connect(addr, &prm);
 	RDP_ASSERT(ep != NULL);
-	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), 0);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 30000), 0);
 
 	/* one-sided WRITE of 4 blocks from the buffer's second KiB ... */
 	for (i = 0; i < sizeof(data); i++)
@@ -1064,7 +1079,7 @@ onesided_against(const char *what, int port, struct rdp_region *reg)
 	d = sub_desc(reg, 32768, sizeof(data));
 	d.rkey ^= 0x5a5a00;
 	send_rdma_req(ep, &q, &d, NULL);
-	st = next_state(rdp_clock_s() + 10, "the endpoint to fail (10 s)", true);
+	st = next_state(rdp_clock_s() + 30, "the endpoint to fail (30 s)", true);
 	printf("ok: %s: a wrong key: the endpoint went %s\n", what, rdp_ep_state_str(st));
 	rdp_ep_close(ep);
 	wait_closed();

@@ -338,11 +338,15 @@ RDP_TEST(e2e, session_without_a_server_fails_fast_times_out_waiting_messages_and
 	RDP_ASSERT_EQ(err, ENOTCONN);
 	close_session(s);
 
-	/* a queue of 4 whose messages wait 50 ms at most; lost for 300 ms: give up */
+	/*
+	 * a queue of 4 whose messages wait 50 ms at most; lost for 2 s: give up
+	 * (the loss clock runs from the open: the messages offered after the
+	 * first attempt must time out before it, on a slow sanitizer build too)
+	 */
 	memset(&cli, 0, sizeof(cli));
 	pol.queue_max = 4;
 	pol.queue_tmo_ms = 50;
-	pol.loss_tmo_ms = 300;
+	pol.loss_tmo_ms = 2000;
 	s = open_session(port, &pol);
 	await_event(0, RDP_SESSION_EV_ATTEMPT, 5);
 	RDP_ASSERT_EQ(offer(s, 0, 6, &err), 4);
