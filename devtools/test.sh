@@ -4,14 +4,14 @@
 #
 # Lanes (each a meson build directory; a lane that cannot run here says why
 # and counts as skipped):
-#   build-test   gcc, every suite but valgrind (the soak runs $RDP_SOAK_SECONDS, 60,
-#                and half as long on a shared receive queue)
+#   build-test   gcc, every suite but valgrind, huge and model (the soak runs
+#                $RDP_SOAK_SECONDS, 60, and half as long on a shared receive queue)
 #   build-asan   clang with ASan+UBSan (and LeakSanitizer): unit, shm, e2e with fewer
 #                messages per stream, and the soaks for 20 s and 10 s
 #   build-tsan   clang with ThreadSanitizer: suites race (lcore handoffs,
 #                pollers, both modes' streams), e2e and shm with fewer
 #                messages, and the soaks for 20 s and 10 s
-#   build-fuzz   clang with libFuzzer: each target for $RDP_FUZZ_SECONDS (30)
+#                (both sanitizer lanes leave out suite volume)
 #   valgrind     memcheck over build-test: a two-process stream, no error, no
 #                definite leak
 #   huge         build-test's suite huge: it reserves hugepages (root) and
@@ -19,6 +19,12 @@
 #                processes included; gives them back
 #   build-rxe    build-test's binaries on real Soft-RoCE in a qemu guest
 #                (devtools/rxe-vm.sh; counted as skipped where qemu cannot run)
+#   model        build-test's suite model: the spin model checks
+#   build-fuzz   clang with libFuzzer: each target for $RDP_FUZZ_SECONDS (20)
+# The last three run at once: the guest's emulated CPUs take most of the two
+# cores, and the model checks and fuzzers, which only compute and time
+# nothing, use what the guest leaves at the lowest priority (nice 19); every
+# lane before them busy-polls pinned lcores and runs alone.
 # Each lane's wall time is printed. Options: --quick (build-test only),
 # --suite S (restrict lanes to S), --soak SECONDS (a longer soak).
 set -euo pipefail
@@ -66,12 +72,15 @@ skip_lane() {	# skip_lane NAME REASON
 	times+=("$1: skipped")
 }
 
-# Suites valgrind and huge have lanes of their own below; a longer soak a longer timeout.
+# Suites valgrind, huge and model have lanes of their own below (with
+# --quick or --suite, model runs here); a longer soak a longer timeout.
 main_args=(--no-suite valgrind --no-suite huge)
+[ $quick = 1 ] || main_args+=(--no-suite model)
+# with --suite, this lane runs just those (model included)
+[ ${#only[@]} -gt 0 ] && main_args=("${only[@]}")
 if [ -n "${RDP_SOAK_SECONDS:-}" ]; then
 	main_args+=(--timeout-multiplier $(( (RDP_SOAK_SECONDS + 240) / 240 )))
 fi
-[ ${#only[@]} -gt 0 ] && main_args=("${only[@]}" "${main_args[@]:4}")
 run_lane build-test lane -- "${main_args[@]}" || true
 
 want() {	# want SUITE: is SUITE among --suite, or was none given?
@@ -86,7 +95,7 @@ if [ $quick = 0 ]; then
 		for l in build-asan build-tsan build-fuzz; do skip_lane "$l" "clang not found"; done
 	else
 		if want unit || want shm || want e2e || want soak; then
-			asan_suites=(--suite unit --suite shm --suite e2e --suite soak)
+			asan_suites=(--suite unit --suite shm --suite e2e --suite soak --no-suite volume)
 			[ ${#only[@]} -gt 0 ] && asan_suites=("${only[@]}")
 			RDP_E2E_COUNT=${RDP_E2E_COUNT:-30000} RDP_SOAK_SECONDS=20 \
 			ASAN_OPTIONS=abort_on_error=1 \
@@ -94,16 +103,12 @@ if [ $quick = 0 ]; then
 				"${asan_suites[@]}" || true
 		fi
 		if want race || want e2e || want shm || want soak; then
-			tsan_suites=(--suite race --suite e2e --suite shm --suite soak)
+			tsan_suites=(--suite race --suite e2e --suite shm --suite soak --no-suite volume)
 			[ ${#only[@]} -gt 0 ] && tsan_suites=("${only[@]}")
 			RDP_E2E_COUNT=${RDP_E2E_COUNT:-5000} RDP_SOAK_SECONDS=20 \
 			TSAN_OPTIONS="suppressions=$top/devtools/tsan.supp halt_on_error=1 exitcode=66" \
 			CC=clang run_lane build-tsan lane -Dtsan=true -Db_lundef=false -- \
 				"${tsan_suites[@]}" || true
-		fi
-		if want fuzz; then
-			CC=clang run_lane build-fuzz lane -Dfuzz=true -Dtests=false -Db_lundef=false -- \
-				--suite fuzz || true
 		fi
 	fi
 	if want valgrind; then
@@ -118,12 +123,30 @@ if [ $quick = 0 ]; then
 	fi
 fi
 
+# The rxe guest in the background; beside it, niced, what only computes.
+rxe_pid=
 if [ $quick = 0 ] && want rxe; then
-	t0=$SECONDS
+	rxe_t0=$SECONDS
+	echo "=== lane build-rxe (in the background; its output follows the model and fuzz lanes)"
+	devtools/rxe-vm.sh -B build-test -w build-rxe >build-rxe.lane.log 2>&1 &
+	rxe_pid=$!
+fi
+# from here on this script and what it starts run at the lowest priority
+[ $quick = 1 ] || renice -n 19 -p $$ >/dev/null
+if [ $quick = 0 ] && [ ${#only[@]} -eq 0 ]; then
+	run_lane build-test model -- --suite model || true
+fi
+if [ $quick = 0 ] && want fuzz && command -v clang >/dev/null; then
+	RDP_FUZZ_SECONDS=${RDP_FUZZ_SECONDS:-20} CC=clang \
+		run_lane build-fuzz lane -Dfuzz=true -Dtests=false -Db_lundef=false -- \
+		--suite fuzz || true
+fi
+if [ -n "$rxe_pid" ]; then
+	wait "$rxe_pid" || true
 	echo "=== lane build-rxe"
-	devtools/rxe-vm.sh -B build-test -w build-rxe || true
+	cat build-rxe.lane.log
 	logs+=(build-rxe/rxe-vm.json)
-	times+=("build-rxe $((SECONDS - t0)) s")
+	times+=("build-rxe $((SECONDS - rxe_t0)) s")
 fi
 
 echo "lane wall times: $(IFS=,; echo "${times[*]}" | sed 's/,/, /g')"

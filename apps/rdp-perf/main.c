@@ -808,11 +808,15 @@ regions_fetch(double timeout_s)
 	return left == 0;
 }
 
-/* Wait (pumping events in pipeline mode) until nothing is in flight. */
+/*
+ * Wait (pumping events in pipeline mode) until nothing is in flight; false
+ * when nothing completed for timeout_s, or an endpoint failed.
+ */
 static bool
 drain(double timeout_s)
 {
 	double deadline = rdp_clock_s() + timeout_s;
+	uint64_t last = UINT64_MAX;
 	unsigned int i;
 
 	for (;;) {
@@ -824,6 +828,11 @@ drain(double timeout_s)
 			left += __atomic_load_n(&peps[i].inflight, __ATOMIC_ACQUIRE);
 		if (left == 0)
 			return true;
+		/* a slow link drains as long as messages keep completing */
+		if (left < last) {
+			last = left;
+			deadline = rdp_clock_s() + timeout_s;
+		}
 		if (rdp_clock_s() > deadline || any_failed())
 			return false;
 		if (!opt.pipeline)
@@ -1010,7 +1019,7 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	__atomic_store_n(&phase.running, false, __ATOMIC_RELEASE);
 	if (!drain(10) || f1 != f0) {
 		fprintf(stderr, "rdp-perf: %s %u B: %s\n", mode_names[mode], size,
-			f1 != f0 ? "sends failed" : "messages still in flight after 10 s");
+			f1 != f0 ? "sends failed" : "messages still in flight, none completed for 10 s");
 		dump_stuck();
 		return -1;
 	}
