@@ -310,7 +310,11 @@ send_req(struct load_ep *le, uint8_t op)
 		struct rdp_rdesc d;
 		uint8_t raw[RDP_RDESC_LEN];
 
-		rdp_region_rdesc(le->reg, &d);
+		/* the key of the device the request leaves on */
+		if (m->ep != NULL)
+			rdp_ep_region_rdesc(m->ep, le->reg, &d);
+		else
+			rdp_region_rdesc(le->reg, &d);
 		d.addr += (uint64_t)si * ld.o->bs;
 		d.len = (uint64_t)count * BLK_BLOCK_SIZE;
 		rdp_rdesc_encode(&d, raw);

@@ -34,22 +34,26 @@ usage(FILE *out)
 		"Keys and rules: docs/configuration.md.\n");
 }
 
-/* The RDMA device the keys name must be on this machine, with that port and GID. */
+/* Every device the keys name must be on this machine, with that port and GID. */
 static int
-check_device(const struct rdp_cfg *cfg)
+check_devices(const struct rdp_cfg *cfg)
 {
-	const char *key = rdp_cfg_device_key(cfg);
-	char spec[RDP_DEV_SPEC_MAX];
+	struct rdp_cfg_device devs[4];
 	struct rdp_dev *dev;
-	int ret;
+	int n, i;
 
-	ret = rdp_cfg_driver_spec(cfg, spec, sizeof(spec));
-	if (ret < 0 || key == NULL)
-		return ret;
-	dev = rdp_dev_open(spec);
-	if (dev == NULL)
-		return rdp_cfg_key_error(cfg, RDP_CFG_GLOBAL, key, rte_errno, "%s", rdp_err_msg());
-	rdp_dev_close(dev);
+	n = rdp_cfg_devices(cfg, devs, RTE_DIM(devs), NULL);
+	if (n < 0)
+		return n;
+	for (i = 0; i < n; i++) {
+		if (devs[i].key == NULL)
+			continue; /* the driver picks at start */
+		dev = rdp_dev_open(devs[i].spec);
+		if (dev == NULL)
+			return rdp_cfg_key_error(cfg, devs[i].section, devs[i].key, rte_errno, "%s",
+						 rdp_err_msg());
+		rdp_dev_close(dev);
+	}
 	return 0;
 }
 
@@ -73,7 +77,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s\n", rdp_err_msg());
 		return EXIT_INVALID;
 	}
-	ret = check_device(cfg);
+	ret = check_devices(cfg);
 	if (ret < 0) {
 		fprintf(stderr, "%s\n", rdp_err_msg());
 		rdp_cfg_free(cfg);

@@ -568,7 +568,7 @@ srv_reply(struct rdp_ep *ep, const struct rdp_msg *m, struct perf_seq *seq)
 		if (r == NULL)
 			return NULL;
 		perf_stamp(r->data, r->data_len, PERF_RDESC, seq->next_tx++);
-		rdp_region_rdesc(region, &d);
+		rdp_ep_region_rdesc(ep, region, &d);
 		rdp_rdesc_encode(&d, (uint8_t *)r->data + PERF_ANS_OFF);
 		return r;
 	}

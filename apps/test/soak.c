@@ -822,7 +822,7 @@ port_down(void)
 {
 	struct rdp_dev_attr a;
 
-	return rdp_rt.dev != NULL && rdp_dev_query(rdp_rt.dev, &a) == 0 && !a.port_active;
+	return rdp_rt.devs[0].dev != NULL && rdp_dev_query(rdp_rt.devs[0].dev, &a) == 0 && !a.port_active;
 }
 
 /*
@@ -909,10 +909,14 @@ stack_stop(struct stack *k)
 		struct ep_lcore *lc = rdp_rt.lcores[rdp_rt.order[i]];
 		struct rdp_poll_stats st;
 
-		if (rdp_pool_avail(lc->send_pool) != lc->send_pool->nb_bufs)
-			stack_anomaly(k, "lcore %u: %u of %u send buffers free after every endpoint "
-				      "closed (leaked or freed twice)", lc->lcore_id,
-				      rdp_pool_avail(lc->send_pool), lc->send_pool->nb_bufs);
+		for (unsigned int d = 0; d < rdp_rt.nb_devs; d++) {
+			const struct rdp_pool *sp = lc->dev[d].send_pool;
+
+			if (rdp_pool_avail(sp) != sp->nb_bufs)
+				stack_anomaly(k, "lcore %u: %u of %u send buffers of device %u free "
+					      "after every endpoint closed (leaked or freed twice)",
+					      lc->lcore_id, rdp_pool_avail(sp), sp->nb_bufs, d);
+		}
 		rdp_poller_stats(lc->poller, &st, NULL, NULL, NULL);
 		if (st.stray_wc != 0 || st.cq_errors != 0) {
 			log_dump();
@@ -1226,12 +1230,11 @@ static void
 cq_resize_call(struct rdp_ep *ep, void *arg)
 {
 	struct rdp_poller *p = ep->lc->poller;
-	struct rdp_cq *cq = rdp_poller_cq(p);
-	struct rdp_poll_stats st;
+	struct rdp_cq *cq = rdp_poller_cq(p, ep->ld->idx);
 	uint32_t size, grow;
 
 	/* on the poller, the CQ's owner: grow it under load, then back */
-	rdp_poller_stats(p, &st, NULL, &size, NULL);
+	rdp_poller_cq_usage(p, ep->ld->idx, NULL, &size);
 	grow = size + 1 + (uint32_t)((uintptr_t)arg % size);
 	if (rdp_cq_resize(cq, grow) == 0 && rdp_cq_resize(cq, size) == 0)
 		__atomic_fetch_add(&m.l.cq_resize_ok, 1, __ATOMIC_RELAXED);

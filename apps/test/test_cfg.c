@@ -1074,9 +1074,9 @@ expect_init_error(int line, const char *text, int err, const char *msg)
 /*
  * The device keys pick the RDMA device (device, port, gid_index become the
  * verbs driver's arguments): a device that is not there fails rdp_init()
- * naming the file, line and key and what the machine has; a device key
- * with the shm driver, one given twice, or an lcore naming another device
- * than the process's is refused, never ignored.
+ * naming the file, line and key and what the machine has; a port or GID
+ * index with the shm driver, a key given twice, or more devices than a
+ * process holds is refused, never ignored.
  */
 RDP_TEST(eal, cfg_device_keys_pick_the_rdma_device_or_fail_naming_file_line_and_key)
 {
@@ -1085,15 +1085,19 @@ RDP_TEST(eal, cfg_device_keys_pick_the_rdma_device_or_fail_naming_file_line_and_
 			  "dev.ini:2: [global] device = mlx5_9: verbs: no RDMA device named 'mlx5_9' (");
 	expect_init_error(__LINE__, "[global]\ndriver = auto\n\nport = 2\n", 0,
 			  "dev.ini:4: [global] port = 2: ");
-	expect_init_error(__LINE__, "[global]\ndriver = shm\ndevice = rxe0\n", EINVAL,
-			  "dev.ini:3: [global] device = rxe0: a key of RDMA devices, but driver = "
-			  "shm has none to choose (driver = auto or verbs)");
+	expect_init_error(__LINE__, "[global]\ndriver = shm\nport = 2\n", EINVAL,
+			  "dev.ini:3: [global] port = 2: a key of RDMA devices, but driver = "
+			  "shm has none to choose (driver = auto or verbs; shm takes device, a "
+			  "name for each device it makes)");
 	expect_init_error(__LINE__, "[global]\ndriver = verbs:device=rxe0\ndevice = rxe1\n",
 			  EINVAL, "dev.ini:3: [global] device = rxe1: given twice: also in "
 			  "driver = verbs:device=rxe0");
 	expect_init_error(__LINE__, "[global]\ndriver = shm\n[lcore.1]\ngid_index = 3\n",
-			  EINVAL, "dev.ini:4: [lcore.1] gid_index = 3: every lcore uses the "
-			  "process's one device: set device, port and gid_index in [global] only");
+			  EINVAL, "dev.ini:4: [lcore.1] gid_index = 3: a key of RDMA devices, but "
+			  "driver = shm has none to choose");
+	expect_init_error(__LINE__, "[global]\ndriver = verbs\ndevice = a, b, c, d, e\n", EINVAL,
+			  "dev.ini:3: [global] device = a, b, c, d, e: more than 4 devices in one "
+			  "process");
 	/* and without device keys the driver key alone still decides */
 	RDP_ASSERT_MSG(init_text("[global]\ndriver = shm\n") == 0, "%s", rdp_err_msg());
 	return 0;

@@ -109,8 +109,9 @@ make_poller(struct rdp_dev *dev, const struct rdp_poll_ops *ops, uint32_t cq_siz
 	    uint32_t max_cq_size)
 {
 	struct rdp_poller_params pp = {
-		.lcore_id = 1, .dev = dev, .cq_size = cq_size, .max_cq_size = max_cq_size,
-		.poll_burst = 32, .max_slots = 16, .inbox_size = 256, .socket = SOCKET_ID_ANY,
+		.lcore_id = 1,
+		.cq = { { .dev = dev, .cq_size = cq_size, .max_cq_size = max_cq_size } },
+		.nb_cqs = 1, .poll_burst = 32, .max_slots = 16, .inbox_size = 256, .socket = SOCKET_ID_ANY,
 		.ops = ops,
 	};
 	struct rdp_poller *p = rdp_poller_create(&pp);
@@ -353,8 +354,8 @@ RDP_TEST(eal, poll_prefetch_sees_every_client_of_a_poll_before_the_first_complet
 	RDP_ASSERT(pd != NULL);
 	mr = rdp_mr_alloc(pd, 4096, -1, RDP_ACCESS_LOCAL_WRITE);
 	RDP_ASSERT_MSG(mr != NULL, "rdp_mr_alloc: %s", rdp_err_msg());
-	ia.send_cq = rdp_poller_cq(p);
-	ia.recv_cq = rdp_poller_cq(p);
+	ia.send_cq = rdp_poller_cq(p, 0);
+	ia.recv_cq = rdp_poller_cq(p, 0);
 	ia.cap.max_send_wr = 8;
 	ia.cap.max_recv_wr = 8;
 	ia.cap.max_send_sge = 1;
@@ -405,18 +406,18 @@ RDP_TEST(eal, poll_cq_growth_asked_by_other_threads_is_served_by_the_running_pol
 	/* another lcore keeps the inbox busy while the CQ grows */
 	RDP_ASSERT_EQ(rte_eal_remote_launch(produce, (void *)(uintptr_t)0, 2), 0);
 	for (i = 0; i < 200; i++)
-		RDP_ASSERT_MSG(rdp_poller_reserve(ho.poller, 300) == 0, "reserve %u: %s", i,
+		RDP_ASSERT_MSG(rdp_poller_reserve(ho.poller, 0, 300) == 0, "reserve %u: %s", i,
 			       rdp_err_msg());
 	rdp_poller_stats(ho.poller, &st, &used, &size, NULL);
 	RDP_ASSERT_EQ(used, 200 * 300);
 	RDP_ASSERT(size >= used && size <= 1u << 16);
 	RDP_ASSERT(st.cq_resizes > 0);
 	/* beyond the limit: refused with the numbers, nothing reserved */
-	RDP_ASSERT_EQ(rdp_poller_reserve(ho.poller, 1u << 16), -ENOSPC);
-	RDP_ASSERT_MSG(strstr(rdp_err_msg(), "CQ budget exhausted") != NULL, "%s",
+	RDP_ASSERT_EQ(rdp_poller_reserve(ho.poller, 0, 1u << 16), -ENOSPC);
+	RDP_ASSERT_MSG(strstr(rdp_err_msg(), "CQ budget of device 0 exhausted") != NULL, "%s",
 		       rdp_err_msg());
 	for (i = 0; i < 200; i++)
-		rdp_poller_unreserve(ho.poller, 300);
+		rdp_poller_unreserve(ho.poller, 0, 300);
 	while (rte_eal_get_lcore_state(2) != WAIT)
 		usleep(1000);
 	rte_eal_wait_lcore(2);

@@ -607,14 +607,14 @@ dev_rdma_syscalls(void)
 {
 	struct rdp_dev_stats st;
 
-	RDP_ASSERT_EQ(rdp_dev_stats_get(rdp_rt.dev, &st), 0);
+	RDP_ASSERT_EQ(rdp_dev_stats_get(rdp_rt.devs[0].dev, &st), 0);
 	return st.rdma_syscalls;
 }
 
 static bool
 on_shm(void)
 {
-	return strcmp(rdp_rt.dev->drv->name, "shm") == 0;
+	return strcmp(rdp_rt.devs[0].dev->drv->name, "shm") == 0;
 }
 
 /* Queue one operation and wait for its report: it must succeed. */

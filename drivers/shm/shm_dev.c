@@ -6,6 +6,7 @@
  * the target QP, and watches the peer sockets so that a peer process that
  * exits or is killed moves the survivor's QP to error within milliseconds.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -155,7 +156,7 @@ shm_event_get(struct rdp_dev *dev, struct rdp_event *ev)
 
 static const char *const shm_keys[] = {
 	"cqe_order", "send_cqe_delay", "fail_after", "drop_peer", "grant_extra", "dup_send",
-	NULL,
+	"device", "addr", NULL,
 };
 
 static int
@@ -182,11 +183,47 @@ bad:
 			   "recv_first or random:<seed>", v);
 }
 
+/* addr=IP: the address the device's "interface" holds (rdp_dev_owns_addr()). */
+static int
+parse_addr(struct shm_dev *sd, const char *v)
+{
+	struct sockaddr_in *in = (struct sockaddr_in *)&sd->addr;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&sd->addr;
+
+	memset(&sd->addr, 0, sizeof(sd->addr));
+	if (inet_pton(AF_INET, v, &in->sin_addr) == 1)
+		in->sin_family = AF_INET;
+	else if (inet_pton(AF_INET6, v, &in6->sin6_addr) == 1)
+		in6->sin6_family = AF_INET6;
+	else
+		return rdp_err_set(EINVAL, "driver shm: argument addr=%s: expected an IPv4 or "
+				   "IPv6 address", v);
+	sd->has_addr = true;
+	return 0;
+}
+
+static int
+shm_owns_addr(struct rdp_dev *dev, const struct sockaddr *sa)
+{
+	const struct shm_dev *sd = to_sdev(dev);
+
+	if (!sd->has_addr)
+		return -ENOTSUP;
+	if (sa->sa_family != sd->addr.ss_family)
+		return 0;
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)&sd->addr)->sin_addr.s_addr;
+	return memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr,
+		      &((const struct sockaddr_in6 *)&sd->addr)->sin6_addr,
+		      sizeof(struct in6_addr)) == 0;
+}
+
 static int
 parse_args(struct shm_dev *sd, const char *args)
 {
 	struct rte_kvargs *kv = rdp_drv_args_parse("shm", args, shm_keys);
-	char order[64] = "fifo";
+	char order[64] = "fifo", addr[64] = "";
 	uint64_t delay = 0, extra = 0, dup = 0;
 	int ret;
 
@@ -205,6 +242,12 @@ parse_args(struct shm_dev *sd, const char *args)
 		ret = rdp_drv_arg_u64("shm", kv, "grant_extra", &extra, 0, 4096);
 	if (ret == 0)
 		ret = rdp_drv_arg_u64("shm", kv, "dup_send", &dup, 1, UINT32_MAX);
+	if (ret == 0)
+		ret = rdp_drv_arg_str("shm", kv, "device", sd->name, sizeof(sd->name));
+	if (ret == 0)
+		ret = rdp_drv_arg_str("shm", kv, "addr", addr, sizeof(addr));
+	if (ret == 0 && addr[0] != '\0')
+		ret = parse_addr(sd, addr);
 	rte_kvargs_free(kv);
 	sd->dup_send = (uint32_t)dup;
 	sd->delay = (uint32_t)delay;
@@ -315,7 +358,10 @@ shm_dev_query(struct rdp_dev *dev, struct rdp_dev_attr *attr)
 	struct shm_dev *sd = to_sdev(dev);
 
 	snprintf(attr->driver, sizeof(attr->driver), "shm");
-	snprintf(attr->name, sizeof(attr->name), "shm%u", sd->instance);
+	if (sd->name[0] != '\0')
+		snprintf(attr->name, sizeof(attr->name), "%s", sd->name);
+	else
+		snprintf(attr->name, sizeof(attr->name), "shm%u", sd->instance);
 	attr->max_qp_wr = SHM_MAX_WR;
 	attr->max_sge = SHM_MAX_SGE;
 	attr->max_cqe = SHM_MAX_CQE;
@@ -1302,6 +1348,7 @@ static const struct rdp_driver_ops shm_ops = {
 	.dev_open = shm_dev_open,
 	.dev_close = shm_dev_close,
 	.dev_query = shm_dev_query,
+	.owns_addr = shm_owns_addr,
 	.stats_get = shm_stats_get,
 	.event_fd = shm_event_fd,
 	.event_get = shm_event_get,

@@ -5,6 +5,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -563,6 +564,30 @@ verbs_dev_qp_bury(struct verbs_dev *vd, struct verbs_qp *qp)
 	pthread_mutex_unlock(&vd->lock);
 }
 
+/* A GID of the port in use is @p sa's address (IPv4-mapped for IPv4). */
+static int
+verbs_owns_addr(struct rdp_dev *dev, const struct sockaddr *sa)
+{
+	const struct verbs_dev *vd = verbs_dev(dev);
+	union ibv_gid want = { .raw = { 0 } };
+	struct ibv_gid_entry e;
+	uint32_t i;
+
+	if (sa->sa_family == AF_INET) {
+		want.raw[10] = want.raw[11] = 0xff;
+		memcpy(&want.raw[12], &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else {
+		memcpy(want.raw, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	}
+	for (i = 0; (int)i < vd->port_attr.gid_tbl_len; i++) {
+		if (ibv_query_gid_ex(vd->ctx, vd->port, i, &e, 0) != 0 || gid_is_zero(&e.gid))
+			continue;
+		if (memcmp(e.gid.raw, want.raw, sizeof(want.raw)) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 static int
 verbs_event_fd(struct rdp_dev *dev)
 {
@@ -642,6 +667,7 @@ static const struct rdp_driver_ops verbs_ops = {
 	.dev_close = verbs_dev_close,
 	.dev_query = verbs_dev_query,
 	.stats_get = verbs_stats_get,
+	.owns_addr = verbs_owns_addr,
 	.event_fd = verbs_event_fd,
 	.event_get = verbs_event_get,
 	.pd_alloc = verbs_pd_alloc,

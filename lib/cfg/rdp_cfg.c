@@ -1366,42 +1366,46 @@ rdp_cfg_key_error(const struct rdp_cfg *cfg, int lcore_id, const char *key, int 
 			   rule);
 }
 
-const char *
-rdp_cfg_device_key(const struct rdp_cfg *cfg)
-{
-	const struct rdp_cfg_lcore *g = rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL);
 
-	if (g == NULL)
-		return NULL;
-	return g->device[0] != '\0' ? "device" : g->port != 0 ? "port" :
-		g->gid_index >= 0 ? "gid_index" : NULL;
+/* The first device key section @p c sets (or inherits), or NULL. */
+static const char *
+section_device_key(const struct rdp_cfg_lcore *c)
+{
+	return c->device[0] != '\0' ? "device" : c->port != 0 ? "port" :
+		c->gid_index >= 0 ? "gid_index" : NULL;
 }
 
-int
-rdp_cfg_driver_spec(const struct rdp_cfg *cfg, char *spec, size_t len)
+/* Next name of a device list ("rxe0, rxe1"): its length, 0 at the end. */
+static size_t
+device_name_next(const char **p)
+{
+	const char *s = *p;
+	size_t n;
+
+	while (*s == ' ' || *s == '\t' || *s == ',')
+		s++;
+	for (n = 0; s[n] != '\0' && s[n] != ',' && s[n] != ' ' && s[n] != '\t'; n++)
+		;
+	*p = s;
+	return n;
+}
+
+/*
+ * The spec of device @p name (@p name_len bytes, 0: the section names none)
+ * with section @p sec's port and gid_index: "" for driver = auto without
+ * device keys (the caller probes).
+ */
+static int
+section_spec(const struct rdp_cfg *cfg, int sec, const char *name, size_t name_len,
+	     char *spec, size_t len)
 {
 	const struct rdp_cfg_lcore *g = rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL);
-	const char *key = rdp_cfg_device_key(cfg), *args;
-	unsigned int i;
+	const struct rdp_cfg_lcore *c = rdp_cfg_lcore(cfg, sec);
+	const char *key = section_device_key(c), *args;
+	bool shm;
 	size_t off;
 
-	if (g == NULL || spec == NULL || len == 0)
-		return rdp_err_set(EINVAL, "rdp_cfg_driver_spec: no configuration or no room");
 	spec[0] = '\0';
-	for (i = 0; i < RTE_MAX_LCORE; i++) {
-		const struct rdp_cfg_lcore *c;
-		const char *k;
-
-		if (cfg->lcore[i] == NULL)
-			continue;
-		c = &cfg->lcore[i]->v;
-		k = strcmp(c->device, g->device) != 0 ? "device" : c->port != g->port ? "port" :
-			c->gid_index != g->gid_index ? "gid_index" : NULL;
-		if (k != NULL)
-			return rdp_cfg_key_error(cfg, (int)i, k, EINVAL, "every lcore uses the "
-						 "process's one device: set device, port and "
-						 "gid_index in [global] only");
-	}
 	if (strcmp(g->driver, "auto") == 0) {
 		if (key == NULL)
 			return 0; /* the caller probes */
@@ -1410,28 +1414,120 @@ rdp_cfg_driver_spec(const struct rdp_cfg *cfg, char *spec, size_t len)
 		snprintf(spec, len, "%s", g->driver);
 		if (key == NULL)
 			return 0;
-		if (strncmp(spec, "verbs", 5) != 0 || (spec[5] != '\0' && spec[5] != ':'))
-			return rdp_cfg_key_error(cfg, RDP_CFG_GLOBAL, key, EINVAL, "a key of RDMA "
-						 "devices, but driver = %s has none to choose "
-						 "(driver = auto or verbs)", g->driver);
+		shm = strncmp(spec, "shm", 3) == 0 && (spec[3] == '\0' || spec[3] == ':');
+		if (shm && (c->port != 0 || c->gid_index >= 0))
+			return rdp_cfg_key_error(cfg, sec, c->port != 0 ? "port" : "gid_index",
+						 EINVAL, "a key of RDMA devices, but driver = %s has "
+						 "none to choose (driver = auto or verbs; shm takes "
+						 "device, a name for each device it makes)", g->driver);
+		if (!shm && (strncmp(spec, "verbs", 5) != 0 || (spec[5] != '\0' && spec[5] != ':')))
+			return rdp_cfg_key_error(cfg, sec, key, EINVAL, "a key of RDMA devices, but "
+						 "driver = %s has none to choose (driver = auto or "
+						 "verbs)", g->driver);
 	}
 	args = strchr(spec, ':');
-	if (args != NULL && ((g->device[0] != '\0' && strstr(args, "device=") != NULL) ||
-			     (g->port != 0 && strstr(args, "port=") != NULL) ||
-			     (g->gid_index >= 0 && strstr(args, "gid_index=") != NULL)))
-		return rdp_cfg_key_error(cfg, RDP_CFG_GLOBAL, key, EINVAL, "given twice: also "
-					 "in driver = %s", g->driver);
+	if (args != NULL && ((name_len > 0 && strstr(args, "device=") != NULL) ||
+			     (c->port != 0 && strstr(args, "port=") != NULL) ||
+			     (c->gid_index >= 0 && strstr(args, "gid_index=") != NULL)))
+		return rdp_cfg_key_error(cfg, sec, key, EINVAL, "given twice: also in driver = %s",
+					 g->driver);
 	off = strlen(spec);
-	if (g->device[0] != '\0' && off < len)
-		off += snprintf(spec + off, len - off, "%cdevice=%s", args != NULL || off > 5 ?
-				',' : ':', g->device);
-	if (g->port != 0 && off < len)
-		off += snprintf(spec + off, len - off, "%cport=%u", args != NULL || off > 5 ?
-				',' : ':', g->port);
-	if (g->gid_index >= 0 && off < len)
-		off += snprintf(spec + off, len - off, "%cgid_index=%d", args != NULL || off > 5 ?
-				',' : ':', g->gid_index);
+	if (name_len > 0 && off < len)
+		off += snprintf(spec + off, len - off, "%cdevice=%.*s", args != NULL ? ',' : ':',
+				(int)name_len, name);
+	if (c->port != 0 && off < len)
+		off += snprintf(spec + off, len - off, "%cport=%u",
+				args != NULL || strchr(spec, ':') != NULL ? ',' : ':', c->port);
+	if (c->gid_index >= 0 && off < len)
+		off += snprintf(spec + off, len - off, "%cgid_index=%d",
+				args != NULL || strchr(spec, ':') != NULL ? ',' : ':', c->gid_index);
 	if (off >= len)
 		return rdp_err_set(EINVAL, "driver spec too long for %s", g->driver);
 	return 0;
+}
+
+/* Add the devices section @p sec names to @p devs; its default's index in @p first. */
+static int
+section_devices(const struct rdp_cfg *cfg, int sec, struct rdp_cfg_device *devs,
+		unsigned int max, unsigned int *nb, unsigned int *first)
+{
+	const struct rdp_cfg_lcore *c = rdp_cfg_lcore(cfg, sec);
+	const char *p = c->device;
+	bool one = true;
+	size_t n;
+
+	*first = UINT_MAX;
+	while ((n = device_name_next(&p)) > 0 || one) {
+		char spec[RDP_CFG_SPEC_MAX];
+		unsigned int i;
+		int ret;
+
+		one = false;
+		ret = section_spec(cfg, sec, p, n, spec, sizeof(spec));
+		if (ret < 0)
+			return ret;
+		for (i = 0; i < *nb && strcmp(devs[i].spec, spec) != 0; i++)
+			;
+		if (i == *nb) {
+			if (*nb == max)
+				return rdp_cfg_key_error(cfg, sec, section_device_key(c), EINVAL,
+							 "more than %u devices in one process", max);
+			snprintf(devs[i].spec, sizeof(devs[i].spec), "%s", spec);
+			devs[i].section = sec;
+			devs[i].key = section_device_key(c);
+			(*nb)++;
+		}
+		if (*first == UINT_MAX)
+			*first = i;
+		p += n;
+	}
+	return 0;
+}
+
+const char *
+rdp_cfg_device_key(const struct rdp_cfg *cfg)
+{
+	const struct rdp_cfg_lcore *g = rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL);
+
+	return g == NULL ? NULL : section_device_key(g);
+}
+
+int
+rdp_cfg_devices(const struct rdp_cfg *cfg, struct rdp_cfg_device *devs, unsigned int max,
+		uint8_t *lcore_dev)
+{
+	unsigned int nb = 0, first, i;
+	int ret;
+
+	if (cfg == NULL || devs == NULL || max == 0)
+		return rdp_err_set(EINVAL, "rdp_cfg_devices: no configuration or no room");
+	ret = section_devices(cfg, RDP_CFG_GLOBAL, devs, max, &nb, &first);
+	if (ret < 0)
+		return ret;
+	if (lcore_dev != NULL)
+		memset(lcore_dev, 0, RTE_MAX_LCORE);
+	for (i = 0; i < RTE_MAX_LCORE; i++) {
+		if (cfg->lcore[i] == NULL)
+			continue;
+		ret = section_devices(cfg, (int)i, devs, max, &nb, &first);
+		if (ret < 0)
+			return ret;
+		if (lcore_dev != NULL)
+			lcore_dev[i] = (uint8_t)first;
+	}
+	return (int)nb;
+}
+
+int
+rdp_cfg_driver_spec(const struct rdp_cfg *cfg, char *spec, size_t len)
+{
+	const struct rdp_cfg_lcore *g = rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL);
+	const char *p;
+	size_t n;
+
+	if (g == NULL || spec == NULL || len == 0)
+		return rdp_err_set(EINVAL, "rdp_cfg_driver_spec: no configuration or no room");
+	p = g->device;
+	n = device_name_next(&p);
+	return section_spec(cfg, RDP_CFG_GLOBAL, p, n, spec, len);
 }

@@ -93,7 +93,8 @@ struct rdp_cfg_lcore {
 	bool from_section;  /**< lcore has an `[lcore.N]` section (or an lcore override) */
 
 	char driver[RDP_CFG_VALUE_MAX + 1]; /**< `auto` or `NAME[:key[=value],...]` */
-	char device[64];       /**< verbs device; empty: first with an active port */
+	char device[64];       /**< device or list of devices ("rxe0, rxe1"), the first the
+				*   default; empty: the driver picks */
 	uint32_t port;         /**< 0: first active port, else 1..255 */
 	int32_t gid_index;     /**< -1: automatic (RoCE v2, IPv4-mapped first) */
 
@@ -274,13 +275,49 @@ int rdp_cfg_key_error(const struct rdp_cfg *cfg, int lcore_id, const char *key, 
  */
 const char *rdp_cfg_device_key(const struct rdp_cfg *cfg);
 
+/** Room of a driver spec (RDP_DEV_SPEC_MAX of rdp_dev.h). */
+#define RDP_CFG_SPEC_MAX 256
+
+/** A device the configuration opens (rdp_cfg_devices()). */
+struct rdp_cfg_device {
+	char spec[RDP_CFG_SPEC_MAX]; /**< driver spec; "": probe (rdp_dev_default_spec()) */
+	int section;                 /**< first section naming it: RDP_CFG_GLOBAL or an lcore */
+	const char *key;             /**< its device key there, NULL when none (the driver
+				      *   picks) */
+};
+
 /**
- * The driver spec the configuration selects: the `driver` key, with the
- * device keys of [global] (`device`, `port`, `gid_index`) added as the
- * verbs driver's arguments; `driver = auto` with a device key means verbs.
- * One device serves a process, so an lcore section that names another is
- * refused, as is a device key with a driver that has no RDMA devices to
- * choose (shm), or a key also given in the driver's arguments.
+ * The devices the configuration opens, [global]'s first. `device` holds
+ * one name or a list ("rxe0, rxe1"); each name, with its section's `port`
+ * and `gid_index`, is one device (the same triple in two sections is one
+ * device). A section's first device is the default of its endpoints.
+ * With driver = shm, `device` names the shm devices the process makes
+ * (`port` and `gid_index` are refused); with auto or verbs it names RDMA
+ * devices.
+ *
+ * @param cfg
+ *   The configuration.
+ * @param devs
+ *   Receives the devices.
+ * @param max
+ *   Room in @p devs.
+ * @param lcore_dev
+ *   NULL, or RTE_MAX_LCORE entries: for each [lcore.N] section, the index
+ *   in @p devs of its default device (0 for lcores without a section).
+ * @return
+ *   How many devices (at least 1), or -EINVAL with the message naming the
+ *   file, line and key (more than @p max devices, a key the driver cannot
+ *   take, a key also given in the driver's arguments).
+ */
+int rdp_cfg_devices(const struct rdp_cfg *cfg, struct rdp_cfg_device *devs, unsigned int max,
+		    uint8_t *lcore_dev);
+
+/**
+ * The driver spec of [global]'s first device (rdp_cfg_devices()): the
+ * `driver` key, with the device keys (`device`, `port`, `gid_index`) added
+ * as the driver's arguments; `driver = auto` with a device key means verbs.
+ * A device key with a driver that has no devices to choose, or a key also
+ * given in the driver's arguments, is refused.
  *
  * @param cfg
  *   The configuration.

@@ -175,6 +175,14 @@ rdp_dev_stats_get(struct rdp_dev *dev, struct rdp_dev_stats *stats)
 }
 
 int
+rdp_dev_owns_addr(struct rdp_dev *dev, const struct sockaddr *addr)
+{
+	if (addr == NULL || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+		return 0;
+	return CALL_OP(dev, owns_addr, dev, addr);
+}
+
+int
 rdp_dev_event_fd(struct rdp_dev *dev)
 {
 	return CALL_OP(dev, event_fd, dev);

@@ -55,6 +55,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "rdp_common.h"
 
@@ -615,6 +616,22 @@ int rdp_dev_query(struct rdp_dev *dev, struct rdp_dev_attr *attr);
  *   0, or -ENOTSUP.
  */
 int rdp_dev_stats_get(struct rdp_dev *dev, struct rdp_dev_stats *stats);
+
+/**
+ * Whether the device's network interface holds the IP address @p addr
+ * (for RoCE: a GID of its port is that address): an endpoint whose route
+ * to its peer leaves from @p addr uses this device (docs/configuration.md,
+ * "Several devices").
+ *
+ * @param dev
+ *   The device.
+ * @param addr
+ *   An AF_INET or AF_INET6 address (the port is ignored).
+ * @return
+ *   1 when it does, 0 when not, -ENOTSUP when the driver has no addresses
+ *   (shm without its addr argument).
+ */
+int rdp_dev_owns_addr(struct rdp_dev *dev, const struct sockaddr *addr);
 
 /**
  * A file descriptor that becomes readable when an event is pending.

@@ -187,7 +187,7 @@ retire(struct rdp_ep *ep)
 	ctl_close_fd(ep);
 	/* its poller destroyed the QP: it owns the QP's CQ */
 	if (ep->cq_reserved > 0)
-		rdp_poller_unreserve(ep->lc->poller, ep->cq_reserved);
+		rdp_poller_unreserve(ep->lc->poller, ep->ld->idx, ep->cq_reserved);
 	ep->cq_reserved = 0;
 	ep_unref(ep); /* the engine's reference */
 }
@@ -295,13 +295,14 @@ expire_drains(void)
 	}
 }
 
+/* Events of device @p dv: a port that goes down fails its endpoints only. */
 static void
-device_events(void)
+device_events(const struct ep_dev *dv)
 {
 	struct rdp_event ev;
-	struct rdp_ep *ep;
+	struct rdp_ep *ep, *next;
 
-	while (rdp_dev_event_get(rdp_rt.dev, &ev) == 0) {
+	while (rdp_dev_event_get(dv->dev, &ev) == 0) {
 		switch (ev.type) {
 		case RDP_EVENT_QP_FATAL:
 			/* the event may name a QP destroyed since it was queued: never
@@ -321,13 +322,16 @@ device_events(void)
 			break;
 		case RDP_EVENT_PORT_ERR:
 		case RDP_EVENT_DEVICE_FATAL:
-			EP_LOG(ERR, "device %s: %s: failing every endpoint", rdp_rt.attr.name,
+			EP_LOG(ERR, "device %s: %s: failing its endpoints", dv->attr.name,
 			       ev.type == RDP_EVENT_PORT_ERR ? "port down" : "device fatal");
-			while ((ep = TAILQ_FIRST(&rdp_ctl.established)) != NULL)
-				fail_established(ep, -ENETDOWN);
+			for (ep = TAILQ_FIRST(&rdp_ctl.established); ep != NULL; ep = next) {
+				next = TAILQ_NEXT(ep, ctl_next);
+				if (ep->ld->dv == dv)
+					fail_established(ep, -ENETDOWN);
+			}
 			break;
 		case RDP_EVENT_PORT_ACTIVE:
-			EP_LOG(NOTICE, "device %s: port active", rdp_rt.attr.name);
+			EP_LOG(NOTICE, "device %s: port active", dv->attr.name);
 			break;
 		case RDP_EVENT_SRQ_LIMIT:
 			break; /* the endpoints make no SRQ (yet) */
@@ -359,7 +363,7 @@ ctl_main(void *arg)
 				ctl_accept(obj);
 				break;
 			case OBJ_DEVICE:
-				device_events();
+				device_events(obj);
 				break;
 			case OBJ_QP_CONNECT:
 				hs_qp_connect_event(obj);
@@ -416,6 +420,7 @@ ctl_start(void)
 	struct epoll_event ev = { .events = EPOLLIN };
 	char name[RTE_RING_NAMESIZE] = "rdp_ctl";
 	ssize_t sz = rte_ring_get_memsize(CTL_INBOX);
+	unsigned int d;
 	int ret;
 
 	memset(&rdp_ctl, 0, sizeof(rdp_ctl));
@@ -433,10 +438,13 @@ ctl_start(void)
 		return rdp_err_set(errno, "control thread: %s", strerror(errno));
 	ev.data.ptr = (void *)(uintptr_t)OBJ_WAKE;
 	epoll_ctl(rdp_ctl.epfd, EPOLL_CTL_ADD, rdp_ctl.wake_fd, &ev);
-	rdp_ctl.dev_fd = rdp_dev_event_fd(rdp_rt.dev);
-	if (rdp_ctl.dev_fd >= 0) {
-		ev.data.ptr = (void *)(uintptr_t)OBJ_DEVICE;
-		epoll_ctl(rdp_ctl.epfd, EPOLL_CTL_ADD, rdp_ctl.dev_fd, &ev);
+	for (d = 0; d < rdp_rt.nb_devs; d++) {
+		int fd = rdp_dev_event_fd(rdp_rt.devs[d].dev);
+
+		if (fd < 0)
+			continue;
+		ev.data.ptr = (void *)((uintptr_t)&rdp_rt.devs[d] | OBJ_DEVICE);
+		epoll_ctl(rdp_ctl.epfd, EPOLL_CTL_ADD, fd, &ev);
 	}
 	ret = rte_ctrl_thread_create(&rdp_ctl.thread, "rdp-ctl", NULL, ctl_main, NULL);
 	if (ret != 0)

@@ -48,7 +48,7 @@ setup_qp(struct rdp_ep *ep)
 	uint32_t budget = ep_cq_budget(lc), tracks;
 	int ret;
 
-	ret = rdp_poller_reserve(ep->lc->poller, budget);
+	ret = rdp_poller_reserve(ep->lc->poller, ep->ld->idx, budget);
 	if (ret < 0)
 		return ret;
 	ep->cq_reserved = budget;
@@ -56,12 +56,12 @@ setup_qp(struct rdp_ep *ep)
 	if (ret < 0)
 		return ret;
 	ep->slot = (uint32_t)ret;
-	if (lc->srq != NULL) {
+	if (ep->ld->srq != NULL) {
 		/* receives from the poller's SRQ, into its buffers */
-		ep->recv_pool = lc->srq->pool;
+		ep->recv_pool = ep->ld->srq->pool;
 	} else {
 		snprintf(name, sizeof(name), "rx_ep%u", ep->id);
-		ep->recv_pool = rdp_pool_create(name, rdp_rt.pd, lc->credit.rq_size,
+		ep->recv_pool = rdp_pool_create(name, ep->ld->dv->pd, lc->credit.rq_size,
 						lc->conf.buf_size, ep->lc->socket,
 						RDP_ACCESS_LOCAL_WRITE | lc->pages);
 		if (ep->recv_pool == NULL)
@@ -72,24 +72,24 @@ setup_qp(struct rdp_ep *ep)
 	if (ep->track == NULL)
 		return rdp_err_set(ENOMEM, "endpoint %u: out of memory", ep->id);
 	ep->track_mask = tracks - 1;
-	ia.send_cq = ia.recv_cq = rdp_poller_cq(ep->lc->poller);
+	ia.send_cq = ia.recv_cq = rdp_poller_cq(ep->lc->poller, ep->ld->idx);
 	/* S for the protocol, one more for the flush marker that ends the QP */
 	ia.cap.max_send_wr = lc->credit.sq_size + 1;
-	ia.cap.max_recv_wr = lc->srq != NULL ? 0 : lc->credit.rq_size;
+	ia.cap.max_recv_wr = ep->ld->srq != NULL ? 0 : lc->credit.rq_size;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
-	ia.cap.max_inline_data = ep->lc->max_inline;
+	ia.cap.max_inline_data = ep->ld->max_inline;
 	ia.user_ctx = ep;
 	/* the peer sends into this endpoint's receive buffers and nothing else
 	 * (what it may READ, the lcore's send arena, has remote access) */
-	if (lc->srq != NULL) {
+	if (ep->ld->srq != NULL) {
 		/* an SRQ QP's peer sends into the SRQ's buffers (the PD's MRs) */
-		ia.srq = lc->srq->srq;
+		ia.srq = ep->ld->srq->srq;
 	} else {
 		ia.peer_mrs = &ep->recv_pool->mr;
 		ia.nb_peer_mrs = 1;
 	}
-	ep->qp = rdp_qp_create(rdp_rt.pd, &ia);
+	ep->qp = rdp_qp_create(ep->ld->dv->pd, &ia);
 	if (ep->qp == NULL)
 		return -rte_errno;
 	ep->qp_made = true;
@@ -99,7 +99,7 @@ setup_qp(struct rdp_ep *ep)
 	ret = ep_post_initial_recvs(ep);
 	if (ret < 0)
 		return ret;
-	ep->max_inline = ep->lc->max_inline;
+	ep->max_inline = ep->ld->max_inline;
 	ep->err_seq = UINT64_MAX;
 	return rdp_qp_local_addr(ep->qp, &ep->local_hello.qp);
 }
@@ -113,14 +113,14 @@ hello_local(struct rdp_ep *ep)
 
 	memset(h, 0, sizeof(*h));
 	h->credit = lc->credit;
-	h->rd_dest = lc->conn.max_dest_rd_atomic;
-	h->rd_init = lc->rd_init;
+	h->rd_dest = ep->ld->conn.max_dest_rd_atomic;
+	h->rd_init = ep->ld->rd_init;
 	h->buf_size = lc->conf.buf_size;
 	h->max_msg_size = lc->conf.max_msg_size;
-	h->link_layer = rdp_rt.attr.link_layer;
-	h->qp.mtu = rdp_rt.attr.active_mtu;
-	snprintf(h->driver, sizeof(h->driver), "%s", rdp_rt.attr.driver);
-	if (lc->srq != NULL) {
+	h->link_layer = ep->ld->dv->attr.link_layer;
+	h->qp.mtu = ep->ld->dv->attr.active_mtu;
+	snprintf(h->driver, sizeof(h->driver), "%s", ep->ld->dv->attr.driver);
+	if (ep->ld->srq != NULL) {
 		h->flags |= RDP_HELLO_F_LEASE;
 		h->lease.floor = lc->conf.srq_floor;
 		h->lease.lease_max = lc->conf.srq_lease_max;
@@ -413,7 +413,7 @@ after_send(struct rdp_ep *ep)
 static void
 qp_connected(struct rdp_ep *ep)
 {
-	struct rdp_qp_attr attr = { .state = RDP_QPS_RTS, .conn = ep->lc->conn };
+	struct rdp_qp_attr attr = { .state = RDP_QPS_RTS, .conn = ep->ld->conn };
 
 	attr.conn.path_mtu = ep->path_mtu;
 	attr.conn.max_rd_atomic = (uint8_t)ep->credit.rd_depth;
@@ -457,7 +457,7 @@ connect_qp(struct rdp_ep *ep, const struct rdp_hello *peer)
 {
 	const struct ep_lcore *lc = ep->lc;
 	struct rdp_hello_agreed agreed;
-	struct rdp_qp_attr attr = { .remote = peer->qp, .conn = lc->conn };
+	struct rdp_qp_attr attr = { .remote = peer->qp, .conn = ep->ld->conn };
 	struct epoll_event ev = { .events = EPOLLIN };
 	char why[RDP_ERR_MSG_MAX];
 	int ret, fd = -1;
@@ -472,7 +472,7 @@ connect_qp(struct rdp_ep *ep, const struct rdp_hello *peer)
 	}
 	ep->peer_leases = peer->lease.lease_max != 0;
 	ep->peer_floor = peer->lease.floor;
-	if (lc->srq != NULL) {
+	if (ep->ld->srq != NULL) {
 		/* leased credits owed go back by rdp_lease_take_owed() and T_ack; what
 		 * it lets go, the credit state sends at once */
 		ep->lease_tack = lc->credit.ack_threshold;
@@ -481,16 +481,16 @@ connect_qp(struct rdp_ep *ep, const struct rdp_hello *peer)
 	rdp_credit_read_depth_set(&ep->credit, agreed.rd_depth);
 	ep->chunk_size = agreed.chunk_size;
 	ep->max_send_msg = agreed.max_msg_size;
-	ep->rndv_max = lc->rv_send != NULL ? agreed.rndv_max : 0;
+	ep->rndv_max = ep->ld->rv_send != NULL ? agreed.rndv_max : 0;
 	/* longer messages by rendezvous when the peer READs them, else none */
 	ep->rndv_above = ep->rndv_max != 0 ? RTE_MIN(lc->conf.rndv_threshold,
 						     agreed.max_msg_size) : UINT32_MAX;
 	ep->frame = (struct ep_frame){ .chunk_size = agreed.chunk_size,
 				       .max_msg = lc->conf.max_msg_size,
 				       .lease_conn = agreed.lease_conn,
-				       .leasing = lc->srq != NULL };
+				       .leasing = ep->ld->srq != NULL };
 	/* the SRQ admits it (floor and ack reserve) before the QP can receive */
-	if (lc->srq != NULL && ep_srq_admit(ep, peer) < 0) {
+	if (ep->ld->srq != NULL && ep_srq_admit(ep, peer) < 0) {
 		hs_fail(ep, -EPROTO, "%s", rdp_err_msg());
 		return;
 	}

@@ -244,7 +244,7 @@ retire(struct rdp_ep *ep)
 		return;
 	}
 	if (ep->cq_reserved > 0)
-		rdp_poller_unreserve(ep->lc->poller, ep->cq_reserved);
+		rdp_poller_unreserve(ep->lc->poller, ep->ld->idx, ep->cq_reserved);
 	ep->cq_reserved = 0;
 	ep_unref(ep); /* the engine's reference */
 }
@@ -253,7 +253,7 @@ retire(struct rdp_ep *ep)
 static void
 recv_chain_drop(struct rdp_ep *ep, struct rdp_msg *m)
 {
-	if (ep->lc->srq == NULL) {
+	if (ep->ld->srq == NULL) {
 		rdp_pool_put_chain(m);
 		return;
 	}
@@ -385,7 +385,7 @@ ep_release_on_poller(struct rdp_ep *ep)
 /* ---------------------------------------------------------------------- */
 
 struct rdp_ep *
-ep_new(struct ep_lcore *lc, const struct rdp_ep_params *prm, bool app_visible)
+ep_new(struct ep_lcore *lc, unsigned int dev, const struct rdp_ep_params *prm, bool app_visible)
 {
 	struct rdp_ep *ep;
 
@@ -395,11 +395,12 @@ ep_new(struct ep_lcore *lc, const struct rdp_ep_params *prm, bool app_visible)
 	}
 	memset(ep, 0, sizeof(*ep));
 	ep->lc = lc;
+	ep->ld = &lc->dev[dev];
 	ep->prm = *prm;
 	ep->fd = -1;
 	ep->slot = UINT32_MAX;
 	ep->err_seq = UINT64_MAX;
-	ep->rndv_above = lc->rv_send != NULL ? lc->conf.rndv_threshold : UINT32_MAX;
+	ep->rndv_above = ep->ld->rv_send != NULL ? lc->conf.rndv_threshold : UINT32_MAX;
 	ep->busy.client = ep;
 	ep->app_visible = app_visible;
 	atomic_init(&ep->phase, EP_PH_HANDSHAKE);
@@ -439,8 +440,8 @@ ep_free(struct rdp_ep *ep)
 	TAILQ_REMOVE(&rdp_rt.all, ep, all_next);
 	pthread_mutex_unlock(&rdp_rt.lock);
 	if (ep->cq_reserved > 0)
-		rdp_poller_unreserve(ep->lc->poller, ep->cq_reserved);
-	missing = ep->lc->srq != NULL ? 0 : rdp_pool_destroy(ep->recv_pool);
+		rdp_poller_unreserve(ep->lc->poller, ep->ld->idx, ep->cq_reserved);
+	missing = ep->ld->srq != NULL ? 0 : rdp_pool_destroy(ep->recv_pool);
 	if (missing > 0)
 		EP_LOG(ERR, "endpoint %u: %d receive buffers missing at release", ep->id, missing);
 	free(ep->track);

@@ -189,6 +189,24 @@ peer_admitted(const struct listener *l, const struct ep_lcore *lc,
 	return false;
 }
 
+/*
+ * The device of a connection accepted on @p fd: the listener's, else the
+ * one whose interface holds the address the peer reached (several
+ * devices), else the lcore's.
+ */
+static int
+accepted_device(const struct listener *l, const struct ep_lcore *lc, int fd)
+{
+	struct sockaddr_storage local;
+	socklen_t ll = sizeof(local);
+
+	if (l->dev >= 0)
+		return l->dev;
+	if (rdp_rt.nb_devs > 1 && getsockname(fd, (struct sockaddr *)&local, &ll) == 0)
+		return rt_pick_device(lc, NULL, (struct sockaddr *)&local);
+	return (int)lc->dflt;
+}
+
 void
 ctl_accept(struct listener *l)
 {
@@ -216,7 +234,7 @@ ctl_accept(struct listener *l)
 		close(fd);
 		return;
 	}
-	ep = ep_new(lc, &l->prm, false);
+	ep = ep_new(lc, (unsigned int)accepted_device(l, lc, fd), &l->prm, false);
 	if (ep == NULL) {
 		EP_LOG(ERR, "listener %s: cannot accept: %s", l->addr, rdp_err_msg());
 		close(fd);
@@ -264,6 +282,10 @@ ctl_listen(const char *hostport, const struct rdp_ep_params *prm)
 	l->fd = fd;
 	l->port = port;
 	l->prm = *prm;
+	/* the name is the application's: keep the index it names */
+	l->dev = prm->device != NULL && prm->device[0] != '\0' ?
+		 rt_pick_device(rdp_rt.lcores[rdp_rt.order[0]], prm->device, NULL) : -1;
+	l->prm.device = NULL;
 	snprintf(l->addr, sizeof(l->addr), "%s", hostport);
 	ev.data.ptr = (void *)((uintptr_t)l | OBJ_LISTENER);
 	if (epoll_ctl(rdp_ctl.epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {

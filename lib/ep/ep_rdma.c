@@ -22,7 +22,8 @@
 #include "rdp_why.h"
 
 struct rdp_region {
-	struct rdp_mr *mr;
+	struct rdp_mr *mr[EP_MAX_DEVS]; /* one per device; mr[0] owns the memory of
+					 * rdp_region_alloc() */
 	void *addr;
 	size_t len;
 	unsigned int access;   /* enum rdp_region_access */
@@ -62,13 +63,15 @@ region_args_check(const char *fn, size_t len, unsigned int access)
 }
 
 /*
- * A region around a registered MR, NULL (rte_errno set) when @p mr is NULL
- * or memory is short: the MR is freed then.
+ * A region around MR @p mr of the first device, registered with every other
+ * device too; NULL (rte_errno set) when @p mr is NULL, memory is short or
+ * a device refuses: every MR is freed then.
  */
 static struct rdp_region *
 region_new(const char *fn, struct rdp_mr *mr, unsigned int access)
 {
 	struct rdp_region *r;
+	unsigned int d;
 
 	if (mr == NULL)
 		return NULL;
@@ -78,11 +81,27 @@ region_new(const char *fn, struct rdp_mr *mr, unsigned int access)
 		rdp_err_set(ENOMEM, "%s: out of memory", fn);
 		return NULL;
 	}
-	r->mr = mr;
+	r->mr[0] = mr;
 	r->addr = mr->addr;
 	r->len = mr->length;    /* what was asked: a driver rounds only the mapping */
 	r->access = access;
 	atomic_init(&r->inflight, 0);
+	for (d = 1; d < rdp_rt.nb_devs; d++) {
+		r->mr[d] = rdp_mr_reg(rdp_rt.devs[d].pd, r->addr, r->len,
+				      region_dev_access(access));
+		if (r->mr[d] == NULL) {
+			int err = rte_errno;
+			char why[RDP_ERR_MSG_MAX];
+
+			snprintf(why, sizeof(why), "device %s: %s", rdp_rt.devs[d].attr.name,
+				 rdp_err_msg());
+			while (d-- > 0)
+				(void)rdp_mr_free(r->mr[d]);
+			free(r);
+			rdp_err_set(err, "%s: %s", fn, why);
+			return NULL;
+		}
+	}
 	return r;
 }
 
@@ -97,7 +116,7 @@ rdp_region_register(void *addr, size_t len, unsigned int access)
 	}
 	if (region_args_check(fn, len, access) < 0)
 		return NULL;
-	return region_new(fn, rdp_mr_reg(rdp_rt.pd, addr, len, region_dev_access(access)),
+	return region_new(fn, rdp_mr_reg(rdp_rt.devs[0].pd, addr, len, region_dev_access(access)),
 			  access);
 }
 
@@ -113,7 +132,7 @@ rdp_region_alloc(size_t len, unsigned int access, int socket)
 			    RTE_MAX_NUMA_NODES - 1);
 		return NULL;
 	}
-	return region_new(fn, rdp_mem_mr_alloc(fn, rdp_rt.pd, len, socket,
+	return region_new(fn, rdp_mem_mr_alloc(fn, rdp_rt.devs[0].pd, len, socket,
 					       region_dev_access(access) | rdp_rt.pages),
 			  access);
 }
@@ -127,6 +146,7 @@ rdp_region_addr(const struct rdp_region *r)
 int
 rdp_region_deregister(struct rdp_region *r)
 {
+	unsigned int d;
 	int ret;
 
 	if (r == NULL)
@@ -134,10 +154,16 @@ rdp_region_deregister(struct rdp_region *r)
 	if (atomic_load(&r->inflight) != 0)
 		return rdp_err_set(EBUSY, "rdp_region_deregister: %u operations still use the "
 				   "region", atomic_load(&r->inflight));
-	/* rdp_mr_free() frees the memory of an MR rdp_mr_alloc() made */
-	ret = rdp_mr_free(r->mr);
-	if (ret < 0)
-		return ret;
+	/* the other devices' first: rdp_mr_free() of mr[0] frees the memory of
+	 * an MR rdp_mr_alloc() made */
+	for (d = EP_MAX_DEVS; d-- > 0;) {
+		if (r->mr[d] == NULL)
+			continue;
+		ret = rdp_mr_free(r->mr[d]);
+		if (ret < 0)
+			return ret;
+		r->mr[d] = NULL;
+	}
 	free(r);
 	return 0;
 }
@@ -147,8 +173,15 @@ rdp_region_rdesc(const struct rdp_region *r, struct rdp_rdesc *d)
 {
 	d->addr = (uintptr_t)r->addr;
 	d->len = r->len;
-	d->rkey = r->mr->rkey;
+	d->rkey = r->mr[0]->rkey;
 	d->access = r->access;
+}
+
+void
+rdp_ep_region_rdesc(const struct rdp_ep *ep, const struct rdp_region *r, struct rdp_rdesc *d)
+{
+	rdp_region_rdesc(r, d);
+	d->rkey = r->mr[ep->ld->idx]->rkey;
 }
 
 /* Wire layout: addr 8, len 8, rkey 4, access 4, check 4 (all little-endian). */
@@ -330,7 +363,7 @@ rdp_ep_rdma_burst(struct rdp_ep *ep, const struct rdp_rdma_op *ops, uint16_t n)
 				break;
 		}
 		chunk = i;
-		if (chunk > 0 && rdp_pool_get_bulk(ep->lc->send_pool, carriers, chunk) < 0) {
+		if (chunk > 0 && rdp_pool_get_bulk(ep->ld->send_pool, carriers, chunk) < 0) {
 			rte_errno = ENOBUFS;
 			return done;
 		}
@@ -338,7 +371,8 @@ rdp_ep_rdma_burst(struct rdp_ep *ep, const struct rdp_rdma_op *ops, uint16_t n)
 			const struct rdp_rdma_op *op = &ops[done + i];
 
 			carrier_fill(ep, carriers[i], op->opcode,
-				     (uintptr_t)op->region->addr + op->offset, op->region->mr->lkey,
+				     (uintptr_t)op->region->addr + op->offset,
+				     op->region->mr[ep->ld->idx]->lkey,
 				     op->remote.addr + op->remote_offset, op->remote.rkey, op->len);
 			rdma_of(carriers[i])->region = op->region;
 			carriers[i]->user_data = op->user_data;
@@ -348,7 +382,7 @@ rdp_ep_rdma_burst(struct rdp_ep *ep, const struct rdp_rdma_op *ops, uint16_t n)
 		for (i = k; i < chunk; i++) {
 			/* not accepted: as if never asked */
 			atomic_fetch_sub(&rdma_of(carriers[i])->region->inflight, 1);
-			rdp_pool_put_bulk(ep->lc->send_pool, &carriers[i], 1);
+			rdp_pool_put_bulk(ep->ld->send_pool, &carriers[i], 1);
 		}
 		done += k;
 		if (k < chunk || err != 0) {
@@ -393,7 +427,7 @@ ep_rdma_queue_internal(struct rdp_ep *ep, struct rdp_msg *c, struct rdp_msg *own
 {
 	carrier_fill(ep, c, RDP_RDMA_READ, laddr, lkey, raddr, rkey, len);
 	rdma_of(c)->owner = owner;
-	if (ep->lc->srq != NULL) {
+	if (ep->ld->srq != NULL) {
 		/*
 		 * A leased receiver's READs go before its sends: its data may wait
 		 * for credits the peer returns only once these READs free the

@@ -98,14 +98,14 @@ rv_in_of(const struct rdp_msg *m)
 int
 ep_rndv_alloc(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t len)
 {
-	struct rdp_arena *a = ep->lc->rv_send;
+	struct rdp_arena *a = ep->ld->rv_send;
 	uint16_t i;
 
 	if (a == NULL) {
 		rte_errno = EMSGSIZE;
 		return -EMSGSIZE;
 	}
-	if (rdp_pool_get_bulk(ep->lc->send_pool, msgs, n) < 0) {
+	if (rdp_pool_get_bulk(ep->ld->send_pool, msgs, n) < 0) {
 		rte_errno = ENOBUFS;
 		return -ENOBUFS;
 	}
@@ -117,7 +117,7 @@ ep_rndv_alloc(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t len
 
 			while (i-- > 0)
 				rdp_arena_free(a, msgs[i]->data, len);
-			rdp_pool_put_bulk(ep->lc->send_pool, msgs, n);
+			rdp_pool_put_bulk(ep->ld->send_pool, msgs, n);
 			rte_errno = err;
 			return -err;
 		}
@@ -133,9 +133,9 @@ ep_rndv_alloc(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t len
 void
 ep_rndv_release(struct rdp_msg *m)
 {
-	struct ep_lcore *lc = m->ep->lc;
+	const struct ep_lcore_dev *ld = m->ep->ld;
 
-	rdp_arena_free(m->flags & MSG_F_RECV ? lc->rv_recv : lc->rv_send, m->data, m->pkt_len);
+	rdp_arena_free(m->flags & MSG_F_RECV ? ld->rv_recv : ld->rv_send, m->data, m->pkt_len);
 	m->flags &= (uint8_t)~MSG_F_RNDV;
 	m->data = own_buf(m);
 }
@@ -154,7 +154,7 @@ ep_rndv_payload(struct rdp_ep *ep, struct rdp_msg *m, uint64_t *addr, uint32_t *
 	put32(b + 4, ep->rv_out_seq++);
 	put64(b + 8, m->pkt_len);
 	put64(b + 16, (uintptr_t)m->data);
-	put32(b + 24, ep->lc->rv_send->mr->rkey);
+	put32(b + 24, ep->ld->rv_send->mr->rkey);
 	return RV_RTS_LEN;
 }
 
@@ -234,7 +234,7 @@ fin_queue(struct rdp_ep *ep, uint32_t token)
 	struct rdp_msg *c;
 	uint8_t *b;
 
-	if (rdp_pool_get_bulk(ep->lc->send_pool, &c, 1) < 0)
+	if (rdp_pool_get_bulk(ep->ld->send_pool, &c, 1) < 0)
 		return false;
 	b = c->data;
 	memset(b, 0, RV_FIN_LEN);
@@ -262,8 +262,8 @@ rts_check(const struct rdp_ep *ep, const uint8_t *b, uint32_t byte_len, uint64_t
 	if (*value != ep->rv_in_seq)
 		return "number";
 	*value = len;
-	if (len == 0 || len > ep->lc->conf.max_msg_size || ep->lc->rv_recv == NULL ||
-	    len > rdp_arena_size(ep->lc->rv_recv))
+	if (len == 0 || len > ep->lc->conf.max_msg_size || ep->ld->rv_recv == NULL ||
+	    len > rdp_arena_size(ep->ld->rv_recv))
 		return "length";
 	*value = addr;
 	if (addr + len < addr)
@@ -300,7 +300,7 @@ rts_received(struct rdp_ep *ep, struct rdp_msg *m)
 		ep_recv_return(ep, m);
 		return;
 	}
-	if (ep->lc->srq != NULL) {
+	if (ep->ld->srq != NULL) {
 		struct rdp_msg *h;
 
 		/*
@@ -310,7 +310,7 @@ rts_received(struct rdp_ep *ep, struct rdp_msg *m)
 		 * of both sides. A send buffer carries the message from here; the
 		 * descriptor's buffer goes back to the SRQ now, its credit owed.
 		 */
-		if (rdp_pool_get_bulk(ep->lc->send_pool, &h, 1) == 0) {
+		if (rdp_pool_get_bulk(ep->ld->send_pool, &h, 1) == 0) {
 			ep_srq_repost(ep, m, true);
 			m = h;
 		}
@@ -440,7 +440,7 @@ issue_reads(struct rdp_ep *ep, struct rdp_msg *m)
 	uint32_t depth = RTE_MAX(ep->credit.rd_depth, 1u);
 
 	if (!(m->flags & MSG_F_RNDV)) {
-		void *p = rdp_arena_alloc(ep->lc->rv_recv, in->len);
+		void *p = rdp_arena_alloc(ep->ld->rv_recv, in->len);
 
 		if (p == NULL)
 			return false; /* freed buffers make room: try on the next pass */
@@ -451,10 +451,10 @@ issue_reads(struct rdp_ep *ep, struct rdp_msg *m)
 		uint32_t part = (uint32_t)RTE_MIN((uint64_t)RV_READ_PART, in->len - in->issued);
 		struct rdp_msg *c;
 
-		if (rdp_pool_get_bulk(ep->lc->send_pool, &c, 1) < 0)
+		if (rdp_pool_get_bulk(ep->ld->send_pool, &c, 1) < 0)
 			return false;
 		ep_rdma_queue_internal(ep, c, m, (uintptr_t)m->data + in->issued,
-				       ep->lc->rv_recv->mr->lkey, in->raddr + in->issued, in->rkey,
+				       ep->ld->rv_recv->mr->lkey, in->raddr + in->issued, in->rkey,
 				       part);
 		in->issued += part;
 		ep->rv_reads++;

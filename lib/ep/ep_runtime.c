@@ -16,11 +16,13 @@
 #include <rte_eal.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
+#include <rte_string_fns.h>
 #include <rte_telemetry.h>
 
 #include <sodium.h>
 
 #include "rdp_clock.h"
+#include "ep_ctl.h"
 #include "ep_private.h"
 
 RTE_LOG_REGISTER(rdp_ep_logtype, rdp.ep, NOTICE);
@@ -46,6 +48,75 @@ rt_pick_lcore(int lcore)
 	return lc;
 }
 
+/* The device named @p name, or -ENODEV naming the devices there are. */
+static int
+device_by_name(const char *name)
+{
+	char names[256];
+	unsigned int i;
+	size_t off = 0;
+
+	for (i = 0; i < rdp_rt.nb_devs; i++)
+		if (strcmp(rdp_rt.devs[i].attr.name, name) == 0)
+			return (int)i;
+	names[0] = '\0';
+	for (i = 0; i < rdp_rt.nb_devs && off < sizeof(names); i++)
+		off += snprintf(names + off, sizeof(names) - off, "%s%s", i ? ", " : "",
+				rdp_rt.devs[i].attr.name);
+	return rdp_err_set(ENODEV, "no device named '%s' in this process (devices: %s)", name,
+			   names);
+}
+
+int
+rt_pick_device(const struct ep_lcore *lc, const char *name, const struct sockaddr *local)
+{
+	unsigned int i;
+
+	if (name != NULL && name[0] != '\0')
+		return device_by_name(name);
+	if (local != NULL && rdp_rt.nb_devs > 1)
+		for (i = 0; i < rdp_rt.nb_devs; i++)
+			if (rdp_dev_owns_addr(rdp_rt.devs[i].dev, local) == 1)
+				return (int)i;
+	return (int)lc->dflt;
+}
+
+/*
+ * The local address the kernel's route to @p hostport leaves from (a UDP
+ * socket connected there sends nothing), 0 or -errno.
+ */
+static int
+route_local(const char *hostport, struct sockaddr_storage *local)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl, ll = sizeof(*local);
+	int fd, ret;
+
+	ret = ctl_resolve(hostport, false, &ss, &sl);
+	if (ret < 0)
+		return ret;
+	fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	ret = connect(fd, (struct sockaddr *)&ss, sl) == 0 &&
+	      getsockname(fd, (struct sockaddr *)local, &ll) == 0 ? 0 : -errno;
+	close(fd);
+	return ret;
+}
+
+/* The device of an endpoint @p lc connects to @p hostport with (rdp_connect()). */
+static int
+connect_device(const struct ep_lcore *lc, const struct rdp_ep_params *prm,
+	       const char *hostport)
+{
+	struct sockaddr_storage local;
+
+	if ((prm->device == NULL || prm->device[0] == '\0') && rdp_rt.nb_devs > 1 &&
+	    route_local(hostport, &local) == 0)
+		return rt_pick_device(lc, NULL, (struct sockaddr *)&local);
+	return rt_pick_device(lc, prm->device, NULL);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Application API                                                        */
 /* ---------------------------------------------------------------------- */
@@ -61,6 +132,8 @@ check_params(const struct rdp_ep_params *prm)
 	if (prm->lcore >= 0 && (prm->lcore >= RTE_MAX_LCORE || rdp_rt.lcores[prm->lcore] == NULL))
 		return rdp_err_set(EINVAL, "lcore %d does not poll (not in the configuration)",
 				   prm->lcore);
+	if (prm->device != NULL && prm->device[0] != '\0' && device_by_name(prm->device) < 0)
+		return -ENODEV;
 	return 0;
 }
 
@@ -100,8 +173,9 @@ rdp_listen_close(int port)
 struct rdp_ep *
 rdp_connect(const char *hostport, const struct rdp_ep_params *prm)
 {
+	struct ep_lcore *lc;
 	struct rdp_ep *ep;
-	int ret;
+	int ret, dev;
 
 	if (!rdp_rt.up) {
 		rdp_err_set(ENODEV, "rdp_connect before rdp_init");
@@ -111,7 +185,11 @@ rdp_connect(const char *hostport, const struct rdp_ep_params *prm)
 		return NULL;
 	if (hostport == NULL)
 		hostport = rdp_rt.lcores[rdp_rt.order[0]]->conf.connect;
-	ep = ep_new(rt_pick_lcore(prm->lcore), prm, true);
+	lc = rt_pick_lcore(prm->lcore);
+	dev = connect_device(lc, prm, hostport);
+	if (dev < 0)
+		return NULL;
+	ep = ep_new(lc, (unsigned int)dev, prm, true);
 	if (ep == NULL)
 		return NULL;
 	ret = ctl_connect(ep, hostport);
@@ -289,42 +367,85 @@ rdp_driver_info(void)
 	return rdp_rt.driver_info;
 }
 
+unsigned int
+rdp_device_count(void)
+{
+	return rdp_rt.nb_devs;
+}
+
+const char *
+rdp_device_name(unsigned int idx)
+{
+	return idx < rdp_rt.nb_devs ? rdp_rt.devs[idx].attr.name : NULL;
+}
+
+const char *
+rdp_ep_device(const struct rdp_ep *ep)
+{
+	return ep->ld->dv->attr.name;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Init and fini                                                          */
 /* ---------------------------------------------------------------------- */
 
+/* Open device @p i of the configuration's list and its PD. */
 static int
-open_device(const struct rdp_cfg *cfg)
+open_device(const struct rdp_cfg *cfg, const struct rdp_cfg_device *c, unsigned int i)
 {
-	const char *key = rdp_cfg_device_key(cfg);
-	char spec[RDP_DEV_SPEC_MAX], why[256];
+	struct ep_dev *dv = &rdp_rt.devs[i];
+	char spec[RDP_DEV_SPEC_MAX];
 	int ret;
 
-	ret = rdp_cfg_driver_spec(cfg, spec, sizeof(spec));
-	if (ret < 0)
-		return ret;
-	if (spec[0] == '\0') {
-		ret = rdp_dev_default_spec(spec, sizeof(spec), why, sizeof(why));
+	dv->idx = i;
+	if (c->spec[0] == '\0') {
+		ret = rdp_dev_default_spec(spec, sizeof(spec), dv->why, sizeof(dv->why));
 		if (ret < 0)
 			return ret;
 	} else {
-		snprintf(why, sizeof(why), key != NULL ? "configured by %s" : "configured",
-			 key);
+		rte_strscpy(spec, c->spec, sizeof(spec));
+		snprintf(dv->why, sizeof(dv->why), c->key != NULL ? "configured by %s" :
+			 "configured", c->key);
 	}
-	rdp_rt.dev = rdp_dev_open(spec);
-	if (rdp_rt.dev == NULL) {
+	dv->dev = rdp_dev_open(spec);
+	if (dv->dev == NULL) {
 		ret = rte_errno;
 		/* the device the keys name is not there (or lacks that port, that GID) */
-		return key == NULL ? -ret : rdp_cfg_key_error(cfg, RDP_CFG_GLOBAL, key, ret, "%s",
-							       rdp_err_msg());
+		return c->key == NULL ? -ret : rdp_cfg_key_error(cfg, c->section, c->key, ret, "%s",
+								  rdp_err_msg());
 	}
-	ret = rdp_dev_query(rdp_rt.dev, &rdp_rt.attr);
+	ret = rdp_dev_query(dv->dev, &dv->attr);
 	if (ret < 0)
 		return ret;
-	snprintf(rdp_rt.driver_info, sizeof(rdp_rt.driver_info), "%s on %s (%s)",
-		 rdp_rt.attr.driver, rdp_rt.attr.name, why);
-	rdp_rt.pd = rdp_pd_alloc(rdp_rt.dev);
-	return rdp_rt.pd == NULL ? -rte_errno : 0;
+	dv->pd = rdp_pd_alloc(dv->dev);
+	if (dv->pd == NULL)
+		return -rte_errno;
+	rdp_rt.nb_devs = i + 1;
+	return 0;
+}
+
+/* Open every device the configuration names; rdp_driver_info() says which. */
+static int
+open_devices(const struct rdp_cfg *cfg, uint8_t *lcore_dev)
+{
+	struct rdp_cfg_device devs[EP_MAX_DEVS];
+	unsigned int i;
+	size_t off = 0;
+	int n, ret;
+
+	n = rdp_cfg_devices(cfg, devs, EP_MAX_DEVS, lcore_dev);
+	if (n < 0)
+		return n;
+	for (i = 0; i < (unsigned int)n; i++) {
+		ret = open_device(cfg, &devs[i], i);
+		if (ret < 0)
+			return ret;
+	}
+	for (i = 0; i < rdp_rt.nb_devs && off < sizeof(rdp_rt.driver_info); i++)
+		off += snprintf(rdp_rt.driver_info + off, sizeof(rdp_rt.driver_info) - off,
+				"%s%s on %s (%s)", i ? "; " : "", rdp_rt.devs[i].attr.driver,
+				rdp_rt.devs[i].attr.name, rdp_rt.devs[i].why);
+	return 0;
 }
 
 /*
@@ -333,22 +454,23 @@ open_device(const struct rdp_cfg *cfg)
  * (ep_rndv.c). Without READs, none: every message goes in chunks.
  */
 static int
-rndv_arenas_create(struct ep_lcore *lc)
+rndv_arenas_create(struct ep_lcore_dev *ld)
 {
+	const struct ep_lcore *lc = ld->lc;
 	char name[32];
 
-	if (lc->conn.max_dest_rd_atomic > 0) {
-		snprintf(name, sizeof(name), "rv_tx_lcore%u", lc->lcore_id);
-		lc->rv_send = rdp_arena_create(name, rdp_rt.pd, lc->conf.rndv_pool_size,
+	if (ld->conn.max_dest_rd_atomic > 0) {
+		snprintf(name, sizeof(name), "rv_tx_lcore%u_%u", lc->lcore_id, ld->idx);
+		ld->rv_send = rdp_arena_create(name, ld->dv->pd, lc->conf.rndv_pool_size,
 					       lc->socket, RDP_ACCESS_REMOTE_READ | lc->pages);
-		if (lc->rv_send == NULL)
+		if (ld->rv_send == NULL)
 			return -rte_errno;
 	}
-	if (lc->rd_init > 0) {
-		snprintf(name, sizeof(name), "rv_rx_lcore%u", lc->lcore_id);
-		lc->rv_recv = rdp_arena_create(name, rdp_rt.pd, lc->conf.rndv_pool_size,
+	if (ld->rd_init > 0) {
+		snprintf(name, sizeof(name), "rv_rx_lcore%u_%u", lc->lcore_id, ld->idx);
+		ld->rv_recv = rdp_arena_create(name, ld->dv->pd, lc->conf.rndv_pool_size,
 					       lc->socket, RDP_ACCESS_LOCAL_WRITE | lc->pages);
-		if (lc->rv_recv == NULL)
+		if (ld->rv_recv == NULL)
 			return -rte_errno;
 	}
 	return 0;
@@ -395,19 +517,58 @@ lcore_main(void *arg)
 {
 	struct ep_lcore *lc = arg;
 
-	if (rdp_pool_claim(lc->send_pool) < 0)
-		EP_LOG(WARNING, "lcore %u: %s", lc->lcore_id, rdp_err_msg());
+	unsigned int d;
+
+	for (d = 0; d < rdp_rt.nb_devs; d++)
+		if (rdp_pool_claim(lc->dev[d].send_pool) < 0)
+			EP_LOG(WARNING, "lcore %u: %s", lc->lcore_id, rdp_err_msg());
 	return rdp_poller_run(lc->poller);
 }
 
+/* What lcore @p lc holds for device @p d: limits, send pool, arenas, SRQ. */
 static int
-lcore_start(const struct rdp_cfg *cfg, unsigned int id)
+lcore_dev_start(struct ep_lcore *lc, unsigned int d)
+{
+	const struct rdp_cfg_lcore *c = &lc->conf;
+	struct ep_lcore_dev *ld = &lc->dev[d];
+	const struct rdp_dev_attr *a;
+	char name[32];
+
+	ld->lc = lc;
+	ld->dv = &rdp_rt.devs[d];
+	ld->idx = d;
+	a = &ld->dv->attr;
+	ld->conn.rnr_retry = c->rnr_retry;
+	ld->conn.retry_cnt = c->retry_cnt;
+	ld->conn.timeout = c->timeout;
+	ld->conn.min_rnr_timer = c->min_rnr_timer;
+	/* READs served (RTR) and issued (the hello; RTS takes what the peer serves) */
+	ld->conn.max_dest_rd_atomic = (uint8_t)RTE_MIN(c->read_depth, a->max_qp_rd_atom);
+	ld->rd_init = (uint8_t)RTE_MIN(c->read_depth, a->max_qp_init_rd_atom);
+	ld->max_inline = RTE_MIN(c->max_inline, a->max_inline_data);
+	snprintf(name, sizeof(name), "tx_lcore%u_%u", lc->lcore_id, d);
+	ld->send_pool = rdp_pool_create(name, ld->dv->pd, c->send_bufs, c->buf_size, lc->socket,
+					lc->pages);
+	if (ld->send_pool == NULL)
+		return -rte_errno;
+	if (c->srq == RDP_CFG_ON) {
+		int ret = ep_srq_create(ld);
+
+		if (ret < 0)
+			return ret;
+	}
+	return rndv_arenas_create(ld);
+}
+
+static int
+lcore_start(const struct rdp_cfg *cfg, unsigned int id, unsigned int dflt)
 {
 	const struct rdp_cfg_lcore *c = rdp_cfg_lcore(cfg, (int)id);
 	struct rdp_poller_params pp = { 0 };
 	struct ep_lcore *lc;
+	unsigned int d;
 	uint32_t need;
-	char name[32];
+	int ret;
 
 	if (!rte_lcore_is_enabled(id) || id == rte_get_main_lcore())
 		return rdp_err_set(EINVAL, "lcore %u is configured to poll but is %s", id,
@@ -420,30 +581,29 @@ lcore_start(const struct rdp_cfg *cfg, unsigned int id)
 	rdp_rt.order[rdp_rt.nb_lcores++] = id;
 	lc->lcore_id = id;
 	lc->conf = *c;
+	lc->dflt = dflt;
 	rdp_cfg_credit_params(c, &lc->credit);
-	lc->conn.rnr_retry = c->rnr_retry;
-	lc->conn.retry_cnt = c->retry_cnt;
-	lc->conn.timeout = c->timeout;
-	lc->conn.min_rnr_timer = c->min_rnr_timer;
-	/* READs served (RTR) and issued (the hello; RTS takes what the peer serves) */
-	lc->conn.max_dest_rd_atomic = (uint8_t)RTE_MIN(c->read_depth, rdp_rt.attr.max_qp_rd_atom);
-	lc->rd_init = (uint8_t)RTE_MIN(c->read_depth, rdp_rt.attr.max_qp_init_rd_atom);
 	lc->socket = c->numa_node >= 0 ? c->numa_node : (int)rte_lcore_to_socket_id(id);
-	lc->max_inline = RTE_MIN(c->max_inline, rdp_rt.attr.max_inline_data);
 	lc->give_back_tsc = (uint64_t)c->srq_give_back_us * rte_get_tsc_hz() / 1000000;
 	if (rt_pages(cfg, (int)id, &lc->pages) < 0)
 		return -rte_errno;
 	/* with an SRQ, its receives once for the poller (ep_srq_create() reserves them) */
 	need = c->max_endpoints * ep_cq_budget(lc) + (c->srq == RDP_CFG_ON ? c->srq_size : 0);
 	pp.lcore_id = id;
-	pp.dev = rdp_rt.dev;
-	/* the device may not hold every endpoint's budget at once: start there
-	 * and let admission refuse what does not fit */
-	pp.cq_size = c->cq_size != 0 ? c->cq_size : RTE_MIN(need, rdp_rt.attr.max_cqe);
-	pp.max_cq_size = RTE_MAX(pp.cq_size, RTE_MIN(need, rdp_rt.attr.max_cqe));
+	/* one CQ per device: the device may not hold every endpoint's budget at
+	 * once: start there and let admission refuse what does not fit */
+	for (d = 0; d < rdp_rt.nb_devs; d++) {
+		uint32_t max_cqe = rdp_rt.devs[d].attr.max_cqe;
+
+		pp.cq[d].dev = rdp_rt.devs[d].dev;
+		pp.cq[d].cq_size = c->cq_size != 0 ? c->cq_size : RTE_MIN(need, max_cqe);
+		pp.cq[d].max_cq_size = RTE_MAX(pp.cq[d].cq_size, RTE_MIN(need, max_cqe));
+	}
+	pp.nb_cqs = rdp_rt.nb_devs;
 	pp.poll_burst = c->poll_burst;
 	pp.idle_sleep_us = c->idle_sleep_us;
-	pp.max_slots = c->max_endpoints + (c->srq == RDP_CFG_ON); /* the SRQ's receives */
+	/* the endpoints, and each device's SRQ receives */
+	pp.max_slots = c->max_endpoints + (c->srq == RDP_CFG_ON ? rdp_rt.nb_devs : 0);
 	pp.inbox_size = c->ring_size;
 	pp.socket = lc->socket;
 	pp.ops = &ep_poll_ops;
@@ -453,46 +613,47 @@ lcore_start(const struct rdp_cfg *cfg, unsigned int id)
 	TAILQ_INIT(&lc->sessions);
 	lc->session_due = UINT64_MAX;
 	rdp_poller_set_hook(lc->poller, ep_lcore_hook, lc);
-	snprintf(name, sizeof(name), "tx_lcore%u", id);
-	lc->send_pool = rdp_pool_create(name, rdp_rt.pd, c->send_bufs, c->buf_size, lc->socket,
-					lc->pages);
-	if (lc->send_pool == NULL)
-		return -rte_errno;
-	if (c->srq == RDP_CFG_ON) {
-		int ret = ep_srq_create(lc);
-
+	for (d = 0; d < rdp_rt.nb_devs; d++) {
+		ret = lcore_dev_start(lc, d);
 		if (ret < 0)
 			return ret;
 	}
-	return rndv_arenas_create(lc);
+	return 0;
 }
 
 static void
 teardown(void)
 {
-	unsigned int i;
+	unsigned int i, d;
 
 	for (i = 0; i < rdp_rt.nb_lcores; i++) {
 		struct ep_lcore *lc = rdp_rt.lcores[rdp_rt.order[i]];
-		int missing;
 
-		ep_srq_destroy(lc);
+		for (d = 0; d < EP_MAX_DEVS; d++)
+			ep_srq_destroy(&lc->dev[d]);
 		if (lc->poller != NULL && rdp_poller_destroy(lc->poller) < 0)
 			EP_LOG(ERR, "%s", rdp_err_msg());
-		rndv_arena_destroy(lc, lc->rv_send);
-		rndv_arena_destroy(lc, lc->rv_recv);
-		missing = rdp_pool_destroy(lc->send_pool);
-		if (missing > 0)
-			EP_LOG(ERR, "lcore %u: %d send buffers were not returned", lc->lcore_id,
-			       missing);
+		for (d = 0; d < EP_MAX_DEVS; d++) {
+			struct ep_lcore_dev *ld = &lc->dev[d];
+			int missing;
+
+			rndv_arena_destroy(lc, ld->rv_send);
+			rndv_arena_destroy(lc, ld->rv_recv);
+			missing = rdp_pool_destroy(ld->send_pool);
+			if (missing > 0)
+				EP_LOG(ERR, "lcore %u: %d send buffers of device %u were not "
+				       "returned", lc->lcore_id, missing, d);
+		}
 		rdp_rt.lcores[lc->lcore_id] = NULL;
 		free(lc);
 	}
 	rdp_rt.nb_lcores = 0;
-	rdp_pd_free(rdp_rt.pd);
-	rdp_rt.pd = NULL;
-	rdp_dev_close(rdp_rt.dev);
-	rdp_rt.dev = NULL;
+	for (d = rdp_rt.nb_devs; d-- > 0;) {
+		rdp_pd_free(rdp_rt.devs[d].pd);
+		rdp_dev_close(rdp_rt.devs[d].dev);
+		memset(&rdp_rt.devs[d], 0, sizeof(rdp_rt.devs[d]));
+	}
+	rdp_rt.nb_devs = 0;
 }
 
 /*
@@ -531,7 +692,11 @@ static void
 grow_fd_table(unsigned int endpoints)
 {
 	struct rlimit rl;
-	uint64_t each = EP_FDS_OWN + rdp_rt.attr.fds_per_qp;
+	uint64_t each = EP_FDS_OWN;
+	unsigned int d;
+
+	for (d = 0; d < rdp_rt.nb_devs; d++)
+		each = RTE_MAX(each, EP_FDS_OWN + rdp_rt.devs[d].attr.fds_per_qp);
 	uint64_t want = (uint64_t)endpoints * each + EP_FDS_SPARE;
 	int base, high;
 
@@ -558,6 +723,7 @@ int
 rdp_init(const struct rdp_cfg *cfg)
 {
 	unsigned int ids[RTE_MAX_LCORE], n, i, id, endpoints = 0;
+	uint8_t lcore_dev[RTE_MAX_LCORE];
 	int ret;
 
 	if (rdp_rt.up)
@@ -580,7 +746,7 @@ rdp_init(const struct rdp_cfg *cfg)
 	ret = rt_pages(cfg, RDP_CFG_GLOBAL, &rdp_rt.pages);
 	if (ret < 0)
 		goto fail;
-	ret = open_device(cfg);
+	ret = open_devices(cfg, lcore_dev);
 	if (ret < 0)
 		goto fail;
 	n = rdp_cfg_lcores(cfg, ids, RTE_DIM(ids));
@@ -593,7 +759,7 @@ rdp_init(const struct rdp_cfg *cfg)
 		goto fail;
 	}
 	for (i = 0; i < n; i++) {
-		ret = lcore_start(cfg, ids[i]);
+		ret = lcore_start(cfg, ids[i], lcore_dev[ids[i]]);
 		if (ret < 0)
 			goto fail;
 		endpoints += rdp_cfg_lcore(cfg, ids[i])->max_endpoints;

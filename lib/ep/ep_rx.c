@@ -17,7 +17,7 @@
 static inline void
 repost(struct rdp_ep *ep, struct rdp_msg *m, bool owed)
 {
-	if (ep->lc->srq != NULL) {
+	if (ep->ld->srq != NULL) {
 		ep_srq_repost(ep, m, owed);
 		return;
 	}
@@ -340,7 +340,7 @@ ep_post_initial_recvs(struct rdp_ep *ep)
 	uint32_t i;
 	int err = 0;
 
-	if (ep->lc->srq != NULL)
+	if (ep->ld->srq != NULL)
 		return 0; /* its receives are the SRQ's */
 	for (i = 0; i < ep->recv_pool->nb_bufs; i++) {
 		if (rdp_pool_get_bulk(ep->recv_pool, &m, 1) < 0)

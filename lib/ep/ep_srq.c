@@ -150,7 +150,7 @@ srq_queue(struct ep_srq *q, struct rdp_msg *m)
 void
 ep_srq_repost(struct rdp_ep *ep, struct rdp_msg *m, bool freed)
 {
-	struct ep_srq *q = ep->lc->srq;
+	struct ep_srq *q = ep->ld->srq;
 
 	if (unlikely(m->pool != q->pool)) {
 		/* a received message carried by a send buffer (ep_rndv.c): no credit */
@@ -181,7 +181,7 @@ ep_srq_repost(struct rdp_ep *ep, struct rdp_msg *m, bool freed)
 bool
 ep_srq_on_data(struct rdp_ep *ep, bool want)
 {
-	struct ep_srq *q = ep->lc->srq;
+	struct ep_srq *q = ep->ld->srq;
 	uint32_t head, out, lease;
 	uint64_t served;
 	int ret;
@@ -208,7 +208,7 @@ ep_srq_on_data(struct rdp_ep *ep, bool want)
 void
 ep_srq_give_back_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
 {
-	struct ep_srq *q = ep->lc->srq;
+	struct ep_srq *q = ep->ld->srq;
 	const uint8_t *b = m->data;
 	uint32_t extra, head, out, lease;
 	uint64_t served;
@@ -249,7 +249,7 @@ ep_srq_give_back_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
 void
 ep_srq_take_owed(struct rdp_ep *ep, bool data)
 {
-	struct ep_srq *q = ep->lc->srq;
+	struct ep_srq *q = ep->ld->srq;
 	uint32_t n;
 
 	if (ep->lease.owed == 0)
@@ -317,7 +317,7 @@ ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n)
 int
 ep_srq_admit(struct rdp_ep *ep, const struct rdp_hello *peer)
 {
-	struct ep_srq *q = ep->lc->srq;
+	struct ep_srq *q = ep->ld->srq;
 	uint32_t reserve = rdp_credit_lease_reserve(&peer->credit, &peer->lease);
 	char why[256];
 	int ret;
@@ -341,7 +341,7 @@ ep_srq_admit(struct rdp_ep *ep, const struct rdp_hello *peer)
 void
 ep_srq_unmap(struct rdp_ep *ep)
 {
-	struct ep_srq *q = ep->lc->srq;
+	struct ep_srq *q = ep->ld->srq;
 
 	if (q == NULL || !ep->srq_mapped)
 		return;
@@ -355,7 +355,7 @@ ep_srq_unmap(struct rdp_ep *ep)
 void
 ep_srq_settle(struct rdp_ep *ep)
 {
-	struct ep_srq *q = ep->lc->srq;
+	struct ep_srq *q = ep->ld->srq;
 
 	/*
 	 * Its QP is gone and its completions polled: nothing of the lease is on
@@ -374,8 +374,10 @@ ep_srq_settle(struct rdp_ep *ep)
 /* ---- the lcore's SRQ ---- */
 
 int
-ep_srq_create(struct ep_lcore *lc)
+ep_srq_create(struct ep_lcore_dev *ld)
 {
+	struct ep_lcore *lc = ld->lc;
+	const struct rdp_dev_attr *a = &ld->dv->attr;
 	const struct rdp_cfg_lcore *c = &lc->conf;
 	struct rdp_srq_init_attr sa = { .max_wr = c->srq_size, .max_sge = 1 };
 	uint32_t members = c->max_endpoints, cap, i;
@@ -383,17 +385,17 @@ ep_srq_create(struct ep_lcore *lc)
 	char name[32], why[256];
 	int ret;
 
-	if (rdp_rt.attr.max_srq_wr == 0)
-		return rdp_err_set(ENOTSUP, "lcore %u: srq = on, but driver %s has no shared "
-				   "receive queue", lc->lcore_id, rdp_rt.attr.driver);
-	if (c->srq_size > rdp_rt.attr.max_srq_wr)
-		return rdp_err_set(EINVAL, "lcore %u: srq_size=%u, the device holds at most %u "
-				   "(max_srq_wr)", lc->lcore_id, c->srq_size,
-				   rdp_rt.attr.max_srq_wr);
+	if (a->max_srq_wr == 0)
+		return rdp_err_set(ENOTSUP, "lcore %u: srq = on, but driver %s (device %s) has no "
+				   "shared receive queue", lc->lcore_id, a->driver, a->name);
+	if (c->srq_size > a->max_srq_wr)
+		return rdp_err_set(EINVAL, "lcore %u: srq_size=%u, device %s holds at most %u "
+				   "(max_srq_wr)", lc->lcore_id, c->srq_size, a->name,
+				   a->max_srq_wr);
 	q = calloc(1, sizeof(*q));
 	if (q == NULL)
 		return rdp_err_set(ENOMEM, "out of memory");
-	lc->srq = q;
+	ld->srq = q;
 	q->slot = UINT32_MAX;
 	if (pthread_spin_init(&q->lock, PTHREAD_PROCESS_PRIVATE) != 0)
 		return rdp_err_set(ENOMEM, "lcore %u: no SRQ lock", lc->lcore_id);
@@ -410,20 +412,20 @@ ep_srq_create(struct ep_lcore *lc)
 				  c->srq_grant, q->wq, members, why, sizeof(why));
 	if (ret < 0)
 		return rdp_err_set(EINVAL, "lcore %u: %s", lc->lcore_id, why);
-	snprintf(name, sizeof(name), "srq_lcore%u", lc->lcore_id);
-	q->pool = rdp_pool_create(name, rdp_rt.pd, c->srq_size, c->buf_size, lc->socket,
+	snprintf(name, sizeof(name), "srq_lcore%u_%u", lc->lcore_id, ld->idx);
+	q->pool = rdp_pool_create(name, ld->dv->pd, c->srq_size, c->buf_size, lc->socket,
 				  RDP_ACCESS_LOCAL_WRITE | lc->pages);
 	if (q->pool == NULL)
 		return -rte_errno;
-	q->srq = rdp_srq_create(rdp_rt.pd, &sa);
+	q->srq = rdp_srq_create(ld->dv->pd, &sa);
 	if (q->srq == NULL)
 		return -rte_errno;
 	ret = rdp_poller_slot_alloc(lc->poller, (void *)((uintptr_t)q | EP_SRQ_CLIENT_TAG));
 	if (ret < 0)
 		return ret;
 	q->slot = (uint32_t)ret;
-	/* the SRQ's completions, once per poller */
-	ret = rdp_poller_reserve(lc->poller, c->srq_size);
+	/* the SRQ's completions, once per poller, on its device's CQ */
+	ret = rdp_poller_reserve(lc->poller, ld->idx, c->srq_size);
 	if (ret < 0)
 		return ret;
 	for (i = 0; i < c->srq_size; i++) {
@@ -442,9 +444,10 @@ ep_srq_create(struct ep_lcore *lc)
 }
 
 void
-ep_srq_destroy(struct ep_lcore *lc)
+ep_srq_destroy(struct ep_lcore_dev *ld)
 {
-	struct ep_srq *q = lc->srq;
+	struct ep_lcore *lc = ld->lc;
+	struct ep_srq *q = ld->srq;
 
 	if (q == NULL)
 		return;
@@ -464,13 +467,13 @@ ep_srq_destroy(struct ep_lcore *lc)
 	free(q->map_ep);
 	free(q->wq);
 	free(q);
-	lc->srq = NULL;
+	ld->srq = NULL;
 }
 
 void
-ep_srq_snapshot(const struct ep_lcore *lc, struct rdp_srq_stats *s)
+ep_srq_snapshot(const struct ep_lcore_dev *ld, struct rdp_srq_stats *s)
 {
-	struct ep_srq *q = lc->srq;
+	struct ep_srq *q = ld->srq;
 
 	memset(s, 0, sizeof(*s));
 	if (q == NULL)
@@ -499,8 +502,8 @@ rdp_lcore_srq_stats_get(unsigned int lcore, struct rdp_srq_stats *stats)
 
 	if (lc == NULL)
 		return -ENODEV;
-	if (lc->srq == NULL)
+	if (lc->dev[lc->dflt].srq == NULL)
 		return -ENOTSUP;
-	ep_srq_snapshot(lc, stats);
+	ep_srq_snapshot(&lc->dev[lc->dflt], stats);
 	return 0;
 }

@@ -149,7 +149,17 @@ tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(o, "cq_reserved", used);
 		rte_tel_data_add_dict_u64(o, "cq_size", size);
 		rte_tel_data_add_dict_u64(o, "endpoints", slots);
-		rte_tel_data_add_dict_u64(o, "send_bufs_free", rdp_pool_avail(lc->send_pool));
+		{
+			uint64_t free_bufs = 0;
+			unsigned int d;
+
+			for (d = 0; d < rdp_rt.nb_devs; d++)
+				free_bufs += rdp_pool_avail(lc->dev[d].send_pool);
+			rte_tel_data_add_dict_u64(o, "send_bufs_free", free_bufs);
+			rte_tel_data_add_dict_u64(o, "devices", rdp_rt.nb_devs);
+			rte_tel_data_add_dict_string(o, "default_device",
+						     lc->dev[lc->dflt].dv->attr.name);
+		}
 		{
 			struct rte_tel_data *e = rte_tel_data_alloc();
 			struct rdp_ep_counters c = { 0 };
@@ -163,15 +173,20 @@ tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
 			counters_tel(e, &c);
 			rte_tel_data_add_dict_container(o, "endpoint_counters", e, 0);
 		}
-		if (lc->srq != NULL) {
-			struct rte_tel_data *q = rte_tel_data_alloc();
+		for (unsigned int d = 0; d < rdp_rt.nb_devs; d++) {
+			const struct ep_lcore_dev *ld = &lc->dev[d];
+			struct rte_tel_data *q;
 			struct rdp_srq_stats ss;
+			char qkey[RTE_TEL_MAX_STRING_LEN];
 
+			if (ld->srq == NULL)
+				continue;
+			q = rte_tel_data_alloc();
 			if (q == NULL) {
 				rte_tel_data_free(o);
 				return -ENOMEM;
 			}
-			ep_srq_snapshot(lc, &ss);
+			ep_srq_snapshot(ld, &ss);
 			rte_tel_data_start_dict(q);
 			rte_tel_data_add_dict_u64(q, "size", ss.size);
 			rte_tel_data_add_dict_u64(q, "posted", ss.posted);
@@ -186,7 +201,12 @@ tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
 			rte_tel_data_add_dict_u64(q, "given_back", ss.given_back);
 			rte_tel_data_add_dict_u64(q, "refused", ss.refused);
 			rte_tel_data_add_dict_u64(q, "strays", ss.strays);
-			rte_tel_data_add_dict_container(o, "srq", q, 0);
+			/* the first device's is "srq"; the others' "srq_" and the device */
+			if (d == 0)
+				snprintf(qkey, sizeof(qkey), "srq");
+			else
+				snprintf(qkey, sizeof(qkey), "srq_%s", ld->dv->attr.name);
+			rte_tel_data_add_dict_container(o, qkey, q, 0);
 		}
 		snprintf(key, sizeof(key), "%u", lc->lcore_id);
 		rte_tel_data_add_dict_container(d, key, o, 0);
@@ -247,6 +267,7 @@ tel_endpoint(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_string(d, "state", rdp_ep_state_str(ep_get_state(ep)));
 		rte_tel_data_add_dict_string(d, "peer", ep->peer);
 		rte_tel_data_add_dict_u64(d, "lcore", ep->lc->lcore_id);
+		rte_tel_data_add_dict_string(d, "device", ep->ld->dv->attr.name);
 		rte_tel_data_add_dict_u64(d, "msgs_sent", s.msgs_sent);
 		rte_tel_data_add_dict_u64(d, "msgs_failed", s.msgs_failed);
 		rte_tel_data_add_dict_u64(d, "msgs_received", s.msgs_received);

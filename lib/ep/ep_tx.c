@@ -107,7 +107,7 @@ wr_own_control(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
 
 	if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
 		return 0;
-	if (rdp_pool_get_bulk(ep->lc->send_pool, &m, 1) < 0)
+	if (rdp_pool_get_bulk(ep->ld->send_pool, &m, 1) < 0)
 		return 0; /* the next pass tries again */
 	memcpy(m->data, body, len);
 	m->data_len = m->pkt_len = len;
@@ -262,9 +262,9 @@ send_now(struct rdp_ep *ep, struct rdp_msg *m)
 
 	if (m->next != NULL || ep->rp_acks > 0 || (m->flags & MSG_F_RNDV))
 		return false;
-	if (ep->lc->srq != NULL) {
+	if (ep->ld->srq != NULL) {
 		/* buffers back on the SRQ before the credits that name them leave */
-		ep_srq_flush(ep->lc->srq);
+		ep_srq_flush(ep->ld->srq);
 		ep_srq_take_owed(ep, true);
 	}
 	/* a stall counts once per episode: asking again in ep_post_sends() is free */
@@ -292,9 +292,9 @@ ep_post_sends(struct rdp_ep *ep)
 #ifdef RDP_BENCH_NO_CREDIT
 	rdp_credit_bench_bypass(c);
 #endif
-	if (ep->lc->srq != NULL) {
+	if (ep->ld->srq != NULL) {
 		/* buffers back on the SRQ before the credits that name them leave */
-		ep_srq_flush(ep->lc->srq);
+		ep_srq_flush(ep->ld->srq);
 		ep_srq_take_owed(ep, !txq_empty(&ep->txq) && c->rc > 0);
 	}
 	while (unlikely(ep->rd_head != NULL) && n < TX_BURST) {
@@ -475,7 +475,7 @@ alloc_one_chunk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t l
 {
 	uint16_t i;
 
-	if (unlikely(rdp_pool_get_bulk(ep->lc->send_pool, msgs, n) < 0)) {
+	if (unlikely(rdp_pool_get_bulk(ep->ld->send_pool, msgs, n) < 0)) {
 		rte_errno = ENOBUFS;
 		return -ENOBUFS;
 	}
@@ -514,7 +514,7 @@ rdp_msg_alloc_bulk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_
 	}
 	/* chains of segments, one message at a time */
 	for (i = 0; i < n; i++) {
-		msgs[i] = rdp_pool_alloc_msg(ep->lc->send_pool, len, seg);
+		msgs[i] = rdp_pool_alloc_msg(ep->ld->send_pool, len, seg);
 		if (msgs[i] == NULL) {
 			int err = rte_errno;
 

@@ -118,6 +118,14 @@ struct rdp_ep_params {
 	struct rte_ring *events;      /**< pipeline: events go here (multi-producer) */
 	int lcore;                    /**< poller lcore, or -1 for round robin */
 	bool notify_send_ok;          /**< report successful sends too */
+	/**
+	 * Device name (rdp_device_name()), or NULL: the device whose interface
+	 * holds the local address of the route to the peer (of the connection,
+	 * for a listener's endpoints) when the process has several, else the
+	 * lcore's (its section's `device`). Read by rdp_connect() and
+	 * rdp_listen() only.
+	 */
+	const char *device;
 };
 
 /** Per-endpoint counters (telemetry and tests). */
@@ -184,10 +192,40 @@ int rdp_fini(void);
  *
  * @return
  *   The driver's name first, then its device and why it was chosen, e.g.
- *   "shm on shm0 (no RDMA device with an active port)". Empty before
- *   rdp_init().
+ *   "shm on shm0 (no RDMA device with an active port)"; with several
+ *   devices one such part each, separated by "; ". Empty before rdp_init().
  */
 const char *rdp_driver_info(void);
+
+/**
+ * The devices the process uses (docs/configuration.md, "Several devices"):
+ * every poller polls one CQ on each.
+ *
+ * @return
+ *   How many (0 before rdp_init()).
+ */
+unsigned int rdp_device_count(void);
+
+/**
+ * A device's name, as rdp_ep_params.device takes it.
+ *
+ * @param idx
+ *   Below rdp_device_count(); 0 is [global]'s first device.
+ * @return
+ *   The name ("rxe0", "shm0"), or NULL for an index past the last.
+ */
+const char *rdp_device_name(unsigned int idx);
+
+/**
+ * The device an endpoint uses (chosen when it was made, see
+ * rdp_ep_params.device).
+ *
+ * @param ep
+ *   The endpoint.
+ * @return
+ *   Its device's name.
+ */
+const char *rdp_ep_device(const struct rdp_ep *ep);
 
 /**
  * Accept endpoints on a TCP address.
@@ -549,8 +587,10 @@ struct rdp_srq_stats {
 };
 
 /**
- * Read the counters of a poller lcore's shared receive queue (a snapshot
- * from any thread; the lease fields are consistent with one another).
+ * Read the counters of a poller lcore's shared receive queue on its
+ * default device (a snapshot from any thread; the lease fields are
+ * consistent with one another). With several devices, each has its own
+ * SRQ on the poller; telemetry's /rdp/lcores shows them all.
  *
  * @param lcore
  *   A poller lcore.

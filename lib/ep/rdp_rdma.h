@@ -138,7 +138,10 @@ void *rdp_region_addr(const struct rdp_region *r);
 int rdp_region_deregister(struct rdp_region *r);
 
 /**
- * The remote descriptor of a region.
+ * The remote descriptor of a region, with its key on the process's first
+ * device: what the peer of any endpoint uses when the process has one
+ * device. With several (docs/configuration.md, "Several devices") a key
+ * holds on one device only: use rdp_ep_region_rdesc().
  *
  * @param r
  *   The region.
@@ -146,6 +149,21 @@ int rdp_region_deregister(struct rdp_region *r);
  *   Filled.
  */
 void rdp_region_rdesc(const struct rdp_region *r, struct rdp_rdesc *d);
+
+/**
+ * The remote descriptor of a region for the peer of @p ep: its key on the
+ * endpoint's device (a region is registered with every device of the
+ * process).
+ *
+ * @param ep
+ *   The endpoint whose peer will use the descriptor.
+ * @param r
+ *   The region.
+ * @param d
+ *   Filled.
+ */
+void rdp_ep_region_rdesc(const struct rdp_ep *ep, const struct rdp_region *r,
+			 struct rdp_rdesc *d);
 
 /**
  * Encode a remote descriptor for a message (little-endian, fixed size).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The poller: one CQ, one inbox, one busy list per lcore. The loop follows
+ * The poller: one CQ per device, one inbox, one busy list per lcore. The loop follows
  * DPDK's l2fwd shape: burst, dispatch, and nothing else on an idle pass.
  */
 #include <errno.h>
@@ -28,15 +28,26 @@ RTE_LOG_REGISTER(rdp_poll_logtype, rdp.poll, INFO);
 
 /* Counters have one writer, the poller; telemetry reads them (RDP_STAT_ADD). */
 
+/* One CQ of the poller (one per device). */
+struct poll_cq {
+	struct rdp_cq *cq;
+	bool error_logged;
+	/* shared with other threads */
+	uint32_t used __rte_cache_aligned; /* reserved entries (atomic) */
+	uint32_t cap;          /* current capacity (atomic) */
+	uint32_t max_size;
+	uint32_t resize_req;   /* wanted capacity, 0 when none (atomic) */
+	int resize_ret;        /* result of the last resize (atomic) */
+};
+
 struct rdp_poller {
 	struct rdp_poller_head head; /* first: the inline busy-list helpers use it */
 	const struct rdp_poll_ops *ops;
-	struct rdp_cq *cq;
 	void **slots;
 	uint16_t burst;
 	uint32_t idle_sleep_us;
 	unsigned int lcore_id;
-	bool cq_error_logged;
+	unsigned int nb_cqs;
 	unsigned int strays_logged;     /* the first few completions for an empty slot */
 	struct rdp_poll_stats stats;
 	rdp_poll_hook_fn hook;          /* the application's, NULL: none (atomic) */
@@ -46,15 +57,11 @@ struct rdp_poller {
 	struct rte_ring *inbox __rte_cache_aligned;
 	struct rte_ring *free_slots;
 	uint32_t max_slots;
-	uint32_t cq_used;      /* reserved entries (atomic) */
-	uint32_t cq_cap;       /* current capacity (atomic) */
-	uint32_t max_cq_size;
-	uint32_t resize_req;   /* wanted capacity, 0 when none (atomic) */
-	int resize_ret;        /* result of the last resize (atomic) */
 	bool running;          /* inside rdp_poller_run (atomic) */
 	bool stop;             /* ask rdp_poller_run to return (atomic) */
 	size_t inbox_mem;
 	size_t slots_mem;
+	struct poll_cq cqs[RDP_POLL_MAX_CQS];
 };
 
 _Static_assert(offsetof(struct rdp_poller, head) == 0, "busy-list head must come first");
@@ -86,12 +93,17 @@ rdp_poller_create(const struct rdp_poller_params *prm)
 	char name[RTE_RING_NAMESIZE];
 	uint32_t i;
 
+	bool sizes = prm->nb_cqs > 0 && prm->nb_cqs <= RDP_POLL_MAX_CQS;
+
+	for (i = 0; sizes && i < prm->nb_cqs; i++)
+		sizes = prm->cq[i].cq_size > 0 && prm->cq[i].dev != NULL;
 	if (prm->poll_burst == 0 || prm->poll_burst > MAX_BURST || prm->max_slots == 0 ||
 	    prm->max_slots > RDP_POLL_MAX_SLOTS || !rte_is_power_of_2(prm->inbox_size) ||
-	    prm->cq_size == 0 || prm->ops == NULL) {
+	    !sizes || prm->ops == NULL) {
 		rdp_err_set(EINVAL, "poller on lcore %u: bad parameters (poll_burst %u of 1..%d, "
-			    "max_slots %u, inbox %u must be a power of two)", prm->lcore_id,
-			    prm->poll_burst, MAX_BURST, prm->max_slots, prm->inbox_size);
+			    "max_slots %u, inbox %u must be a power of two, %u CQs of 1..%d, each "
+			    "with a device and a size)", prm->lcore_id, prm->poll_burst, MAX_BURST,
+			    prm->max_slots, prm->inbox_size, prm->nb_cqs, RDP_POLL_MAX_CQS);
 		return NULL;
 	}
 	p = rdp_mem_zalloc(sizeof(*p), prm->socket);
@@ -104,7 +116,6 @@ rdp_poller_create(const struct rdp_poller_params *prm)
 	p->idle_sleep_us = prm->idle_sleep_us;
 	p->lcore_id = prm->lcore_id;
 	p->max_slots = prm->max_slots;
-	p->max_cq_size = RTE_MAX(prm->max_cq_size, prm->cq_size);
 	snprintf(name, sizeof(name), "rdp_inbox_%u", prm->lcore_id);
 	p->inbox = ring_make(name, prm->inbox_size, RING_F_SC_DEQ, prm->socket, &p->inbox_mem);
 	snprintf(name, sizeof(name), "rdp_slots_%u", prm->lcore_id);
@@ -118,15 +129,25 @@ rdp_poller_create(const struct rdp_poller_params *prm)
 	}
 	for (i = 0; i < prm->max_slots; i++)
 		rte_ring_enqueue(p->free_slots, (void *)(uintptr_t)(i + 1));
-	p->cq = rdp_cq_create(prm->dev, prm->cq_size, prm->socket);
-	if (p->cq == NULL) {
-		rdp_err_set(rte_errno, "poller on lcore %u: cannot create a CQ of %u entries: %s",
-			    prm->lcore_id, prm->cq_size, rdp_err_msg());
-		goto fail;
+	for (i = 0; i < prm->nb_cqs; i++) {
+		const struct rdp_poller_cq_params *c = &prm->cq[i];
+		struct poll_cq *q = &p->cqs[i];
+
+		q->cq = rdp_cq_create(c->dev, c->cq_size, prm->socket);
+		if (q->cq == NULL) {
+			rdp_err_set(rte_errno, "poller on lcore %u: cannot create CQ %u (of "
+				    "device %u) of %u entries: %s", prm->lcore_id, i, i,
+				    c->cq_size, rdp_err_msg());
+			goto fail;
+		}
+		q->cap = c->cq_size;
+		q->max_size = RTE_MAX(c->max_cq_size, c->cq_size);
+		p->nb_cqs = i + 1;
 	}
-	p->cq_cap = prm->cq_size;
 	return p;
 fail:
+	for (i = 0; i < p->nb_cqs; i++)
+		rdp_cq_destroy(p->cqs[i].cq);
 	rdp_mem_free(p->slots, p->slots_mem);
 	rdp_mem_free(p->free_slots, slot_ring_mem);
 	rdp_mem_free(p->inbox, p->inbox_mem);
@@ -137,6 +158,7 @@ fail:
 int
 rdp_poller_destroy(struct rdp_poller *p)
 {
+	unsigned int i;
 	uint32_t used;
 	int ret;
 
@@ -149,9 +171,14 @@ rdp_poller_destroy(struct rdp_poller *p)
 	if (used > 0)
 		return rdp_err_set(EBUSY, "poller on lcore %u still has %u endpoints",
 				   p->lcore_id, used);
-	ret = rdp_cq_destroy(p->cq);
-	if (ret < 0)
-		return ret;
+	for (i = 0; i < p->nb_cqs; i++) {
+		if (p->cqs[i].cq == NULL)
+			continue;
+		ret = rdp_cq_destroy(p->cqs[i].cq);
+		if (ret < 0)
+			return ret;
+		p->cqs[i].cq = NULL;
+	}
 	rdp_mem_free(p->free_slots,
 		     rte_ring_get_memsize(rte_ring_get_size(p->free_slots)));
 	rdp_mem_free(p->slots, p->slots_mem);
@@ -160,23 +187,29 @@ rdp_poller_destroy(struct rdp_poller *p)
 	return 0;
 }
 
-/* Grow the CQ on the poller's thread when admission asked for it. */
+/* Grow a CQ on the poller's thread when admission asked for it. */
 static void
 serve_resize(struct rdp_poller *p)
 {
-	uint32_t want = __atomic_load_n(&p->resize_req, __ATOMIC_ACQUIRE);
-	int ret;
+	unsigned int i;
 
-	if (likely(want == 0))
-		return;
-	ret = rdp_cq_resize(p->cq, want);
-	if (ret == 0) {
-		__atomic_store_n(&p->cq_cap, want, __ATOMIC_RELEASE);
-		RDP_STAT_ADD(p->stats.cq_resizes, 1);
-		POLL_LOG(INFO, "lcore %u: CQ grown to %u entries", p->lcore_id, want);
+	for (i = 0; i < p->nb_cqs; i++) {
+		struct poll_cq *q = &p->cqs[i];
+		uint32_t want = __atomic_load_n(&q->resize_req, __ATOMIC_ACQUIRE);
+		int ret;
+
+		if (likely(want == 0))
+			continue;
+		ret = rdp_cq_resize(q->cq, want);
+		if (ret == 0) {
+			__atomic_store_n(&q->cap, want, __ATOMIC_RELEASE);
+			RDP_STAT_ADD(p->stats.cq_resizes, 1);
+			POLL_LOG(INFO, "lcore %u: CQ %u grown to %u entries", p->lcore_id, i,
+				 want);
+		}
+		__atomic_store_n(&q->resize_ret, ret, __ATOMIC_RELAXED);
+		__atomic_store_n(&q->resize_req, 0, __ATOMIC_RELEASE);
 	}
-	__atomic_store_n(&p->resize_ret, ret, __ATOMIC_RELAXED);
-	__atomic_store_n(&p->resize_req, 0, __ATOMIC_RELEASE);
 }
 
 /* End of the run of completions from @p i on that belong to one slot. */
@@ -201,19 +234,19 @@ wc_client(const struct rdp_poller *p, const struct rdp_wc *wc)
 }
 
 static unsigned int
-poll_cq(struct rdp_poller *p)
+poll_cq(struct rdp_poller *p, struct poll_cq *q)
 {
 	struct rdp_wc wc[MAX_BURST];
 	int n, i, j;
 
-	n = rdp_poll_cq(p->cq, wc, p->burst);
+	n = rdp_poll_cq(q->cq, wc, p->burst);
 	RDP_HOP_MARK_IF(n > 0, RDP_HOP_POLLED);
 	if (unlikely(n < 0)) {
 		RDP_STAT_ADD(p->stats.cq_errors, 1);
-		if (!p->cq_error_logged) {
-			p->cq_error_logged = true;
-			POLL_LOG(ERR, "lcore %u: CQ in error (%d): completions were lost",
-				 p->lcore_id, n);
+		if (!q->error_logged) {
+			q->error_logged = true;
+			POLL_LOG(ERR, "lcore %u: CQ %u in error (%d): completions were lost",
+				 p->lcore_id, (unsigned int)(q - p->cqs), n);
 		}
 		return 0;
 	}
@@ -297,7 +330,13 @@ rdp_poller_poll(struct rdp_poller *p)
 
 	if (unlikely(__atomic_load_n(&p->head.owner, __ATOMIC_RELAXED) == 0))
 		__atomic_store_n(&p->head.owner, rdp_thread_self(), __ATOMIC_RELEASE);
-	work = poll_cq(p);
+	work = poll_cq(p, &p->cqs[0]);
+	if (unlikely(p->nb_cqs > 1)) {
+		unsigned int i;
+
+		for (i = 1; i < p->nb_cqs; i++)
+			work += poll_cq(p, &p->cqs[i]);
+	}
 	n = rte_ring_sc_dequeue_burst(p->inbox, items, INBOX_BURST, NULL);
 	if (n > 0) {
 		RDP_HANDOFF_ACQUIRE(p->inbox);
@@ -391,86 +430,116 @@ rdp_poller_slot_free(struct rdp_poller *p, uint32_t slot)
 	rte_ring_enqueue(p->free_slots, (void *)(uintptr_t)(slot + 1));
 }
 
-/* Grow the CQ to at least @want: through the poller when it runs, else here. */
+/* Grow CQ @p q to at least @p want: through the poller when it runs, else here. */
 static int
-grow_cq(struct rdp_poller *p, uint32_t want)
+grow_cq(struct rdp_poller *p, struct poll_cq *q, uint32_t want)
 {
 	uint32_t zero = 0;
 	double deadline;
 
 	if (!__atomic_load_n(&p->running, __ATOMIC_ACQUIRE)) {
-		int ret = rdp_cq_resize(p->cq, want);
+		int ret = rdp_cq_resize(q->cq, want);
 
 		if (ret == 0) {
-			__atomic_store_n(&p->cq_cap, want, __ATOMIC_RELEASE);
+			__atomic_store_n(&q->cap, want, __ATOMIC_RELEASE);
 			RDP_STAT_ADD(p->stats.cq_resizes, 1);
 		}
 		return ret;
 	}
-	if (!__atomic_compare_exchange_n(&p->resize_req, &zero, want, false,
+	if (!__atomic_compare_exchange_n(&q->resize_req, &zero, want, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return -EAGAIN; /* another resize is being served: retry */
 	deadline = rdp_clock_s() + 1.0;
-	while (__atomic_load_n(&p->resize_req, __ATOMIC_ACQUIRE) != 0) {
+	while (__atomic_load_n(&q->resize_req, __ATOMIC_ACQUIRE) != 0) {
 		if (rdp_clock_s() > deadline)
-			return rdp_err_set(ETIMEDOUT, "lcore %u did not resize its CQ within 1 s",
-					   p->lcore_id);
+			return rdp_err_set(ETIMEDOUT, "lcore %u did not resize its CQ %u within "
+					   "1 s", p->lcore_id, (unsigned int)(q - p->cqs));
 		usleep(100);
 	}
-	return __atomic_load_n(&p->resize_ret, __ATOMIC_RELAXED);
+	return __atomic_load_n(&q->resize_ret, __ATOMIC_RELAXED);
 }
 
 int
-rdp_poller_reserve(struct rdp_poller *p, uint32_t entries)
+rdp_poller_reserve(struct rdp_poller *p, unsigned int cq, uint32_t entries)
 {
+	struct poll_cq *q;
+
+	if (cq >= p->nb_cqs)
+		return rdp_err_set(EINVAL, "lcore %u has no CQ %u (it polls %u)", p->lcore_id, cq,
+				   p->nb_cqs);
+	q = &p->cqs[cq];
 	for (;;) {
-		uint32_t used = __atomic_load_n(&p->cq_used, __ATOMIC_ACQUIRE);
-		uint32_t cap = __atomic_load_n(&p->cq_cap, __ATOMIC_ACQUIRE);
+		uint32_t used = __atomic_load_n(&q->used, __ATOMIC_ACQUIRE);
+		uint32_t cap = __atomic_load_n(&q->cap, __ATOMIC_ACQUIRE);
 		uint64_t need = (uint64_t)used + entries;
 		uint32_t want;
 		int ret;
 
 		if (need <= cap) {
-			if (__atomic_compare_exchange_n(&p->cq_used, &used, (uint32_t)need, false,
+			if (__atomic_compare_exchange_n(&q->used, &used, (uint32_t)need, false,
 							__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 				return 0;
 			continue;
 		}
-		if (need > p->max_cq_size)
-			return rdp_err_set(ENOSPC, "lcore %u: CQ budget exhausted: %u entries "
-					   "reserved, this endpoint needs %u more (sq_size+1+rq_size), "
-					   "limit %u (cq_size / max_endpoints)", p->lcore_id, used,
-					   entries, p->max_cq_size);
-		want = (uint32_t)RTE_MIN((uint64_t)p->max_cq_size, RTE_MAX(need, 2ull * cap));
-		ret = grow_cq(p, want);
+		if (need > q->max_size)
+			return rdp_err_set(ENOSPC, "lcore %u: CQ budget of device %u exhausted: %u "
+					   "entries reserved, this endpoint needs %u more "
+					   "(sq_size+1+rq_size), limit %u (cq_size / max_endpoints)",
+					   p->lcore_id, cq, used, entries, q->max_size);
+		want = (uint32_t)RTE_MIN((uint64_t)q->max_size, RTE_MAX(need, 2ull * cap));
+		ret = grow_cq(p, q, want);
 		if (ret < 0 && ret != -EAGAIN)
-			return rdp_err_set(ENOSPC, "lcore %u: CQ of %u entries is full (%u reserved) "
-					   "and cannot grow to %u: %s", p->lcore_id, cap, used, want,
-					   rdp_err_msg());
+			return rdp_err_set(ENOSPC, "lcore %u: CQ of device %u, %u entries, is full "
+					   "(%u reserved) and cannot grow to %u: %s", p->lcore_id,
+					   cq, cap, used, want, rdp_err_msg());
 	}
 }
 
 void
-rdp_poller_unreserve(struct rdp_poller *p, uint32_t entries)
+rdp_poller_unreserve(struct rdp_poller *p, unsigned int cq, uint32_t entries)
 {
-	__atomic_fetch_sub(&p->cq_used, entries, __ATOMIC_ACQ_REL);
+	if (cq < p->nb_cqs)
+		__atomic_fetch_sub(&p->cqs[cq].used, entries, __ATOMIC_ACQ_REL);
 }
 
 struct rdp_cq *
-rdp_poller_cq(const struct rdp_poller *p)
+rdp_poller_cq(const struct rdp_poller *p, unsigned int cq)
 {
-	return p->cq;
+	return cq < p->nb_cqs ? p->cqs[cq].cq : NULL;
+}
+
+unsigned int
+rdp_poller_nb_cqs(const struct rdp_poller *p)
+{
+	return p->nb_cqs;
+}
+
+void
+rdp_poller_cq_usage(const struct rdp_poller *p, unsigned int cq, uint32_t *cq_used,
+		    uint32_t *cq_size)
+{
+	if (cq_used != NULL)
+		*cq_used = cq < p->nb_cqs ? __atomic_load_n(&p->cqs[cq].used, __ATOMIC_RELAXED) : 0;
+	if (cq_size != NULL)
+		*cq_size = cq < p->nb_cqs ? __atomic_load_n(&p->cqs[cq].cap, __ATOMIC_RELAXED) : 0;
 }
 
 void
 rdp_poller_stats(const struct rdp_poller *p, struct rdp_poll_stats *stats,
 		 uint32_t *cq_used, uint32_t *cq_size, uint32_t *slots_used)
 {
+	uint32_t used = 0, size = 0;
+	unsigned int i;
+
 	rdp_stats_read(stats, &p->stats, sizeof(*stats));
+	for (i = 0; i < p->nb_cqs; i++) {
+		used += __atomic_load_n(&p->cqs[i].used, __ATOMIC_RELAXED);
+		size += __atomic_load_n(&p->cqs[i].cap, __ATOMIC_RELAXED);
+	}
 	if (cq_used != NULL)
-		*cq_used = __atomic_load_n(&p->cq_used, __ATOMIC_RELAXED);
+		*cq_used = used;
 	if (cq_size != NULL)
-		*cq_size = __atomic_load_n(&p->cq_cap, __ATOMIC_RELAXED);
+		*cq_size = size;
 	if (slots_used != NULL)
 		*slots_used = p->max_slots - rte_ring_count(p->free_slots);
 }

@@ -41,6 +41,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
@@ -531,6 +532,9 @@ struct shm_link {
 struct shm_dev {
 	struct rdp_dev *dev;
 	unsigned int instance;
+	char name[64];              /* device=NAME, else shm<instance> */
+	struct sockaddr_storage addr; /* addr=IP: the address its "interface" holds */
+	bool has_addr;
 	/* knobs */
 	uint8_t order;
 	uint64_t seed;

@@ -45,6 +45,8 @@ struct rdp_driver_ops {
 	void (*dev_close)(struct rdp_dev *dev);
 	int (*dev_query)(struct rdp_dev *dev, struct rdp_dev_attr *attr);
 	int (*stats_get)(struct rdp_dev *dev, struct rdp_dev_stats *stats);
+	/** 1 when the device's interface holds @p addr, 0 when not (optional). */
+	int (*owns_addr)(struct rdp_dev *dev, const struct sockaddr *addr);
 	int (*event_fd)(struct rdp_dev *dev);
 	int (*event_get)(struct rdp_dev *dev, struct rdp_event *ev);
 	struct rdp_pd *(*pd_alloc)(struct rdp_dev *dev);

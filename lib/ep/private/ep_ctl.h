@@ -25,7 +25,8 @@ struct listener {
 	TAILQ_ENTRY(listener) next;
 	int fd;
 	int port;
-	struct rdp_ep_params prm;
+	int dev;                   /* the device its endpoints use, -1: each picks */
+	struct rdp_ep_params prm;  /* (its device NULL: the name was the application's) */
 	char addr[128];
 } __rte_aligned(8);
 
@@ -35,7 +36,6 @@ struct ep_ctl {
 	bool stop;
 	int epfd;
 	int wake_fd;
-	int dev_fd;
 	struct rte_ring *inbox;
 	size_t inbox_mem;
 	TAILQ_HEAD(, rdp_ep) handshakes;

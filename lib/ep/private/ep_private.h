@@ -143,23 +143,50 @@ struct ep_srq {
 	struct ep_srq_stats stats;
 };
 
+/* Devices one process can use at once (distinct device, port, GID index). */
+#define EP_MAX_DEVS 4
+
+/* One device of the process: opened by rdp_init(), closed by rdp_fini(). */
+struct ep_dev {
+	unsigned int idx;                 /* in rdp_rt.devs[], and the poller's CQ index */
+	struct rdp_dev *dev;
+	struct rdp_pd *pd;
+	struct rdp_dev_attr attr;
+	char why[96];                     /* how it was chosen ("configured by device") */
+};
+
+struct ep_lcore;
+
+/*
+ * What a poller lcore holds for one device: a CQ on its poller (index idx),
+ * and its pools, arenas and SRQ registered with that device's PD. An
+ * endpoint uses the one of its device (ep->ld).
+ */
+struct ep_lcore_dev {
+	struct ep_lcore *lc;
+	const struct ep_dev *dv;
+	unsigned int idx;                 /* = dv->idx */
+	struct rdp_pool *send_pool;
+	struct rdp_qp_conn_params conn;   /* the lcore's, READs served within the device's */
+	uint32_t max_inline;              /* min(config, device) */
+	uint8_t rd_init;                  /* READs an endpoint may issue: min(config, device) */
+	struct rdp_arena *rv_send;        /* rendezvous messages to send (peers READ them) */
+	struct rdp_arena *rv_recv;        /* rendezvous messages received (READ into) */
+	struct ep_srq *srq;               /* srq = on: the poller's SRQ on it, else NULL */
+};
+
 /* Runtime of one poller lcore. */
 struct ep_lcore {
 	unsigned int lcore_id;
 	int socket;
 	struct rdp_poller *poller;
-	struct rdp_pool *send_pool;
 	struct rdp_cfg_lcore conf;        /* resolved configuration */
 	struct rdp_credit_params credit;  /* from conf */
-	struct rdp_qp_conn_params conn;   /* from conf */
-	uint32_t max_inline;              /* min(config, device) */
-	uint8_t rd_init;                  /* READs an endpoint may issue: min(config, device) */
 	uint64_t give_back_tsc;           /* srq_give_back_us in TSC cycles */
 	unsigned int pages;               /* RDP_ALLOC_* of its pools and arenas (hugepages) */
-	struct rdp_arena *rv_send;        /* rendezvous messages to send (peers READ them) */
-	struct rdp_arena *rv_recv;        /* rendezvous messages received (READ into) */
+	struct ep_lcore_dev dev[EP_MAX_DEVS]; /* one per device of the process */
+	unsigned int dflt;                /* its endpoints' device when nothing else picks */
 	bool hook_set;                    /* rdp_poll_hook_set() was called (rdp_rt.lock) */
-	struct ep_srq *srq;               /* srq = on: the poller's SRQ, else NULL */
 	struct rdp_ep_counters counters;  /* how its endpoints ended (the poller writes) */
 	/* the poller's hook (ep_lcore_hook()): session timers, then the application's */
 	rdp_poll_hook_fn app_hook;        /* rdp_poll_hook_set() (atomic), or NULL */
@@ -289,6 +316,7 @@ txq_pop(struct ep_txq *q)
 struct rdp_ep {
 	struct rdp_poll_busy busy;      /* poller busy-list hook */
 	struct ep_lcore *lc;            /* owning lcore */
+	struct ep_lcore_dev *ld;        /* ... and what it holds of the endpoint's device */
 	struct rdp_qp *qp;
 	uint32_t slot;
 	_Atomic uint8_t state;          /* enum rdp_ep_state */
@@ -521,10 +549,10 @@ ep_rndv_idle(const struct rdp_ep *ep)
 void ep_rndv_finalize(struct rdp_ep *ep, int err);
 
 /* ---- the shared receive queue (ep_srq.c) ---- */
-/* Create the lcore's SRQ, its pool and slot; post every buffer (rdp_init). */
-int ep_srq_create(struct ep_lcore *lc);
-/* Destroy it (teardown, every endpoint gone). */
-void ep_srq_destroy(struct ep_lcore *lc);
+/* Create the lcore's SRQ on a device, its pool and slot; post every buffer (rdp_init). */
+int ep_srq_create(struct ep_lcore_dev *ld);
+/* Destroy it (teardown, every endpoint gone; NULL srq: nothing). */
+void ep_srq_destroy(struct ep_lcore_dev *ld);
 /* Admit @p ep with its peer's terms, its QP number mapped (control thread); 0 or -errno
  * with the reason in rdp_err_msg(). */
 int ep_srq_admit(struct rdp_ep *ep, const struct rdp_hello *peer);
@@ -545,7 +573,7 @@ void ep_srq_give_back_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_l
 /* Owed leased credits to send now (into ep->credit.owed); @p data: a data SEND will carry them. */
 void ep_srq_take_owed(struct rdp_ep *ep, bool data);
 /* Telemetry (any thread). */
-void ep_srq_snapshot(const struct ep_lcore *lc, struct rdp_srq_stats *s);
+void ep_srq_snapshot(const struct ep_lcore_dev *ld, struct rdp_srq_stats *s);
 
 /* A client pointer of the poller that is the lcore's SRQ, not an endpoint. */
 #define EP_SRQ_CLIENT_TAG 1u
@@ -559,7 +587,7 @@ ep_client_is_srq(const void *client)
 static inline void
 ep_recv_drop(struct rdp_ep *ep, struct rdp_msg *m)
 {
-	if (ep->lc->srq != NULL)
+	if (ep->ld->srq != NULL)
 		ep_srq_repost(ep, m, false);
 	else
 		rdp_pool_put_bulk(ep->recv_pool, &m, 1);
@@ -579,8 +607,8 @@ ep_flush(struct rdp_ep *ep, bool all_reposts)
 
 	if (ep->rp_head != NULL && (all_reposts || ep->rp_acks > 0))
 		work += ep_post_recvs(ep);
-	if (ep->lc->srq != NULL && ep->lc->srq->rp_n > 0)
-		ep_srq_flush(ep->lc->srq);
+	if (ep->ld->srq != NULL && ep->ld->srq->rp_n > 0)
+		ep_srq_flush(ep->ld->srq);
 	if (!ep_tearing_down(ep))
 		work += ep_post_sends(ep);
 	return work;
@@ -672,9 +700,8 @@ void ctl_close(struct rdp_ep *ep);
 /* ---- runtime (ep_runtime.c) ---- */
 struct ep_runtime {
 	bool up;
-	struct rdp_dev *dev;
-	struct rdp_pd *pd;
-	struct rdp_dev_attr attr;
+	struct ep_dev devs[EP_MAX_DEVS];   /* devs[0]: [global]'s, the default */
+	unsigned int nb_devs;
 	char driver_info[512];
 	struct ep_lcore *lcores[RTE_MAX_LCORE];
 	unsigned int order[RTE_MAX_LCORE]; /* poller lcores, for round robin */
@@ -693,8 +720,16 @@ extern struct ep_runtime rdp_rt;
 
 /* Pick the poller for a new endpoint. */
 struct ep_lcore *rt_pick_lcore(int lcore);
-/* A new endpoint object (refs: engine + application when app_visible). */
-struct rdp_ep *ep_new(struct ep_lcore *lc, const struct rdp_ep_params *prm, bool app_visible);
+/*
+ * Pick the device of a new endpoint of @p lc: the one @p name names, else
+ * the one whose network interface holds @p local (the local address of its
+ * route to the peer; NULL: unknown), else the lcore's. Its index, or
+ * -ENODEV when @p name names none (rdp_err_msg() lists the devices).
+ */
+int rt_pick_device(const struct ep_lcore *lc, const char *name, const struct sockaddr *local);
+/* A new endpoint object on device @p dev (refs: engine + application when app_visible). */
+struct rdp_ep *ep_new(struct ep_lcore *lc, unsigned int dev, const struct rdp_ep_params *prm,
+		      bool app_visible);
 /* Drop a reference; the last one releases through the control thread. */
 void ep_unref(struct rdp_ep *ep);
 /* Free an endpoint's memory and resources (control thread). */

@@ -143,11 +143,21 @@ struct rdp_poll_stats {
 };
 
 /** Arguments of rdp_poller_create(). */
+/** Most CQs one poller polls: one per device of the process. */
+#define RDP_POLL_MAX_CQS 4
+
+/** One CQ of a poller. */
+struct rdp_poller_cq_params {
+	struct rdp_dev *dev;            /**< its device */
+	uint32_t cq_size;               /**< initial capacity */
+	uint32_t max_cq_size;           /**< largest capacity admission may grow to */
+};
+
+/** Poller parameters. */
 struct rdp_poller_params {
 	unsigned int lcore_id;          /**< owning lcore */
-	struct rdp_dev *dev;            /**< device of its CQ */
-	uint32_t cq_size;               /**< initial CQ capacity */
-	uint32_t max_cq_size;           /**< largest capacity admission may grow to */
+	struct rdp_poller_cq_params cq[RDP_POLL_MAX_CQS]; /**< its CQs, one per device */
+	unsigned int nb_cqs;            /**< 1..RDP_POLL_MAX_CQS */
 	uint16_t poll_burst;            /**< completions per poll */
 	uint32_t max_slots;             /**< clients (endpoints) at once */
 	uint32_t inbox_size;            /**< power of two */
@@ -157,7 +167,7 @@ struct rdp_poller_params {
 };
 
 /**
- * Create a poller and its CQ.
+ * Create a poller and its CQs.
  *
  * @param prm
  *   Parameters.
@@ -264,34 +274,54 @@ int rdp_poller_slot_alloc(struct rdp_poller *p, void *client);
 void rdp_poller_slot_free(struct rdp_poller *p, uint32_t slot);
 
 /**
- * Reserve CQ entries for a QP (any thread). When the CQ is too small the
- * poller grows it on its own thread (this call waits up to 1 s for it).
+ * Reserve entries of CQ @p cq for a QP (any thread). When the CQ is too
+ * small the poller grows it on its own thread (this call waits up to 1 s
+ * for it).
  *
  * @param p
  *   The poller.
+ * @param cq
+ *   Index of the CQ (its device), below the poller's nb_cqs.
  * @param entries
  *   Worst-case completions of the QP.
  * @return
- *   0, or -ENOSPC with a detail naming the lcore, its budget and the
- *   limit (rdp_err_msg()).
+ *   0, or -ENOSPC with a detail naming the lcore, the device, its budget
+ *   and the limit (rdp_err_msg()).
  */
-int rdp_poller_reserve(struct rdp_poller *p, uint32_t entries);
+int rdp_poller_reserve(struct rdp_poller *p, unsigned int cq, uint32_t entries);
 
 /**
  * Give back a reservation (any thread).
  *
  * @param p
  *   The poller.
+ * @param cq
+ *   As reserved.
  * @param entries
  *   As reserved.
  */
-void rdp_poller_unreserve(struct rdp_poller *p, uint32_t entries);
+void rdp_poller_unreserve(struct rdp_poller *p, unsigned int cq, uint32_t entries);
 
-/** The poller's CQ. */
-struct rdp_cq *rdp_poller_cq(const struct rdp_poller *p);
+/** The poller's CQ @p cq (of its device @p cq). */
+struct rdp_cq *rdp_poller_cq(const struct rdp_poller *p, unsigned int cq);
 
-/** True when called from the poller's own thread (inline, below). */
-static inline bool rdp_poller_is_self(const struct rdp_poller *p);
+/** How many CQs the poller polls. */
+unsigned int rdp_poller_nb_cqs(const struct rdp_poller *p);
+
+/**
+ * Reserved entries and capacity of CQ @p cq (any thread).
+ *
+ * @param p
+ *   The poller.
+ * @param cq
+ *   Index of the CQ.
+ * @param cq_used
+ *   Reserved entries, or NULL.
+ * @param cq_size
+ *   Capacity, or NULL.
+ */
+void rdp_poller_cq_usage(const struct rdp_poller *p, unsigned int cq, uint32_t *cq_used,
+			 uint32_t *cq_size);
 
 /**
  * Snapshot of counters and budget (racy, for telemetry).
@@ -301,9 +331,9 @@ static inline bool rdp_poller_is_self(const struct rdp_poller *p);
  * @param stats
  *   Counters.
  * @param cq_used
- *   Reserved CQ entries, or NULL.
+ *   Reserved entries of all its CQs, or NULL.
  * @param cq_size
- *   CQ capacity, or NULL.
+ *   Capacity of all its CQs, or NULL.
  * @param slots_used
  *   Clients, or NULL.
  */
