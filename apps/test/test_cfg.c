@@ -1035,7 +1035,8 @@ RDP_TEST(unit, rdp_config_check_exits_0_on_valid_1_on_invalid_2_on_bad_usage)
 	RDP_ASSERT_EQ(run_tool((char *[]){ bin, (char *)"check", (char *)"dev.ini", NULL },
 			       out, sizeof(out), err, sizeof(err)), 1);
 	RDP_ASSERT_STR_EQ(err, "dev.ini:3: [global] gid_index = 1: a key of RDMA devices, but "
-			  "driver = shm has none to choose (driver = auto or verbs)\n");
+			  "driver = shm has none to choose (driver = auto or verbs; shm takes "
+			  "device, a name for each device it makes)\n");
 
 	RDP_ASSERT(unlink("good.ini") == 0 && unlink("bad.ini") == 0 && unlink("dev.ini") == 0);
 	tmp_leave();

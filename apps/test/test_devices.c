@@ -187,6 +187,79 @@ RDP_TEST(e2e, devices_two_in_one_process_each_with_its_own_srq)
 }
 
 /*
+ * In the rxe guest (rxe0 on 10.77.0.1, rxe1 on 10.77.0.2; RDP_TEST_DEVICES
+ * and RDP_TEST_DEVICE_ADDRS say otherwise): with no device in the
+ * parameters, an endpoint takes the device whose interface holds its end
+ * of the route. A client connecting to a device's address leaves from that
+ * address (a local route), and the listener on 0.0.0.0 accepts it there:
+ * both ends land on that device, and their stream is exact.
+ */
+RDP_TEST(rxe, devices_route_picks_the_device_whose_address_the_peer_reached)
+{
+	const char *addrs_env = getenv("RDP_TEST_DEVICE_ADDRS");
+	char addrs[128], *save = NULL, *a;
+	struct stream_side *sides[4];
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_cfg *cfg;
+	unsigned int d = 0, i;
+	char hp[96];
+	int port;
+
+	snprintf(addrs, sizeof(addrs), "%s", addrs_env != NULL ? addrs_env :
+		 "10.77.0.1,10.77.0.2");
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("verbs", DEV_MAX_MSG);
+	stream_cfg_env(cfg);
+	RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "device",
+				   getenv("RDP_TEST_DEVICES") != NULL ? getenv("RDP_TEST_DEVICES") :
+				   "rxe0, rxe1", "test") == 0, "%s", rdp_err_msg());
+	/* rxe under emulation: pollers that sleep when idle, patient handshakes */
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "idle_sleep_us", "20", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "handshake_timeout_ms", "20000", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "connect_timeout_ms", "20000", "test"), 0);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	printf("%s\n", rdp_driver_info());
+	RDP_ASSERT_EQ(rdp_device_count(), 2);
+	for (a = strtok_r(addrs, ", ", &save); a != NULL && d < 2;
+	     a = strtok_r(NULL, ", ", &save), d++) {
+		stream_side_init(&srv[d], d ? "server1" : "server0", 2 * d + 1, 2 * d + 2, 500,
+				 DEV_MAX_MSG, 8, false);
+		stream_side_init(&cli[d], d ? "client1" : "client0", 2 * d + 2, 2 * d + 1, 500,
+				 DEV_MAX_MSG, 8, false);
+		stream_params(&srv[d], &psrv);
+		stream_params(&cli[d], &pcli);
+		port = rdp_listen("0.0.0.0:0", &psrv);
+		RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
+		snprintf(hp, sizeof(hp), "%s:%d", a, port);
+		RDP_ASSERT_MSG(rdp_connect(hp, &pcli) != NULL, "rdp_connect %s: %s", hp,
+			       rdp_err_msg());
+		sides[2 * d] = &srv[d];
+		sides[2 * d + 1] = &cli[d];
+	}
+	RDP_ASSERT_EQ(d, 2);
+	RDP_ASSERT_MSG(stream_pump(sides, 4, 120) == 0, "the streams did not finish");
+	for (i = 0; i < 2; i++) {
+		assert_side_clean(&srv[i]);
+		assert_side_clean(&cli[i]);
+		printf("to address %u: server on %s, client on %s\n", i,
+		       rdp_ep_device(stream_ep(&srv[i])), rdp_ep_device(stream_ep(&cli[i])));
+		RDP_ASSERT_STR_EQ(rdp_ep_device(stream_ep(&srv[i])), rdp_device_name(i));
+		RDP_ASSERT_STR_EQ(rdp_ep_device(stream_ep(&cli[i])), rdp_device_name(i));
+	}
+	for (i = 0; i < 2; i++) {
+		rdp_ep_close(stream_ep(&cli[i]));
+		rdp_ep_close(stream_ep(&srv[i]));
+	}
+	for (i = 0; i < 2; i++) {
+		stream_wait_closed(&cli[i]);
+		stream_wait_closed(&srv[i]);
+	}
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/*
  * The configuration's device keys: a list opens each device once, an
  * lcore's `device` is its endpoints' default, more than four are refused,
  * and shm takes names but no port.

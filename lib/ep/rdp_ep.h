@@ -6,8 +6,8 @@
  * @file
  * Endpoints: what a storage backend embeds.
  *
- * - rdp_init() after rte_eal_init(): opens the device, creates one poller
- *   per configured lcore (one CQ each, busy-polled), registered buffer
+ * - rdp_init() after rte_eal_init(): opens the devices, creates one poller
+ *   per configured lcore (one CQ per device, busy-polled), registered buffer
  *   pools on each poller's NUMA node, and the control thread that listens,
  *   connects and runs handshakes. rdp_fini() drains and frees everything.
  * - An endpoint is one RC queue pair to one peer, owned by one poller

@@ -4,10 +4,11 @@
 
 /**
  * @file
- * One poller per lcore: the completion queue, the inbox, and the loop.
+ * One poller per lcore: the completion queues, the inbox, and the loop.
  *
- * - A poller owns one CQ shared by the SQ and RQ of every QP on its lcore,
- *   busy-polled in bursts with no completion channel.
+ * - A poller owns one CQ per device of the process, shared by the SQ and
+ *   RQ of every QP of its lcore on that device, each busy-polled in bursts
+ *   with no completion channel (one slot table serves them all).
  * - Completions are dispatched by `wr_id`, never by opcode: the slot field
  *   names the client (an endpoint) and the kind field says which of its
  *   queues the WR came from. Consecutive completions of one slot are handed
@@ -19,9 +20,10 @@
  * - Clients with pending work sit on a busy list; an idle client costs
  *   nothing, so polling cost does not grow with the number of endpoints.
  * - rdp_poller_poll() returns a work count: 0 means an idle iteration.
- * - CQ admission: every QP reserves its worst-case completions (a QP in
- *   error flushes every WR) before it is created; a reservation beyond the
- *   CQ's size grows the CQ on the poller's own thread or is refused.
+ * - CQ admission: every QP reserves its worst-case completions on its
+ *   device's CQ (a QP in error flushes every WR) before it is created; a
+ *   reservation beyond the CQ's size grows the CQ on the poller's own
+ *   thread or is refused.
  *
  * CONCURRENCY: rdp_poller_poll() runs on the owning lcore only.
  * rdp_poller_inbox_put(), rdp_poller_reserve() and rdp_poller_slot_alloc()
