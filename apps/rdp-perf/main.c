@@ -1231,6 +1231,13 @@ run_client(void)
 	if (!opt.quiet && opt.busy < opt.endpoints)
 		printf("rdp-perf: only the first %u carry traffic (--busy), the others stay idle\n",
 		       opt.busy);
+	if (!opt.quiet && rdp_device_count() > 1) {
+		/* with several devices, each endpoint's choice (config, route or lcore) */
+		printf("rdp-perf: devices of the endpoints:");
+		for (i = 0; i < opt.endpoints; i++)
+			printf(" %u %s", i, rdp_ep_device(peps[i].ep));
+		printf("\n");
+	}
 	for (m = 0; m < MODE_MAX && ret == 0; m++) {
 		for (i = 0; i < opt.nb_sizes && opt.modes[m] && !quitting(); i++) {
 			int rc = run_phase((enum perf_mode)m, opt.sizes[i], &results[nr]);

@@ -1923,3 +1923,74 @@ RDP_TEST(shm, shm_rendezvous_accepted_on_descriptor_0_is_answered)
 	conf_pair_close(&p);
 	return 0;
 }
+
+/* MRs with remote access made and freed on another thread until told to stop. */
+struct mr_churn {
+	struct rdp_pd *pd;
+	bool stop;        /* (atomic) */
+	unsigned int made; /* (atomic) */
+};
+
+static void *
+mr_churn_main(void *arg)
+{
+	struct mr_churn *c = arg;
+
+	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
+		struct rdp_mr *mr = rdp_mr_alloc(c->pd, 4096, -1, RDP_ACCESS_LOCAL_WRITE |
+						 RDP_ACCESS_REMOTE_WRITE | RDP_ACCESS_REMOTE_READ);
+
+		if (mr == NULL)
+			continue;
+		rdp_mr_free(mr);
+		__atomic_fetch_add(&c->made, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/*
+ * A rendezvous passes the peer the descriptors of the MRs it names (the
+ * receive and remote-access MRs of the QP's PD). While another thread
+ * frees such MRs, every rendezvous still carries descriptors that are
+ * open, and the ones it named: each connect succeeds. (The descriptors
+ * were once collected under the device lock and sent after it: an MR
+ * freed between closed one, and the send failed with EBADF, or a
+ * descriptor reused meanwhile went to the peer as that MR.)
+ */
+RDP_TEST(shm, shm_rendezvous_while_another_thread_frees_mrs_sends_open_descriptors)
+{
+	struct rdp_qp_init_attr ia = { 0 };
+	struct mr_churn churn = { 0 };
+	struct conf_opts o;
+	struct conf_pair p;
+	pthread_t th;
+	unsigned int i, n = (unsigned int)rdp_test_env_u64("RDP_MR_CHURN_CONNECTS", 400);
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, "shm", &o);
+	churn.pd = p.pd;
+	RDP_ASSERT_EQ(pthread_create(&th, NULL, mr_churn_main, &churn), 0);
+	ia.send_cq = ia.recv_cq = p.a.cq;
+	ia.cap = (struct rdp_qp_cap){ .max_send_wr = 4, .max_recv_wr = 4 };
+	for (i = 0; i < n; i++) {
+		struct rdp_qp_attr rtr = { .state = RDP_QPS_RTR };
+		struct rdp_qp *x = rdp_qp_create(p.pd, &ia), *y = rdp_qp_create(p.pd, &ia);
+		int ret;
+
+		RDP_ASSERT(x != NULL && y != NULL);
+		RDP_ASSERT_EQ(rdp_qp_modify(x, &(struct rdp_qp_attr){ .state = RDP_QPS_INIT },
+					    RDP_QP_ATTR_STATE), 0);
+		RDP_ASSERT_EQ(rdp_qp_local_addr(y, &rtr.remote), 0);
+		ret = rdp_qp_modify(x, &rtr, RDP_QP_ATTR_STATE | RDP_QP_ATTR_REMOTE);
+		RDP_ASSERT_MSG(ret == 0, "connect %u (with %u MRs made and freed meanwhile): %s",
+			       i, __atomic_load_n(&churn.made, __ATOMIC_RELAXED), rdp_err_msg());
+		RDP_ASSERT_EQ(rdp_qp_destroy(x), 0);
+		RDP_ASSERT_EQ(rdp_qp_destroy(y), 0);
+	}
+	__atomic_store_n(&churn.stop, true, __ATOMIC_RELEASE);
+	RDP_ASSERT_EQ(pthread_join(th, NULL), 0);
+	printf("%u rendezvous while %u MRs were made and freed\n", n, churn.made);
+	RDP_ASSERT(churn.made > 0);
+	conf_pair_close(&p);
+	return 0;
+}

@@ -713,11 +713,18 @@ hello_add_mrs(const struct shm_qp *qp, enum hello_pass pass, uint32_t limit,
 			return rdp_err_set(E2BIG, "driver shm: QP %u: more than %u receive MRs "
 					   "in its PD", qp->head.qp_num, SHM_MAX_FDS - 3);
 		}
+		/* a copy, taken under the device lock: the MR may be freed (its
+		 * descriptor closed, the number reused) before the hello is sent */
+		fds[*nfd] = fcntl(mr->memfd, F_DUPFD_CLOEXEC, 0);
+		if (fds[*nfd] < 0)
+			return rdp_err_set(errno == EMFILE ? EMFILE : EIO, "driver shm: QP %u: "
+					   "cannot copy the descriptor of MR %u: %s",
+					   qp->head.qp_num, mr->id, strerror(errno));
+		(*nfd)++;
 		h->mr[h->nb_mr++] = (struct shm_hello_mr){
 			.id = mr->id, .rkey = mr->head.rkey, .access = mr->head.access,
 			.addr = (uintptr_t)mr->head.addr, .length = mr->head.length,
 		};
-		fds[(*nfd)++] = mr->memfd;
 	}
 	return 0;
 }
@@ -759,7 +766,7 @@ shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 	struct msghdr msg = { 0 };
 	struct cmsghdr *cm;
 	struct iovec iov;
-	uint32_t nfd = 0, limit;
+	uint32_t nfd = 0, limit, own_from = 0, i;
 	socklen_t salen;
 	int fd = -1, ret;
 
@@ -779,6 +786,7 @@ shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 		h->srq = 1;
 		fds[nfd++] = qp->srq->memfd;
 	}
+	own_from = nfd; /* the MRs' descriptors from here on are copies to close */
 	pthread_mutex_lock(&sd->lock);
 	limit = sd->next_mr_id;
 	/* what the SRQ may hold from now on: MRs this peer maps */
@@ -834,6 +842,8 @@ shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 out:
 	if (fd >= 0)
 		close(fd);
+	for (i = own_from; fds != NULL && i < nfd; i++)
+		close(fds[i]);
 	free(h);
 	free(fds);
 	return ret;

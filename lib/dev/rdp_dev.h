@@ -799,7 +799,12 @@ int rdp_qp_modify(struct rdp_qp *qp, const struct rdp_qp_attr *attr, unsigned in
  * waits for its peer (the shm driver's RTR rendezvous) starts it and
  * returns -EINPROGRESS; the caller watches @p fd and calls
  * rdp_qp_modify_poll() when it is readable (or gives up with
- * rdp_qp_modify_abort()). Other drivers change the state at once.
+ * rdp_qp_modify_abort()). Other drivers change the state at once. The
+ * descriptor stays the driver's: stop watching it before each
+ * rdp_qp_modify_poll() (and watch it again after -EINPROGRESS), since once
+ * the change ends the driver may hand it to a thread of its own that
+ * closes it at any moment (shm: the link to the peer, closed when the
+ * peer goes).
  *
  * @param qp
  *   The QP.

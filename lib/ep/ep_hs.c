@@ -524,12 +524,23 @@ hs_qp_connect_event(struct rdp_ep *ep)
 {
 	int ret;
 
+	struct epoll_event ev = { .events = EPOLLIN };
+
 	if (ep->ctl_list != CTL_HANDSHAKE || ep->hs != HS_QP_CONNECT)
 		return; /* ended earlier in this batch */
-	ret = rdp_qp_modify_poll(ep->qp);
-	if (ret == -EINPROGRESS)
-		return;
+	/* unwatched first: once the poll ends the change, the descriptor is the
+	 * driver's again, and its own thread may close it at any moment */
 	epoll_ctl(rdp_ctl.epfd, EPOLL_CTL_DEL, ep->qp_connect_fd, NULL);
+	ret = rdp_qp_modify_poll(ep->qp);
+	if (ret == -EINPROGRESS) {
+		ev.data.ptr = (void *)((uintptr_t)ep | OBJ_QP_CONNECT);
+		if (epoll_ctl(rdp_ctl.epfd, EPOLL_CTL_ADD, ep->qp_connect_fd, &ev) == 0)
+			return;
+		ep->qp_connect_fd = -1;
+		rdp_qp_modify_abort(ep->qp);
+		hs_fail(ep, -EPROTO, "cannot watch the QP's connect: %s", strerror(errno));
+		return;
+	}
 	ep->qp_connect_fd = -1;
 	if (ret < 0) {
 		hs_fail(ep, -EPROTO, "cannot connect the QP: %s", rdp_err_msg());
