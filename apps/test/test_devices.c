@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <rte_errno.h>
 
@@ -187,17 +190,45 @@ RDP_TEST(e2e, devices_two_in_one_process_each_with_its_own_srq)
 }
 
 /*
+ * Which of @p addrs the kernel's route to @p dst leaves from (a UDP socket
+ * connected there sends nothing), -1 when none.
+ */
+static int
+route_source_index(const char *dst, const char *const *addrs, unsigned int n)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(9) }, src;
+	socklen_t sl = sizeof(src);
+	char got[INET_ADDRSTRLEN];
+	unsigned int i;
+	int fd;
+
+	RDP_ASSERT(inet_pton(AF_INET, dst, &sa.sin_addr) == 1);
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	RDP_ASSERT(fd >= 0);
+	RDP_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	RDP_ASSERT(getsockname(fd, (struct sockaddr *)&src, &sl) == 0);
+	close(fd);
+	RDP_ASSERT(inet_ntop(AF_INET, &src.sin_addr, got, sizeof(got)) != NULL);
+	for (i = 0; i < n; i++)
+		if (strcmp(addrs[i], got) == 0)
+			return (int)i;
+	return -1;
+}
+
+/*
  * In the rxe guest (rxe0 on 10.77.0.1, rxe1 on 10.77.0.2; RDP_TEST_DEVICES
  * and RDP_TEST_DEVICE_ADDRS say otherwise): with no device in the
  * parameters, an endpoint takes the device whose interface holds its end
- * of the route. A client connecting to a device's address leaves from that
- * address (a local route), and the listener on 0.0.0.0 accepts it there:
- * both ends land on that device, and their stream is exact.
+ * of the route: the listener on 0.0.0.0 serves a peer that reached
+ * 10.77.0.1 on rxe0 and one that reached 10.77.0.2 on rxe1, and a client
+ * takes the device of the address its route leaves from (the lane routes
+ * each address across the wire, from the other NIC). Streams exact.
  */
 RDP_TEST(rxe, devices_route_picks_the_device_whose_address_the_peer_reached)
 {
 	const char *addrs_env = getenv("RDP_TEST_DEVICE_ADDRS");
 	char addrs[128], *save = NULL, *a;
+	const char *list[2] = { NULL, NULL };
 	struct stream_side *sides[4];
 	struct rdp_ep_params psrv, pcli;
 	struct rdp_cfg *cfg;
@@ -222,6 +253,7 @@ RDP_TEST(rxe, devices_route_picks_the_device_whose_address_the_peer_reached)
 	RDP_ASSERT_EQ(rdp_device_count(), 2);
 	for (a = strtok_r(addrs, ", ", &save); a != NULL && d < 2;
 	     a = strtok_r(NULL, ", ", &save), d++) {
+		list[d] = a;
 		stream_side_init(&srv[d], d ? "server1" : "server0", 2 * d + 1, 2 * d + 2, 500,
 				 DEV_MAX_MSG, 8, false);
 		stream_side_init(&cli[d], d ? "client1" : "client0", 2 * d + 2, 2 * d + 1, 500,
@@ -239,12 +271,18 @@ RDP_TEST(rxe, devices_route_picks_the_device_whose_address_the_peer_reached)
 	RDP_ASSERT_EQ(d, 2);
 	RDP_ASSERT_MSG(stream_pump(sides, 4, 120) == 0, "the streams did not finish");
 	for (i = 0; i < 2; i++) {
+		int src = route_source_index(list[i], list, 2);
+
 		assert_side_clean(&srv[i]);
 		assert_side_clean(&cli[i]);
-		printf("to address %u: server on %s, client on %s\n", i,
-		       rdp_ep_device(stream_ep(&srv[i])), rdp_ep_device(stream_ep(&cli[i])));
+		printf("to %s: server on %s, client on %s (its route leaves from %s)\n", list[i],
+		       rdp_ep_device(stream_ep(&srv[i])), rdp_ep_device(stream_ep(&cli[i])),
+		       src >= 0 ? list[src] : "an address of neither");
+		/* the server where the peer reached it; the client where its route leaves */
 		RDP_ASSERT_STR_EQ(rdp_ep_device(stream_ep(&srv[i])), rdp_device_name(i));
-		RDP_ASSERT_STR_EQ(rdp_ep_device(stream_ep(&cli[i])), rdp_device_name(i));
+		RDP_ASSERT_MSG(src >= 0, "the route to %s leaves from neither device's address",
+			       list[i]);
+		RDP_ASSERT_STR_EQ(rdp_ep_device(stream_ep(&cli[i])), rdp_device_name((unsigned)src));
 	}
 	for (i = 0; i < 2; i++) {
 		rdp_ep_close(stream_ep(&cli[i]));
