@@ -4,8 +4,9 @@
 #
 # Lanes (each a meson build directory; a lane that cannot run here says why
 # and counts as skipped):
-#   build-test   gcc, every suite but valgrind, huge and model (the soak runs
-#                $RDP_SOAK_SECONDS, 40, and half as long on a shared receive queue)
+#   build-test   gcc, every suite but valgrind, huge, bench and model (the soak
+#                runs $RDP_SOAK_SECONDS, 40, and half as long on a shared receive
+#                queue)
 #   build-asan   clang with ASan+UBSan (and LeakSanitizer): unit, shm, e2e with fewer
 #                messages per stream, and the soaks for 20 s and 10 s
 #   build-tsan   clang with ThreadSanitizer: suites race (lcore handoffs,
@@ -19,12 +20,14 @@
 #                processes included; gives them back
 #   build-rxe    build-test's binaries on real Soft-RoCE in a qemu guest
 #                (devtools/rxe-vm.sh; counted as skipped where qemu cannot run)
+#   bench        build-test's suite bench: the benchmark scripts' smoke runs
 #   model        build-test's suite model: the spin model checks
 #   build-fuzz   clang with libFuzzer: each target for $RDP_FUZZ_SECONDS (20)
-# The last three run at once: the guest's emulated CPUs take most of the two
-# cores, and the model checks and fuzzers, which only compute and time
-# nothing, use what the guest leaves (SCHED_IDLE); every lane before them
-# busy-polls pinned lcores and runs alone.
+# The last four run at once: the guest's emulated CPUs take most of the two
+# cores; the benchmark smoke runs, which assert nothing about speed, share
+# them; the model checks and fuzzers, which only compute and time nothing,
+# use what the others leave (SCHED_IDLE). Every lane before them busy-polls
+# pinned lcores and runs alone.
 # Each lane's wall time is printed. Options: --quick (build-test only),
 # --suite S (restrict lanes to S), --soak SECONDS (a longer soak).
 set -euo pipefail
@@ -75,7 +78,7 @@ skip_lane() {	# skip_lane NAME REASON
 # Suites valgrind, huge and model have lanes of their own below (with
 # --quick or --suite, model runs here); a longer soak a longer timeout.
 main_args=(--no-suite valgrind --no-suite huge)
-[ $quick = 1 ] || main_args+=(--no-suite model)
+[ $quick = 1 ] || main_args+=(--no-suite model --no-suite bench)
 # with --suite, this lane runs just those (model included)
 [ ${#only[@]} -gt 0 ] && main_args=("${only[@]}")
 if [ -n "${RDP_SOAK_SECONDS:-}" ]; then
@@ -105,7 +108,7 @@ if [ $quick = 0 ]; then
 		if want race || want e2e || want shm || want soak; then
 			tsan_suites=(--suite race --suite e2e --suite shm --suite soak --no-suite volume)
 			[ ${#only[@]} -gt 0 ] && tsan_suites=("${only[@]}")
-			RDP_E2E_COUNT=${RDP_E2E_COUNT:-5000} RDP_SOAK_SECONDS=20 \
+			RDP_E2E_COUNT=${RDP_E2E_COUNT:-3000} RDP_SOAK_SECONDS=20 \
 			TSAN_OPTIONS="suppressions=$top/devtools/tsan.supp halt_on_error=1 exitcode=66" \
 			CC=clang run_lane build-tsan lane -Dtsan=true -Db_lundef=false -- \
 				"${tsan_suites[@]}" || true
@@ -130,6 +133,11 @@ if [ $quick = 0 ] && want rxe; then
 	echo "=== lane build-rxe (in the background; its output follows the model and fuzz lanes)"
 	devtools/rxe-vm.sh -B build-test -w build-rxe >build-rxe.lane.log 2>&1 &
 	rxe_pid=$!
+fi
+# the benchmark scripts' smoke runs beside the guest, sharing the CPUs
+# (they assert nothing about speed)
+if [ $quick = 0 ] && [ ${#only[@]} -eq 0 ]; then
+	run_lane build-test bench -- --suite bench || true
 fi
 # from here on this script and what it starts run only on CPU time the
 # guest leaves (SCHED_IDLE; nice 19 where chrt cannot)
