@@ -1037,10 +1037,10 @@ RDP_TEST(e2e, ep_cq_admission_grows_the_cq_then_refuses_with_the_numbers)
 			RDP_ASSERT_EQ(rdp_ep_wait_established(ep[i], 5000), 0);
 	}
 	/* the second connection grew the CQ to what 4 endpoints need */
-	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: CQ grown to 516 entries") != NULL, "%s", rdp_test_log);
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: CQ 0 grown to 516 entries") != NULL, "%s", rdp_test_log);
 	/* the third one does not fit: refused, naming the lcore and the budget */
 	RDP_ASSERT_EQ(rdp_ep_wait_established(ep[2], 5000), -ENOSPC);
-	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: CQ budget exhausted: 516 entries reserved, "
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: CQ budget of device 0 exhausted: 516 entries reserved, "
 			      "this endpoint needs 129 more") != NULL, "%s", rdp_test_log);
 	rdp_test_log_release();
 	for (i = 0; i < 3; i++) {

@@ -713,18 +713,11 @@ hello_add_mrs(const struct shm_qp *qp, enum hello_pass pass, uint32_t limit,
 			return rdp_err_set(E2BIG, "driver shm: QP %u: more than %u receive MRs "
 					   "in its PD", qp->head.qp_num, SHM_MAX_FDS - 3);
 		}
-		/* a copy, taken under the device lock: the MR may be freed (its
-		 * descriptor closed, the number reused) before the hello is sent */
-		fds[*nfd] = fcntl(mr->memfd, F_DUPFD_CLOEXEC, 0);
-		if (fds[*nfd] < 0)
-			return rdp_err_set(errno == EMFILE ? EMFILE : EIO, "driver shm: QP %u: "
-					   "cannot copy the descriptor of MR %u: %s",
-					   qp->head.qp_num, mr->id, strerror(errno));
-		(*nfd)++;
 		h->mr[h->nb_mr++] = (struct shm_hello_mr){
 			.id = mr->id, .rkey = mr->head.rkey, .access = mr->head.access,
 			.addr = (uintptr_t)mr->head.addr, .length = mr->head.length,
 		};
+		fds[(*nfd)++] = mr->memfd;
 	}
 	return 0;
 }
@@ -766,9 +759,10 @@ shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 	struct msghdr msg = { 0 };
 	struct cmsghdr *cm;
 	struct iovec iov;
-	uint32_t nfd = 0, limit, own_from = 0, i;
+	uint32_t nfd = 0, limit;
 	socklen_t salen;
-	int fd = -1, ret;
+	int fd = -1, ret, err = 0;
+	ssize_t sent;
 
 	if (h == NULL || fds == NULL) {
 		ret = rdp_err_set(ENOMEM, "driver shm: out of memory");
@@ -786,23 +780,10 @@ shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 		h->srq = 1;
 		fds[nfd++] = qp->srq->memfd;
 	}
-	own_from = nfd; /* the MRs' descriptors from here on are copies to close */
-	pthread_mutex_lock(&sd->lock);
-	limit = sd->next_mr_id;
-	/* what the SRQ may hold from now on: MRs this peer maps */
-	if (qp->srq != NULL)
-		shm_srq_mr_limit(qp->srq, limit);
-	ret = hello_add_mrs(qp, HELLO_RECV, limit, h, fds, &nfd);
-	if (ret == 0)
-		ret = hello_add_mrs(qp, HELLO_REMOTE, limit, h, fds, &nfd);
-	pthread_mutex_unlock(&sd->lock);
-	if (ret < 0)
-		goto out;
-	qp->mr_limit = limit;
-
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		ret = rdp_err_set(EIO, "driver shm: socket: %s", strerror(errno));
+		ret = rdp_err_set(errno == EMFILE || errno == ENFILE ? EMFILE : EIO,
+				  "driver shm: socket: %s", strerror(errno));
 		goto out;
 	}
 	salen = gid_sockaddr(remote->gid, &sa);
@@ -812,22 +793,42 @@ shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 				  strerror(errno));
 		goto out;
 	}
-	iov.iov_base = h;
-	iov.iov_len = sizeof(*h) + h->nb_mr * sizeof(h->mr[0]);
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	/* CMSG_SPACE pads to 8 bytes: an odd fd count leaves padding to clear */
-	memset(&cbuf, 0, sizeof(cbuf));
-	msg.msg_control = cbuf.buf;
-	msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfd);
-	cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int) * nfd);
-	memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfd);
-	if (sendmsg(fd, &msg, MSG_NOSIGNAL) < 0) {
-		int err = errno;
-
+	/*
+	 * The MRs are named and sent under the device lock: an MR freed
+	 * meanwhile (its descriptor closed, the number free for reuse) would
+	 * otherwise go out as a closed descriptor or as another file. The send
+	 * never waits: one message into a fresh connection.
+	 */
+	pthread_mutex_lock(&sd->lock);
+	limit = sd->next_mr_id;
+	/* what the SRQ may hold from now on: MRs this peer maps */
+	if (qp->srq != NULL)
+		shm_srq_mr_limit(qp->srq, limit);
+	ret = hello_add_mrs(qp, HELLO_RECV, limit, h, fds, &nfd);
+	if (ret == 0)
+		ret = hello_add_mrs(qp, HELLO_REMOTE, limit, h, fds, &nfd);
+	if (ret == 0) {
+		iov.iov_base = h;
+		iov.iov_len = sizeof(*h) + h->nb_mr * sizeof(h->mr[0]);
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		/* CMSG_SPACE pads to 8 bytes: an odd fd count leaves padding to clear */
+		memset(&cbuf, 0, sizeof(cbuf));
+		msg.msg_control = cbuf.buf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfd);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfd);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfd);
+		sent = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		err = sent < 0 ? errno : 0;
+	}
+	pthread_mutex_unlock(&sd->lock);
+	if (ret < 0)
+		goto out;
+	qp->mr_limit = limit;
+	if (err != 0) {
 		/* a device that refused us before the hello came said why */
 		ret = refusal_read(fd, qp, remote->qpn);
 		if (ret == 0)
@@ -842,8 +843,6 @@ shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 out:
 	if (fd >= 0)
 		close(fd);
-	for (i = own_from; fds != NULL && i < nfd; i++)
-		close(fds[i]);
 	free(h);
 	free(fds);
 	return ret;
