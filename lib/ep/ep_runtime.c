@@ -460,14 +460,14 @@ rndv_arenas_create(struct ep_lcore_dev *ld)
 	char name[32];
 
 	if (ld->conn.max_dest_rd_atomic > 0) {
-		snprintf(name, sizeof(name), "rv_tx_lcore%u_%u", lc->lcore_id, ld->idx);
+		ep_pool_name(name, sizeof(name), "rv_tx", lc->lcore_id, ld->idx);
 		ld->rv_send = rdp_arena_create(name, ld->dv->pd, lc->conf.rndv_pool_size,
 					       lc->socket, RDP_ACCESS_REMOTE_READ | lc->pages);
 		if (ld->rv_send == NULL)
 			return -rte_errno;
 	}
 	if (ld->rd_init > 0) {
-		snprintf(name, sizeof(name), "rv_rx_lcore%u_%u", lc->lcore_id, ld->idx);
+		ep_pool_name(name, sizeof(name), "rv_rx", lc->lcore_id, ld->idx);
 		ld->rv_recv = rdp_arena_create(name, ld->dv->pd, lc->conf.rndv_pool_size,
 					       lc->socket, RDP_ACCESS_LOCAL_WRITE | lc->pages);
 		if (ld->rv_recv == NULL)
@@ -546,7 +546,7 @@ lcore_dev_start(struct ep_lcore *lc, unsigned int d)
 	ld->conn.max_dest_rd_atomic = (uint8_t)RTE_MIN(c->read_depth, a->max_qp_rd_atom);
 	ld->rd_init = (uint8_t)RTE_MIN(c->read_depth, a->max_qp_init_rd_atom);
 	ld->max_inline = RTE_MIN(c->max_inline, a->max_inline_data);
-	snprintf(name, sizeof(name), "tx_lcore%u_%u", lc->lcore_id, d);
+	ep_pool_name(name, sizeof(name), "tx", lc->lcore_id, d);
 	ld->send_pool = rdp_pool_create(name, ld->dv->pd, c->send_bufs, c->buf_size, lc->socket,
 					lc->pages);
 	if (ld->send_pool == NULL)

@@ -412,7 +412,7 @@ ep_srq_create(struct ep_lcore_dev *ld)
 				  c->srq_grant, q->wq, members, why, sizeof(why));
 	if (ret < 0)
 		return rdp_err_set(EINVAL, "lcore %u: %s", lc->lcore_id, why);
-	snprintf(name, sizeof(name), "srq_lcore%u_%u", lc->lcore_id, ld->idx);
+	ep_pool_name(name, sizeof(name), "srq", lc->lcore_id, ld->idx);
 	q->pool = rdp_pool_create(name, ld->dv->pd, c->srq_size, c->buf_size, lc->socket,
 				  RDP_ACCESS_LOCAL_WRITE | lc->pages);
 	if (q->pool == NULL)

@@ -419,6 +419,13 @@ ep_send_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 				ep_rdma_describe(t, what, sizeof(what)), rdp_wc_status_str(wc->status));
 			return;
 		}
+		if (wc->status == RDP_WC_RETRY_EXC_ERR) {
+			/* the peer stopped answering: so does a peer that closed, whose
+			 * notice may wait behind this completion; the flush decides */
+			ep_fail_ctl(ep, ep_wc_errno(wc->status), "send completed with "
+				    "RETRY_EXC_ERR (the peer stopped answering)");
+			return;
+		}
 		ep_fail(ep, ep_wc_errno(wc->status), "send completed with %s",
 			rdp_wc_status_str(wc->status));
 		return;

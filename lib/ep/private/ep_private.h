@@ -175,6 +175,19 @@ struct ep_lcore_dev {
 	struct ep_srq *srq;               /* srq = on: the poller's SRQ on it, else NULL */
 };
 
+/*
+ * The name of an lcore's pool or arena on device @p dev: "PREFIX_lcoreN",
+ * and "_D" after it on devices other than the first.
+ */
+static inline void
+ep_pool_name(char *buf, size_t len, const char *prefix, unsigned int lcore, unsigned int dev)
+{
+	if (dev == 0)
+		snprintf(buf, len, "%s_lcore%u", prefix, lcore);
+	else
+		snprintf(buf, len, "%s_lcore%u_%u", prefix, lcore, dev);
+}
+
 /* Runtime of one poller lcore. */
 struct ep_lcore {
 	unsigned int lcore_id;
