@@ -96,6 +96,7 @@ static struct {
 	int port_fd;
 	const char *server_lcores;
 	uint32_t max_msg;       /* server: largest message to accept (0: the config's) */
+	double stall_s;         /* a phase's end: longest wait with nothing completing */
 	bool quiet;
 } opt = {
 	.listen = "127.0.0.1:18515",
@@ -103,6 +104,7 @@ static struct {
 	.endpoints = 1,
 	.window = 64,
 	.port_fd = -1,
+	.stall_s = 10.0,
 };
 
 /* set by a signal handler, which may run on any thread: a lock-free atomic */
@@ -1017,13 +1019,16 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	c1 = cpu_s();
 	__atomic_store_n(&phase.measuring, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&phase.running, false, __ATOMIC_RELEASE);
-	if (!drain(10) || f1 != f0) {
-		fprintf(stderr, "rdp-perf: %s %u B: %s\n", mode_names[mode], size,
-			f1 != f0 ? "sends failed" : "messages still in flight, none completed for 10 s");
+	if (!drain(opt.stall_s) || f1 != f0) {
+		if (f1 != f0)
+			fprintf(stderr, "rdp-perf: %s %u B: sends failed\n", mode_names[mode], size);
+		else
+			fprintf(stderr, "rdp-perf: %s %u B: messages still in flight, none completed "
+				"for %.0f s (--stall-timeout)\n", mode_names[mode], size, opt.stall_s);
 		dump_stuck();
 		return -1;
 	}
-	if (!sync_phase(&seq_errors, 10))
+	if (!sync_phase(&seq_errors, opt.stall_s))
 		return -1;
 	sum_stats(&s1);
 	memset(r, 0, sizeof(*r));
@@ -1310,6 +1315,8 @@ usage(FILE *f)
 "  --server-lcores LIST   loopback: EAL --lcores of the server process\n"
 "  --max-msg BYTES        server: accept messages up to BYTES (max_msg_size grows\n"
 "                         to it; a loopback run passes its largest -s)\n"
+"  --stall-timeout SEC    a phase fails when, after its end, nothing in flight\n"
+"                         completes for SEC seconds (default 10)\n"
 "  --json FILE            write the results as JSON\n"
 "  -q, --quiet            no progress lines\n"
 "  -h, --help             this text\n"
@@ -1430,6 +1437,7 @@ parse_args(int argc, char **argv)
 		{ "port-fd", required_argument, NULL, 'F' },
 		{ "server-lcores", required_argument, NULL, 'R' },
 		{ "max-msg", required_argument, NULL, 'M' },
+		{ "stall-timeout", required_argument, NULL, 'T' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1497,6 +1505,11 @@ parse_args(int argc, char **argv)
 			if (*optarg == '\0' || *end != '\0' || opt.max_msg < 1 ||
 			    opt.max_msg > (1u << 30))
 				return bad_option("--max-msg", optarg, "expected 1..1073741824 bytes");
+			break;
+		case 'T':
+			opt.stall_s = strtod(optarg, &end);
+			if (*optarg == '\0' || *end != '\0' || !(opt.stall_s >= 1 && opt.stall_s <= 3600))
+				return bad_option("--stall-timeout", optarg, "expected 1..3600 seconds");
 			break;
 		case 'q': opt.quiet = true; break;
 		case 'h': usage(stdout); exit(0);

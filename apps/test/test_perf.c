@@ -179,6 +179,11 @@ RDP_TEST(perf, rdp_perf_large_messages_go_by_rendezvous_in_every_message_mode)
 	snprintf(cmd, sizeof(cmd), "%s -- --max-msg 4194304 -m bw 2>&1", perf_bin());
 	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 2);
 	RDP_ASSERT_MSG(strstr(out, "--max-msg 4194304: only with --server") != NULL, "%s", out);
+	/* how long a phase's end waits for a slow link is bounded and checked */
+	snprintf(cmd, sizeof(cmd), "%s -- --stall-timeout 0.5 -m bw 2>&1", perf_bin());
+	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 2);
+	RDP_ASSERT_MSG(strstr(out, "--stall-timeout 0.5: expected 1..3600 seconds") != NULL, "%s",
+		       out);
 	return 0;
 }
 
