@@ -380,8 +380,8 @@ cat > "$work/qemu.sh" <<EOF
 exec $qemu -M q35 -accel tcg,thread=$tcg_thread -cpu max -smp $smp -m $mem \\
 	-nodefaults -display none -no-reboot -serial stdio \\
 	-kernel $kernel -initrd $work/initrd.cpio \\
-	-netdev hubport,id=wire_a,hubid=0 -device virtio-net-pci,netdev=wire_a,mac=$mac_a \\
-	-netdev hubport,id=wire_b,hubid=0 -device virtio-net-pci,netdev=wire_b,mac=$mac_b $pcap_args \\
+	-netdev hubport,id=wire_a,hubid=0 -device virtio-net-pci,netdev=wire_a,mac=$mac_a,rx_queue_size=1024 \\
+	-netdev hubport,id=wire_b,hubid=0 -device virtio-net-pci,netdev=wire_b,mac=$mac_b,rx_queue_size=1024 $pcap_args \\
 	-append "console=ttyS0 quiet loglevel=3 panic=-1 mitigations=off no_timer_check rxe_mac_a=$mac_a \\
 rxe_mac_b=$mac_b rxe_ip_a=10.77.0.1 rxe_ip_b=10.77.0.2 rxe_cmd_timeout=$cmd_timeout \$*"
 EOF
