@@ -10,7 +10,7 @@
 #              (devtools/rxe-lane.list)
 #   -c 'N C'   run this command instead of the list (repeatable)
 #   -o FILE    results, one JSON object per test (WORK/rxe-vm.json)
-#   -t SECS    deadline of the whole boot (720; the lane takes ~90 s on an idle
+#   -t SECS    deadline of the whole boot (720; the lane takes ~190 s on an idle
 #              2-core host, much longer when other work shares the CPUs)
 #
 # What it does, on a Debian 12 host: installs what is missing (deps.sh
