@@ -26,6 +26,7 @@ static struct {
 	int32_t last_fail;     /* the last failure's status */
 	uint64_t done;         /* sends done */
 	bool close_in_callback; /* on_event closes the session at GAVE_UP */
+	char device[64];       /* the device of the endpoint last CONNECTED */
 } cli;
 
 /* The server side: what it received, in order. */
@@ -56,6 +57,8 @@ on_event(struct rdp_session *s, const struct rdp_session_event *ev, void *arg)
 	RTE_SET_USED(arg);
 	if (ev->kind == RDP_SESSION_EV_GAVE_UP && cli.close_in_callback)
 		RDP_ASSERT_EQ(rdp_session_close(s), 0);
+	if (ev->kind == RDP_SESSION_EV_CONNECTED)
+		snprintf(cli.device, sizeof(cli.device), "%s", rdp_ep_device(ev->ep));
 	if (n < MAX_EVENTS) {
 		cli.ev[n] = *ev;
 		cli.ev[n].ep = NULL; /* not valid after the callback */
@@ -414,6 +417,65 @@ RDP_TEST(e2e, session_open_refuses_bad_parameters_and_names_them)
 	await_event(0, RDP_SESSION_EV_ATTEMPT_FAILED, 5);
 	RDP_ASSERT_EQ(rdp_fini(), 0);
 	RDP_ASSERT_EQ(cli.ev[ld32(&cli.nb_ev) - 1].kind, RDP_SESSION_EV_CLOSED);
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/*
+ * Two devices in the process (`device = nic-a, nic-b` on shm): a session
+ * whose parameters name the second connects each of its endpoints there,
+ * the first one and the one after the server came back; a device the
+ * process lacks is refused at the open, naming those it has.
+ */
+RDP_TEST(e2e, session_connects_on_the_device_its_parameters_name_again_after_a_loss)
+{
+	const struct rdp_reconnect_policy pol = { .delay_ms = 10, .delay_max_ms = 40 };
+	struct rdp_session_params prm = {
+		.ops = &cli_ops, .on_event = on_event, .lcore = 1, .policy = pol,
+	};
+	struct rdp_session *s;
+	struct rdp_cfg *cfg;
+	char addr[64], dev[16];
+	uint32_t i;
+	int port;
+
+	rdp_test_eal_init("0-1");
+	cfg = stream_cfg("shm", 65536);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "device", "nic-a, nic-b", "test"), 0);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_device_count(), 2);
+	port = listen_on(0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	/* the buffer the name was in may change after the open: it is copied */
+	snprintf(dev, sizeof(dev), "%s", "nic-b");
+	prm.device = dev;
+	s = rdp_session_open(addr, &prm);
+	RDP_ASSERT_MSG(s != NULL, "rdp_session_open: %s", rdp_err_msg());
+	memset(dev, 0, sizeof(dev));
+	i = await_event(0, RDP_SESSION_EV_CONNECTED, 5);
+	RDP_ASSERT_MSG(strcmp(cli.device, "nic-b") == 0, "first endpoint on %s", cli.device);
+	RDP_ASSERT_EQ(offer(s, 0, 10, NULL), 10);
+	await_u64(&srv.received, 10, "the server's receipts");
+
+	/* the server's endpoint closes: the next endpoint is on nic-b too */
+	cli.device[0] = '\0';
+	rdp_ep_close(__atomic_load_n(&srv.ep, __ATOMIC_ACQUIRE));
+	i = await_event(i + 1, RDP_SESSION_EV_DISCONNECTED, 5);
+	i = await_event(i + 1, RDP_SESSION_EV_CONNECTED, 5);
+	RDP_ASSERT_MSG(strcmp(cli.device, "nic-b") == 0, "endpoint after the loss on %s",
+		       cli.device);
+	RDP_ASSERT_EQ(offer(s, 10, 10, NULL), 10);
+	await_u64(&srv.received, 20, "the server's receipts after the loss");
+	RDP_ASSERT_EQ(ld64(&srv.disorder), 0);
+	close_session(s);
+
+	prm.device = "no-such-nic";
+	RDP_ASSERT(rdp_session_open(addr, &prm) == NULL);
+	RDP_ASSERT_EQ(rte_errno, ENODEV);
+	RDP_ASSERT_MSG(strstr(rdp_err_msg(), "no device named 'no-such-nic' in this process "
+			      "(devices: nic-a, nic-b)") != NULL, "%s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_fini(), 0);
 	rdp_cfg_free(cfg);
 	return 0;
 }

@@ -48,9 +48,12 @@ rt_pick_lcore(int lcore)
 	return lc;
 }
 
+_Static_assert(sizeof(((struct rdp_dev_attr *)0)->name) == EP_DEV_NAME_MAX,
+	       "a device name fits EP_DEV_NAME_MAX");
+
 /* The device named @p name, or -ENODEV naming the devices there are. */
-static int
-device_by_name(const char *name)
+int
+rt_device_by_name(const char *name)
 {
 	char names[256];
 	unsigned int i;
@@ -73,7 +76,7 @@ rt_pick_device(const struct ep_lcore *lc, const char *name, const struct sockadd
 	unsigned int i;
 
 	if (name != NULL && name[0] != '\0')
-		return device_by_name(name);
+		return rt_device_by_name(name);
 	if (local != NULL && rdp_rt.nb_devs > 1)
 		for (i = 0; i < rdp_rt.nb_devs; i++)
 			if (rdp_dev_owns_addr(rdp_rt.devs[i].dev, local) == 1)
@@ -132,7 +135,7 @@ check_params(const struct rdp_ep_params *prm)
 	if (prm->lcore >= 0 && (prm->lcore >= RTE_MAX_LCORE || rdp_rt.lcores[prm->lcore] == NULL))
 		return rdp_err_set(EINVAL, "lcore %d does not poll (not in the configuration)",
 				   prm->lcore);
-	if (prm->device != NULL && prm->device[0] != '\0' && device_by_name(prm->device) < 0)
+	if (prm->device != NULL && prm->device[0] != '\0' && rt_device_by_name(prm->device) < 0)
 		return -ENODEV;
 	return 0;
 }

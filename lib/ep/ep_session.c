@@ -74,6 +74,7 @@ struct rdp_session {
 	struct ep_lcore *lc;
 	struct rdp_session_params prm;
 	char hostport[(RDP_CFG_VALUE_MAX + 1)];
+	char device[EP_DEV_NAME_MAX];   /* prm.device points here, or is NULL */
 	uint8_t state;             /* enum rdp_session_state (atomic: any thread reads it) */
 	bool close_pushed;         /* rdp_session_close() was called (rdp_rt.lock) */
 	bool ever_connected;
@@ -265,7 +266,7 @@ start_attempt(struct rdp_session *s)
 {
 	struct rdp_ep_params eprm = {
 		.ops = &sess_ep_ops, .arg = s, .lcore = (int)s->lc->lcore_id,
-		.notify_send_ok = s->prm.notify_send_ok,
+		.notify_send_ok = s->prm.notify_send_ok, .device = s->prm.device,
 	};
 
 	if (s->attempt > 0 || s->ever_connected)
@@ -561,6 +562,8 @@ check_session_params(const char *hostport, const struct rdp_session_params *prm)
 				   prm->policy.jitter_pct);
 	if (strlen(hostport) >= (RDP_CFG_VALUE_MAX + 1))
 		return rdp_err_set(EINVAL, "session address \"%.32s...\" is too long", hostport);
+	if (prm->device != NULL && prm->device[0] != '\0' && rt_device_by_name(prm->device) < 0)
+		return -ENODEV;
 	return ctl_resolve(hostport, false, &ss, &sl);
 }
 
@@ -597,6 +600,12 @@ rdp_session_open(const char *hostport, const struct rdp_session_params *prm)
 			goto nomem;
 	}
 	snprintf(s->hostport, sizeof(s->hostport), "%s", hostport);
+	if (prm->device != NULL && prm->device[0] != '\0') {
+		snprintf(s->device, sizeof(s->device), "%s", prm->device);
+		s->prm.device = s->device;
+	} else {
+		s->prm.device = NULL;
+	}
 	s->lc = rdp_rt.lcores[prm->lcore];
 	s->rng = (rte_get_tsc_cycles() ^ (uintptr_t)s) | 1;
 	set_state(s, RDP_SESSION_BACKOFF);

@@ -106,6 +106,11 @@ struct rdp_session_params {
 	void *arg;             /**< passed to every callback */
 	int lcore;             /**< the poller lcore of the session and its endpoints */
 	bool notify_send_ok;   /**< report successful sends too */
+	/**
+	 * Device name (rdp_device_name()) of every endpoint, or NULL to pick
+	 * each as rdp_connect() does (rdp_ep_params.device). Copied at the open.
+	 */
+	const char *device;
 	struct rdp_reconnect_policy policy;
 };
 
@@ -119,7 +124,8 @@ struct rdp_session_params {
  * @return
  *   The session, or NULL with rte_errno: EINVAL (no on_recv or on_event,
  *   on_state set, an lcore that does not poll, a jitter above 100, a bad
- *   address), ENODEV (before rdp_init()), ENOMEM.
+ *   address), ENODEV (before rdp_init(), or a device the process does not
+ *   have: rdp_err_msg() lists those it has), ENOMEM.
  */
 struct rdp_session *rdp_session_open(const char *hostport, const struct rdp_session_params *prm);
 

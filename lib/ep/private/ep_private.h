@@ -740,6 +740,10 @@ struct ep_lcore *rt_pick_lcore(int lcore);
  * -ENODEV when @p name names none (rdp_err_msg() lists the devices).
  */
 int rt_pick_device(const struct ep_lcore *lc, const char *name, const struct sockaddr *local);
+/* The index of the device named @p name, or -ENODEV (rdp_err_msg() lists the devices). */
+int rt_device_by_name(const char *name);
+/* Room for a device name (struct rdp_dev_attr.name). */
+#define EP_DEV_NAME_MAX 64
 /* A new endpoint object on device @p dev (refs: engine + application when app_visible). */
 struct rdp_ep *ep_new(struct ep_lcore *lc, unsigned int dev, const struct rdp_ep_params *prm,
 		      bool app_visible);
