@@ -29,7 +29,8 @@
  * lane), RDP_SOAK_DRIVER and RDP_SOAK_PEER_DRIVER fix the two processes'
  * driver specs (no knobs drawn, no fail_after), and RDP_SOAK_LINK_DOWN /
  * RDP_SOAK_LINK_UP, shell commands, take this process's link down and up
- * every few seconds instead (link_flap()). RDP_SOAK_TRACE=1
+ * every few seconds instead (link_flap(); RDP_SOAK_LINK_FIRST_MS sets
+ * when the first goes down), and bring it back at the end. RDP_SOAK_TRACE=1
  * prints each incarnation's endpoint, each fault and the library's log
  * lines with a timestamp, to follow a violation back to its cause.
  */
@@ -1395,32 +1396,45 @@ link_by_command(void)
 	return down != NULL && up != NULL && down[0] != '\0' && up[0] != '\0';
 }
 
+/* When the link taken down by command comes back (0: it is up). */
+static uint64_t link_up_at;
+
+/* Bring the link back now if a command took it down. */
+static void
+link_up_now(void)
+{
+	const char *up = getenv("RDP_SOAK_LINK_UP");
+
+	if (system(up) != 0)
+		violation("RDP_SOAK_LINK_UP failed: %s", up);
+	doom_open();
+	m.l.faults[F_LINK_FLAP]++;
+	link_up_at = 0;
+	if (getenv("RDP_SOAK_TRACE") != NULL)
+		fprintf(stderr, "[%.6f] link up\n", rdp_clock_s());
+}
+
 static void
 link_flap(uint64_t now)
 {
-	static uint64_t next_down, up_at;
-	const char *down = getenv("RDP_SOAK_LINK_DOWN"), *up = getenv("RDP_SOAK_LINK_UP");
+	static uint64_t next_down;
+	const char *down = getenv("RDP_SOAK_LINK_DOWN");
 
 	if (!link_by_command())
 		return;
 	if (next_down == 0)
-		next_down = now + rng_range(&m.rng, 2000, 5000) * 1000000;
-	if (up_at == 0 && now >= next_down) {
+		next_down = now + rdp_test_env_u64("RDP_SOAK_LINK_FIRST_MS",
+						   rng_range(&m.rng, 2000, 5000)) * 1000000;
+	if (link_up_at == 0 && now >= next_down) {
 		doom_open();
 		if (system(down) != 0)
 			violation("RDP_SOAK_LINK_DOWN failed: %s", down);
-		up_at = now + rng_range(&m.rng, 100, 1500) * 1000000;
+		link_up_at = now + rng_range(&m.rng, 100, 1500) * 1000000;
 		if (getenv("RDP_SOAK_TRACE") != NULL)
 			fprintf(stderr, "[%.6f] link down\n", rdp_clock_s());
-	} else if (up_at != 0 && now >= up_at) {
-		if (system(up) != 0)
-			violation("RDP_SOAK_LINK_UP failed: %s", up);
-		doom_open();
-		m.l.faults[F_LINK_FLAP]++;
-		up_at = 0;
+	} else if (link_up_at != 0 && now >= link_up_at) {
+		link_up_now();
 		next_down = now + rng_range(&m.rng, 2000, 5000) * 1000000;
-		if (getenv("RDP_SOAK_TRACE") != NULL)
-			fprintf(stderr, "[%.6f] link up\n", rdp_clock_s());
 	}
 }
 
@@ -1724,7 +1738,10 @@ soak_run(uint64_t secs)
 			usleep(50);
 	}
 
-	/* the end: close everything here (declining what is still coming) */
+	/* the end: a link still down comes back (whatever runs next needs it),
+	 * then close everything here (declining what is still coming) */
+	if (link_up_at != 0)
+		link_up_now();
 	doom_open();
 	stack_unlisten(&m.k);
 	close_all(&m.k, rings, nr, SF_DOOMED, on_side_dead);
@@ -1759,6 +1776,35 @@ soak_run(uint64_t secs)
 		if (m.st[i].pipeline)
 			rte_ring_free(m.st[i].ring.r);
 	rte_ring_free(m.k.lring.r);
+	return 0;
+}
+
+/*
+ * A link the soak took down by command comes back when the soak ends, even
+ * when the end falls while it is down: the commands after the soak (the
+ * rxe lane's) find it up. The commands here only write the link's state
+ * to a file; the first goes down 1.7 s into a 2 s run, for at least 0.1 s.
+ */
+RDP_TEST(soak, soak_brings_a_link_it_took_down_back_up_when_it_ends)
+{
+	char state[64], down[128], up[128], got[16] = "";
+	FILE *f;
+
+	snprintf(state, sizeof(state), "soak-link-%d.state", (int)getpid());
+	snprintf(down, sizeof(down), "echo down > %s", state);
+	snprintf(up, sizeof(up), "echo up > %s", state);
+	RDP_ASSERT(setenv("RDP_SOAK_LINK_DOWN", down, 1) == 0);
+	RDP_ASSERT(setenv("RDP_SOAK_LINK_UP", up, 1) == 0);
+	RDP_ASSERT(setenv("RDP_SOAK_LINK_FIRST_MS", "1700", 1) == 0);
+	RDP_ASSERT(setenv("RDP_SOAK_DRIVER", "shm", 1) == 0);
+	RDP_ASSERT(setenv("RDP_SOAK_PEER_DRIVER", "shm", 1) == 0);
+	RDP_ASSERT_EQ(soak_run(2), 0);
+	f = fopen(state, "r");
+	RDP_ASSERT_MSG(f != NULL, "the link was never taken down");
+	RDP_ASSERT(fgets(got, sizeof(got), f) != NULL);
+	fclose(f);
+	RDP_ASSERT(unlink(state) == 0);
+	RDP_ASSERT_MSG(strcmp(got, "up\n") == 0, "the soak ended with the link '%.4s'", got);
 	return 0;
 }
 
