@@ -55,8 +55,8 @@ root=$work/root
 console=$work/console.log
 smp=${RXE_VM_SMP:-2}
 mem=${RXE_VM_MEM:-1024}
-# A host thread per vCPU (multi-threaded TCG): on an idle 2-core host the
-# lane ran in 434 s so, 508 s with one thread for both vCPUs (single).
+# A host thread per vCPU (multi-threaded TCG): faster than one thread for
+# both vCPUs (single), even on a 2-core host.
 tcg_thread=${RXE_VM_TCG_THREAD:-multi}
 
 t_start=$(date +%s.%N)
