@@ -51,6 +51,14 @@ rt_pick_lcore(int lcore)
 _Static_assert(sizeof(((struct rdp_dev_attr *)0)->name) == EP_DEV_NAME_MAX,
 	       "a device name fits EP_DEV_NAME_MAX");
 
+int
+rt_device_check(const char *name)
+{
+	if (name == NULL || name[0] == '\0')
+		return 0;
+	return rt_device_by_name(name) < 0 ? -ENODEV : 0;
+}
+
 /* The device named @p name, or -ENODEV naming the devices there are. */
 int
 rt_device_by_name(const char *name)
@@ -135,9 +143,7 @@ check_params(const struct rdp_ep_params *prm)
 	if (prm->lcore >= 0 && (prm->lcore >= RTE_MAX_LCORE || rdp_rt.lcores[prm->lcore] == NULL))
 		return rdp_err_set(EINVAL, "lcore %d does not poll (not in the configuration)",
 				   prm->lcore);
-	if (prm->device != NULL && prm->device[0] != '\0' && rt_device_by_name(prm->device) < 0)
-		return -ENODEV;
-	return 0;
+	return rt_device_check(prm->device);
 }
 
 int

@@ -546,6 +546,7 @@ check_session_params(const char *hostport, const struct rdp_session_params *prm)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
+	int ret;
 
 	if (!rdp_rt.up)
 		return rdp_err_set(ENODEV, "rdp_session_open before rdp_init");
@@ -562,8 +563,9 @@ check_session_params(const char *hostport, const struct rdp_session_params *prm)
 				   prm->policy.jitter_pct);
 	if (strlen(hostport) >= (RDP_CFG_VALUE_MAX + 1))
 		return rdp_err_set(EINVAL, "session address \"%.32s...\" is too long", hostport);
-	if (prm->device != NULL && prm->device[0] != '\0' && rt_device_by_name(prm->device) < 0)
-		return -ENODEV;
+	ret = rt_device_check(prm->device);
+	if (ret < 0)
+		return ret;
 	return ctl_resolve(hostport, false, &ss, &sl);
 }
 

@@ -742,6 +742,8 @@ struct ep_lcore *rt_pick_lcore(int lcore);
 int rt_pick_device(const struct ep_lcore *lc, const char *name, const struct sockaddr *local);
 /* The index of the device named @p name, or -ENODEV (rdp_err_msg() lists the devices). */
 int rt_device_by_name(const char *name);
+/* 0 when @p name is NULL, empty or a device's name; else -ENODEV as above. */
+int rt_device_check(const char *name);
 /* Room for a device name (struct rdp_dev_attr.name). */
 #define EP_DEV_NAME_MAX 64
 /* A new endpoint object on device @p dev (refs: engine + application when app_visible). */
