@@ -109,7 +109,7 @@ if [ $quick = 0 ]; then
 			tsan_suites=(--suite race --suite e2e --suite shm --suite soak --no-suite volume)
 			[ ${#only[@]} -gt 0 ] && tsan_suites=("${only[@]}")
 			RDP_E2E_COUNT=${RDP_E2E_COUNT:-3000} RDP_SOAK_SECONDS=20 \
-			TSAN_OPTIONS="suppressions=$top/devtools/tsan.supp halt_on_error=1 exitcode=66" \
+			TSAN_OPTIONS="suppressions=$top/devtools/tsan.supp halt_on_error=1 exitcode=66 atexit_sleep_ms=0" \
 			CC=clang run_lane build-tsan lane -Dtsan=true -Db_lundef=false -- \
 				"${tsan_suites[@]}" || true
 		fi

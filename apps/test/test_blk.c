@@ -544,9 +544,9 @@ RDP_TEST(e2e, blk_load_reconnects_to_a_server_killed_and_restarted_with_0_mismat
 	const char *log = path_of("load.log"), *disk = path_of("disk.img");
 	const char *json = path_of("load.json");
 	const char *args[] = { "--connect", NULL, "--rw", "randrw", "--verify", "--iodepth", "8",
-			       "--runtime", "20", "--reconnect", "60", "--reconnect-delay", "50",
+			       "--runtime", NULL, "--reconnect", "60", "--reconnect-delay", "50",
 			       "--output-format=json", "--output", json, NULL };
-	char addr[64];
+	char addr[64], runtime[24];
 	const char *j;
 	pid_t srv, ld;
 	int port, rc;
@@ -557,12 +557,17 @@ RDP_TEST(e2e, blk_load_reconnects_to_a_server_killed_and_restarted_with_0_mismat
 			   NULL);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	args[1] = addr;
+	/* the loader's run must outlast the kill (after its second progress
+	 * line) and the restart: 8 s here, more where a restart is slow (the
+	 * rxe lane's emulated guest sets RDP_BLK_RECONNECT_RUNTIME) */
+	snprintf(runtime, sizeof(runtime), "%" PRIu64,
+		 rdp_test_env_u64("RDP_BLK_RECONNECT_RUNTIME", 8));
+	args[8] = runtime;
 	ld = spawn_blk(log, "load", args);
 	await_synced_progress(log, slog);
 	RDP_ASSERT(kill(srv, SIGKILL) == 0);
 	RDP_ASSERT_EQ(reap(srv, 10, "serve", slog), 128 + SIGKILL);
-	/* the loader waits for it (its attempts are refused meanwhile; its 20 s
-	 * leave room for a restart that is slow under emulation) */
+	/* the loader waits for it (its attempts are refused meanwhile) */
 	usleep(300000);
 	srv = start_server_on(slog2, port, "--file", disk, "--sync", "--no-direct", NULL);
 	rc = reap(ld, 120, "load", log);

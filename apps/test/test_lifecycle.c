@@ -28,15 +28,21 @@ keep_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 static const struct rdp_ep_ops keep_ops = { .on_recv = keep_recv };
 static const struct rdp_ep_ops drop_ops = { .on_recv = stream_recv_free_all };
 
-/* EAL, rdp_init() on shm and a loopback pair whose server runs @p srv_ops: the client. */
+/*
+ * EAL, rdp_init() on shm with @p drain_ms as drain_timeout_ms (NULL: the
+ * default) and a loopback pair whose server runs @p srv_ops: the client.
+ */
 static struct rdp_ep *
-start_pair(const struct rdp_ep_ops *srv_ops, struct rdp_cfg **cfg)
+start_pair(const struct rdp_ep_ops *srv_ops, struct rdp_cfg **cfg, const char *drain_ms)
 {
 	struct rdp_ep_params psrv = { .ops = srv_ops, .lcore = -1 };
 	struct rdp_ep_params pcli = { .ops = &drop_ops, .lcore = -1 };
 
 	rdp_test_eal_init("0-1");
 	*cfg = stream_cfg("shm", 65536);
+	if (drain_ms != NULL)
+		RDP_ASSERT(rdp_cfg_set(*cfg, RDP_CFG_GLOBAL, "drain_timeout_ms", drain_ms,
+				       "test") == 0);
 	RDP_ASSERT_MSG(rdp_init(*cfg) == 0, "rdp_init: %s", rdp_err_msg());
 	return stream_loopback_connect(&psrv, &pcli);
 }
@@ -48,7 +54,7 @@ RDP_TEST(e2e, ep_init_after_a_fini_that_could_not_finish_is_refused)
 	struct rdp_msg *m;
 	double deadline;
 
-	cli = start_pair(&keep_ops, &cfg);
+	cli = start_pair(&keep_ops, &cfg, "500");
 	m = rdp_msg_alloc(cli, 100);
 	RDP_ASSERT(m != NULL);
 	RDP_ASSERT_EQ(rdp_ep_send_burst(cli, &m, 1), 1);
@@ -110,7 +116,7 @@ RDP_TEST(e2e, ep_held_messages_keep_their_endpoint_until_the_last_is_freed)
 	struct rdp_ep *cli;
 	double deadline;
 
-	cli = start_pair(&keep_two_ops, &cfg);
+	cli = start_pair(&keep_two_ops, &cfg, NULL);
 	RDP_ASSERT_EQ(rdp_msg_alloc_bulk(cli, m, 2, 100), 0);
 	RDP_ASSERT_EQ(rdp_ep_send_burst(cli, m, 2), 2);
 	deadline = rdp_clock_s() + 5;
