@@ -286,7 +286,18 @@ srq_claim(struct shm_qp *qp, const struct shm_peer *peer, uint64_t *idx)
 	unsigned int tries;
 
 	for (tries = 0; tries < SHM_SRQ_CLAIM_TRIES; tries++) {
-		uint64_t posted = __atomic_load_n(&seg->rq_posted, __ATOMIC_ACQUIRE);
+		uint64_t posted = qp->peer_srq_posted;
+
+		/*
+		 * What was posted stays posted until claimed: the count last
+		 * read serves while it is ahead of the claim index, and the
+		 * owner's line, which it writes at every post, is read again
+		 * only when it is not.
+		 */
+		if (posted - c - 1 > (uint64_t)peer->srq_mask) {
+			posted = __atomic_load_n(&seg->rq_posted, __ATOMIC_ACQUIRE);
+			qp->peer_srq_posted = posted;
+		}
 
 		/* which entry we claim, before the claim: if we die between the
 		 * two, the owner knows whose it was (srq_take_back()) */
@@ -310,6 +321,21 @@ srq_claim(struct shm_qp *qp, const struct shm_peer *peer, uint64_t *idx)
 		}
 	}
 	return RDP_WC_REM_OP_ERR;
+}
+
+/*
+ * Ask for @p p's line in the exclusive state, as a store would (prefetchw;
+ * a no-op on CPUs without it), so that a later CAS on it does not wait
+ * for the line to come from another core.
+ */
+static __rte_always_inline void
+prefetch_for_write(const void *p)
+{
+#if defined(RTE_ARCH_X86)
+	asm volatile("prefetchw %0" : : "m"(*(const volatile char *)p));
+#else
+	__builtin_prefetch(p, 1, 3);
+#endif
 }
 
 /*
@@ -349,6 +375,12 @@ exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	}
 	qp->rnr_waiting = 0;
 	ent = shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, idx);
+	/*
+	 * The entry after it, which this QP's next SEND claims unless another
+	 * sender does: its line sits in the owner's cache since it was posted,
+	 * and fetching it now takes that miss off the next SEND's CAS.
+	 */
+	prefetch_for_write(shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, idx + 1));
 	/* the entry is ours to fill unless its owner took it back meanwhile */
 	__atomic_store_n(&ent->src_slot, peer->bell_slot, __ATOMIC_RELAXED);
 	__atomic_store_n(&ent->src_qpn, peer->qpn, __ATOMIC_RELAXED);

@@ -426,6 +426,7 @@ struct shm_qp {
 	uint64_t peer_rq_ci;        /**< our claim index in the peer's RQ */
 	uint64_t peer_rq_posted;    /**< the peer's rq_posted when last read */
 	uint64_t peer_rq_claimed;   /**< claimed in the peer's RQ up to here (>= peer_rq_ci) */
+	uint64_t peer_srq_posted;   /**< the peer's SRQ's rq_posted when last read */
 	uint64_t rnr_next_ns;       /**< earliest retry after an RNR */
 	uint8_t rnr_left;
 	uint8_t rnr_waiting;
