@@ -528,6 +528,60 @@ RDP_TEST(shm, shm_receive_needs_memory_shared_before_connecting)
 	return 0;
 }
 
+/*
+ * Application memory registered and deregistered over and over (an MR per
+ * I/O, as some storage applications do) never runs the device out of MR
+ * ids: a freed rdp_mr_reg() id is taken again under a new key, and a WRITE
+ * with the key of an earlier registration of that id is a remote access
+ * error that leaves the memory alone.
+ */
+RDP_TEST(shm, shm_application_memory_registered_again_and_again_reuses_ids_under_new_keys)
+{
+	static uint8_t buf[4096], before[64], after[64];
+	struct rdp_mr *mr, *other;
+	struct conf_opts o;
+	struct conf_pair p;
+	struct rdp_wc wc[2];
+	uint32_t first_key, i;
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, NULL, &o);
+	mr = rdp_mr_reg(p.pd, buf, sizeof(buf), RDP_ACCESS_LOCAL_WRITE | RDP_ACCESS_REMOTE_WRITE);
+	RDP_ASSERT_MSG(mr != NULL, "rdp_mr_reg: %s", rdp_err_msg());
+	first_key = mr->rkey;
+	RDP_ASSERT_EQ(rdp_mr_free(mr), 0);
+	for (i = 0; i < 2 * SHM_MAX_MR; i++) {
+		mr = rdp_mr_reg(p.pd, buf, sizeof(buf),
+				RDP_ACCESS_LOCAL_WRITE | RDP_ACCESS_REMOTE_WRITE);
+		RDP_ASSERT_MSG(mr != NULL, "registration %u: %s", i + 2, rdp_err_msg());
+		RDP_ASSERT_MSG(mr->rkey != first_key, "registration %u took key %#x again", i + 2,
+			       first_key);
+		RDP_ASSERT_EQ(rdp_mr_free(mr), 0);
+	}
+	/* the same id under a new key: the first registration's key is refused */
+	mr = rdp_mr_reg(p.pd, buf, sizeof(buf), RDP_ACCESS_LOCAL_WRITE | RDP_ACCESS_REMOTE_WRITE);
+	RDP_ASSERT(mr != NULL);
+	RDP_ASSERT_EQ(shm_key_id(mr->rkey), shm_key_id(first_key));
+	RDP_ASSERT(mr->rkey != first_key);
+	/* memory the peer maps, as allocated MRs are, is not given a reused id */
+	other = rdp_mr_alloc(p.pd, 4096, -1, RDP_ACCESS_LOCAL_WRITE);
+	RDP_ASSERT(other != NULL);
+	RDP_ASSERT(shm_key_id(other->lkey) != shm_key_id(first_key));
+	RDP_ASSERT_EQ(rdp_mr_free(other), 0);
+	memcpy(before, buf, sizeof(before));
+	conf_tx_fill(&p.a, 0, sizeof(before), 55);
+	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_RDMA_WRITE, RDP_SEND_SIGNALED, 1, 0,
+				     sizeof(before), 0, (uintptr_t)buf, first_key), 0);
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 1, T_MS), 1);
+	RDP_ASSERT_EQ(wc[0].wr_id, 1);
+	RDP_ASSERT_EQ(wc[0].status, RDP_WC_REM_ACCESS_ERR);
+	memcpy(after, buf, sizeof(after));
+	RDP_ASSERT(memcmp(before, after, sizeof(after)) == 0);
+	RDP_ASSERT_EQ(rdp_mr_free(mr), 0);
+	conf_pair_close(&p);
+	return 0;
+}
+
 RDP_TEST(shm, shm_peer_qp_destroy_moves_the_survivor_to_err_within_100ms)
 {
 	struct conf_opts o;

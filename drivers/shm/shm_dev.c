@@ -485,25 +485,40 @@ mr_new(struct rdp_pd *pd, unsigned int access)
 	return mr;
 }
 
-/* MR ids are never reused: a QP remembers which ones its peer has mapped. */
+/*
+ * Give @p mr an id and its key. The ids of allocated MRs are never reused:
+ * a peer maps them by id when it connects, and a receive names its buffer
+ * by id. Memory the application registers (@p reg) is never mapped by a
+ * peer, which reaches it through the key table, so its ids are taken again
+ * once freed, under a key of the next generation: a peer's WR with the old
+ * key fails the key check as any stale key does.
+ */
 static int
-mr_publish(struct shm_dev *sd, struct shm_mr *mr)
+mr_publish(struct shm_dev *sd, struct shm_mr *mr, bool reg)
 {
 	static const uint32_t none = UINT32_MAX;
-	uint32_t id = none;
+	uint32_t id = none, key = 0;
 
 	pthread_mutex_lock(&sd->lock);
-	if (sd->next_mr_id < SHM_MAX_MR)
+	if (reg && sd->nb_reg_free > 0) {
+		id = sd->reg_free[--sd->nb_reg_free];
+		do	/* 0 is no key */
+			key = shm_key(id, ++sd->mr_gen[id]);
+		while (key == 0);
+	} else if (sd->next_mr_id < SHM_MAX_MR) {
 		id = sd->next_mr_id++;
+		key = shm_lkey(id);
+	}
 	if (id != none) {
 		mr->id = id;
-		mr->head.lkey = mr->head.rkey = shm_lkey(id);
+		mr->head.lkey = mr->head.rkey = key;
 		__atomic_store_n(&sd->mrs[id], mr, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&sd->lock);
 	if (id == none)
-		return rdp_err_set(ENOMEM, "driver shm: device %s registered its %u MRs already "
-				   "(MR ids are not reused)", sd->dev->spec, SHM_MAX_MR);
+		return rdp_err_set(ENOMEM, "driver shm: device %s has given out its %u MR ids (an "
+				   "rdp_mr_alloc() MR does not give its id back)", sd->dev->spec,
+				   SHM_MAX_MR);
 	return 0;
 }
 
@@ -520,9 +535,15 @@ key_publish(struct shm_dev *sd, const struct shm_mr *mr)
 
 	if (!shm_mr_remote(mr))
 		return;
-	k->access = mr->head.access;
-	k->addr = (uintptr_t)mr->head.addr;
-	k->length = mr->head.length;
+	/*
+	 * The slot's key was cleared when its last MR went (shm_mr_free()): a
+	 * peer that reads any of the new fields then reads that cleared key,
+	 * or this one, when it looks at the key again (exec_foreign()).
+	 */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&k->access, mr->head.access, __ATOMIC_RELAXED);
+	__atomic_store_n(&k->addr, (uintptr_t)mr->head.addr, __ATOMIC_RELAXED);
+	__atomic_store_n(&k->length, mr->head.length, __ATOMIC_RELAXED);
 	__atomic_store_n(&k->rkey, mr->head.rkey, __ATOMIC_RELEASE);
 }
 
@@ -568,7 +589,7 @@ shm_mr_alloc(struct rdp_pd *pd, size_t len, int socket, unsigned int access,
 	mr->head.addr = p;
 	mr->head.length = len;
 	mr->head.page_size = page_size;
-	if (mr_publish(sd, mr) < 0) {
+	if (mr_publish(sd, mr, false) < 0) {
 		munmap(p, map_len);
 		goto fail;
 	}
@@ -598,7 +619,7 @@ shm_mr_reg(struct rdp_pd *pd, void *addr, size_t len, unsigned int access)
 		return NULL;
 	mr->head.addr = addr;
 	mr->head.length = len;
-	if (mr_publish(sd, mr) < 0) {
+	if (mr_publish(sd, mr, true) < 0) {
 		free(mr);
 		return NULL;
 	}
@@ -616,6 +637,8 @@ shm_mr_free(struct rdp_mr *m)
 	__atomic_store_n(&sd->keys->key[mr->id].rkey, 0, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&sd->lock);
 	__atomic_store_n(&sd->mrs[mr->id], NULL, __ATOMIC_RELEASE);
+	if (mr->memfd < 0)	/* rdp_mr_reg() memory: its id may serve again (mr_publish()) */
+		sd->reg_free[sd->nb_reg_free++] = mr->id;
 	pthread_mutex_unlock(&sd->lock);
 	if (mr->memfd >= 0) {
 		munmap(m->addr, mr->map_len);

@@ -40,7 +40,7 @@ range_in(uint64_t addr, uint64_t len, uint64_t base, uint64_t blen)
 static inline struct shm_mr *
 mr_lookup(struct shm_dev *sd, uint32_t lkey)
 {
-	uint32_t id = lkey >> 8;
+	uint32_t id = shm_key_id(lkey);
 	struct shm_mr *mr;
 
 	if (unlikely(id >= SHM_MAX_MR))
@@ -451,7 +451,7 @@ static uint8_t *
 remote_range(const struct shm_peer *peer, const struct shm_swqe *e, unsigned int access)
 {
 	const struct shm_peer_mr *m;
-	uint32_t idx = e->rkey >> 8;
+	uint32_t idx = shm_key_id(e->rkey);
 
 	if (unlikely(idx >= peer->nb_mr))
 		return NULL;
@@ -478,7 +478,7 @@ exec_foreign(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_sw
 {
 	struct iovec local[SHM_MAX_SGE], remote;
 	const struct shm_key *k;
-	uint32_t id = e->rkey >> 8;
+	uint32_t id = shm_key_id(e->rkey), acc;
 	uint64_t addr, len;
 	ssize_t n;
 	uint16_t i;
@@ -490,7 +490,14 @@ exec_foreign(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_sw
 		return RDP_WC_REM_ACCESS_ERR;
 	addr = __atomic_load_n(&k->addr, __ATOMIC_RELAXED);
 	len = __atomic_load_n(&k->length, __ATOMIC_RELAXED);
-	if (!(__atomic_load_n(&k->access, __ATOMIC_RELAXED) & access) ||
+	acc = __atomic_load_n(&k->access, __ATOMIC_RELAXED);
+	/*
+	 * The key again, after what it guards: an id freed and registered
+	 * anew meanwhile (under another key) must not lend its new range to
+	 * the old key.
+	 */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&k->rkey, __ATOMIC_RELAXED) != e->rkey || !(acc & access) ||
 	    !range_in(e->remote_addr, e->total_len, addr, len))
 		return RDP_WC_REM_ACCESS_ERR;
 	for (i = 0; i < e->num_sge; i++) {

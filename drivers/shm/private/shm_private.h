@@ -569,6 +569,9 @@ struct shm_dev {
 	struct shm_mr *mrs[SHM_MAX_MR];  /**< (atomic pointers) by id */
 	uint32_t next_qpn;
 	uint32_t next_mr_id;
+	uint32_t nb_reg_free;            /**< rdp_mr_reg() ids freed, reused first */
+	uint32_t reg_free[SHM_MAX_MR];
+	uint32_t mr_gen[SHM_MAX_MR];     /**< generation of each id's key (shm_key()) */
 	uint32_t nb_cq_made;
 	TAILQ_HEAD(, shm_qp) qps;
 	TAILQ_HEAD(, shm_cq) cqs;
@@ -677,11 +680,31 @@ shm_rq_ent_data(const struct shm_rq_ent *ent, uint32_t max_sge)
 	return (uint8_t *)ent + shm_rq_ent_hdr(max_sge);
 }
 
+/*
+ * An MR's key: the id in bits 8-19, under a salt byte so that small
+ * integers are not valid keys by accident, and in bits 20-31 (and mixed
+ * into the salt) the id's generation: an rdp_mr_reg() id freed and taken
+ * again gets a key of its own, 2^20 registrations apart. Allocated MRs,
+ * which peers map by id, keep generation 0 (their ids are never reused).
+ */
+static inline uint32_t
+shm_key(uint32_t id, uint32_t gen)
+{
+	return ((gen & 0xfffu) << 20) | (id << 8) |
+	       ((id * 37u + 0x5au + (gen >> 12) * 0x61u) & 0xffu);
+}
+
 static inline uint32_t
 shm_lkey(uint32_t id)
 {
-	/* a salt byte so that small integers are not valid keys by accident */
-	return (id << 8) | ((id * 37u + 0x5au) & 0xffu);
+	return shm_key(id, 0);
+}
+
+/** The MR id a key names (its generation aside). */
+static inline uint32_t
+shm_key_id(uint32_t key)
+{
+	return (key >> 8) & (SHM_MAX_MR - 1);
 }
 
 /* Fast path (shm_rxtx.c). */
