@@ -153,6 +153,24 @@ streams_on_two_devices(bool pipeline, bool srq)
 		printf("pair %u: server on %s, client on %s: %" PRIu64 " messages each way, "
 		       "exact\n", i, dev[srv_dev[i]], dev[cli_dev[i]], count);
 	}
+	if (srq) {
+		/* each device's SRQ on the poller, read by its name: both carried messages */
+		struct rdp_srq_stats q[2], dflt;
+
+		for (i = 0; i < 2; i++) {
+			RDP_ASSERT_MSG(rdp_lcore_device_srq_stats_get(1, dev[i], &q[i]) == 0, "%s: %s",
+				       dev[i], rdp_err_msg());
+			printf("lcore 1, %s: SRQ of %u, %u members, %" PRIu64 " grants\n", dev[i],
+			       q[i].size, q[i].members, q[i].grants);
+			RDP_ASSERT_MSG(q[i].members == 3, "%s's SRQ has %u members, not 3", dev[i],
+				       q[i].members);
+		}
+		RDP_ASSERT_EQ(rdp_lcore_device_srq_stats_get(1, NULL, &dflt), 0);
+		RDP_ASSERT_EQ(dflt.members, q[0].members);
+		RDP_ASSERT_EQ(rdp_lcore_device_srq_stats_get(1, "no-such-nic", &dflt), -ENODEV);
+		RDP_ASSERT(strstr(rdp_err_msg(), "no-such-nic") != NULL);
+		RDP_ASSERT_EQ(rdp_lcore_device_srq_stats_get(RTE_MAX_LCORE, dev[0], &dflt), -ENODEV);
+	}
 	/* a device the process does not have: refused, naming those it has */
 	pcli.device = "no-such-nic";
 	RDP_ASSERT(rdp_connect("127.0.0.1:9", &pcli) == NULL);

@@ -496,14 +496,25 @@ ep_srq_snapshot(const struct ep_lcore_dev *ld, struct rdp_srq_stats *s)
 }
 
 int
-rdp_lcore_srq_stats_get(unsigned int lcore, struct rdp_srq_stats *stats)
+rdp_lcore_device_srq_stats_get(unsigned int lcore, const char *device,
+			       struct rdp_srq_stats *stats)
 {
 	const struct ep_lcore *lc = lcore < RTE_MAX_LCORE ? rdp_rt.lcores[lcore] : NULL;
+	int d;
 
 	if (lc == NULL)
-		return -ENODEV;
-	if (lc->dev[lc->dflt].srq == NULL)
+		return rdp_err_set(ENODEV, "lcore %u polls nothing", lcore);
+	d = device == NULL ? (int)lc->dflt : rt_device_by_name(device);
+	if (d < 0)
+		return d;
+	if (lc->dev[d].srq == NULL)
 		return -ENOTSUP;
-	ep_srq_snapshot(&lc->dev[lc->dflt], stats);
+	ep_srq_snapshot(&lc->dev[d], stats);
 	return 0;
+}
+
+int
+rdp_lcore_srq_stats_get(unsigned int lcore, struct rdp_srq_stats *stats)
+{
+	return rdp_lcore_device_srq_stats_get(lcore, NULL, stats);
 }

@@ -603,6 +603,26 @@ struct rdp_srq_stats {
 int rdp_lcore_srq_stats_get(unsigned int lcore, struct rdp_srq_stats *stats);
 
 /**
+ * Read the counters of the shared receive queue a poller lcore has on one
+ * of the process's devices (each device has its own SRQ on each poller),
+ * as rdp_lcore_srq_stats_get() does for the default device.
+ *
+ * @param lcore
+ *   A poller lcore.
+ * @param device
+ *   A device name (rdp_device_name()), or NULL for the lcore's default
+ *   device.
+ * @param stats
+ *   Filled.
+ * @return
+ *   0; -ENODEV when @p lcore polls nothing (or before rdp_init()), or when
+ *   the process has no device named @p device (rdp_err_msg() names those it
+ *   has); -ENOTSUP when the lcore's `srq` is off.
+ */
+int rdp_lcore_device_srq_stats_get(unsigned int lcore, const char *device,
+				   struct rdp_srq_stats *stats);
+
+/**
  * How the endpoints of a poller lcore ended, counted since rdp_init()
  * (cumulative: an endpoint that is gone still counts). An endpoint counts
  * once in `opened` when it reaches RDP_EP_ESTABLISHED, and once in one of
