@@ -393,6 +393,8 @@ exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	}
 	st = ent_fill(peer, peer->srq_max_sge, peer->srq_inline, ent, e);
 	__atomic_store_n(&ent->seq, shm_rq_seq(idx), __ATOMIC_RELEASE);
+	/* after the entry: the owner's reap looks no further than what is said filled */
+	__atomic_store_n(&peer->qseg->srq_filled, ++qp->peer_srq_filled, __ATOMIC_RELEASE);
 	/* after the entry: the arrival has landed (sq_publish() stores it too) */
 	__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
 	b->nremote++;
@@ -800,6 +802,8 @@ srq_arrivals_in(struct shm_qp *qp)
 		qp->srq_drained = 1;
 		return true;
 	}
+	/* the reap must look at the SRQ's next entry, filled or not (its take-back) */
+	__atomic_fetch_add(&qp->srq->looks_owed, 1, __ATOMIC_RELAXED);
 	if (qp->srq_wait == 0) {
 		if (!__atomic_load_n(&qp->peer_dead, __ATOMIC_ACQUIRE) &&
 		    __atomic_load_n(&qp->seg->rq_done, __ATOMIC_ACQUIRE) < qp->rq_final)
@@ -1361,8 +1365,11 @@ srq_ent_qp(const struct shm_srq *srq, struct shm_cq *cq, uint32_t slot, uint32_t
 	return qp;
 }
 
-/* The completion of the SRQ entry at srq->reaped, which a peer completed. */
-static void
+/*
+ * The completion of the SRQ entry at srq->reaped, which a peer completed;
+ * returns the QP it arrived on (NULL: one gone since, or garbage).
+ */
+static struct shm_qp *
 srq_wc(struct shm_srq *srq, struct shm_cq *cq, const struct shm_rq_ent *ent, struct rdp_wc *w)
 {
 	const struct shm_rpost *post = &srq->rq_post[srq->reaped & srq->rq_mask];
@@ -1389,6 +1396,7 @@ srq_wc(struct shm_srq *srq, struct shm_cq *cq, const struct shm_rq_ent *ent, str
 	/* a receive error moves the receiver's QP to error (not the SRQ) */
 	if (unlikely(st != RDP_WC_SUCCESS) && qp != NULL)
 		shm_qp_set_error(qp);
+	return qp;
 }
 
 /*
@@ -1486,24 +1494,87 @@ srq_take_back(struct shm_srq *srq, struct shm_cq *cq, struct shm_rq_ent *ent, st
 	return true;
 }
 
+/* Entries @p qp's sender said it filled that the reap has not passed. */
+static inline uint64_t
+qp_unreaped(const struct shm_qp *qp)
+{
+	uint64_t d = qp->srq_fills_seen - qp->srq_fills_reaped;
+
+	/* the reap may pass an entry before its sender's count says it is filled */
+	return (int64_t)d > 0 ? d : 0;
+}
+
+/* What @p qp's sender says it filled, into the SRQ's count of entries to reap. */
+static inline void
+srq_note_fills(struct shm_srq *srq, struct shm_qp *qp)
+{
+	uint64_t f = __atomic_load_n(&qp->seg->srq_filled, __ATOMIC_ACQUIRE), before;
+
+	if (f == qp->srq_fills_seen)
+		return;
+	before = qp_unreaped(qp);
+	qp->srq_fills_seen = f;
+	srq->unreaped += qp_unreaped(qp) - before;
+}
+
+/*
+ * Reap the SRQ's completed entries in order, for @p by, a QP on it that was
+ * flagged. The first entry is looked at; the entry after the last one
+ * completed is not (its line is the one its sender fills next) unless a
+ * sender said it filled one not reaped yet (srq_note_fills(), read from @p
+ * by once a reap would stop), the reap already waits on a claimed entry, a QP in
+ * error or leaving asked for a look (looks_owed), or the reap met an entry
+ * of a QP gone (look_on): those go on until a look finds the next entry
+ * not completed. A hostile sender's count can only make the reap look
+ * more.
+ */
 int
-shm_srq_reap(struct shm_srq *srq, struct shm_cq *cq, struct rdp_wc *wc, int n, bool *waiting)
+shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct rdp_wc *wc, int n,
+	     bool *waiting)
 {
 	uint64_t posted = shm_srq_posted(srq);
+	uint32_t owed = __atomic_load_n(&srq->looks_owed, __ATOMIC_RELAXED);
+	bool must_look = owed != srq->looks_paid || srq->look_on, first = true, noted = false;
 	int k = 0;
 
 	*waiting = false;
 	while (srq->reaped != posted && k < n) {
-		struct shm_rq_ent *ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride,
-						    srq->reaped);
+		struct shm_rq_ent *ent;
 
+		/* the QP was flagged: one look; more when a sender said it filled more */
+		if (!first && srq->unreaped == 0 && !must_look &&
+		    srq->stuck_at != srq->reaped + 1) {
+			if (noted)
+				break;
+			srq_note_fills(srq, by);
+			noted = true;
+			if (srq->unreaped == 0)
+				break;
+		}
+		first = false;
+		ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, srq->reaped);
 		if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) == shm_rq_seq(srq->reaped)) {
-			srq_wc(srq, cq, ent, &wc[k++]);
+			struct shm_qp *qp = srq_wc(srq, cq, ent, &wc[k++]);
+
+			if (qp != NULL) {
+				uint64_t before = qp_unreaped(qp);
+
+				qp->srq_fills_reaped++;
+				srq->unreaped -= before - qp_unreaped(qp);
+			} else {
+				/* from a QP gone: what else its sender filled is counted
+				 * nowhere, so look on, in later reaps too */
+				srq->look_on = 1;
+				must_look = true;
+			}
 		} else if (unlikely(srq_take_back(srq, cq, ent, &wc[k]))) {
 			k++;
 		} else {
 			/* claimed and on its way, or its sender being looked at: again */
 			*waiting = srq->stuck_at == srq->reaped + 1;
+			/* a look that found nothing more done pays what was owed */
+			srq->looks_paid = owed;
+			srq->look_on = 0;
 			break;
 		}
 		/* after reading the entry and its record: the poster may reuse them */
@@ -1551,7 +1622,7 @@ service(struct shm_cq *cq, struct shm_qp *qp, struct rdp_wc *wc, int n, bool *id
 		/* the SRQ's entries in order, whichever of its QPs they arrived on */
 		bool waiting;
 
-		k = shm_srq_reap(qp->srq, cq, wc, n, &waiting);
+		k = shm_srq_reap(qp->srq, qp, cq, wc, n, &waiting);
 		/* an entry claimed and not completed: look again at the next poll */
 		busy = busy || k == n || waiting;
 	} else if (qp->rcq == cq) {

@@ -169,8 +169,12 @@ shm_srq_detach_locked(struct shm_srq *srq, struct shm_qp *qp)
 	if (srq->nb_qps == 0) {
 		srq_drop_completed(srq, srq->rcq);
 		srq->rcq = NULL;
+		/* no QP, no poller reaping: the next QP's senders count afresh */
+		srq->unreaped = 0;
 		return;
 	}
+	/* its sender's last fills go uncounted: the next reap looks anyway */
+	__atomic_fetch_add(&srq->looks_owed, 1, __ATOMIC_RELAXED);
 	/* receives it took and completed late are reaped at the next look at any of them */
 	TAILQ_FOREACH(other, &qp->sd->qps, next) {
 		if (other != qp && other->srq == srq) {

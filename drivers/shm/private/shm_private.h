@@ -80,7 +80,7 @@ extern int shm_logtype;
 #define SHM_HELLO_MAGIC 0x52444848u
 #define SHM_KEYS_MAGIC 0x52444b59u /* "RDKY" */
 #define SHM_SRQ_MAGIC 0x52445351u  /* "RDSQ" */
-#define SHM_VERSION 8u
+#define SHM_VERSION 9u
 
 /** CAS attempts a sender makes on an SRQ's claim index before it calls the index garbage. */
 #define SHM_SRQ_CLAIM_TRIES 4096u
@@ -152,6 +152,8 @@ struct shm_qp_seg {
 	uint64_t rq_done __rte_cache_aligned;   /**< peer: entries completed (after their seq) */
 	uint64_t srq_claim_at;                  /**< peer, to a QP on an SRQ: the SRQ index its
 						 *   SEND is claiming (before the claim) */
+	uint64_t srq_filled;                    /**< peer, to a QP on an SRQ: SRQ entries it
+						 *   completed (each after its seq) */
 	uint32_t peeked __rte_cache_aligned;    /**< owner: its poller looks at this RQ's next
 						 *   entry on every poll; a sender may then
 						 *   leave the doorbell alone */
@@ -427,6 +429,7 @@ struct shm_qp {
 	uint64_t peer_rq_posted;    /**< the peer's rq_posted when last read */
 	uint64_t peer_rq_claimed;   /**< claimed in the peer's RQ up to here (>= peer_rq_ci) */
 	uint64_t peer_srq_posted;   /**< the peer's SRQ's rq_posted when last read */
+	uint64_t peer_srq_filled;   /**< entries of the peer's SRQ this QP completed */
 	uint64_t rnr_next_ns;       /**< earliest retry after an RNR */
 	uint8_t rnr_left;
 	uint8_t rnr_waiting;
@@ -471,6 +474,8 @@ struct shm_qp {
 	uint8_t srq_drained;        /**< owner: every arrival of this QP was reaped from
 				     *   the SRQ, its flush may complete */
 	uint64_t srq_wait_since;    /**< owner: ns of the first look (0: none yet) */
+	uint64_t srq_fills_seen;    /**< SRQ poller: the peer's srq_filled when last read */
+	uint64_t srq_fills_reaped;  /**< SRQ poller: entries of this QP reaped */
 	/* counters (single writer: the owner) */
 	uint64_t st_send_posted;
 	uint64_t st_recv_posted;
@@ -515,6 +520,14 @@ struct shm_srq {
 	uint32_t stuck_looks;       /**< poller: reaps that found it so */
 	uint64_t stuck_since;       /**< poller: ns when the clock began on it (0: not yet) */
 	uint64_t stuck_looked;      /**< poller: ns of the last look for its sender */
+	uint64_t unreaped;          /**< poller: entries its QPs' senders said they filled
+				     *   and the reap has not passed, summed over the QPs
+				     *   (srq_note_fills()) */
+	uint32_t looks_owed;        /**< (atomic) bumped by whoever needs the reap to look
+				     *   at the next entry whatever `unreaped` says */
+	uint32_t looks_paid;        /**< poller: looks_owed when a look last found the next
+				     *   entry not completed */
+	uint8_t look_on;            /**< poller: the reap passed an entry of a QP gone */
 	uint64_t st_recv_posted;    /**< (single writer: the poster) */
 	/* slow path (device lock) */
 	int memfd;                  /**< kept open: every QP's rendezvous shares it */
@@ -713,8 +726,8 @@ uint16_t shm_post_recv(struct rdp_qp *qp, const struct rdp_recv_wr *wr, uint16_t
 uint16_t shm_post_srq_recv(struct rdp_srq *srq, const struct rdp_recv_wr *wr, uint16_t n,
 			   int *err);
 /* Completions of @p srq's entries, in SRQ order, for the QPs of @p cq (its poller). */
-int shm_srq_reap(struct shm_srq *srq, struct shm_cq *cq, struct rdp_wc *wc, int n,
-		 bool *waiting);
+int shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct rdp_wc *wc,
+		 int n, bool *waiting);
 int shm_poll_cq(struct rdp_cq *cq, struct rdp_wc *wc, uint16_t n);
 
 /* Shared between files. */
