@@ -140,9 +140,11 @@ est_event(struct rdp_ep *ep)
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	EP_LOG(NOTICE, "endpoint %u: control connection to %s %s", ep->id, ep->peer,
-	       n == 0 ? "closed by the peer" : n > 0 ? "carried unexpected bytes" :
-	       strerror(errno));
+	/* closing, the peer's side may end first: how a close ends, no failure to tell */
+	rte_log(ep->ctl_closing && n == 0 ? RTE_LOG_INFO : RTE_LOG_NOTICE, rdp_ep_logtype,
+		"rdp.ep: endpoint %u: control connection to %s %s\n", ep->id, ep->peer,
+		n == 0 ? "closed by the peer" : n > 0 ? "carried unexpected bytes" :
+		strerror(errno));
 	fail_established(ep, n > 0 ? -EPROTO : -ECONNRESET);
 }
 
@@ -153,6 +155,7 @@ est_event(struct rdp_ep *ep)
 static void
 close_request(struct rdp_ep *ep)
 {
+	ep->ctl_closing = true;
 	if (ep->ctl_list == CTL_HANDSHAKE) {
 		ep->closing = true;
 		hs_fail(ep, -ECANCELED, "closed by the application");
@@ -312,8 +315,10 @@ device_events(const struct ep_dev *dv)
 				    __atomic_load_n(&ep->qp, __ATOMIC_ACQUIRE) == ev.qp)
 					break;
 			if (ep != NULL) {
-				EP_LOG(NOTICE, "endpoint %u: its QP went to error (device event)",
-				       ep->id);
+				/* closing, its peer's QP may go first (as above) */
+				rte_log(ep->ctl_closing ? RTE_LOG_INFO : RTE_LOG_NOTICE,
+					rdp_ep_logtype, "rdp.ep: endpoint %u: its QP went to error "
+					"(device event)\n", ep->id);
 				fail_established(ep, -EIO);
 			}
 			break;

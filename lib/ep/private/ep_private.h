@@ -440,6 +440,7 @@ struct rdp_ep {
 	bool hs_slotted;                /* server: holds a handshake slot */
 	TAILQ_ENTRY(rdp_ep) drain_next; /* closed while established: drain deadlines */
 	bool drain_listed;              /* on that list */
+	bool ctl_closing;               /* the application asked to close it */
 	uint8_t in_buf[RDP_HELLO_LEN];
 	uint32_t in_len;
 	uint8_t out_buf[RDP_HELLO_LEN];
