@@ -144,7 +144,10 @@ rdp_thread_self(void)
  *   Short library name printed as prefix.
  */
 #define RDP_LOG(level, type, lib, fmt, ...) \
-	rte_log(RTE_LOG_ ## level, type, "rdp." lib ": " fmt "\n", ##__VA_ARGS__)
+	RDP_LOG_AT(RTE_LOG_ ## level, type, lib, fmt, ##__VA_ARGS__)
+/* RDP_LOG() at a level chosen at run time (an RTE_LOG_* value). */
+#define RDP_LOG_AT(lvl, type, lib, fmt, ...) \
+	rte_log(lvl, type, "rdp." lib ": " fmt "\n", ##__VA_ARGS__)
 
 /*
  * Ownership handed over through a multi-producer rte_ring (or through a

@@ -140,11 +140,14 @@ est_event(struct rdp_ep *ep)
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	/* closing, the peer's side may end first: how a close ends, no failure to tell */
-	rte_log(ep->ctl_closing && n == 0 ? RTE_LOG_INFO : RTE_LOG_NOTICE, rdp_ep_logtype,
-		"rdp.ep: endpoint %u: control connection to %s %s\n", ep->id, ep->peer,
-		n == 0 ? "closed by the peer" : n > 0 ? "carried unexpected bytes" :
-		strerror(errno));
+	/*
+	 * Closing, the peer's side may end first: how a close ends. Its poller
+	 * says so if the close had not finished (ep_fail_ctl()).
+	 */
+	EP_LOG_AT(ep->ctl_closing && n == 0 ? RTE_LOG_INFO : RTE_LOG_NOTICE,
+		  "endpoint %u: control connection to %s %s", ep->id, ep->peer,
+		  n == 0 ? "closed by the peer" : n > 0 ? "carried unexpected bytes" :
+		  strerror(errno));
 	fail_established(ep, n > 0 ? -EPROTO : -ECONNRESET);
 }
 
@@ -316,9 +319,9 @@ device_events(const struct ep_dev *dv)
 					break;
 			if (ep != NULL) {
 				/* closing, its peer's QP may go first (as above) */
-				rte_log(ep->ctl_closing ? RTE_LOG_INFO : RTE_LOG_NOTICE,
-					rdp_ep_logtype, "rdp.ep: endpoint %u: its QP went to error "
-					"(device event)\n", ep->id);
+				EP_LOG_AT(ep->ctl_closing ? RTE_LOG_INFO : RTE_LOG_NOTICE,
+					  "endpoint %u: its QP went to error (device event)",
+					  ep->id);
 				fail_established(ep, -EIO);
 			}
 			break;

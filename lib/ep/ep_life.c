@@ -98,6 +98,11 @@ ep_fail_ctl(struct rdp_ep *ep, int err, const char *why)
 {
 	if (ep_phase_get(ep) >= EP_PH_FLUSHING)
 		return;
+	/* the control thread told a closing endpoint's end at INFO: a drain cut
+	 * short is worth more (its deadline, ETIMEDOUT, is logged where it ran out) */
+	if (ep->closing && err != -ETIMEDOUT)
+		EP_LOG(NOTICE, "endpoint %u (peer %s, lcore %u): its close did not finish: %s",
+		       ep->id, ep->peer, ep->lc->lcore_id, why);
 	ep->fail_why = why;
 	fail_why(ep, err, why, ep_phase_get(ep) >= EP_PH_ESTABLISHED);
 }

@@ -43,6 +43,7 @@
 
 extern int rdp_ep_logtype;
 #define EP_LOG(level, fmt, ...) RDP_LOG(level, rdp_ep_logtype, "ep", fmt, ##__VA_ARGS__)
+#define EP_LOG_AT(lvl, fmt, ...) RDP_LOG_AT(lvl, rdp_ep_logtype, "ep", fmt, ##__VA_ARGS__)
 
 _Static_assert(IMM_CREDITS == RDP_CREDIT_IMM_MAX, "credit field width");
 
