@@ -692,6 +692,7 @@ RDP_TEST(shm, shm_srq_entry_claimed_by_a_sender_that_died_is_flushed_and_the_srq
 	qseg = to_sqp(h.pair[0].a.qp)->seg;
 	sseg = to_ssrq(h.srq)->seg;
 	__atomic_fetch_add(&qseg->rq_claim, 1, __ATOMIC_ACQ_REL);
+	__atomic_store_n(&qseg->srq_claim_n, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&qseg->srq_claim_at, __atomic_load_n(&sseg->rq_claim, __ATOMIC_ACQUIRE),
 			 __ATOMIC_RELEASE);
 	__atomic_fetch_add(&sseg->rq_claim, 1, __ATOMIC_ACQ_REL);
@@ -755,6 +756,134 @@ RDP_TEST(shm, shm_srq_receives_a_gone_peer_landed_complete_before_its_qps_flush)
 	}
 	RDP_ASSERT_MSG(host_poll(&h, &wc, 1, T_MS) == 1, "QP 0's flush never came");
 	RDP_ASSERT(wc.wr_id == 99 && wc.status == RDP_WC_WR_FLUSH_ERR);
+	host_quiet(&h, Q_MS);
+	host_close(&h);
+	return 0;
+}
+
+/* Post @p n SENDs of @p len bytes from side b of pair @p q in one call (wr_id = imm = i). */
+static uint16_t
+burst_send(struct srq_host *h, int q, const struct rdp_sge *sge, uint16_t n)
+{
+	struct rdp_send_wr wr[16];
+	uint16_t i, k;
+	int err;
+
+	RDP_ASSERT(n <= RTE_DIM(wr));
+	for (i = 0; i < n; i++)
+		wr[i] = (struct rdp_send_wr){ .wr_id = i, .sg_list = (struct rdp_sge *)&sge[i],
+					      .num_sge = 1, .opcode = RDP_WR_SEND_WITH_IMM,
+					      .flags = RDP_SEND_SIGNALED, .imm = i };
+	k = rdp_post_send(h->pair[q].b.qp, wr, n, &err);
+	RDP_ASSERT_MSG(k == n, "post_send took %u of %u WRs: %d", k, n, err);
+	return k;
+}
+
+/*
+ * A sender claims the SRQ entries of a burst of SENDs with one claim, and
+ * what other senders claim next lies behind them: an entry claimed and not
+ * filled cannot go back. A burst whose fifth SEND has a bad lkey runs four
+ * and queues the rest, which fail on the sender alone (a local error
+ * consumes no receive): the SRQ completes four receives, no flushed one,
+ * and the next SEND of another QP takes the fifth receive posted.
+ */
+RDP_TEST(shm, shm_srq_burst_with_a_bad_send_claims_only_the_receives_its_sends_take)
+{
+	enum { N = 8, BAD = 4 };
+	struct rdp_sge sge[N];
+	struct srq_host h;
+	struct rdp_wc wc[N];
+	int k, ret;
+
+	ret = shm_host_open(&h);
+	if (ret != 0)
+		return ret;
+	for (k = 0; k < 12; k++)
+		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);
+	conf_tx_fill(&h.pair[0].b, 0, N * 32, 3);
+	for (k = 0; k < N; k++)
+		sge[k] = (struct rdp_sge){ .addr = (uintptr_t)h.pair[0].b.tx->addr + k * 32,
+					   .length = 32, .lkey = h.pair[0].b.tx->lkey };
+	sge[BAD].lkey ^= 0x5a5a00;
+	burst_send(&h, 0, sge, N);
+	RDP_ASSERT_EQ(conf_poll(&h.pair[0].b, wc, N, T_MS), N);
+	for (k = 0; k < N; k++) {
+		uint8_t want = k < BAD ? RDP_WC_SUCCESS :
+			       k == BAD ? RDP_WC_LOC_PROT_ERR : RDP_WC_WR_FLUSH_ERR;
+
+		RDP_ASSERT_MSG(wc[k].wr_id == (uint64_t)k && wc[k].status == want,
+			       "sender's completion %d: wr_id %" PRIu64 " %s, expected %s", k,
+			       wc[k].wr_id, rdp_wc_status_str(wc[k].status),
+			       rdp_wc_status_str(want));
+	}
+	for (k = 0; k < BAD; k++)
+		expect_recv(&h, 0, k, k, 32);
+	/* no receive flushed for the SENDs that never ran */
+	host_quiet(&h, 3 * Q_MS);
+	peer_send(&h, 1, 16, 77);
+	expect_recv(&h, 1, BAD, 77, 16);
+	host_quiet(&h, Q_MS);
+	host_close(&h);
+	return 0;
+}
+
+/*
+ * A burst longer than what the SRQ has posted takes what there is; the
+ * rest waits for receives (rnr_retry 7) and lands once they are posted,
+ * every SEND once, in order, the SRQ's receives in posting order.
+ */
+RDP_TEST(shm, shm_srq_burst_beyond_the_receives_posted_lands_the_rest_once_more_are_posted)
+{
+	enum { N = 10, FIRST = 4 };
+	struct rdp_sge sge[N];
+	struct srq_host h;
+	struct conf_opts o;
+	struct rdp_wc wc[N];
+	int k, ret, got = 0;
+
+	if (strncmp(rdp_test_driver(), "shm", 3) != 0)
+		return rdp_test_skip("driver %s: bursts posted from this process",
+				     rdp_test_driver());
+	conf_opts_default(&o);
+	o.rnr_retry = 7;
+	ret = host_open(&h, 16, 2, &o);
+	if (ret != 0)
+		return ret;
+	if (h.pair[0].b.qp == NULL) {
+		host_close(&h);
+		return rdp_test_skip("its peers live in another process (RDP_TEST_CONF_PEER)");
+	}
+	for (k = 0; k < FIRST; k++)
+		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);
+	conf_tx_fill(&h.pair[0].b, 0, N * 24, 5);
+	for (k = 0; k < N; k++)
+		sge[k] = (struct rdp_sge){ .addr = (uintptr_t)h.pair[0].b.tx->addr + k * 24,
+					   .length = 24, .lkey = h.pair[0].b.tx->lkey };
+	burst_send(&h, 0, sge, N);
+	RDP_ASSERT_EQ(conf_poll(&h.pair[0].b, wc, FIRST, T_MS), FIRST);
+	for (k = 0; k < FIRST; k++)
+		expect_recv(&h, 0, k, k, 24);
+	host_quiet(&h, Q_MS);
+	conf_quiet(&h.pair[0].b, Q_MS);
+	for (k = FIRST; k < N; k++)
+		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);
+	/* the sender's retries run on its own calls */
+	while (got < N - FIRST) {
+		int r = conf_poll(&h.pair[0].b, wc + got, N - FIRST - got, T_MS);
+
+		RDP_ASSERT_MSG(r > 0, "%d of the %d SENDs that waited completed", got, N - FIRST);
+		got += r;
+	}
+	for (k = 0; k < N - FIRST; k++)
+		RDP_ASSERT_MSG(wc[k].wr_id == (uint64_t)(FIRST + k) &&
+			       wc[k].status == RDP_WC_SUCCESS, "waiting SEND %d: wr_id %" PRIu64
+			       " %s", FIRST + k, wc[k].wr_id, rdp_wc_status_str(wc[k].status));
+	for (k = FIRST; k < N; k++) {
+		expect_recv(&h, 0, k, k, 24);
+		RDP_ASSERT_MSG(memcmp((uint8_t *)h.buf->addr + k * SLOT,
+				      (uint8_t *)h.pair[0].b.tx->addr + k * 24, 24) == 0,
+			       "receive %d holds other bytes than SEND %d", k, k);
+	}
 	host_quiet(&h, Q_MS);
 	host_close(&h);
 	return 0;

@@ -230,6 +230,7 @@ struct sq_batch {
 	uint32_t want;        /**< receive entries one claim may take: the WRs left to run */
 	uint32_t nlocal;      /**< completions pushed to our send CQ */
 	uint32_t nremote;     /**< receive entries completed in the peer's RQ */
+	uint32_t srq_want;    /**< to an SRQ: the SENDs this run will execute from here */
 	bool eager;           /**< publish what ran before its bookkeeping (sq_exec_one) */
 };
 
@@ -273,20 +274,22 @@ send_status(uint8_t st)
 }
 
 /*
- * Claim the next receive of the peer's SRQ: one CAS on its claim index,
- * which the SRQ's other senders share. An SRQ with nothing left is an RNR,
- * as an empty RQ is; an index that keeps moving or runs past what is
- * posted is garbage.
+ * Claim receives of the peer's SRQ for a burst of @p want SENDs: one CAS on
+ * its claim index, which the SRQ's other senders share, takes as many as
+ * are posted, up to @p want, into [*idx, *idx + *got). An SRQ with nothing
+ * left is an RNR, as an empty RQ is; an index that keeps moving or runs
+ * past what is posted is garbage.
  */
 static uint8_t
-srq_claim(struct shm_qp *qp, const struct shm_peer *peer, uint64_t *idx)
+srq_claim(struct shm_qp *qp, const struct shm_peer *peer, uint64_t want, uint64_t *idx,
+	  uint64_t *got)
 {
 	struct shm_qp_seg *seg = peer->sseg;
 	uint64_t c = __atomic_load_n(&seg->rq_claim, __ATOMIC_RELAXED);
 	unsigned int tries;
 
 	for (tries = 0; tries < SHM_SRQ_CLAIM_TRIES; tries++) {
-		uint64_t posted = qp->peer_srq_posted;
+		uint64_t posted = qp->peer_srq_posted, n;
 
 		/*
 		 * What was posted stays posted until claimed: the count last
@@ -298,11 +301,6 @@ srq_claim(struct shm_qp *qp, const struct shm_peer *peer, uint64_t *idx)
 			posted = __atomic_load_n(&seg->rq_posted, __ATOMIC_ACQUIRE);
 			qp->peer_srq_posted = posted;
 		}
-
-		/* which entry we claim, before the claim: if we die between the
-		 * two, the owner knows whose it was (srq_take_back()) */
-		__atomic_store_n(&peer->qseg->srq_claim_at, c, __ATOMIC_RELEASE);
-
 		if (posted == c)
 			return rnr(qp);
 		if (unlikely(posted - c > (uint64_t)peer->srq_mask + 1)) {
@@ -314,9 +312,16 @@ srq_claim(struct shm_qp *qp, const struct shm_peer *peer, uint64_t *idx)
 			c = __atomic_load_n(&seg->rq_claim, __ATOMIC_ACQUIRE);
 			continue;
 		}
-		if (__atomic_compare_exchange_n(&seg->rq_claim, &c, c + 1, false, __ATOMIC_ACQUIRE,
+		n = RTE_MIN(want, posted - c);
+		/* which entries we claim, before the claim: if we die between the
+		 * claim and their completion, the owner knows whose they were
+		 * (srq_claimer()) */
+		__atomic_store_n(&peer->qseg->srq_claim_n, n, __ATOMIC_RELAXED);
+		__atomic_store_n(&peer->qseg->srq_claim_at, c, __ATOMIC_RELEASE);
+		if (__atomic_compare_exchange_n(&seg->rq_claim, &c, c + n, false, __ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED)) {
 			*idx = c;
+			*got = n;
 			return RDP_WC_SUCCESS;
 		}
 	}
@@ -339,66 +344,135 @@ prefetch_for_write(const void *p)
 }
 
 /*
- * A SEND to a QP that receives from an SRQ: it takes the SRQ's next entry,
- * completes it at once (its seq: the entries of one sender are not
- * contiguous) and names the QP it arrived on; the count and the doorbell
- * come at the end of the run, on that QP's CQ, as for an RQ.
+ * Entries of the peer's SRQ for the SENDs of this run: an arrival reserved
+ * on the receiving QP for each, with its RQ's claim index (once that QP is
+ * in error it takes none: sq_exec_one() sees the index closed, no ack, the
+ * sender times out; and it completes its flush only after every arrival
+ * reserved before has landed and been reaped from the SRQ,
+ * srq_arrivals_in()), then the entries themselves. Each takes one CAS for
+ * the whole burst (b->srq_want, the SENDs the run will execute); what the
+ * run does not use is settled at its end (srq_run_settle()).
+ */
+static uint8_t
+srq_claim_burst(struct shm_qp *qp, struct sq_batch *b)
+{
+	const struct shm_peer *peer = b->peer;
+	uint64_t c = qp->peer_rq_claimed, want = RTE_MAX(b->srq_want, 1u), idx = 0, got = 0;
+	uint8_t st;
+
+	if (qp->peer_rq_ci == c) {
+		if (!__atomic_compare_exchange_n(&peer->qseg->rq_claim, &c, c + want, false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			return RDP_WC_RETRY_EXC_ERR;
+		qp->peer_rq_claimed = c + want;
+	} else {
+		want = RTE_MIN(want, c - qp->peer_rq_ci);
+	}
+	st = srq_claim(qp, peer, want, &idx, &got);
+	if (st != RDP_WC_SUCCESS)
+		return st;
+	qp->peer_srq_next = idx;
+	qp->peer_srq_end = idx + got;
+	return RDP_WC_SUCCESS;
+}
+
+/*
+ * Take entry @p idx of the peer's SRQ, claimed by this QP, for filling: it
+ * is ours unless its owner took it back meanwhile (srq_take_back()). Names
+ * the QP it arrives on first.
+ */
+static __rte_always_inline bool
+srq_ent_take(const struct shm_peer *peer, struct shm_rq_ent *ent, uint64_t idx)
+{
+	uint32_t filling = shm_srq_seq_posted(idx);
+
+	__atomic_store_n(&ent->src_slot, peer->bell_slot, __ATOMIC_RELAXED);
+	__atomic_store_n(&ent->src_qpn, peer->qpn, __ATOMIC_RELAXED);
+	return __atomic_compare_exchange_n(&ent->seq, &filling, shm_srq_seq_filling(idx), false,
+					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+/*
+ * A SEND to a QP that receives from an SRQ: it fills the next SRQ entry its
+ * burst claimed, completes it at once (its seq: the entries of one sender
+ * are not contiguous) and names the QP it arrived on; the count and the
+ * doorbell come at the end of the run, on that QP's CQ, as for an RQ.
  */
 static uint8_t
 exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 {
 	const struct shm_peer *peer = b->peer;
-	uint64_t c = qp->peer_rq_ci;
-	struct shm_rq_ent *ent;
-	uint64_t idx = 0;
-	uint32_t filling;
+	struct shm_rq_ent *ent, *next;
+	uint64_t idx;
 	uint8_t st;
 
-	/*
-	 * Reserve an arrival on the receiving QP first, with its RQ's claim
-	 * index: once that QP is in error it takes none (sq_exec_one() sees
-	 * the index closed: no ack, the sender times out), and it completes its
-	 * flush only after every arrival reserved before has landed and been
-	 * reaped from the SRQ (srq_arrivals_in()).
-	 */
-	if (!__atomic_compare_exchange_n(&peer->qseg->rq_claim, &c, c + 1, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-		return RDP_WC_RETRY_EXC_ERR;
-	qp->peer_rq_claimed = c + 1;
-	qp->peer_rq_ci = c + 1;
-	b->first = c + 1; /* no entry of its RQ to publish (sq_publish_entries()) */
-	st = srq_claim(qp, peer, &idx);
-	if (st != RDP_WC_SUCCESS) {
-		/* the reservation ends without an arrival */
-		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
-		return st;
+	if (qp->peer_srq_next == qp->peer_srq_end) {
+		st = srq_claim_burst(qp, b);
+		if (st != RDP_WC_SUCCESS)
+			return st; /* the reservations end with the run */
 	}
 	qp->rnr_waiting = 0;
+	idx = qp->peer_srq_next++;
+	if (b->srq_want > 0)
+		b->srq_want--;
+	/* the arrival lands now, or ends here if the entry was taken back */
+	qp->peer_rq_ci++;
+	b->first = qp->peer_rq_ci; /* no entry of its RQ to publish (sq_publish_entries()) */
 	ent = shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, idx);
 	/*
-	 * The entry after it, which this QP's next SEND claims unless another
-	 * sender does: its line sits in the owner's cache since it was posted,
-	 * and fetching it now takes that miss off the next SEND's CAS.
+	 * The entry after it, which this QP's next SEND fills: its line sits in
+	 * the owner's cache since it was posted, and fetching it now takes that
+	 * miss off the next SEND's CAS.
 	 */
-	prefetch_for_write(shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, idx + 1));
-	/* the entry is ours to fill unless its owner took it back meanwhile */
-	__atomic_store_n(&ent->src_slot, peer->bell_slot, __ATOMIC_RELAXED);
-	__atomic_store_n(&ent->src_qpn, peer->qpn, __ATOMIC_RELAXED);
-	filling = shm_srq_seq_posted(idx);
-	if (unlikely(!__atomic_compare_exchange_n(&ent->seq, &filling, shm_srq_seq_filling(idx),
-						  false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))) {
-		/* no receive, as if the receiver never acked */
-		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
-		return RDP_WC_RETRY_EXC_ERR;
-	}
+	next = shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, idx + 1);
+	prefetch_for_write(next);
+	/* and its line of inline payload */
+	prefetch_for_write((const uint8_t *)next + 64);
+	if (unlikely(!srq_ent_take(peer, ent, idx)))
+		return RDP_WC_RETRY_EXC_ERR; /* no receive, as if the receiver never acked */
 	st = ent_fill(peer, peer->srq_max_sge, peer->srq_inline, ent, e);
 	__atomic_store_n(&ent->seq, shm_rq_seq(idx), __ATOMIC_RELEASE);
 	/* after the entry: the owner's reap looks no further than what is said filled */
 	__atomic_store_n(&peer->qseg->srq_filled, ++qp->peer_srq_filled, __ATOMIC_RELEASE);
-	/* after the entry: the arrival has landed (sq_publish() stores it too) */
-	__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
 	b->nremote++;
 	return send_status(st);
+}
+
+/*
+ * The end of a run to a QP on an SRQ. Entries it claimed and did not fill
+ * (a SEND of the burst failed, or the QP went to error) cannot go back:
+ * other senders have claimed past them, and the owner reaps in order. They
+ * complete as flushed receives of the receiving QP, which its sender's
+ * failure takes down anyway. Arrivals reserved and not used end without
+ * landing. Then rq_done says every arrival of the run has landed.
+ */
+static void
+srq_run_settle(struct shm_qp *qp, struct sq_batch *b)
+{
+	const struct shm_peer *peer = b->peer;
+
+	for (; qp->peer_srq_next != qp->peer_srq_end; qp->peer_srq_next++) {
+		uint64_t idx = qp->peer_srq_next;
+		struct shm_rq_ent *ent = shm_rq_ent(peer->sents, peer->srq_mask,
+						    peer->srq_stride, idx);
+
+		qp->peer_rq_ci++;
+		if (!srq_ent_take(peer, ent, idx))
+			continue; /* taken back by its owner, who completes it */
+		ent->byte_len = 0;
+		ent->imm = 0;
+		ent->wc_flags = 0;
+		ent->status = RDP_WC_WR_FLUSH_ERR;
+		__atomic_store_n(&ent->seq, shm_rq_seq(idx), __ATOMIC_RELEASE);
+		__atomic_store_n(&peer->qseg->srq_filled, ++qp->peer_srq_filled, __ATOMIC_RELEASE);
+		b->nremote++;
+	}
+	qp->peer_rq_ci = qp->peer_rq_claimed;
+	/* sq_publish() stores it with the run's completions */
+	if (b->nremote == 0)
+		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
+	b->first = qp->peer_rq_ci;
+	b->srq_want = 0;
 }
 
 static __rte_always_inline uint8_t
@@ -717,7 +791,9 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 {
 	struct shm_peer *peer = b->peer;
 
-	if (unlikely(qp->peer_rq_claimed != qp->peer_rq_ci))
+	if (unlikely(peer->sseg != NULL))
+		srq_run_settle(qp, b);
+	else if (unlikely(qp->peer_rq_claimed != qp->peer_rq_ci))
 		sq_claims_return(qp, b);
 	if (b->nremote > 0) {
 		sq_publish_entries(qp, b);
@@ -765,6 +841,7 @@ sq_can_run(struct shm_qp *qp, struct sq_batch *b)
 	b->peer = __atomic_load_n(&qp->peer, __ATOMIC_ACQUIRE);
 	b->first = qp->peer_rq_ci;
 	b->want = 1;
+	b->srq_want = 1;
 	b->nlocal = 0;
 	b->nremote = 0;
 	b->eager = false;
@@ -927,6 +1004,28 @@ wqe_build(struct shm_qp *qp, const struct rdp_send_wr *w)
 }
 
 /*
+ * How many of @p wr[0..n) run_direct() will run, one after another: SENDs
+ * of at most one SGE that pass wr_check() and the lkey check, while the
+ * SQ has room. A burst to an SRQ claims exactly that many receives.
+ */
+static uint32_t
+direct_sends(struct shm_qp *qp, const struct rdp_send_wr *wr, uint16_t n)
+{
+	uint64_t room = qp->sq_depth - (qp->sq_pi - qp->sq_freed);
+	uint32_t k;
+
+	for (k = 0; k < n && k < room; k++) {
+		const struct rdp_send_wr *w = &wr[k];
+
+		if (w->opcode > RDP_WR_SEND_WITH_IMM || w->num_sge > 1 || wr_check(qp, w) != 0 ||
+		    (w->num_sge == 1 && !(w->flags & RDP_SEND_INLINE) &&
+		     !send_sge_ok(qp->sd, &w->sg_list[0], 0)))
+			break;
+	}
+	return k;
+}
+
+/*
  * Run a checked SEND of at most one SGE straight from the caller's WR, with
  * no WQE: the common case of an idle SQ. Returns false, having done
  * nothing but start an RNR wait, when the WR must be queued instead (a bad
@@ -985,6 +1084,7 @@ shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *e
 	}
 	direct = qp->sq_exec == qp->sq_pi && qp->drop_left == 0 && qp->sd->fail_after == 0 &&
 		 qp->dup_every == 0 && sq_can_run(qp, &b);
+	b.srq_want = 0; /* counted at the first SEND (direct_sends()) */
 	for (i = 0; i < n; i++) {
 		const struct rdp_send_wr *w = &wr[i];
 
@@ -998,6 +1098,9 @@ shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *e
 			break;
 		if (direct) {
 			b.want = n - i;
+			/* to an SRQ, claims for exactly the SENDs that will run */
+			if (unlikely(b.peer->sseg != NULL) && b.srq_want == 0)
+				b.srq_want = direct_sends(qp, w, n - i);
 			/* the post's last WR: the burst is visible before its bookkeeping */
 			b.eager = b.want == 1;
 			if (w->opcode <= RDP_WR_SEND_WITH_IMM && w->num_sge <= 1 &&
@@ -1400,9 +1503,9 @@ srq_wc(struct shm_srq *srq, struct shm_cq *cq, const struct shm_rq_ent *ent, str
 }
 
 /*
- * The QP on @p srq whose SEND was claiming entry @p idx when it stopped:
- * its arrival still reserved, the claim it announced for @p idx. NULL if
- * none is (any more) on the SRQ.
+ * The QP on @p srq whose burst was claiming entry @p idx when it stopped:
+ * its arrivals still reserved, the claim it announced covering @p idx.
+ * NULL if none is (any more) on the SRQ.
  */
 static struct shm_qp *
 srq_claimer(struct shm_srq *srq, uint64_t idx)
@@ -1413,9 +1516,10 @@ srq_claimer(struct shm_srq *srq, uint64_t idx)
 	pthread_mutex_lock(&sd->lock);
 	TAILQ_FOREACH(qp, &sd->qps, next) {
 		const struct shm_qp_seg *seg = qp->seg;
+		uint64_t at = __atomic_load_n(&seg->srq_claim_at, __ATOMIC_ACQUIRE);
 
 		if (qp->srq != srq ||
-		    __atomic_load_n(&seg->srq_claim_at, __ATOMIC_ACQUIRE) != idx ||
+		    idx - at >= __atomic_load_n(&seg->srq_claim_n, __ATOMIC_RELAXED) ||
 		    (__atomic_load_n(&seg->rq_claim, __ATOMIC_ACQUIRE) & ~SHM_RQ_CLOSED) ==
 		    __atomic_load_n(&seg->rq_done, __ATOMIC_ACQUIRE))
 			continue;

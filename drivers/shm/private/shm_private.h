@@ -80,7 +80,7 @@ extern int shm_logtype;
 #define SHM_HELLO_MAGIC 0x52444848u
 #define SHM_KEYS_MAGIC 0x52444b59u /* "RDKY" */
 #define SHM_SRQ_MAGIC 0x52445351u  /* "RDSQ" */
-#define SHM_VERSION 9u
+#define SHM_VERSION 10u
 
 /** CAS attempts a sender makes on an SRQ's claim index before it calls the index garbage. */
 #define SHM_SRQ_CLAIM_TRIES 4096u
@@ -150,8 +150,10 @@ struct shm_qp_seg {
 	uint64_t rq_posted __rte_cache_aligned; /**< owner: entries posted */
 	uint64_t rq_claim __rte_cache_aligned;  /**< peer CAS; owner sets SHM_RQ_CLOSED */
 	uint64_t rq_done __rte_cache_aligned;   /**< peer: entries completed (after their seq) */
-	uint64_t srq_claim_at;                  /**< peer, to a QP on an SRQ: the SRQ index its
-						 *   SEND is claiming (before the claim) */
+	uint64_t srq_claim_at;                  /**< peer, to a QP on an SRQ: the first SRQ
+						 *   index its burst is claiming (stored before
+						 *   the claim, after srq_claim_n) */
+	uint64_t srq_claim_n;                   /**< peer, to a QP on an SRQ: how many it claims */
 	uint64_t srq_filled;                    /**< peer, to a QP on an SRQ: SRQ entries it
 						 *   completed (each after its seq) */
 	uint32_t peeked __rte_cache_aligned;    /**< owner: its poller looks at this RQ's next
@@ -430,6 +432,8 @@ struct shm_qp {
 	uint64_t peer_rq_claimed;   /**< claimed in the peer's RQ up to here (>= peer_rq_ci) */
 	uint64_t peer_srq_posted;   /**< the peer's SRQ's rq_posted when last read */
 	uint64_t peer_srq_filled;   /**< entries of the peer's SRQ this QP completed */
+	uint64_t peer_srq_next;     /**< the next of the peer's SRQ entries this run claimed */
+	uint64_t peer_srq_end;      /**< one past them (== peer_srq_next: none in hand) */
 	uint64_t rnr_next_ns;       /**< earliest retry after an RNR */
 	uint8_t rnr_left;
 	uint8_t rnr_waiting;
