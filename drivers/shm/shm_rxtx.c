@@ -432,8 +432,8 @@ exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 		return RDP_WC_RETRY_EXC_ERR; /* no receive, as if the receiver never acked */
 	st = ent_fill(peer, peer->srq_max_sge, peer->srq_inline, ent, e);
 	__atomic_store_n(&ent->seq, shm_rq_seq(idx), __ATOMIC_RELEASE);
-	/* after the entry: the owner's reap looks no further than what is said filled */
-	__atomic_store_n(&peer->qseg->srq_filled, ++qp->peer_srq_filled, __ATOMIC_RELEASE);
+	/* said filled at the run's end (srq_run_settle()) */
+	qp->peer_srq_filled++;
 	b->nremote++;
 	return send_status(st);
 }
@@ -444,7 +444,8 @@ exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
  * other senders have claimed past them, and the owner reaps in order. They
  * complete as flushed receives of the receiving QP, which its sender's
  * failure takes down anyway. Arrivals reserved and not used end without
- * landing. Then rq_done says every arrival of the run has landed.
+ * landing. Then srq_filled counts the entries the run completed, and
+ * rq_done says every arrival of the run has landed.
  */
 static void
 srq_run_settle(struct shm_qp *qp, struct sq_batch *b)
@@ -464,9 +465,17 @@ srq_run_settle(struct shm_qp *qp, struct sq_batch *b)
 		ent->wc_flags = 0;
 		ent->status = RDP_WC_WR_FLUSH_ERR;
 		__atomic_store_n(&ent->seq, shm_rq_seq(idx), __ATOMIC_RELEASE);
-		__atomic_store_n(&peer->qseg->srq_filled, ++qp->peer_srq_filled, __ATOMIC_RELEASE);
+		qp->peer_srq_filled++;
 		b->nremote++;
 	}
+	/*
+	 * After the entries, before the doorbell: the owner's reap looks no
+	 * further than what is said filled. Once a run, not once a SEND: the
+	 * line is the owner's to read, and a store to it would hold up the
+	 * next SEND's CAS.
+	 */
+	if (b->nremote > 0)
+		__atomic_store_n(&peer->qseg->srq_filled, qp->peer_srq_filled, __ATOMIC_RELEASE);
 	qp->peer_rq_ci = qp->peer_rq_claimed;
 	/* sq_publish() stores it with the run's completions */
 	if (b->nremote == 0)
@@ -1622,6 +1631,26 @@ srq_note_fills(struct shm_srq *srq, struct shm_qp *qp)
 }
 
 /*
+ * Receives come round only after all the SRQ's others: with many posted,
+ * the buffer a small payload is copied into, and our record of it, have
+ * left the cache by then. Fetch those of the receive SHM_SRQ_AHEAD places
+ * on, while this one completes.
+ */
+static __rte_always_inline void
+srq_prefetch_ahead(const struct shm_srq *srq, uint64_t posted)
+{
+	uint64_t idx = srq->reaped + SHM_SRQ_AHEAD, far = idx + SHM_SRQ_AHEAD;
+
+	/* the record twice as far: its address is read when it comes SHM_SRQ_AHEAD on */
+	if (posted - far - 1 <= srq->rq_mask) {
+		rte_prefetch0(&srq->rq_post[far & srq->rq_mask]);
+		rte_prefetch0(srq_lsge(srq, far));
+	}
+	if (posted - idx - 1 <= srq->rq_mask)
+		rte_prefetch0(srq_lsge(srq, idx)->addr);
+}
+
+/*
  * Reap the SRQ's completed entries in order, for @p by, a QP on it that was
  * flagged. The first entry is looked at; the entry after the last one
  * completed is not (its line is the one its sender fills next) unless a
@@ -1658,7 +1687,10 @@ shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct r
 		first = false;
 		ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, srq->reaped);
 		if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) == shm_rq_seq(srq->reaped)) {
-			struct shm_qp *qp = srq_wc(srq, cq, ent, &wc[k++]);
+			struct shm_qp *qp;
+
+			srq_prefetch_ahead(srq, posted);
+			qp = srq_wc(srq, cq, ent, &wc[k++]);
 
 			if (qp != NULL) {
 				uint64_t before = qp_unreaped(qp);

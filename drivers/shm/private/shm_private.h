@@ -93,6 +93,8 @@ extern int shm_logtype;
  * holds garbage, is taken back after SHM_SRQ_DRAIN_MS.
  */
 #define SHM_SRQ_STUCK_MS 1u
+/* Receives of an SRQ ahead of the one reaped whose buffer its poller fetches. */
+#define SHM_SRQ_AHEAD 4u
 /* Reaps that find the entry so before the clock is read at all. */
 #define SHM_SRQ_STUCK_LOOKS 64u
 
