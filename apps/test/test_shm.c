@@ -2048,3 +2048,58 @@ RDP_TEST(shm, shm_rendezvous_while_another_thread_frees_mrs_sends_open_descripto
 	conf_pair_close(&p);
 	return 0;
 }
+
+/* Mappings of peers' memfds the device holds, and the users of them all. */
+static void
+count_maps(struct rdp_dev *dev, unsigned int *maps, unsigned int *refs)
+{
+	struct shm_dev *sd = to_sdev(dev);
+	const struct shm_map *m;
+
+	*maps = *refs = 0;
+	pthread_mutex_lock(&sd->map_lock);
+	TAILQ_FOREACH(m, &sd->maps, next) {
+		(*maps)++;
+		*refs += m->refs;
+	}
+	pthread_mutex_unlock(&sd->map_lock);
+}
+
+/*
+ * Every QP to a peer device maps that device's shared memory: its key
+ * table, its CQ and SRQ segments, its MRs. Mapped once per QP, 4096 QPs
+ * to one poller faulted the same pages in 4096 times and ran at half the
+ * rate. They share one mapping of each file, which goes with the last QP
+ * that uses it.
+ */
+RDP_TEST(shm, shm_qps_to_one_peer_device_share_its_mappings)
+{
+	struct conf_opts o;
+	struct conf_pair p, q;
+	unsigned int maps0, refs0, maps1, refs1, maps2, refs2;
+	struct rdp_wc wc;
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, NULL, &o);
+	count_maps(p.dev, &maps0, &refs0);
+	conf_pair_open_more(&q, &p, &o);
+	count_maps(p.dev, &maps1, &refs1);
+	RDP_ASSERT_MSG(to_sqp(q.a.qp)->peer->keys == to_sqp(p.a.qp)->peer->keys,
+		       "two QPs to one device map its key table twice");
+	RDP_ASSERT_MSG(refs1 > refs0 && maps1 - maps0 < refs1 - refs0,
+		       "a second pair took %u mappings for %u uses", maps1 - maps0, refs1 - refs0);
+	printf("one pair: %u mappings for %u uses; two: %u for %u\n", maps0, refs0, maps1, refs1);
+	/* the second pair goes; the first still reaches what they shared */
+	conf_pair_close_more(&q);
+	count_maps(p.dev, &maps2, &refs2);
+	RDP_ASSERT_EQ(maps2, maps0);
+	RDP_ASSERT_EQ(refs2, refs0);
+	conf_tx_fill(&p.a, 0, 64, 9);
+	RDP_ASSERT_EQ(conf_post_send(&p.a, RDP_WR_RDMA_WRITE, RDP_SEND_SIGNALED, 1, 0, 64, 0,
+				     p.b.rx_addr, p.b.rx_rkey), 0);
+	RDP_ASSERT_EQ(conf_poll(&p.a, &wc, 1, T_MS), 1);
+	RDP_ASSERT_MSG(wc.status == RDP_WC_SUCCESS, "WRITE after the other pair went: %s",
+		       rdp_wc_status_str(wc.status));
+	conf_pair_close(&p);
+	return 0;
+}

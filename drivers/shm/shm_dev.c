@@ -287,6 +287,8 @@ shm_dev_open(struct rdp_dev *dev, const char *args)
 	sd->instance = __atomic_fetch_add(&shm_instances, 1, __ATOMIC_RELAXED);
 	pthread_mutex_init(&sd->lock, NULL);
 	pthread_mutex_init(&sd->ev_lock, NULL);
+	pthread_mutex_init(&sd->map_lock, NULL);
+	TAILQ_INIT(&sd->maps);
 	TAILQ_INIT(&sd->qps);
 	TAILQ_INIT(&sd->cqs);
 	TAILQ_INIT(&sd->srqs);
@@ -350,6 +352,7 @@ shm_dev_close(struct rdp_dev *dev)
 	close(sd->ev_fd);
 	pthread_mutex_destroy(&sd->lock);
 	pthread_mutex_destroy(&sd->ev_lock);
+	pthread_mutex_destroy(&sd->map_lock);
 }
 
 static int
@@ -947,31 +950,53 @@ shm_connect(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 /* Rendezvous: monitor side                                               */
 /* ---------------------------------------------------------------------- */
 
+/* Let go of a mapping map_fd() gave (the last user unmaps it). */
+static void
+map_put(struct shm_dev *sd, const void *addr)
+{
+	struct shm_map *m;
+
+	if (addr == NULL)
+		return;
+	pthread_mutex_lock(&sd->map_lock);
+	TAILQ_FOREACH(m, &sd->maps, next)
+		if (m->addr == addr)
+			break;
+	if (m != NULL && --m->refs == 0) {
+		TAILQ_REMOVE(&sd->maps, m, next);
+		munmap(m->addr, m->len);
+		free(m);
+	}
+	pthread_mutex_unlock(&sd->map_lock);
+}
+
 void
-shm_peer_unmap(struct shm_peer *p)
+shm_peer_unmap(struct shm_dev *sd, struct shm_peer *p)
 {
 	uint32_t i;
 
 	if (p == NULL)
 		return;
-	if (p->qseg != NULL)
-		munmap(p->qseg, p->qseg_len);
-	if (p->cseg != NULL)
-		munmap(p->cseg, p->cseg_len);
-	if (p->sseg != NULL)
-		munmap(p->sseg, p->sseg_len);
-	if (p->keys != NULL)
-		munmap((void *)p->keys, p->keys_len);
+	map_put(sd, p->qseg);
+	map_put(sd, p->cseg);
+	map_put(sd, p->sseg);
+	map_put(sd, p->keys);
 	for (i = 0; p->mr != NULL && i < p->nb_mr; i++)
-		if (p->mr[i].base != NULL)
-			munmap(p->mr[i].base, RTE_ALIGN_CEIL(p->mr[i].length, (uint64_t)4096));
+		map_put(sd, p->mr[i].base);
 	free(p->mr);
 	free(p);
 }
 
+/*
+ * Map a peer's sealed memfd of at least @p min bytes, or take the mapping
+ * of it this device has already (the same file, of the same size: a live
+ * file's inode is not reused while we map it). NULL when it is not sealed
+ * against shrinking, too small, or cannot be mapped.
+ */
 static void *
-map_fd(int fd, size_t min, size_t *len)
+map_fd(struct shm_dev *sd, int fd, size_t min, size_t *len)
 {
+	struct shm_map *m;
 	struct stat st;
 	void *p;
 
@@ -981,9 +1006,27 @@ map_fd(int fd, size_t min, size_t *len)
 		return NULL;
 	if (fstat(fd, &st) < 0 || (size_t)st.st_size < min || st.st_size <= 0)
 		return NULL;
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
+	pthread_mutex_lock(&sd->map_lock);
+	TAILQ_FOREACH(m, &sd->maps, next) {
+		if (m->dev == st.st_dev && m->ino == st.st_ino && m->len == (size_t)st.st_size) {
+			m->refs++;
+			pthread_mutex_unlock(&sd->map_lock);
+			*len = m->len;
+			return m->addr;
+		}
+	}
+	m = calloc(1, sizeof(*m));
+	p = m == NULL ? MAP_FAILED :
+		mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		pthread_mutex_unlock(&sd->map_lock);
+		free(m);
 		return NULL;
+	}
+	*m = (struct shm_map){ .dev = st.st_dev, .ino = st.st_ino, .len = (size_t)st.st_size,
+			       .addr = p, .refs = 1 };
+	TAILQ_INSERT_HEAD(&sd->maps, m, next);
+	pthread_mutex_unlock(&sd->map_lock);
 	*len = (size_t)st.st_size;
 	return p;
 }
@@ -1011,9 +1054,9 @@ reply_send(int fd, int status, const char *fmt, ...)
  * SRQ's other senders may change it while we look).
  */
 static int
-peer_srq_map(struct shm_peer *p, int fd)
+peer_srq_map(struct shm_dev *sd, struct shm_peer *p, int fd)
 {
-	struct shm_qp_seg *s = map_fd(fd, sizeof(*s), &p->sseg_len);
+	struct shm_qp_seg *s = map_fd(sd, fd, sizeof(*s), &p->sseg_len);
 	uint32_t size;
 	uint64_t ent_off;
 
@@ -1038,7 +1081,7 @@ peer_srq_map(struct shm_peer *p, int fd)
 
 /* Map and check what a hello shares; everything in it is untrusted. */
 static struct shm_peer *
-peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int nfd,
+peer_build(struct shm_dev *sd, const struct shm_hello *h, size_t hlen, const int *fds, unsigned int nfd,
 	   char *why, size_t why_len)
 {
 	struct shm_peer *p = calloc(1, sizeof(*p));
@@ -1057,8 +1100,8 @@ peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int 
 		snprintf(why, why_len, "malformed rendezvous message");
 		goto fail;
 	}
-	p->qseg = map_fd(fds[0], sizeof(*q), &p->qseg_len);
-	p->cseg = map_fd(fds[1], sizeof(*c), &p->cseg_len);
+	p->qseg = map_fd(sd, fds[0], sizeof(*q), &p->qseg_len);
+	p->cseg = map_fd(sd, fds[1], sizeof(*c), &p->cseg_len);
 	if (p->qseg == NULL || p->cseg == NULL) {
 		snprintf(why, why_len, "cannot map the peer's queue segments");
 		goto fail;
@@ -1088,14 +1131,14 @@ peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int 
 		snprintf(why, why_len, "the peer's completion queue header is invalid");
 		goto fail;
 	}
-	p->keys = map_fd(fds[2], shm_key_seg_size(), &p->keys_len);
+	p->keys = map_fd(sd, fds[2], shm_key_seg_size(), &p->keys_len);
 	if (p->keys == NULL || p->keys->magic != SHM_KEYS_MAGIC ||
 	    p->keys->version != SHM_VERSION || p->keys->nb_keys != SHM_MAX_MR) {
 		snprintf(why, why_len, "the peer's key table is invalid");
 		goto fail;
 	}
 	p->pid = __atomic_load_n(&p->keys->pid, __ATOMIC_RELAXED);
-	if (nsrq && peer_srq_map(p, fds[3]) < 0) {
+	if (nsrq && peer_srq_map(sd, p, fds[3]) < 0) {
 		snprintf(why, why_len, "the peer's shared receive queue is invalid");
 		goto fail;
 	}
@@ -1125,7 +1168,7 @@ peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int 
 			snprintf(why, why_len, "peer MR %u is invalid", hm->id);
 			goto fail;
 		}
-		m->base = map_fd(fds[3 + nsrq + i], hm->length, &len);
+		m->base = map_fd(sd, fds[3 + nsrq + i], hm->length, &len);
 		if (m->base == NULL) {
 			snprintf(why, why_len, "cannot map peer MR %u (%" PRIu64 " bytes)", hm->id,
 				 hm->length);
@@ -1133,7 +1176,7 @@ peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int 
 		}
 		/* unmap uses the page-rounded length; keep the mapping exactly that */
 		if (len != RTE_ALIGN_CEIL(hm->length, (uint64_t)4096)) {
-			munmap(m->base, len);
+			map_put(sd, m->base);
 			m->base = NULL;
 			snprintf(why, why_len, "peer MR %u has the wrong size", hm->id);
 			goto fail;
@@ -1145,7 +1188,7 @@ peer_build(const struct shm_hello *h, size_t hlen, const int *fds, unsigned int 
 	}
 	return p;
 fail:
-	shm_peer_unmap(p);
+	shm_peer_unmap(sd, p);
 	return NULL;
 }
 
@@ -1207,7 +1250,7 @@ handle_hello(struct shm_dev *sd, unsigned int li)
 		reply_send(fd, -EBUSY, "QP %u is already connected or in error", h->dst_qpn);
 		goto drop;
 	}
-	peer = peer_build(h, (size_t)r, fds, nfd, why, sizeof(why));
+	peer = peer_build(sd, h, (size_t)r, fds, nfd, why, sizeof(why));
 	if (peer == NULL) {
 		reply_send(fd, -EPROTO, "%s", why);
 		goto drop;

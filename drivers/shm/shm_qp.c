@@ -588,7 +588,7 @@ shm_qp_destroy(struct rdp_qp *q)
 		counted = done;
 	if (counted != qp->rq_reaped)
 		shm_cq_owner_net(rcq, (int64_t)(counted - qp->rq_reaped));
-	shm_peer_unmap(qp->peer);
+	shm_peer_unmap(sd, qp->peer);
 	shm_event_forget(sd, q, NULL);
 	qp_free(qp);
 	return 0;

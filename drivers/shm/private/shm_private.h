@@ -549,6 +549,21 @@ struct shm_link {
 	struct shm_qp *qp;          /**< NULL until a hello attached it */
 };
 
+/*
+ * A peer's shared segment or MR (a memfd) as a device maps it: once, for
+ * every QP connected to that peer. 4096 QPs to one poller then share one
+ * mapping of its SRQ, CQ, key table and MRs, with the page-table entries
+ * and TLB reach of one, instead of 4096 to fault in one by one.
+ */
+struct shm_map {
+	dev_t dev;
+	ino_t ino;
+	size_t len;
+	void *addr;
+	uint32_t refs;
+	TAILQ_ENTRY(shm_map) next;
+};
+
 struct shm_dev {
 	struct rdp_dev *dev;
 	unsigned int instance;
@@ -597,6 +612,9 @@ struct shm_dev {
 	TAILQ_HEAD(, shm_srq) srqs;
 	struct shm_link links[SHM_MAX_LINKS];
 	struct rdp_dev_stats retired;    /**< counters of destroyed objects */
+	/* peers' memfds as mapped here (map_lock) */
+	pthread_mutex_t map_lock;
+	TAILQ_HEAD(, shm_map) maps;
 };
 
 /** Does @p mr grant remote access (a WRITE target or a READ source)? */
@@ -745,7 +763,7 @@ void shm_event_push_srq(struct shm_dev *sd, struct rdp_srq *srq);
 void shm_event_forget(struct shm_dev *sd, const struct rdp_qp *qp, const struct rdp_cq *cq);
 void shm_event_forget_srq(struct shm_dev *sd, const struct rdp_srq *srq);
 void shm_link_down(struct shm_dev *sd);
-void shm_peer_unmap(struct shm_peer *p);
+void shm_peer_unmap(struct shm_dev *sd, struct shm_peer *p);
 /* The rendezvous of RTR: blocking (shm_connect), or started, polled, abandoned. */
 int shm_connect(struct shm_qp *qp, const struct rdp_qp_addr *remote);
 int shm_connect_start(struct shm_qp *qp, const struct rdp_qp_addr *remote);
