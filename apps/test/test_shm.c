@@ -2055,12 +2055,16 @@ count_maps(struct rdp_dev *dev, unsigned int *maps, unsigned int *refs)
 {
 	struct shm_dev *sd = to_sdev(dev);
 	const struct shm_map *m;
+	uint32_t b;
 
 	*maps = *refs = 0;
+
 	pthread_mutex_lock(&sd->map_lock);
-	TAILQ_FOREACH(m, &sd->maps, next) {
-		(*maps)++;
-		*refs += m->refs;
+	for (b = 0; b < SHM_MAP_BUCKETS; b++) {
+		TAILQ_FOREACH(m, &sd->maps[b], next) {
+			(*maps)++;
+			*refs += m->refs;
+		}
 	}
 	pthread_mutex_unlock(&sd->map_lock);
 }

@@ -288,7 +288,8 @@ shm_dev_open(struct rdp_dev *dev, const char *args)
 	pthread_mutex_init(&sd->lock, NULL);
 	pthread_mutex_init(&sd->ev_lock, NULL);
 	pthread_mutex_init(&sd->map_lock, NULL);
-	TAILQ_INIT(&sd->maps);
+	for (i = 0; i < SHM_MAP_BUCKETS; i++)
+		TAILQ_INIT(&sd->maps[i]);
 	TAILQ_INIT(&sd->qps);
 	TAILQ_INIT(&sd->cqs);
 	TAILQ_INIT(&sd->srqs);
@@ -952,18 +953,13 @@ shm_connect(struct shm_qp *qp, const struct rdp_qp_addr *remote)
 
 /* Let go of a mapping map_fd() gave (the last user unmaps it). */
 static void
-map_put(struct shm_dev *sd, const void *addr)
+map_put(struct shm_dev *sd, struct shm_map *m)
 {
-	struct shm_map *m;
-
-	if (addr == NULL)
+	if (m == NULL)
 		return;
 	pthread_mutex_lock(&sd->map_lock);
-	TAILQ_FOREACH(m, &sd->maps, next)
-		if (m->addr == addr)
-			break;
-	if (m != NULL && --m->refs == 0) {
-		TAILQ_REMOVE(&sd->maps, m, next);
+	if (--m->refs == 0) {
+		TAILQ_REMOVE(&sd->maps[m->ino % SHM_MAP_BUCKETS], m, next);
 		munmap(m->addr, m->len);
 		free(m);
 	}
@@ -977,12 +973,13 @@ shm_peer_unmap(struct shm_dev *sd, struct shm_peer *p)
 
 	if (p == NULL)
 		return;
-	map_put(sd, p->qseg);
-	map_put(sd, p->cseg);
-	map_put(sd, p->sseg);
-	map_put(sd, p->keys);
-	for (i = 0; p->mr != NULL && i < p->nb_mr; i++)
-		map_put(sd, p->mr[i].base);
+	map_put(sd, p->qseg_map);
+	map_put(sd, p->cseg_map);
+	map_put(sd, p->sseg_map);
+	map_put(sd, p->keys_map);
+	for (i = 0; p->mr_map != NULL && i < p->nb_mr; i++)
+		map_put(sd, p->mr_map[i]);
+	free(p->mr_map);
 	free(p->mr);
 	free(p);
 }
@@ -990,11 +987,12 @@ shm_peer_unmap(struct shm_dev *sd, struct shm_peer *p)
 /*
  * Map a peer's sealed memfd of at least @p min bytes, or take the mapping
  * of it this device has already (the same file, of the same size: a live
- * file's inode is not reused while we map it). NULL when it is not sealed
- * against shrinking, too small, or cannot be mapped.
+ * file's inode is not reused while we map it); *h is what map_put() lets
+ * go. NULL when it is not sealed against shrinking, too small, or cannot
+ * be mapped.
  */
 static void *
-map_fd(struct shm_dev *sd, int fd, size_t min, size_t *len)
+map_fd(struct shm_dev *sd, int fd, size_t min, size_t *len, struct shm_map **h)
 {
 	struct shm_map *m;
 	struct stat st;
@@ -1007,11 +1005,12 @@ map_fd(struct shm_dev *sd, int fd, size_t min, size_t *len)
 	if (fstat(fd, &st) < 0 || (size_t)st.st_size < min || st.st_size <= 0)
 		return NULL;
 	pthread_mutex_lock(&sd->map_lock);
-	TAILQ_FOREACH(m, &sd->maps, next) {
+	TAILQ_FOREACH(m, &sd->maps[st.st_ino % SHM_MAP_BUCKETS], next) {
 		if (m->dev == st.st_dev && m->ino == st.st_ino && m->len == (size_t)st.st_size) {
 			m->refs++;
 			pthread_mutex_unlock(&sd->map_lock);
 			*len = m->len;
+			*h = m;
 			return m->addr;
 		}
 	}
@@ -1025,9 +1024,10 @@ map_fd(struct shm_dev *sd, int fd, size_t min, size_t *len)
 	}
 	*m = (struct shm_map){ .dev = st.st_dev, .ino = st.st_ino, .len = (size_t)st.st_size,
 			       .addr = p, .refs = 1 };
-	TAILQ_INSERT_HEAD(&sd->maps, m, next);
+	TAILQ_INSERT_HEAD(&sd->maps[st.st_ino % SHM_MAP_BUCKETS], m, next);
 	pthread_mutex_unlock(&sd->map_lock);
 	*len = (size_t)st.st_size;
+	*h = m;
 	return p;
 }
 
@@ -1056,7 +1056,7 @@ reply_send(int fd, int status, const char *fmt, ...)
 static int
 peer_srq_map(struct shm_dev *sd, struct shm_peer *p, int fd)
 {
-	struct shm_qp_seg *s = map_fd(sd, fd, sizeof(*s), &p->sseg_len);
+	struct shm_qp_seg *s = map_fd(sd, fd, sizeof(*s), &p->sseg_len, &p->sseg_map);
 	uint32_t size;
 	uint64_t ent_off;
 
@@ -1100,8 +1100,8 @@ peer_build(struct shm_dev *sd, const struct shm_hello *h, size_t hlen, const int
 		snprintf(why, why_len, "malformed rendezvous message");
 		goto fail;
 	}
-	p->qseg = map_fd(sd, fds[0], sizeof(*q), &p->qseg_len);
-	p->cseg = map_fd(sd, fds[1], sizeof(*c), &p->cseg_len);
+	p->qseg = map_fd(sd, fds[0], sizeof(*q), &p->qseg_len, &p->qseg_map);
+	p->cseg = map_fd(sd, fds[1], sizeof(*c), &p->cseg_len, &p->cseg_map);
 	if (p->qseg == NULL || p->cseg == NULL) {
 		snprintf(why, why_len, "cannot map the peer's queue segments");
 		goto fail;
@@ -1131,7 +1131,7 @@ peer_build(struct shm_dev *sd, const struct shm_hello *h, size_t hlen, const int
 		snprintf(why, why_len, "the peer's completion queue header is invalid");
 		goto fail;
 	}
-	p->keys = map_fd(sd, fds[2], shm_key_seg_size(), &p->keys_len);
+	p->keys = map_fd(sd, fds[2], shm_key_seg_size(), &p->keys_len, &p->keys_map);
 	if (p->keys == NULL || p->keys->magic != SHM_KEYS_MAGIC ||
 	    p->keys->version != SHM_VERSION || p->keys->nb_keys != SHM_MAX_MR) {
 		snprintf(why, why_len, "the peer's key table is invalid");
@@ -1155,7 +1155,8 @@ peer_build(struct shm_dev *sd, const struct shm_hello *h, size_t hlen, const int
 	}
 	p->nb_mr = max_id;
 	p->mr = calloc(max_id ? max_id : 1, sizeof(p->mr[0]));
-	if (p->mr == NULL) {
+	p->mr_map = calloc(max_id ? max_id : 1, sizeof(p->mr_map[0]));
+	if (p->mr == NULL || p->mr_map == NULL) {
 		snprintf(why, why_len, "out of memory");
 		goto fail;
 	}
@@ -1168,7 +1169,7 @@ peer_build(struct shm_dev *sd, const struct shm_hello *h, size_t hlen, const int
 			snprintf(why, why_len, "peer MR %u is invalid", hm->id);
 			goto fail;
 		}
-		m->base = map_fd(sd, fds[3 + nsrq + i], hm->length, &len);
+		m->base = map_fd(sd, fds[3 + nsrq + i], hm->length, &len, &p->mr_map[hm->id]);
 		if (m->base == NULL) {
 			snprintf(why, why_len, "cannot map peer MR %u (%" PRIu64 " bytes)", hm->id,
 				 hm->length);
@@ -1176,7 +1177,8 @@ peer_build(struct shm_dev *sd, const struct shm_hello *h, size_t hlen, const int
 		}
 		/* unmap uses the page-rounded length; keep the mapping exactly that */
 		if (len != RTE_ALIGN_CEIL(hm->length, (uint64_t)4096)) {
-			map_put(sd, m->base);
+			map_put(sd, p->mr_map[hm->id]);
+			p->mr_map[hm->id] = NULL;
 			m->base = NULL;
 			snprintf(why, why_len, "peer MR %u has the wrong size", hm->id);
 			goto fail;

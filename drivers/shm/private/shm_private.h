@@ -320,6 +320,9 @@ struct shm_peer {
 	struct shm_peer_mr *mr;
 	const struct shm_key_seg *keys; /**< the peer device's key table */
 	size_t keys_len;
+	/* the mappings above, as the device holds them (shm_peer_unmap()) */
+	struct shm_map *qseg_map, *cseg_map, *sseg_map, *keys_map;
+	struct shm_map **mr_map;      /**< nb_mr of them */
 	int32_t pid;          /**< the peer process, read once from its key table */
 	/* the SRQ the peer QP receives from (sseg NULL: its own RQ above) */
 	struct shm_qp_seg *sseg;
@@ -555,6 +558,8 @@ struct shm_link {
  * mapping of its SRQ, CQ, key table and MRs, with the page-table entries
  * and TLB reach of one, instead of 4096 to fault in one by one.
  */
+#define SHM_MAP_BUCKETS 256u
+
 struct shm_map {
 	dev_t dev;
 	ino_t ino;
@@ -612,9 +617,9 @@ struct shm_dev {
 	TAILQ_HEAD(, shm_srq) srqs;
 	struct shm_link links[SHM_MAX_LINKS];
 	struct rdp_dev_stats retired;    /**< counters of destroyed objects */
-	/* peers' memfds as mapped here (map_lock) */
+	/* peers' memfds as mapped here (map_lock), by inode */
 	pthread_mutex_t map_lock;
-	TAILQ_HEAD(, shm_map) maps;
+	TAILQ_HEAD(, shm_map) maps[SHM_MAP_BUCKETS];
 };
 
 /** Does @p mr grant remote access (a WRITE target or a READ source)? */
