@@ -888,3 +888,70 @@ RDP_TEST(shm, shm_srq_burst_beyond_the_receives_posted_lands_the_rest_once_more_
 	host_close(&h);
 	return 0;
 }
+
+/*
+ * The poller of an SRQ looks at its next entry on every poll, as it does at
+ * an announced RQ, so senders to any QP on it ring no doorbell: SENDs from
+ * three QPs, none polled yet, leave the CQ's doorbell words clear, and one
+ * poll returns all three, in the SRQ's order, naming their QPs. Once its
+ * last QP is gone the SRQ is no longer looked at, and says so.
+ */
+RDP_TEST(shm, shm_srq_peeked_by_its_poller_takes_sends_without_a_doorbell)
+{
+	struct shm_qp *snd[MAX_QPS];
+	uint64_t skipped[MAX_QPS];
+	struct rdp_wc wc[8];
+	struct srq_host h;
+	struct conf_opts o;
+	struct shm_srq *srq;
+	struct shm_cq *cq;
+	uint32_t w;
+	int k, got = 0;
+
+	if (strncmp(rdp_test_driver(), "shm", 3) != 0)
+		return rdp_test_skip("driver %s: the shm driver's doorbells", rdp_test_driver());
+	conf_opts_default(&o);
+	RDP_ASSERT_EQ(host_open(&h, 16, MAX_QPS, &o), 0);
+	if (h.pair[0].b.qp == NULL) {
+		host_close(&h);
+		return rdp_test_skip("its peers live in another process (RDP_TEST_CONF_PEER)");
+	}
+	srq = to_ssrq(h.srq);
+	cq = to_scq(h.cq);
+	RDP_ASSERT_EQ(srq->seg->peeked, 1);
+	for (k = 0; k < 6; k++)
+		RDP_ASSERT_EQ(srq_post(&h, 500 + k, k), 0);
+	/* the QPs' own connects rang: poll them away */
+	host_quiet(&h, Q_MS);
+	for (k = 0; k < MAX_QPS; k++) {
+		struct rdp_wc swc;
+
+		snd[k] = to_sqp(h.pair[k].b.qp);
+		skipped[k] = snd[k]->bells_skipped;
+		conf_tx_fill(&h.pair[k].b, 0, 32, (uint8_t)k);
+		RDP_ASSERT_EQ(conf_post_send(&h.pair[k].b, RDP_WR_SEND_WITH_IMM, RDP_SEND_SIGNALED,
+					     k, 0, 32, k, 0, 0), 0);
+		RDP_ASSERT_EQ(conf_poll(&h.pair[k].b, &swc, 1, T_MS), 1);
+		RDP_ASSERT_EQ(swc.status, RDP_WC_SUCCESS);
+		RDP_ASSERT_MSG(snd[k]->bells_skipped == skipped[k] + 1, "the sender of QP %d rang "
+			       "the doorbell of a peeked SRQ", k);
+	}
+	for (w = 0; w < SHM_BELL_WORDS; w++)
+		RDP_ASSERT_MSG(cq->seg->bell[w] == 0, "doorbell word %u is set", w);
+	/* one poll: every completed entry, not one a poll */
+	got = rdp_poll_cq(h.cq, wc, RTE_DIM(wc));
+	RDP_ASSERT_MSG(got == MAX_QPS, "one poll returned %d of the %d receives", got, MAX_QPS);
+	for (k = 0; k < MAX_QPS; k++) {
+		RDP_ASSERT_EQ(wc[k].status, RDP_WC_SUCCESS);
+		RDP_ASSERT_EQ(wc[k].wr_id, (uint64_t)(500 + k));
+		RDP_ASSERT_EQ(wc[k].qp_num, h.pair[k].a.qp_num);
+		RDP_ASSERT_EQ(wc[k].imm, (uint32_t)k);
+	}
+	host_quiet(&h, Q_MS);
+	for (k = 0; k < MAX_QPS; k++)
+		conf_pair_close_srq(&h.pair[k]);
+	h.nb = 0;
+	RDP_ASSERT_MSG(srq->seg->peeked == 0, "an SRQ without QPs still says it is looked at");
+	host_close(&h);
+	return 0;
+}

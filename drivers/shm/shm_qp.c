@@ -322,6 +322,8 @@ shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 	}
 	if (ret < 0 && qp->srq != NULL)
 		shm_srq_detach_locked(qp->srq, qp);
+	if (ret == 0 && qp->srq != NULL)
+		__atomic_store_n(&qp->srq->any_slot, qp->rslot, __ATOMIC_RELAXED);
 	if (ret == 0) {
 		qp->head.qp_num = sd->next_qpn++;
 		qp->seg->qpn = qp->head.qp_num;

@@ -815,7 +815,8 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 		 * after withdrawing it, finds the entries we completed.
 		 */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		if (!__atomic_load_n(&peer->qseg->peeked, __ATOMIC_RELAXED))
+		if (!__atomic_load_n(peer->sseg != NULL ? &peer->sseg->peeked : &peer->qseg->peeked,
+				     __ATOMIC_RELAXED))
 			shm_bell_ring(peer->cseg, peer->bell_word, peer->bell_bit);
 		else
 			qp->bells_skipped++;
@@ -1668,14 +1669,21 @@ shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct r
 	uint64_t posted = shm_srq_posted(srq);
 	uint32_t owed = __atomic_load_n(&srq->looks_owed, __ATOMIC_RELAXED);
 	bool must_look = owed != srq->looks_paid || srq->look_on, first = true, noted = false;
+	bool peeking = __atomic_load_n(&srq->peeking, __ATOMIC_RELAXED);
 	int k = 0;
 
 	*waiting = false;
 	while (srq->reaped != posted && k < n) {
 		struct shm_rq_ent *ent;
 
-		/* the QP was flagged: one look; more when a sender said it filled more */
-		if (!first && srq->unreaped == 0 && !must_look &&
+		/*
+		 * The QP was flagged: one look; more when a sender said it filled
+		 * more, or, on a peeked SRQ that several senders fill, whoever
+		 * filled the next entry (its line is read at the next poll anyway,
+		 * and their counts would take a line each). One sender's next
+		 * entry is left alone: it is the line that sender writes next.
+		 */
+		if (!first && srq->unreaped == 0 && !must_look && !(peeking && srq->mixed) &&
 		    srq->stuck_at != srq->reaped + 1) {
 			if (noted)
 				break;
@@ -1691,6 +1699,8 @@ shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct r
 
 			srq_prefetch_ahead(srq, posted);
 			qp = srq_wc(srq, cq, ent, &wc[k++]);
+			srq->mixed = qp != srq->last_src || qp == NULL;
+			srq->last_src = qp;
 
 			if (qp != NULL) {
 				uint64_t before = qp_unreaped(qp);
@@ -1852,7 +1862,42 @@ peek_slot(struct shm_cq *cq, uint32_t slot)
 		shm_cq_pend_set(cq, slot);
 }
 
-/* The hot QP, and the announced one when it is another (its senders ring no doorbell). */
+/*
+ * The SRQ this CQ looks at (shm_cq.peek_srq; its senders ring no doorbell):
+ * when its next entry is complete, flag the QP it arrived on, or another
+ * of the SRQ's if that one is gone. The reap then takes every complete
+ * entry, in order.
+ */
+static inline void
+peek_srq(struct shm_cq *cq)
+{
+	struct shm_srq *srq = __atomic_load_n(&cq->peek_srq, __ATOMIC_ACQUIRE);
+	const struct shm_rq_ent *ent;
+	struct shm_qp *qp;
+	uint32_t slot;
+
+	if (srq == NULL || srq->reaped == shm_srq_posted(srq))
+		return;
+	ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, srq->reaped);
+	if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) != shm_rq_seq(srq->reaped))
+		return;
+	slot = __atomic_load_n(&ent->src_slot, __ATOMIC_RELAXED);
+	qp = srq_ent_qp(srq, cq, slot, __atomic_load_n(&ent->src_qpn, __ATOMIC_RELAXED));
+	if (qp == NULL) {
+		slot = __atomic_load_n(&srq->any_slot, __ATOMIC_RELAXED);
+		if (slot >= SHM_MAX_QP)
+			return;
+		qp = __atomic_load_n(&cq->slot[slot], __ATOMIC_ACQUIRE);
+		if (qp == NULL || qp->srq != srq)
+			return;
+	}
+	shm_cq_pend_set(cq, slot);
+}
+
+/*
+ * The hot QP, the announced one when it is another, and the peeked SRQ
+ * (their senders ring no doorbell).
+ */
 static inline void
 peek_hot(struct shm_cq *cq)
 {
@@ -1862,6 +1907,7 @@ peek_hot(struct shm_cq *cq)
 	peek_slot(cq, hot);
 	if (announced != hot)
 		peek_slot(cq, announced);
+	peek_srq(cq);
 }
 
 /* The CQ's own completions (send side), oldest first, once visible. */

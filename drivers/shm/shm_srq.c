@@ -71,6 +71,7 @@ shm_srq_create(struct rdp_pd *pd, const struct rdp_srq_init_attr *attr)
 	if (srq->rq_post == NULL || srq->rq_sge == NULL || srq_seg_init(srq, size) < 0)
 		goto nomem;
 	srq->mr_limit = SHM_MAX_MR;
+	srq->any_slot = SHM_NO_SLOT;
 	srq->limit = attr->srq_limit;
 	srq->head.post_recv = shm_post_srq_recv;
 	srq->head.dev = pd->dev;
@@ -135,6 +136,12 @@ shm_srq_attach_locked(struct shm_srq *srq, struct shm_qp *qp)
 	srq->rcq = qp->rcq;
 	srq->nb_qps++;
 	qp->srq = srq;
+	/* the first SRQ on a CQ is looked at on every poll: its senders ring no doorbell */
+	if (srq->nb_qps == 1 && __atomic_load_n(&qp->rcq->peek_srq, __ATOMIC_RELAXED) == NULL) {
+		__atomic_store_n(&srq->peeking, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&srq->seg->peeked, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&qp->rcq->peek_srq, srq, __ATOMIC_RELEASE);
+	}
 	return 0;
 }
 
@@ -168,6 +175,16 @@ shm_srq_detach_locked(struct shm_srq *srq, struct shm_qp *qp)
 	srq->nb_qps--;
 	if (srq->nb_qps == 0) {
 		srq_drop_completed(srq, srq->rcq);
+		/*
+		 * Not looked at any more. A sender that saw it peeked fills for a
+		 * QP gone, which the next QP's reap passes (as without the look).
+		 */
+		if (__atomic_load_n(&srq->rcq->peek_srq, __ATOMIC_RELAXED) == srq) {
+			__atomic_store_n(&srq->seg->peeked, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&srq->rcq->peek_srq, NULL, __ATOMIC_RELEASE);
+			__atomic_store_n(&srq->peeking, 0, __ATOMIC_RELAXED);
+		}
+		__atomic_store_n(&srq->any_slot, SHM_NO_SLOT, __ATOMIC_RELAXED);
 		srq->rcq = NULL;
 		/* no QP, no poller reaping: the next QP's senders count afresh */
 		srq->unreaped = 0;
@@ -178,6 +195,7 @@ shm_srq_detach_locked(struct shm_srq *srq, struct shm_qp *qp)
 	/* receives it took and completed late are reaped at the next look at any of them */
 	TAILQ_FOREACH(other, &qp->sd->qps, next) {
 		if (other != qp && other->srq == srq) {
+			__atomic_store_n(&srq->any_slot, other->rslot, __ATOMIC_RELAXED);
 			shm_bell_self(other->rcq, other->rslot);
 			break;
 		}

@@ -80,7 +80,7 @@ extern int shm_logtype;
 #define SHM_HELLO_MAGIC 0x52444848u
 #define SHM_KEYS_MAGIC 0x52444b59u /* "RDKY" */
 #define SHM_SRQ_MAGIC 0x52445351u  /* "RDSQ" */
-#define SHM_VERSION 10u
+#define SHM_VERSION 11u
 
 /** CAS attempts a sender makes on an SRQ's claim index before it calls the index garbage. */
 #define SHM_SRQ_CLAIM_TRIES 4096u
@@ -152,15 +152,16 @@ struct shm_qp_seg {
 	uint64_t rq_posted __rte_cache_aligned; /**< owner: entries posted */
 	uint64_t rq_claim __rte_cache_aligned;  /**< peer CAS; owner sets SHM_RQ_CLOSED */
 	uint64_t rq_done __rte_cache_aligned;   /**< peer: entries completed (after their seq) */
-	uint64_t srq_claim_at;                  /**< peer, to a QP on an SRQ: the first SRQ
+	uint64_t srq_filled;                    /**< peer, to a QP on an SRQ: SRQ entries it
+						 *   completed (each after its seq) */
+	/* a line the owner reads only to find a dead sender's claim */
+	uint64_t srq_claim_at __rte_cache_aligned; /**< peer, to a QP on an SRQ: the first SRQ
 						 *   index its burst is claiming (stored before
 						 *   the claim, after srq_claim_n) */
 	uint64_t srq_claim_n;                   /**< peer, to a QP on an SRQ: how many it claims */
-	uint64_t srq_filled;                    /**< peer, to a QP on an SRQ: SRQ entries it
-						 *   completed (each after its seq) */
-	uint32_t peeked __rte_cache_aligned;    /**< owner: its poller looks at this RQ's next
-						 *   entry on every poll; a sender may then
-						 *   leave the doorbell alone */
+	uint32_t peeked __rte_cache_aligned;    /**< owner: its poller looks at this RQ's (or
+						 *   SRQ's) next entry on every poll; a sender
+						 *   may then leave the doorbell alone */
 } __rte_cache_aligned;
 
 /**
@@ -396,6 +397,9 @@ struct shm_cq {
 	uint32_t hot_streak;       /**< reaps in a row from the hot QP (announce after
 				    *   SHM_ANNOUNCE_AFTER) */
 	uint64_t announces;        /**< announcements made (owner thread) */
+	struct shm_srq *peek_srq;  /**< (atomic) the SRQ whose next entry every poll looks
+				    *   at (its segment says `peeked`), or NULL: the first
+				    *   SRQ whose QPs came to this CQ, while it has any */
 	struct shm_lcqe *ring;
 	uint32_t ring_mask;
 	uint32_t ring_head;
@@ -537,6 +541,15 @@ struct shm_srq {
 	uint32_t looks_paid;        /**< poller: looks_owed when a look last found the next
 				     *   entry not completed */
 	uint8_t look_on;            /**< poller: the reap passed an entry of a QP gone */
+	uint8_t peeking;            /**< (atomic) its CQ's poller looks at the next entry on
+				     *   every poll (shm_cq.peek_srq) */
+	uint8_t mixed;              /**< poller: the last two entries reaped came from two
+				     *   QPs; while peeking, the reap then goes on while
+				     *   entries are complete, whoever filled them */
+	const struct shm_qp *last_src; /**< poller: the QP the last entry reaped arrived on
+				     *   (compared, never followed) */
+	uint32_t any_slot;          /**< (atomic) the slot of one of its QPs in its CQ, flagged
+				     *   for an entry whose QP is gone; SHM_NO_SLOT: none */
 	uint64_t st_recv_posted;    /**< (single writer: the poster) */
 	/* slow path (device lock) */
 	int memfd;                  /**< kept open: every QP's rendezvous shares it */
