@@ -4,6 +4,7 @@
  * then a randomized simulator of many endpoints sharing one SRQ.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "rdp_lease.h"
@@ -351,5 +352,110 @@ RDP_TEST(unit, lease_sim_many_endpoints_share_one_srq_without_rnr)
 	RDP_ASSERT_MSG(p.grants > 0 && p.diverted > 0 && p.given_back > 0,
 		       "the run never granted, diverted or gave back");
 	free(e);
+	return 0;
+}
+
+/*
+ * Admission runs on the control thread while the poller leases on: the
+ * two change the pool's free credits at once, and none may be lost or
+ * made. The poller keeps one member busy (data with and without WANT,
+ * frees that go to the member or to the pool, give-backs, owed credits
+ * sent) and lets go of the members the control thread admits; at the end
+ * the pool's free and reserved credits and the leases still held add up
+ * to the SRQ's size.
+ */
+enum { RACE_NEW = 64, RACE_ADMISSIONS = 50000 };
+
+struct lease_race {
+	struct rdp_lease_pool p;
+	struct rdp_lease l[RACE_NEW];
+	uint8_t state[RACE_NEW];	/* (atomic) 0: the admitter's, 1: admitted, 2: refused */
+	uint8_t stop;			/* (atomic) */
+	uint64_t admissions, refused;
+};
+
+/* The control thread: admits into every slot the poller handed back, until told to stop. */
+static void *
+race_admitter(void *arg)
+{
+	struct lease_race *r = arg;
+	char why[256];
+	uint32_t i = 0;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		if (__atomic_load_n(&r->state[i], __ATOMIC_ACQUIRE) == 0) {
+			int ret = rdp_lease_admit_reserve(&r->p, &r->l[i], 1 + i % 3, why,
+							  sizeof(why));
+
+			__atomic_store_n(&r->admissions, r->admissions + 1, __ATOMIC_RELAXED);
+			r->refused += ret < 0;
+			__atomic_store_n(&r->state[i], ret == 0 ? 1 : 2, __ATOMIC_RELEASE);
+		}
+		i = (i + 1) % RACE_NEW;
+	}
+	return NULL;
+}
+
+RDP_TEST(unit, lease_admission_on_another_thread_while_the_poller_leases_loses_no_credit)
+{
+	static struct rdp_lease *race_wq[RACE_NEW + 1];
+	struct lease_race *r = calloc(1, sizeof(*r));
+	struct rdp_lease a;
+	uint64_t seed = 0x2545f4914f6cdd1dull, sum;
+	uint32_t held = 0, i, k;
+	double deadline = rdp_clock_s() + 60;
+	pthread_t t;
+	char why[256];
+
+	RDP_ASSERT(r != NULL);
+	RDP_ASSERT_MSG(rdp_lease_pool_init(&r->p, 300, 2, 64, 8, race_wq, RACE_NEW + 1, why,
+					   sizeof(why)) == 0, "%s", why);
+	RDP_ASSERT_EQ(rdp_lease_admit_reserve(&r->p, &a, 2, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(pthread_create(&t, NULL, race_admitter, r), 0);
+	for (k = 0; __atomic_load_n(&r->admissions, __ATOMIC_RELAXED) < RACE_ADMISSIONS; k++) {
+		uint32_t step = (uint32_t)(rnd(&seed) % 4);
+		uint8_t *st = &r->state[k % RACE_NEW];
+
+		RDP_ASSERT_MSG(k % 4096 != 0 || rdp_clock_s() < deadline, "%" PRIu64 " admissions "
+			       "in 60 s", __atomic_load_n(&r->admissions, __ATOMIC_RELAXED));
+
+		if (step == 0 && a.out > 0) {
+			RDP_ASSERT_EQ(rdp_lease_on_data(&r->p, &a, rnd(&seed) % 3 != 0), 0);
+			held++;
+		} else if (step == 1 && held > 0) {
+			rdp_lease_on_free(&r->p, &a);
+			held--;
+		} else if (step == 2 && a.out > 1 && a.lease > r->p.floor + 1) {
+			/* a give-back of two: one spent on it, one more */
+			RDP_ASSERT_EQ(rdp_lease_on_give_back(&r->p, &a, 1), 0);
+		} else {
+			rdp_lease_take_owed(&a, 4);
+		}
+		/* a member admitted meanwhile leaves again, on this thread */
+		switch (__atomic_load_n(st, __ATOMIC_ACQUIRE)) {
+		case 1:
+			rdp_lease_leave(&r->p, &r->l[k % RACE_NEW]);
+			/* fall through */
+		case 2:
+			__atomic_store_n(st, 0, __ATOMIC_RELEASE);
+			break;
+		default:
+			break;
+		}
+	}
+	__atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
+	RDP_ASSERT_EQ(pthread_join(t, NULL), 0);
+	for (i = 0; i < RACE_NEW; i++)
+		if (r->state[i] == 1)
+			rdp_lease_leave(&r->p, &r->l[i]);
+	printf("%" PRIu64 " admissions, %" PRIu64 " refused, %" PRIu64 " grants\n",
+	       r->admissions, r->refused, r->p.grants);
+	RDP_ASSERT_EQ(r->p.members, 1u);
+	RDP_ASSERT_EQ(r->p.reserved, a.reserve);
+	sum = (uint64_t)r->p.free + r->p.reserved + a.lease;
+	RDP_ASSERT_MSG(sum == r->p.size, "free %u + reserved %u + lease %u = %" PRIu64
+		       " credits for an SRQ of %u", r->p.free, r->p.reserved, a.lease, sum,
+		       r->p.size);
+	free(r);
 	return 0;
 }

@@ -5,6 +5,50 @@
 
 #include "rdp_lease.h"
 
+/*
+ * The fields admission shares with the poller (free, reserved, members),
+ * atomically: admission may run on another thread (rdp_lease.h). The
+ * counters only the poller writes are stored whole, for readers elsewhere.
+ */
+static inline uint32_t
+ld32(const uint32_t *v)
+{
+	return __atomic_load_n(v, __ATOMIC_RELAXED);
+}
+
+static inline void
+add32(uint32_t *v, uint32_t n)
+{
+	__atomic_fetch_add(v, n, __ATOMIC_RELAXED);
+}
+
+static inline void
+sub32(uint32_t *v, uint32_t n)
+{
+	__atomic_fetch_sub(v, n, __ATOMIC_RELAXED);
+}
+
+static inline void
+count(uint64_t *v, uint64_t n)
+{
+	__atomic_store_n(v, *v + n, __ATOMIC_RELAXED);
+}
+
+/* Take up to @p want credits from the pool; what it took. */
+static inline uint32_t
+free_take(struct rdp_lease_pool *p, uint32_t want)
+{
+	uint32_t f = ld32(&p->free), n;
+
+	do {
+		n = want < f ? want : f;
+		if (n == 0)
+			return 0;
+	} while (!__atomic_compare_exchange_n(&p->free, &f, f - n, false, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return n;
+}
+
 int
 rdp_lease_pool_init(struct rdp_lease_pool *p, uint32_t size, uint32_t floor,
 		    uint32_t lease_max, uint32_t grant, struct rdp_lease **wq,
@@ -46,21 +90,26 @@ int
 rdp_lease_admit_reserve(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t reserve,
 			char *why, size_t len)
 {
-	if (p->members == p->wq_cap) {
+	uint64_t need = (uint64_t)p->floor + reserve;
+	uint32_t f = ld32(&p->free);
+
+	if (ld32(&p->members) == p->wq_cap) {
 		snprintf(why, len, "the SRQ has its most endpoints (%u)", p->wq_cap);
 		return -EUSERS;
 	}
-	if ((uint64_t)p->free < (uint64_t)p->floor + reserve) {
-		snprintf(why, len, "srq_size=%u: %u credits free, an endpoint needs %u "
-			 "(srq_floor=%u + a reserve of %u for its peer's pure acks; %u endpoints "
-			 "hold the other %u)", p->size, p->free, p->floor + reserve, p->floor,
-			 reserve, p->members, p->size - p->free);
-		return -ENOSPC;
-	}
+	do {
+		if (f < need) {
+			snprintf(why, len, "srq_size=%u: %u credits free, an endpoint needs %u "
+				 "(srq_floor=%u + a reserve of %u for its peer's pure acks; %u "
+				 "endpoints hold the other %u)", p->size, f, p->floor + reserve,
+				 p->floor, reserve, ld32(&p->members), p->size - f);
+			return -ENOSPC;
+		}
+	} while (!__atomic_compare_exchange_n(&p->free, &f, f - (uint32_t)need, false,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 	memset(l, 0, sizeof(*l));
-	p->free -= p->floor + reserve;
-	p->reserved += reserve;
-	p->members++;
+	add32(&p->reserved, reserve);
+	add32(&p->members, 1);
 	l->lease = p->floor;
 	l->out = p->floor;
 	l->reserve = reserve;
@@ -93,34 +142,36 @@ rdp_lease_leave(struct rdp_lease_pool *p, struct rdp_lease *l)
 {
 	if (l->queued)
 		wq_remove(p, l);
-	p->free += l->lease + l->reserve;
-	p->reserved -= l->reserve;
-	p->members--;
+	add32(&p->free, l->lease + l->reserve);
+	sub32(&p->reserved, l->reserve);
+	sub32(&p->members, 1);
 	memset(l, 0, sizeof(*l));
 }
 
-/* Grants to the oldest waiters while the pool has credit. */
+/*
+ * Grants to the oldest waiters while the pool has credit. A waiter whose
+ * grant finds the pool emptied meanwhile (an admission took the rest)
+ * keeps its place.
+ */
 static void
 serve(struct rdp_lease_pool *p)
 {
-	while (p->wq_len > 0 && p->free > 0) {
+	while (p->wq_len > 0 && ld32(&p->free) > 0) {
 		struct rdp_lease *l = p->wq[p->wq_head];
 		uint32_t g = p->lease_max - l->lease;
 
+		if (l->wanting && g > 0) {
+			g = free_take(p, g > p->grant ? p->grant : g);
+			if (g == 0)
+				break;
+			l->lease += g;
+			l->owed += g;
+			count(&p->grants, 1);
+		}
 		p->wq_head = (p->wq_head + 1) % p->wq_cap;
 		p->wq_len--;
 		p->served++;
 		l->queued = false;
-		if (!l->wanting || g == 0)
-			continue;
-		if (g > p->grant)
-			g = p->grant;
-		if (g > p->free)
-			g = p->free;
-		p->free -= g;
-		l->lease += g;
-		l->owed += g;
-		p->grants++;
 	}
 }
 
@@ -137,8 +188,10 @@ rdp_lease_on_data(struct rdp_lease_pool *p, struct rdp_lease *l, bool want)
 
 		l->owed -= n;
 		l->lease -= n;
-		p->free += n;
-		p->diverted += n;
+		if (n > 0) {
+			add32(&p->free, n);
+			count(&p->diverted, n);
+		}
 	}
 	if (want && !l->queued) {
 		p->wq[(p->wq_head + p->wq_len) % p->wq_cap] = l;
@@ -158,8 +211,8 @@ rdp_lease_on_give_back(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t e
 		return -EPROTO;
 	l->out -= (uint32_t)n;
 	l->lease -= (uint32_t)n;
-	p->free += (uint32_t)n;
-	p->given_back += n;
+	add32(&p->free, (uint32_t)n);
+	count(&p->given_back, n);
 	serve(p);
 	return 0;
 }
@@ -171,8 +224,8 @@ rdp_lease_on_free(struct rdp_lease_pool *p, struct rdp_lease *l)
 
 	if (divert) {
 		l->lease--;
-		p->free++;
-		p->diverted++;
+		add32(&p->free, 1);
+		count(&p->diverted, 1);
 	} else {
 		l->owed++;
 	}

@@ -28,7 +28,15 @@
  * The peer's side is two inline rules: rdp_lease_want() and
  * rdp_lease_give_back_due().
  *
- * CONCURRENCY: none; a pool and its members belong to one poller thread.
+ * CONCURRENCY: a pool and its members belong to one poller thread, but
+ * for admission: rdp_lease_admit() and rdp_lease_admit_reserve() may run
+ * on another thread (the control thread that handshakes) at the same time
+ * as the other functions on the poller, and concurrently with none but
+ * those. The fields they share (`free`, `reserved`, `members`) change
+ * atomically; the counters (`grants`, `diverted`, `given_back`) and those
+ * three may be read with relaxed atomic loads from any thread. A grant
+ * that finds the pool emptied by an admission meanwhile leaves its waiter
+ * first in line.
  */
 
 #include <stdbool.h>
@@ -41,7 +49,7 @@ extern "C" {
 
 struct rdp_lease;
 
-/** A poller's SRQ credits. Read fields freely; change them only through the functions. */
+/** A poller's SRQ credits. Change fields only through the functions; read them as CONCURRENCY says. */
 struct rdp_lease_pool {
 	uint32_t size;		/**< SRQ buffers, all credits */
 	uint32_t free;		/**< credits in the pool */

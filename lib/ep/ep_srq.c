@@ -12,9 +12,11 @@
  * the pool), and at once for a pure ack, a give-back, a duplicate, or a
  * receive of a QP gone (undelivered).
  *
- * Threads: the poller owns the SRQ and its buffers; the control thread
- * admits endpoints during their handshake, so the lease pool and the QP
- * map are under the SRQ's lock.
+ * Threads: the poller owns the SRQ, its buffers and the leases; the
+ * control thread admits endpoints during their handshake. The lease pool
+ * takes an admission from another thread as it is (rdp_lease.h,
+ * CONCURRENCY): no lock on a message's way. The QP map is under the SRQ's
+ * lock, taken once per batch of completions.
  */
 #include <inttypes.h>
 
@@ -29,7 +31,7 @@ lease_ep(struct rdp_lease *l)
 /*
  * The pool served its FIFO in the call that ran since @p head / @p served
  * were read: the endpoints it took off may have been granted credits, and
- * their pass sends them (rdp_lease_take_owed()). Under the lock.
+ * their pass sends them (rdp_lease_take_owed()). On the poller.
  */
 static inline void
 lease_kick(struct ep_srq *q, uint32_t head, uint64_t served)
@@ -164,12 +166,10 @@ ep_srq_repost(struct rdp_ep *ep, struct rdp_msg *m, bool freed)
 		uint64_t served;
 		bool to_pool;
 
-		pthread_spin_lock(&q->lock);
 		head = q->lease.wq_head;
 		served = q->lease.served;
 		to_pool = rdp_lease_on_free(&q->lease, &ep->lease);
 		lease_kick(q, head, served);
-		pthread_spin_unlock(&q->lock);
 		if (!to_pool)
 			ep_busy(ep);
 	}
@@ -186,14 +186,12 @@ ep_srq_on_data(struct rdp_ep *ep, bool want)
 	uint64_t served;
 	int ret;
 
-	pthread_spin_lock(&q->lock);
 	head = q->lease.wq_head;
 	served = q->lease.served;
 	out = ep->lease.out;
 	lease = ep->lease.lease;
 	ret = rdp_lease_on_data(&q->lease, &ep->lease, want);
 	lease_kick(q, head, served);
-	pthread_spin_unlock(&q->lock);
 	if (unlikely(ret < 0)) {
 		ep_fail(ep, -EPROTO, "peer %s broke the leasing protocol: a SEND beyond its grant "
 			"(it holds no credit of its lease of %u, %u sent to it; rule: every SEND "
@@ -231,14 +229,12 @@ ep_srq_give_back_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
 		(uint32_t)b[7] << 24;
 	/* its buffer goes back at once: the credit it spent leaves the lease */
 	ep_srq_repost(ep, m, false);
-	pthread_spin_lock(&q->lock);
 	head = q->lease.wq_head;
 	served = q->lease.served;
 	out = ep->lease.out;
 	lease = ep->lease.lease;
 	ret = rdp_lease_on_give_back(&q->lease, &ep->lease, extra);
 	lease_kick(q, head, served);
-	pthread_spin_unlock(&q->lock);
 	if (ret < 0)
 		ep_fail(ep, -EPROTO, "peer %s broke the leasing protocol: a give-back of 1 + %u "
 			"credits, but it holds at most %u of its lease of %u, floor %u (rule: a "
@@ -249,14 +245,11 @@ ep_srq_give_back_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
 void
 ep_srq_take_owed(struct rdp_ep *ep, bool data)
 {
-	struct ep_srq *q = ep->ld->srq;
 	uint32_t n;
 
 	if (ep->lease.owed == 0)
 		return;
-	pthread_spin_lock(&q->lock);
 	n = rdp_lease_take_owed(&ep->lease, data ? 1 : ep->lease_tack);
-	pthread_spin_unlock(&q->lock);
 	if (n > 0)
 		rdp_credit_recv_reposted(&ep->credit, n);
 }
@@ -365,9 +358,7 @@ ep_srq_settle(struct rdp_ep *ep)
 	if (q == NULL || !ep->srq_member || ep->srq_mapped || ep->held > 0 ||
 	    ep_phase_get(ep) < EP_PH_RETIRED)
 		return;
-	pthread_spin_lock(&q->lock);
 	rdp_lease_leave(&q->lease, &ep->lease);
-	pthread_spin_unlock(&q->lock);
 	ep->srq_member = false;
 }
 
@@ -478,18 +469,18 @@ ep_srq_snapshot(const struct ep_lcore_dev *ld, struct rdp_srq_stats *s)
 	memset(s, 0, sizeof(*s));
 	if (q == NULL)
 		return;
-	pthread_spin_lock(&q->lock);
+	/* each field as it is now: the poller goes on meanwhile */
 	s->size = q->lease.size;
-	s->free = q->lease.free;
-	s->reserved = q->lease.reserved;
-	s->leased = q->lease.size - q->lease.free - q->lease.reserved;
-	s->members = q->lease.members;
+	s->free = __atomic_load_n(&q->lease.free, __ATOMIC_RELAXED);
+	s->reserved = __atomic_load_n(&q->lease.reserved, __ATOMIC_RELAXED);
+	s->leased = (uint64_t)s->free + s->reserved < s->size ?
+		    s->size - s->free - s->reserved : 0;
+	s->members = __atomic_load_n(&q->lease.members, __ATOMIC_RELAXED);
 	s->floor = q->lease.floor;
 	s->lease_max = q->lease.lease_max;
-	s->grants = q->lease.grants;
-	s->diverted = q->lease.diverted;
-	s->given_back = q->lease.given_back;
-	pthread_spin_unlock(&q->lock);
+	s->grants = __atomic_load_n(&q->lease.grants, __ATOMIC_RELAXED);
+	s->diverted = __atomic_load_n(&q->lease.diverted, __ATOMIC_RELAXED);
+	s->given_back = __atomic_load_n(&q->lease.given_back, __ATOMIC_RELAXED);
 	s->posted = (uint32_t)RDP_STAT_READ(q->stats.posted);
 	s->refused = RDP_STAT_READ(q->stats.refused);
 	s->strays = RDP_STAT_READ(q->stats.strays);
