@@ -955,3 +955,58 @@ RDP_TEST(shm, shm_srq_peeked_by_its_poller_takes_sends_without_a_doorbell)
 	host_close(&h);
 	return 0;
 }
+
+/*
+ * Who fills the SRQ decides whether its poller peeks it: SENDs from three
+ * QPs in turn withdraw the peek after SHM_ANNOUNCE_AFTER entries in a row
+ * (their senders ring again), and SENDs from one QP announce it again (its
+ * sender stops ringing). Every receive comes once, in the SRQ's order.
+ */
+RDP_TEST(shm, shm_srq_peek_withdrawn_while_many_qps_fill_it_and_announced_for_one)
+{
+	struct srq_host h;
+	struct conf_opts o;
+	struct shm_srq *srq;
+	uint64_t skipped;
+	uint32_t k, next = 0;
+
+	if (strncmp(rdp_test_driver(), "shm", 3) != 0)
+		return rdp_test_skip("driver %s: the shm driver's doorbells", rdp_test_driver());
+	conf_opts_default(&o);
+	RDP_ASSERT_EQ(host_open(&h, 128, MAX_QPS, &o), 0);
+	if (h.pair[0].b.qp == NULL) {
+		host_close(&h);
+		return rdp_test_skip("its peers live in another process (RDP_TEST_CONF_PEER)");
+	}
+	srq = to_ssrq(h.srq);
+	for (k = 0; k < 128; k++)
+		RDP_ASSERT_EQ(srq_post(&h, k, k % 64), 0);
+	RDP_ASSERT_EQ(srq->peeking, 1);
+	/* three QPs in turn */
+	for (k = 0; k < SHM_ANNOUNCE_AFTER + 2; k++, next++) {
+		peer_send(&h, (int)(k % MAX_QPS), 16, next);
+		expect_recv(&h, (int)(k % MAX_QPS), next, next, 16);
+	}
+	RDP_ASSERT_MSG(srq->peeking == 0 && srq->seg->peeked == 0, "an SRQ that three QPs "
+		       "fill in turn is still peeked");
+	skipped = to_sqp(h.pair[1].b.qp)->bells_skipped;
+	peer_send(&h, 1, 16, next);
+	expect_recv(&h, 1, next, next, 16);
+	next++;
+	RDP_ASSERT_MSG(to_sqp(h.pair[1].b.qp)->bells_skipped == skipped, "a sender to a "
+		       "withdrawn SRQ rang no doorbell");
+	/* one QP alone */
+	for (k = 0; k < SHM_ANNOUNCE_AFTER + 1; k++, next++) {
+		peer_send(&h, 2, 24, next);
+		expect_recv(&h, 2, next, next, 24);
+	}
+	RDP_ASSERT_MSG(srq->peeking == 1 && srq->seg->peeked == 1, "an SRQ that one QP fills "
+		       "is not peeked again");
+	skipped = to_sqp(h.pair[2].b.qp)->bells_skipped;
+	peer_send(&h, 2, 24, next);
+	expect_recv(&h, 2, next, next, 24);
+	RDP_ASSERT_EQ(to_sqp(h.pair[2].b.qp)->bells_skipped, skipped + 1);
+	host_quiet(&h, Q_MS);
+	host_close(&h);
+	return 0;
+}

@@ -1652,6 +1652,42 @@ srq_prefetch_ahead(const struct shm_srq *srq, uint64_t posted)
 }
 
 /*
+ * Who fills the SRQ decides whether its poller peeks it (the SRQ its CQ
+ * was given, shm_cq.peek_srq): announced while one sender fills it, for
+ * SHM_ANNOUNCE_AFTER entries in a row, as an RQ is; withdrawn once as many
+ * in a row came from other QPs than the one before, where the doorbells
+ * batch better than a look at every poll. A withdrawal may miss entries a
+ * sender completed without ringing just before it saw `peeked` clear: the
+ * fences pair as for an RQ (shm_cq_unannounce()), and every such entry was
+ * claimed before the claim index read after the fence, so the reap looks
+ * on up to that index.
+ */
+static void
+srq_peek_adjust(struct shm_srq *srq, const struct shm_cq *cq)
+{
+	bool peeking = __atomic_load_n(&srq->peeking, __ATOMIC_RELAXED);
+
+	if (srq->mixed != peeking) {
+		srq->streak = 0;
+		return;
+	}
+	if (++srq->streak < SHM_ANNOUNCE_AFTER ||
+	    __atomic_load_n(&cq->peek_srq, __ATOMIC_RELAXED) != srq)
+		return;
+	srq->streak = 0;
+	if (peeking) {
+		__atomic_store_n(&srq->peeking, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&srq->seg->peeked, 0, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		srq->look_until = __atomic_load_n(&srq->seg->rq_claim, __ATOMIC_RELAXED) &
+				  ~SHM_RQ_CLOSED;
+	} else {
+		__atomic_store_n(&srq->seg->peeked, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&srq->peeking, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/*
  * Reap the SRQ's completed entries in order, for @p by, a QP on it that was
  * flagged. The first entry is looked at; the entry after the last one
  * completed is not (its line is the one its sender fills next) unless a
@@ -1684,7 +1720,8 @@ shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct r
 		 * entry is left alone: it is the line that sender writes next.
 		 */
 		if (!first && srq->unreaped == 0 && !must_look && !(peeking && srq->mixed) &&
-		    srq->stuck_at != srq->reaped + 1) {
+		    srq->stuck_at != srq->reaped + 1 &&
+		    (int64_t)(srq->look_until - srq->reaped) <= 0) {
 			if (noted)
 				break;
 			srq_note_fills(srq, by);
@@ -1701,6 +1738,8 @@ shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct r
 			qp = srq_wc(srq, cq, ent, &wc[k++]);
 			srq->mixed = qp != srq->last_src || qp == NULL;
 			srq->last_src = qp;
+			srq_peek_adjust(srq, cq);
+			peeking = __atomic_load_n(&srq->peeking, __ATOMIC_RELAXED);
 
 			if (qp != NULL) {
 				uint64_t before = qp_unreaped(qp);
@@ -1876,7 +1915,8 @@ peek_srq(struct shm_cq *cq)
 	struct shm_qp *qp;
 	uint32_t slot;
 
-	if (srq == NULL || srq->reaped == shm_srq_posted(srq))
+	if (srq == NULL || !__atomic_load_n(&srq->peeking, __ATOMIC_RELAXED) ||
+	    srq->reaped == shm_srq_posted(srq))
 		return;
 	ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, srq->reaped);
 	if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) != shm_rq_seq(srq->reaped))

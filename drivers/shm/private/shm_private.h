@@ -541,13 +541,18 @@ struct shm_srq {
 	uint32_t looks_paid;        /**< poller: looks_owed when a look last found the next
 				     *   entry not completed */
 	uint8_t look_on;            /**< poller: the reap passed an entry of a QP gone */
-	uint8_t peeking;            /**< (atomic) its CQ's poller looks at the next entry on
-				     *   every poll (shm_cq.peek_srq) */
+	uint8_t peeking;            /**< (atomic) announced: its CQ's poller looks at the
+				     *   next entry on every poll (shm_cq.peek_srq) and its
+				     *   segment says `peeked` */
 	uint8_t mixed;              /**< poller: the last two entries reaped came from two
 				     *   QPs; while peeking, the reap then goes on while
 				     *   entries are complete, whoever filled them */
+	uint32_t streak;            /**< poller: entries reaped in a row that were (peeking:
+				     *   from two QPs; not: from one QP) as the last two */
 	const struct shm_qp *last_src; /**< poller: the QP the last entry reaped arrived on
 				     *   (compared, never followed) */
+	uint64_t look_until;        /**< poller: the claim index when the peek was last
+				     *   withdrawn; the reap looks on while below it */
 	uint32_t any_slot;          /**< (atomic) the slot of one of its QPs in its CQ, flagged
 				     *   for an entry whose QP is gone; SHM_NO_SLOT: none */
 	uint64_t st_recv_posted;    /**< (single writer: the poster) */
