@@ -1010,3 +1010,91 @@ RDP_TEST(shm, shm_srq_peek_withdrawn_while_many_qps_fill_it_and_announced_for_on
 	host_close(&h);
 	return 0;
 }
+
+/*
+ * A withdrawal of the peek must not strand an entry completed without a
+ * doorbell behind one that was still being filled: QP 0's sender claims
+ * the next entry and is slow to fill it, QP 1's SEND completes the entry
+ * behind it without ringing (the SRQ is peeked), then QP 0's entry
+ * completes, also without ringing, and reaping it withdraws the peek (the
+ * sixteenth entry in a row from another QP than the one before). Nothing
+ * will ring for QP 1's entry and nothing peeks any more: the reap must
+ * look on up to the claim index read at the withdrawal, or it is never
+ * polled.
+ */
+RDP_TEST(shm, shm_srq_withdrawn_peek_still_reaps_an_entry_completed_without_a_doorbell)
+{
+	struct shm_qp_seg *qseg, *sseg;
+	struct shm_rq_ent *ent;
+	struct rdp_wc wc[4];
+	struct srq_host h;
+	struct conf_opts o;
+	struct shm_srq *srq;
+	struct shm_qp *a0;
+	uint64_t j, skipped;
+	uint32_t k;
+	int got;
+
+	if (strncmp(rdp_test_driver(), "shm", 3) != 0)
+		return rdp_test_skip("driver %s: the shm driver's doorbells", rdp_test_driver());
+	conf_opts_default(&o);
+	RDP_ASSERT_EQ(host_open(&h, 64, MAX_QPS, &o), 0);
+	if (h.pair[0].b.qp == NULL) {
+		host_close(&h);
+		return rdp_test_skip("its peers live in another process (RDP_TEST_CONF_PEER)");
+	}
+	srq = to_ssrq(h.srq);
+	for (k = 0; k < 40; k++)
+		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);
+	/* a streak one short of the withdrawal */
+	for (k = 0; k < SHM_ANNOUNCE_AFTER - 1; k++) {
+		peer_send(&h, (int)(k % MAX_QPS), 16, k);
+		expect_recv(&h, (int)(k % MAX_QPS), k, k, 16);
+	}
+	RDP_ASSERT_EQ(srq->peeking, 1);
+	/* no QP left flagged: nothing looks at the SRQ but the peek */
+	host_quiet(&h, Q_MS);
+	RDP_ASSERT_EQ(srq->stuck_at, 0);
+	/* QP 0's sender claims the next entry, as a live sender does, and is slow */
+	a0 = to_sqp(h.pair[0].a.qp);
+	qseg = a0->seg;
+	sseg = srq->seg;
+	j = __atomic_load_n(&sseg->rq_claim, __ATOMIC_ACQUIRE);
+	RDP_ASSERT_EQ(j, (uint64_t)(SHM_ANNOUNCE_AFTER - 1));
+	__atomic_fetch_add(&qseg->rq_claim, 1, __ATOMIC_ACQ_REL);
+	__atomic_store_n(&qseg->srq_claim_n, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&qseg->srq_claim_at, j, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&sseg->rq_claim, 1, __ATOMIC_ACQ_REL);
+	/* QP 1's SEND completes the entry behind it, without a doorbell */
+	skipped = to_sqp(h.pair[1].b.qp)->bells_skipped;
+	peer_send(&h, 1, 16, 100);
+	RDP_ASSERT_EQ(to_sqp(h.pair[1].b.qp)->bells_skipped, skipped + 1);
+	host_quiet(&h, Q_MS);
+	/* QP 0's sender completes its entry as the burst's end does, without a doorbell */
+	ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, j);
+	ent->byte_len = 0;
+	ent->imm = 99;
+	ent->status = RDP_WC_SUCCESS;
+	ent->wc_flags = RDP_WC_WITH_IMM;
+	ent->src_slot = a0->rslot;
+	ent->src_qpn = a0->head.qp_num;
+	__atomic_store_n(&ent->seq, shm_rq_seq(j), __ATOMIC_RELEASE);
+	__atomic_fetch_add(&qseg->srq_filled, 1, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&qseg->rq_done, 1, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&to_scq(h.cq)->seg->added, 1, __ATOMIC_RELAXED);
+	got = host_poll(&h, wc, 2, T_MS);
+	RDP_ASSERT_MSG(got == 2, "%d of the 2 receives completed without a doorbell were "
+		       "polled", got);
+	RDP_ASSERT_MSG(srq->peeking == 0 && sseg->peeked == 0, "the peek was not withdrawn");
+	RDP_ASSERT_MSG(wc[0].status == RDP_WC_SUCCESS && wc[0].wr_id == j &&
+		       wc[0].qp_num == h.pair[0].a.qp_num && wc[0].imm == 99 &&
+		       wc[0].byte_len == 0, "receive %" PRIu64 " on QP %u imm %u: not QP 0's",
+		       wc[0].wr_id, wc[0].qp_num, wc[0].imm);
+	RDP_ASSERT_MSG(wc[1].status == RDP_WC_SUCCESS && wc[1].wr_id == j + 1 &&
+		       wc[1].qp_num == h.pair[1].a.qp_num && wc[1].imm == 100 &&
+		       wc[1].byte_len == 16, "receive %" PRIu64 " on QP %u imm %u: not QP 1's",
+		       wc[1].wr_id, wc[1].qp_num, wc[1].imm);
+	host_quiet(&h, Q_MS);
+	host_close(&h);
+	return 0;
+}
