@@ -643,11 +643,11 @@ RDP_TEST(shm, shm_srq_two_senders_at_once_into_a_full_srq_see_no_remote_error)
 }
 
 /*
- * An SRQ of 16 with two QPs whose peers are in this process, on the shm
- * driver: what its shared memory holds can be read and written here.
+ * An SRQ of @p max_wr with @p nb QPs whose peers are in this process, on
+ * the shm driver: what its shared memory holds can be read and written here.
  */
 static int
-shm_host_open(struct srq_host *h)
+shm_host_open(struct srq_host *h, uint32_t max_wr, int nb)
 {
 	struct conf_opts o;
 	int ret;
@@ -655,7 +655,7 @@ shm_host_open(struct srq_host *h)
 	if (strncmp(rdp_test_driver(), "shm", 3) != 0)
 		return rdp_test_skip("driver %s: the shm driver's shared memory", rdp_test_driver());
 	conf_opts_default(&o);
-	ret = host_open(h, 16, 2, &o);
+	ret = host_open(h, max_wr, nb, &o);
 	if (ret != 0)
 		return ret;
 	if (h->pair[0].b.qp == NULL) {
@@ -684,7 +684,7 @@ RDP_TEST(shm, shm_srq_entry_claimed_by_a_sender_that_died_is_flushed_and_the_srq
 	uint32_t k;
 	int ret;
 
-	ret = shm_host_open(&h);
+	ret = shm_host_open(&h, 16, 2);
 	if (ret != 0)
 		return ret;
 	for (k = 0; k < 4; k++)
@@ -732,7 +732,7 @@ RDP_TEST(shm, shm_srq_receives_a_gone_peer_landed_complete_before_its_qps_flush)
 	double deadline;
 	int k, ret;
 
-	ret = shm_host_open(&h);
+	ret = shm_host_open(&h, 16, 2);
 	if (ret != 0)
 		return ret;
 	for (k = 0; k < N; k++)
@@ -795,7 +795,7 @@ RDP_TEST(shm, shm_srq_burst_with_a_bad_send_claims_only_the_receives_its_sends_t
 	struct rdp_wc wc[N];
 	int k, ret;
 
-	ret = shm_host_open(&h);
+	ret = shm_host_open(&h, 16, 2);
 	if (ret != 0)
 		return ret;
 	for (k = 0; k < 12; k++)
@@ -902,20 +902,14 @@ RDP_TEST(shm, shm_srq_peeked_by_its_poller_takes_sends_without_a_doorbell)
 	uint64_t skipped[MAX_QPS];
 	struct rdp_wc wc[8];
 	struct srq_host h;
-	struct conf_opts o;
 	struct shm_srq *srq;
 	struct shm_cq *cq;
 	uint32_t w;
-	int k, got = 0;
+	int k, got = 0, ret;
 
-	if (strncmp(rdp_test_driver(), "shm", 3) != 0)
-		return rdp_test_skip("driver %s: the shm driver's doorbells", rdp_test_driver());
-	conf_opts_default(&o);
-	RDP_ASSERT_EQ(host_open(&h, 16, MAX_QPS, &o), 0);
-	if (h.pair[0].b.qp == NULL) {
-		host_close(&h);
-		return rdp_test_skip("its peers live in another process (RDP_TEST_CONF_PEER)");
-	}
+	ret = shm_host_open(&h, 16, MAX_QPS);
+	if (ret != 0)
+		return ret;
 	srq = to_ssrq(h.srq);
 	cq = to_scq(h.cq);
 	RDP_ASSERT_EQ(srq->seg->peeked, 1);
@@ -965,19 +959,14 @@ RDP_TEST(shm, shm_srq_peeked_by_its_poller_takes_sends_without_a_doorbell)
 RDP_TEST(shm, shm_srq_peek_withdrawn_while_many_qps_fill_it_and_announced_for_one)
 {
 	struct srq_host h;
-	struct conf_opts o;
 	struct shm_srq *srq;
 	uint64_t skipped;
 	uint32_t k, next = 0;
+	int ret;
 
-	if (strncmp(rdp_test_driver(), "shm", 3) != 0)
-		return rdp_test_skip("driver %s: the shm driver's doorbells", rdp_test_driver());
-	conf_opts_default(&o);
-	RDP_ASSERT_EQ(host_open(&h, 128, MAX_QPS, &o), 0);
-	if (h.pair[0].b.qp == NULL) {
-		host_close(&h);
-		return rdp_test_skip("its peers live in another process (RDP_TEST_CONF_PEER)");
-	}
+	ret = shm_host_open(&h, 128, MAX_QPS);
+	if (ret != 0)
+		return ret;
 	srq = to_ssrq(h.srq);
 	for (k = 0; k < 128; k++)
 		RDP_ASSERT_EQ(srq_post(&h, k, k % 64), 0);
@@ -1028,21 +1017,15 @@ RDP_TEST(shm, shm_srq_withdrawn_peek_still_reaps_an_entry_completed_without_a_do
 	struct shm_rq_ent *ent;
 	struct rdp_wc wc[4];
 	struct srq_host h;
-	struct conf_opts o;
 	struct shm_srq *srq;
 	struct shm_qp *a0;
 	uint64_t j, skipped;
 	uint32_t k;
-	int got;
+	int got, ret;
 
-	if (strncmp(rdp_test_driver(), "shm", 3) != 0)
-		return rdp_test_skip("driver %s: the shm driver's doorbells", rdp_test_driver());
-	conf_opts_default(&o);
-	RDP_ASSERT_EQ(host_open(&h, 64, MAX_QPS, &o), 0);
-	if (h.pair[0].b.qp == NULL) {
-		host_close(&h);
-		return rdp_test_skip("its peers live in another process (RDP_TEST_CONF_PEER)");
-	}
+	ret = shm_host_open(&h, 64, MAX_QPS);
+	if (ret != 0)
+		return ret;
 	srq = to_ssrq(h.srq);
 	for (k = 0; k < 40; k++)
 		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);

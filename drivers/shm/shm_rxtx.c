@@ -1675,15 +1675,11 @@ srq_peek_adjust(struct shm_srq *srq, const struct shm_cq *cq)
 	    __atomic_load_n(&cq->peek_srq, __ATOMIC_RELAXED) != srq)
 		return;
 	srq->streak = 0;
+	shm_srq_peek_set(srq, !peeking);
 	if (peeking) {
-		__atomic_store_n(&srq->peeking, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&srq->seg->peeked, 0, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		srq->look_until = __atomic_load_n(&srq->seg->rq_claim, __ATOMIC_RELAXED) &
 				  ~SHM_RQ_CLOSED;
-	} else {
-		__atomic_store_n(&srq->seg->peeked, 1, __ATOMIC_RELEASE);
-		__atomic_store_n(&srq->peeking, 1, __ATOMIC_RELAXED);
 	}
 }
 

@@ -138,8 +138,7 @@ shm_srq_attach_locked(struct shm_srq *srq, struct shm_qp *qp)
 	qp->srq = srq;
 	/* the first SRQ on a CQ is looked at on every poll: its senders ring no doorbell */
 	if (srq->nb_qps == 1 && __atomic_load_n(&qp->rcq->peek_srq, __ATOMIC_RELAXED) == NULL) {
-		__atomic_store_n(&srq->peeking, 1, __ATOMIC_RELAXED);
-		__atomic_store_n(&srq->seg->peeked, 1, __ATOMIC_RELEASE);
+		shm_srq_peek_set(srq, true);
 		__atomic_store_n(&qp->rcq->peek_srq, srq, __ATOMIC_RELEASE);
 	}
 	return 0;
@@ -180,9 +179,8 @@ shm_srq_detach_locked(struct shm_srq *srq, struct shm_qp *qp)
 		 * QP gone, which the next QP's reap passes (as without the look).
 		 */
 		if (__atomic_load_n(&srq->rcq->peek_srq, __ATOMIC_RELAXED) == srq) {
-			__atomic_store_n(&srq->seg->peeked, 0, __ATOMIC_RELAXED);
+			shm_srq_peek_set(srq, false);
 			__atomic_store_n(&srq->rcq->peek_srq, NULL, __ATOMIC_RELEASE);
-			__atomic_store_n(&srq->peeking, 0, __ATOMIC_RELAXED);
 		}
 		__atomic_store_n(&srq->any_slot, SHM_NO_SLOT, __ATOMIC_RELAXED);
 		srq->rcq = NULL;

@@ -911,6 +911,21 @@ shm_cq_announce(struct shm_cq *cq, struct shm_qp *qp)
 	cq->announces++;
 }
 
+/**
+ * Announce @p srq as peeked by its CQ's poller (@p on) or withdraw it: its
+ * segment's `peeked`, which its senders read, and the poller's own copy.
+ * A withdrawal's caller then fences and looks, as shm_cq_unannounce() does.
+ */
+static inline void
+shm_srq_peek_set(struct shm_srq *srq, bool on)
+{
+	if (on)
+		__atomic_store_n(&srq->seg->peeked, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&srq->peeking, on, __ATOMIC_RELAXED);
+	if (!on)
+		__atomic_store_n(&srq->seg->peeked, 0, __ATOMIC_RELAXED);
+}
+
 /** Set a QP's doorbell bit in a CQ's shared bitmap (any thread). */
 static inline void
 shm_bell_self(struct shm_cq *cq, uint32_t slot)
