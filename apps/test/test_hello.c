@@ -212,11 +212,16 @@ RDP_TEST(unit, hello_lease_terms_round_trip_and_set_the_peer_credits_and_chunks)
 					    why, sizeof(why)), 0);
 	RDP_ASSERT_EQ(c.rc, 3);
 	RDP_ASSERT_EQ(c.rc_max, 40);
-	/* our reserve must hold the leasing side's acks: floor(40 / 8) + 1 = 6 */
+	/*
+	 * our reserve must hold the leasing side's acks: max(1, floor(W / 8)),
+	 * each at least T_ack but one sent alone when we hold none
+	 */
 	a.credit.ack_reserve = 7;
 	a.credit.rq_size = 63;
 	RDP_ASSERT_EQ(rdp_hello_negotiate(&a, &out, &ag, why, sizeof(why)), 0);
-	out.lease.lease_max = 56;
+	out.lease.lease_max = 63; /* 7 */
+	RDP_ASSERT_EQ(rdp_hello_negotiate(&a, &out, &ag, why, sizeof(why)), 0);
+	out.lease.lease_max = 64;
 	RDP_ASSERT_EQ(rdp_hello_negotiate(&a, &out, &ag, why, sizeof(why)), -EINVAL);
 	RDP_ASSERT_MSG(strstr(why, "local ack_reserve=7 cannot hold the 8 pure acks the leasing "
 			      "peer") != NULL, "%s", why);
@@ -228,10 +233,18 @@ RDP_TEST(unit, hello_lease_terms_round_trip_and_set_the_peer_credits_and_chunks)
 	out = b;
 	RDP_ASSERT_EQ(rdp_hello_negotiate(&a, &out, &ag, why, sizeof(why)), -EINVAL);
 	RDP_ASSERT_MSG(strstr(why, "rq_size-ack_reserve must be <= 32767") != NULL, "%s", why);
-	/* the leasing side's reserve on its SRQ: floor(W_peer / T_ack_peer) + 1 */
+	/*
+	 * the leasing side's reserve on its SRQ: floor(W_peer / T_ack_peer) + 1
+	 * for a peer that does not lease, max(1, floor(W_peer / T_ack_peer))
+	 * for one that does
+	 */
 	a = good_hello();
 	RDP_ASSERT_EQ(rdp_credit_lease_reserve(&a.credit, &a.lease), 56 / 8 + 1);
-	RDP_ASSERT_EQ(rdp_credit_lease_reserve(&b.credit, &b.lease), 40 / 8 + 1);
+	RDP_ASSERT_EQ(rdp_credit_lease_reserve(&b.credit, &b.lease), 40 / 8);
+	b.lease.lease_max = 8;
+	RDP_ASSERT_EQ(rdp_credit_lease_reserve(&b.credit, &b.lease), 1);
+	b.lease.lease_max = 4;
+	RDP_ASSERT_EQ(rdp_credit_lease_reserve(&b.credit, &b.lease), 1);
 	return 0;
 }
 

@@ -22,6 +22,8 @@
 #define SRQ_PAIRS_MAX 128
 
 /* A leasing configuration: floor 4 (a chunked message of 16 KiB), lease_max 32. */
+static const char *const (*srq_extra)[2]; /* settings a test adds to srq_cfg()'s, NULL-ended */
+
 static struct rdp_cfg *
 srq_cfg(const char *srq_size, const char *max_endpoints)
 {
@@ -40,6 +42,9 @@ srq_cfg(const char *srq_size, const char *max_endpoints)
 			       "%s", rdp_err_msg());
 	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "srq_size", srq_size, "test"), 0);
 	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_endpoints", max_endpoints, "test"), 0);
+	for (i = 0; srq_extra != NULL && srq_extra[i][0] != NULL; i++)
+		RDP_ASSERT_MSG(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, srq_extra[i][0], srq_extra[i][1],
+					   "test") == 0, "%s", rdp_err_msg());
 	return cfg;
 }
 
@@ -117,6 +122,8 @@ pump_or_dump(struct stream_side **sides, unsigned int n, double timeout_s)
  * @p pairs checked two-way streams in this process, both ends of each on
  * lcore 1: 2 * @p pairs endpoints lease from its one SRQ.
  */
+static uint32_t srq_reserve_each; /* when set, the reserve srq_pairs() expects per endpoint */
+
 static int
 srq_pairs(unsigned int pairs, bool pipeline, uint64_t count, uint32_t window,
 	  const char *srq_size, uint32_t max_size)
@@ -157,6 +164,8 @@ srq_pairs(unsigned int pairs, bool pipeline, uint64_t count, uint32_t window,
 	RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(1, &q), 0);
 	RDP_ASSERT_EQ(q.members, 2 * pairs);
 	RDP_ASSERT_EQ(q.free + q.leased + q.reserved, q.size);
+	if (srq_reserve_each != 0)
+		RDP_ASSERT_EQ(q.reserved, 2 * pairs * srq_reserve_each);
 	print_srq("after the streams", 1);
 	printf("%u endpoints, %" PRIu64 " messages each way per pair, all exact\n", 2 * pairs,
 	       count);
@@ -183,6 +192,32 @@ RDP_TEST(e2e, srq_two_endpoints_stream_exact_rtc)
 RDP_TEST(e2e, srq_two_endpoints_stream_exact_pipeline)
 {
 	return srq_pairs(1, true, 2000, 16, "64", SRQ_MAX_MSG);
+}
+
+/*
+ * Leasing on both sides with lease_max = ack_threshold: a leasing side's
+ * pure ack carries ack_threshold credits or more, or goes when none of its
+ * lease is lent out and is then alone, so one buffer of the SRQ per
+ * endpoint holds its peer's pure acks (max(1, lease_max / ack_threshold)).
+ * Two-way streams, one message at a time, in random completion order and
+ * with rnr_retry = 0: an ack beyond that reserve would be an RNR, and a
+ * pure ack of fewer credits while its peer still holds some fails the
+ * endpoint (ep_rx.c). RDP_SRQ_COUNT messages each way per pair.
+ */
+RDP_TEST(e2e, srq_pure_acks_of_a_leasing_peer_fit_one_buffer_each)
+{
+	static const char *const kv[][2] = {
+		{ "srq_floor", "4" }, { "srq_lease_max", "8" }, { "ack_threshold", "8" },
+		{ "rnr_retry", "0" }, { NULL, NULL },
+	};
+	int ret;
+
+	srq_extra = kv;
+	srq_reserve_each = 1;
+	ret = srq_pairs(4, false, rdp_test_env_u64("RDP_SRQ_COUNT", 3000), 1, "128", SRQ_MAX_MSG);
+	srq_extra = NULL;
+	srq_reserve_each = 0;
+	return ret;
 }
 
 /* RDP_SRQ_COUNT messages each way per pair (the VM lane: 500, 8000 in all) */
@@ -411,7 +446,7 @@ RDP_TEST(e2e, srq_endpoint_refused_for_want_of_floor_names_the_numbers)
 	RDP_ASSERT(rdp_connect(addr, &pcli) != NULL);
 	while (stream_ep(&cli[0]) == NULL || stream_ep(&srv[0]) == NULL)
 		usleep(1000);
-	/* a second pair: 2 credits are left, its server endpoint needs 9 */
+	/* a second pair: at most 4 credits are left, its server endpoint needs 8 */
 	prm.ops = &ops;
 	port = rdp_listen("127.0.0.1:0", &prm);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
@@ -420,8 +455,8 @@ RDP_TEST(e2e, srq_endpoint_refused_for_want_of_floor_names_the_numbers)
 	RDP_ASSERT(rdp_ep_wait_established(ep, 5000) < 0);
 	RDP_ASSERT_EQ(rdp_ep_error(ep), -ECONNREFUSED);
 	/* what is free depends on what the first pair leases beyond its floors */
-	RDP_ASSERT_MSG(strstr(rdp_test_log, "credits free, an endpoint needs 9 (srq_floor=4 + a "
-			      "reserve of 5 for its peer's pure acks; 2 endpoints hold the other")
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "credits free, an endpoint needs 8 (srq_floor=4 + a "
+			      "reserve of 4 for its peer's pure acks; 2 endpoints hold the other")
 		       != NULL, "%s", rdp_test_log);
 	RDP_ASSERT_MSG(strstr(rdp_test_log, "failed: peer refused: srq_size=20: ") != NULL,
 		       "%s", rdp_test_log);

@@ -121,11 +121,26 @@ window(const struct rdp_credit_params *p, const struct rdp_credit_lease *l)
 	return l->lease_max != 0 ? l->lease_max : p->rq_size - p->ack_reserve;
 }
 
+/*
+ * Pure acks a leasing side can have in flight towards a window of @p w:
+ * each carries at least @p t_ack credits, but one sent when none of the
+ * lease is lent out, and that one is alone.
+ */
+static uint32_t
+leasing_acks(uint32_t w, uint32_t t_ack)
+{
+	return w / t_ack > 0 ? w / t_ack : 1;
+}
+
 uint32_t
 rdp_credit_lease_reserve(const struct rdp_credit_params *peer,
 			 const struct rdp_credit_lease *peer_lease)
 {
-	return window(peer, peer_lease) / peer->ack_threshold + 1;
+	uint32_t w = window(peer, peer_lease);
+
+	if (peer_lease->lease_max != 0)
+		return leasing_acks(w, peer->ack_threshold);
+	return w / peer->ack_threshold + 1;
 }
 
 /* A side that does not lease holds the other's pure acks in its A_rq. */
@@ -140,11 +155,11 @@ check_reserve_lease(const struct rdp_credit_params *holder, const struct rdp_cre
 		return 0; /* on the SRQ, taken at admission */
 	if (al->lease_max == 0)
 		return check_reserve(holder, acker, holder_name, acker_name, why, len);
-	acks = w / acker->ack_threshold + 1;
+	acks = leasing_acks(w, acker->ack_threshold);
 	if (holder->ack_reserve < acks)
 		return broken(why, len, "", "%s ack_reserve=%u cannot hold the %u pure acks the "
-			      "leasing %s may have in flight (floor(lease_max=%u / "
-			      "ack_threshold=%u) + 1)", holder_name, holder->ack_reserve, acks,
+			      "leasing %s may have in flight (max(1, floor(lease_max=%u / "
+			      "ack_threshold=%u)))", holder_name, holder->ack_reserve, acks,
 			      acker_name, w, acker->ack_threshold);
 	return 0;
 }

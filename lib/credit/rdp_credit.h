@@ -172,8 +172,9 @@ int rdp_credit_init(struct rdp_credit *c, const struct rdp_credit_params *local,
  * `R - A_rq`. With a side leasing, both windows must fit in 15 bits
  * (RDP_CREDIT_IMM_LEASE_MAX). A side that does not lease must hold the
  * other's pure acks in its `A_rq`: `ceil(W / T_ack)` of a non-leasing
- * other, `floor(W / T_ack) + 1` of a leasing one (which also returns owed
- * credits at once when its peer holds none). A leasing side keeps that
+ * other, `max(1, floor(W / T_ack))` of a leasing one (each of its pure
+ * acks carries `T_ack` or more but one sent when its peer holds none,
+ * which is then alone on the wire). A leasing side keeps that
  * reserve on its SRQ (rdp_credit_lease_reserve()) and its `A_rq` is not
  * checked. The peer of a leasing side starts with `rc = floor` and may
  * hold `lease_max`.
@@ -202,8 +203,10 @@ int rdp_credit_init_lease(struct rdp_credit *c, const struct rdp_credit_params *
 
 /**
  * The reserve a leasing side keeps on its SRQ for its peer's pure acks:
- * `floor(W_peer / T_ack_peer) + 1`, W_peer the peer's receive window
- * (credits the leasing side can hold towards it).
+ * `max(1, floor(W_peer / T_ack_peer))` of a peer that leases too (as
+ * rdp_credit_init_lease() asks of an `A_rq`), `floor(W_peer / T_ack_peer)
+ * + 1` of one that does not, W_peer the peer's receive window (credits
+ * the leasing side can hold towards it).
  *
  * @param peer
  *   The peer's parameters.

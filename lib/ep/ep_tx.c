@@ -51,7 +51,12 @@ wr_send(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge, uint64_t
 	uint32_t len, uint32_t lkey, bool signaled, uint32_t pos, uint64_t backlog)
 {
 	uint32_t piggyback;
-	uint64_t seq = rdp_credit_data_posted(&ep->credit, signaled, &piggyback);
+	uint64_t seq;
+
+	/* leased credits owed ride on any SEND, however few (ep_srq_take_owed()) */
+	if (ep->ld->srq != NULL && ep->lease.owed != 0)
+		ep_srq_take_owed(ep, true);
+	seq = rdp_credit_data_posted(&ep->credit, signaled, &piggyback);
 
 	if (unlikely(ep->peer_leases) && rdp_lease_want(backlog, ep->credit.rc))
 		pos |= IMM_WANT;
@@ -265,7 +270,7 @@ send_now(struct rdp_ep *ep, struct rdp_msg *m)
 	if (ep->ld->srq != NULL) {
 		/* buffers back on the SRQ before the credits that name them leave */
 		ep_srq_flush(ep->ld->srq);
-		ep_srq_take_owed(ep, true);
+		ep_srq_take_owed(ep, false);
 	}
 	/* a stall counts once per episode: asking again in ep_post_sends() is free */
 	v = rdp_credit_data_check(c);
@@ -295,7 +300,7 @@ ep_post_sends(struct rdp_ep *ep)
 	if (ep->ld->srq != NULL) {
 		/* buffers back on the SRQ before the credits that name them leave */
 		ep_srq_flush(ep->ld->srq);
-		ep_srq_take_owed(ep, !txq_empty(&ep->txq) && c->rc > 0);
+		ep_srq_take_owed(ep, false);
 	}
 	while (unlikely(ep->rd_head != NULL) && n < TX_BURST) {
 		/* a leased receiver's rendezvous READs (ep_rdma_queue_internal()) */

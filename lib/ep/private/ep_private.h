@@ -417,6 +417,7 @@ struct rdp_ep {
 	bool srq_mapped;                /* its QP number is in the SRQ's map */
 	bool peer_leases;               /* the peer leases: WANT and give-backs go to it */
 	uint32_t peer_floor;            /* its floor */
+	uint32_t peer_tack;             /* its T_ack: its pure acks carry at least this many, but at out = 0 */
 	uint32_t lease_tack;            /* our T_ack for leased credits owed */
 	uint64_t idle_since;            /* TSC since when nothing was queued with credits of a
 					 * leasing peer above its floor held, 0: not so */
@@ -585,7 +586,8 @@ void ep_srq_repost(struct rdp_ep *ep, struct rdp_msg *m, bool freed);
 bool ep_srq_on_data(struct rdp_ep *ep, bool want);
 /* A give-back arrived in @p m (@p byte_len bytes): accounted, buffer back. */
 void ep_srq_give_back_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len);
-/* Owed leased credits to send now (into ep->credit.owed); @p data: a data SEND will carry them. */
+/* Owed leased credits to send now (into ep->credit.owed): with @p data any count, for the SEND
+ * being built carries them; else T_ack or more, or all when none is lent out (a pure ack). */
 void ep_srq_take_owed(struct rdp_ep *ep, bool data);
 /* Telemetry (any thread). */
 void ep_srq_snapshot(const struct ep_lcore_dev *ld, struct rdp_srq_stats *s);
