@@ -58,9 +58,22 @@ app_eal_defaults(struct app_eal_args *e, const char *prog, const char *lcores,
 	e->argv[e->argc] = NULL;
 }
 
+bool
+app_eal_args_huge(int argc, char *const argv[])
+{
+	int i;
+
+	if (argc <= 1)
+		return false; /* app_eal_defaults(): no hugepages */
+	for (i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--no-huge") == 0)
+			return false;
+	return true;
+}
+
 pid_t
-app_spawn_server(const char *server_lcores, const char *prefix, const char *const app_args[],
-		 int *port)
+app_spawn_server(const char *server_lcores, const char *prefix, bool huge,
+		 const char *const app_args[], int *port)
 {
 	char fdstr[16], lc[64];
 	struct app_eal_args e;
@@ -75,8 +88,15 @@ app_spawn_server(const char *server_lcores, const char *prefix, const char *cons
 	if (pipe(fds) != 0)
 		return -1;
 	snprintf(fdstr, sizeof(fdstr), "%d", fds[1]);
-	for (n = 0; n < e.argc; n++)
-		argv[n] = e.argv[n];
+	for (i = n = 0; i < e.argc; i++) {
+		/* on hugepages as the client is: no files, memory as it is needed */
+		if (huge && strcmp(e.argv[i], "-m") == 0)
+			i++;
+		else if (huge && strcmp(e.argv[i], "--no-huge") == 0)
+			argv[n++] = (char *)"--in-memory";
+		else if (!huge || strcmp(e.argv[i], "--no-shconf") != 0)
+			argv[n++] = e.argv[i];
+	}
 	/* the client reports; the server keeps quiet about clients leaving */
 	argv[n++] = (char *)"--log-level=rdp.ep:warning";
 	argv[n++] = (char *)"--";

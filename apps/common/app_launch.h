@@ -59,16 +59,33 @@ void app_eal_defaults(struct app_eal_args *e, const char *prog, const char *lcor
 		      const char *prefix, bool telemetry);
 
 /**
+ * Do the EAL options @p argv (argv[0] the program, up to `--`) run on
+ * hugepages? Not without options (app_eal_defaults()), nor with `--no-huge`.
+ *
+ * @param argc
+ *   Count of @p argv.
+ * @param argv
+ *   The program and its EAL options.
+ * @return
+ *   True on hugepages.
+ */
+bool app_eal_args_huge(int argc, char *const argv[]);
+
+/**
  * Start this binary again as the loopback server.
  *
  * It runs with app_eal_defaults() (poller on the second CPU unless
- * @p server_lcores says otherwise), then `--`, then @p app_args, then
- * `--port-fd N`, and must write the port it listens on, as an int, to fd N.
+ * @p server_lcores says otherwise; with @p huge, `--in-memory` on
+ * hugepages instead of `--no-huge --no-shconf -m 512`), then `--`, then
+ * @p app_args, then `--port-fd N`, and must write the port it listens on,
+ * as an int, to fd N.
  *
  * @param server_lcores
  *   `--lcores` of the server, or NULL.
  * @param prefix
  *   File prefix stem of the server.
+ * @param huge
+ *   The client runs on hugepages (app_eal_args_huge()): so does the server.
  * @param app_args
  *   NULL-terminated arguments after `--`.
  * @param port
@@ -76,7 +93,7 @@ void app_eal_defaults(struct app_eal_args *e, const char *prog, const char *lcor
  * @return
  *   The server's pid, or -1 when it did not start.
  */
-pid_t app_spawn_server(const char *server_lcores, const char *prefix,
+pid_t app_spawn_server(const char *server_lcores, const char *prefix, bool huge,
 		       const char *const app_args[], int *port);
 
 #endif /* RDP_APP_LAUNCH_H */

@@ -129,7 +129,8 @@ usage(FILE *f)
 
 /* Loopback: start `serve` as a second process; returns its pid and port. */
 static pid_t
-spawn_server(const struct load_opts *o, const char *config, const char *driver, int *port)
+spawn_server(const struct load_opts *o, const char *config, const char *driver, bool huge,
+	     int *port)
 {
 	const char *args[24] = { "serve", "--quiet", "--listen", "127.0.0.1:0" };
 	char size[32];
@@ -160,7 +161,7 @@ spawn_server(const struct load_opts *o, const char *config, const char *driver, 
 		args[n++] = config;
 	}
 	args[n] = NULL;
-	return app_spawn_server(o->server_lcores, "rdp-blk-srv", args, port);
+	return app_spawn_server(o->server_lcores, "rdp-blk-srv", huge, args, port);
 }
 
 /*
@@ -283,7 +284,8 @@ main(int argc, char **argv)
 		if (c[0] != '\0') {
 			lo.connect = c;
 		} else {
-			srv = spawn_server(&lo, common->config, common->driver, &port);
+			srv = spawn_server(&lo, common->config, common->driver,
+					   app_eal_args_huge(i, argv), &port);
 			if (srv < 0) {
 				fprintf(stderr, "rdp-blk load: the loopback server did not start\n");
 				rdp_cfg_free(cfg);

@@ -1577,7 +1577,7 @@ sizes_fit(struct rdp_cfg *cfg)
 
 /* Loopback: this binary again as the server, with our driver, config, sizes and run mode. */
 static pid_t
-spawn_server(char **app_argv, int app_argc, int *port)
+spawn_server(char **app_argv, int app_argc, bool huge, int *port)
 {
 	const char *args[40] = { "--server", "--quiet", "--listen", "127.0.0.1:0" };
 	static char max_msg[16];
@@ -1600,7 +1600,7 @@ spawn_server(char **app_argv, int app_argc, int *port)
 	args[n++] = "--max-msg";
 	args[n++] = max_msg;
 	args[n] = NULL;
-	return app_spawn_server(opt.server_lcores, "rdp-perf-srv", args, port);
+	return app_spawn_server(opt.server_lcores, "rdp-perf-srv", huge, args, port);
 }
 
 /*
@@ -1662,7 +1662,7 @@ main(int argc, char **argv)
 		eal_argv = argv;
 	}
 	if (opt.loopback) {
-		srv = spawn_server(app_argv, app_argc, &port);
+		srv = spawn_server(app_argv, app_argc, app_eal_args_huge(i, argv), &port);
 		if (srv < 0) {
 			fprintf(stderr, "rdp-perf: the loopback server did not start\n");
 			return 1;

@@ -9,6 +9,7 @@
 #   hugepages = off                    every one on base pages (the check sees them)
 #   hugepages = auto, too few          runs, pools that missed out warn with the counts
 #   hugepages = on, too few            the server refuses to start, naming pool and counts
+#   a loopback run on hugepages        its server's pools on 2 MiB pages too
 # The JSON of each run that starts has ENOMEM = RNR = 0 in every phase. The
 # test reserves the hugepages itself and gives them back.
 set -uo pipefail
@@ -146,7 +147,32 @@ grep -hE "rdp.mem: (pool|arena|rdp_region_alloc).*on base pages: hugepages short
 grep -qE "on base pages: hugepages short, it needs [0-9]+ x 2048 KiB" "$dir/short.srv.log" \
 	"$dir/short.cli.log" || fail "40 hugepages for two processes, and no pool missed out"
 
-# 4. on, too few: refused at start, naming the pool and the counts
+# 4. a loopback run (no --server, no --connect) with EAL on hugepages: the
+# server it starts runs on hugepages too
+reserve 96
+printf '%s\n' "$base_cfg"$'\nhugepages = auto' > "$dir/loop.ini"
+"$perf" --lcores 0@1,1@0 "${eal[@]}" -- -c "$dir/loop.ini" -e 4 -m bw -s 4096 -d 2 -q \
+	--json "$dir/loop.json" > "$dir/loop.cli.log" 2>&1 &
+cli=$!
+pids+=("$cli")
+srv_pages="0 0"
+for i in $(seq 100); do
+	srv=$(pgrep -P "$cli" | head -1)
+	if [ -n "$srv" ]; then
+		s=$(pool_pages "$srv" 2>/dev/null) || break
+		srv_pages=$s
+		read -r sh sb <<< "$s"
+		[ $((sh + sb)) -ge 12 ] && break
+	fi
+	sleep 0.1
+done
+wait "$cli" || fail "loopback client: $(cat "$dir/loop.cli.log")"
+check_json loop 1
+echo "loopback: the server's pool mappings on hugepages / on base pages: $srv_pages"
+read -r sh sb <<< "$srv_pages"
+[ "$sh" -ge 12 ] && [ "$sb" -eq 0 ] || fail "loopback server pools: $sh on hugepages, $sb on base pages"
+
+# 5. on, too few: refused at start, naming the pool and the counts
 reserve 8
 if run_pair on "$base_cfg"$'\nhugepages = on' bw; then
 	fail "hugepages = on started with 8 hugepages: $(cat "$dir/on.srv.log")"

@@ -14,8 +14,12 @@
 # rdp-perf runs its loopback client and server on the same two CPUs.
 #
 #   devtools/bench/onesided.sh [--iterations N] [--duration S] [--cpus A,B]
-#                              [--bin-dir DIR] [--smoke]
+#                              [--bin-dir DIR] [--huge N] [--smoke]
 #
+# --huge N: reserve N 2 MiB hugepages for the run (root; the count before is
+# put back at the end) and run rdp-perf on them (EAL --in-memory: its
+# regions then sit on hugepages, the production setting of the README);
+# UCX runs with the same pages free, and takes what it takes of them.
 # --bin-dir: a build tree with apps/rdp-perf and devtools/bench/probe-memcpy
 # (default: build-bench, built by run.sh). --smoke: one short iteration.
 # Exits 77 when ucx_perftest is not installed (devtools/deps.sh bench).
@@ -28,12 +32,14 @@ iterations=3
 duration=1
 bin_dir=$top/build-bench
 cpus=
+huge=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--iterations) iterations=$2; shift ;;
 	--duration) duration=$2; shift ;;
 	--cpus) cpus=$2; shift ;;
 	--bin-dir) bin_dir=$2; shift ;;
+	--huge) huge=$2; shift ;;
 	--smoke) iterations=1; duration=0.2 ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "onesided.sh: unknown option $1" >&2; exit 2 ;;
@@ -54,7 +60,19 @@ cpu_a=${cpus%,*}
 cpu_b=${cpus#*,}
 port=$((34000 + RANDOM % 2000))
 srv=
-trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; true' EXIT
+nr_huge=/proc/sys/vm/nr_hugepages
+huge_before=
+trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; [ -n "$huge_before" ] && echo "$huge_before" >"$nr_huge"; true' EXIT
+eal=()
+if [ "$huge" != 0 ]; then
+	huge_before=$(cat "$nr_huge")
+	echo "$huge" >"$nr_huge" 2>/dev/null ||
+		{ echo "onesided.sh: cannot reserve $huge hugepages (root?)" >&2; huge_before=; exit 1; }
+	[ "$(cat "$nr_huge")" -ge "$huge" ] ||
+		{ echo "onesided.sh: only $(cat "$nr_huge") of $huge hugepages reserved" >&2; exit 1; }
+	# the client's poller on the first CPU, the loopback server's on the second
+	eal=(--lcores "0@$cpu_b,1@$cpu_a" --no-pci --in-memory --log-level=lib.eal:error)
+fi
 
 # ucx TEST SIZE: one ucx_perftest run of about $duration s; prints operations/s
 ucx() {
@@ -77,7 +95,7 @@ ucx() {
 
 # rdp MODE SIZE: one rdp-perf loopback run; prints operations/s
 rdp() {
-	timeout 120 taskset -c "$cpu_a,$cpu_b" "$rdp" -- -q -m "$1" -s "$2" -d "$duration" \
+	timeout 120 taskset -c "$cpu_a,$cpu_b" "$rdp" "${eal[@]}" -- -q -m "$1" -s "$2" -d "$duration" \
 		2>/dev/null | awk -v m="$1" '$1 == m { print $4 }' || true
 }
 
