@@ -34,6 +34,15 @@ enum { RV_RTS = EP_CM_RTS, RV_FIN = EP_CM_FIN };
 /* A READ moves at most this much: long messages go as several, pipelined. */
 #define RV_READ_PART (1u << 20)
 
+/*
+ * A message not started yet starts its READs while those in flight and
+ * its first fit in this many bytes, or when none is in flight: enough
+ * to keep a NIC's pipe full (a bandwidth-delay product is well below it),
+ * and on shm, where a READ is the receiver's own copy, the messages being
+ * read take no more cache than that.
+ */
+#define RV_READ_BUDGET (1u << 20)
+
 /* What the receiver keeps of a descriptor, in its receive buffer. */
 struct rv_in {
 	uint64_t raddr;
@@ -440,7 +449,12 @@ issue_reads(struct rdp_ep *ep, struct rdp_msg *m)
 	uint32_t depth = RTE_MAX(ep->credit.rd_depth, 1u);
 
 	if (!(m->flags & MSG_F_RNDV)) {
-		void *p = rdp_arena_alloc(ep->ld->rv_recv, in->len);
+		void *p;
+
+		if (ep->rv_reads > 0 &&
+		    ep->rv_read_bytes + RTE_MIN((uint64_t)RV_READ_PART, in->len) > RV_READ_BUDGET)
+			return false; /* a READ done brings it on (ep_rndv_read_done()) */
+		p = rdp_arena_alloc(ep->ld->rv_recv, in->len);
 
 		if (p == NULL)
 			return false; /* freed buffers make room: try on the next pass */
@@ -458,6 +472,7 @@ issue_reads(struct rdp_ep *ep, struct rdp_msg *m)
 				       part);
 		in->issued += part;
 		ep->rv_reads++;
+		ep->rv_read_bytes += part;
 	}
 	return in->issued == in->len;
 }
@@ -484,6 +499,7 @@ ep_rndv_read_done(struct rdp_ep *ep, struct rdp_msg *c, struct rdp_msg *owner, i
 
 	rdp_pool_put_bulk(c->pool, &c, 1);
 	ep->rv_reads--;
+	ep->rv_read_bytes -= len;
 	if (status != 0)
 		return; /* the endpoint fails: ep_rndv_finalize() drops the message */
 	rv_in_of(owner)->done += len;
@@ -530,4 +546,5 @@ ep_rndv_finalize(struct rdp_ep *ep, int err)
 	drop_pending(ep, &ep->early_head, &ep->early_tail);
 	ep->rv_in_head = ep->rv_in_tail = NULL;
 	ep->rv_reads = 0;
+	ep->rv_read_bytes = 0;
 }

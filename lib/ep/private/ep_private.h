@@ -407,6 +407,7 @@ struct rdp_ep {
 	uint32_t rv_fin_seq;            /* the number the next FIN must carry */
 	uint32_t rv_in_seq;             /* the number the next descriptor must carry */
 	uint32_t rv_reads;              /* READs of received descriptors in the queue */
+	uint64_t rv_read_bytes;         /* the bytes they move */
 	uint32_t rv_fin_early;          /* FINs that came before their descriptor's completion */
 	struct rdp_msg *rd_head;        /* srq = on: internal READs, posted before the send
 					 * queue (through link) */
