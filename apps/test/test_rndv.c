@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "app_hash.h"
+#include "ep_private.h"
 #include "ep_stream.h"
 #include "rdp_test.h"
 
@@ -117,6 +118,7 @@ struct big_seen {
 	unsigned int hold;            /* (atomic) the server refuses deliveries while set */
 	unsigned int state;           /* (atomic) the client's last state */
 	struct rdp_ep *server;        /* (atomic) */
+	uint32_t rv_pages_max;        /* most pages of the receive arena in use at a delivery */
 };
 
 static struct big_seen big;
@@ -178,6 +180,13 @@ big_server_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 		if (k < MAX_SEEN) {
 			big.lens[k] = msgs[i]->pkt_len;
 			big.first_ud[k] = ud;
+		}
+		if (msgs[i]->flags & MSG_F_RNDV) {
+			struct rdp_arena *a = msgs[i]->ep->ld->rv_recv;
+
+			pthread_mutex_lock(&a->lock);
+			big.rv_pages_max = RTE_MAX(big.rv_pages_max, a->nb_pages - a->pages_free);
+			pthread_mutex_unlock(&a->lock);
 		}
 		rdp_msg_free(msgs[i]);
 		__atomic_store_n(&big.received, k + 1, __ATOMIC_RELEASE);
@@ -364,6 +373,45 @@ RDP_TEST(e2e, rndv_receiver_back_pressure_holds_messages_and_loses_none)
 		RDP_ASSERT_EQ(big.first_ud[i], i);
 		RDP_ASSERT_EQ(big.reports[i], 1);
 	}
+	big_close(ep, cfg);
+	return 0;
+}
+
+/*
+ * Eight 1 MiB messages queued at once, a receiver that frees each as it
+ * comes: it reads one at a time (a message starts within 1 MiB of READs in
+ * flight), so at most two of its receive buffers are ever taken, the one
+ * delivered and the one being read, not a buffer for each descriptor.
+ */
+RDP_TEST(e2e, rndv_receiver_reads_one_mib_message_at_a_time)
+{
+	enum { N = 8, LEN = 1u << 20 };
+	struct rdp_msg *msgs[N];
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	unsigned int i;
+
+	rdp_test_eal_init("0-1");
+	cfg = rndv_cfg(rdp_test_driver_or("shm"), LEN, "65536", "8388608");
+	ep = big_open(cfg);
+	/* in one burst: the descriptors arrive together */
+	for (i = 0; i < N; i++) {
+		msgs[i] = rdp_msg_alloc(ep, LEN);
+		RDP_ASSERT_MSG(msgs[i] != NULL, "rdp_msg_alloc %u: errno %d", i, rte_errno);
+		big_fill(msgs[i]->data, LEN, i);
+		msgs[i]->user_data = i;
+	}
+	RDP_ASSERT_EQ(rdp_ep_send_burst(ep, msgs, N), N);
+	WAIT_UNTIL(__atomic_load_n(&big.received, __ATOMIC_ACQUIRE) == N, 30,
+		   "%u of %d received", big.received, N);
+	RDP_ASSERT_EQ(__atomic_load_n(&big.bad, __ATOMIC_ACQUIRE), 0);
+	for (i = 0; i < N; i++)
+		RDP_ASSERT_EQ(big.first_ud[i], i);
+	printf("receive arena: at most %u pages in use at a delivery (%u a message)\n", big.rv_pages_max,
+	       LEN / RDP_ARENA_PAGE);
+	RDP_ASSERT_MSG(big.rv_pages_max <= 2 * LEN / RDP_ARENA_PAGE,
+		       "%u pages of the receive arena in use: more than two 1 MiB messages",
+		       big.rv_pages_max);
 	big_close(ep, cfg);
 	return 0;
 }
