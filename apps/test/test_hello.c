@@ -212,6 +212,13 @@ RDP_TEST(unit, hello_lease_terms_round_trip_and_set_the_peer_credits_and_chunks)
 					    why, sizeof(why)), 0);
 	RDP_ASSERT_EQ(c.rc, 3);
 	RDP_ASSERT_EQ(c.rc_max, 40);
+	/* its pure acks: T_ack (8) or more, fewer only once we hold none */
+	RDP_ASSERT_EQ(c.peer_lease_tack, 8);
+	RDP_ASSERT(rdp_credit_lease_ack_ok(&c, 8));
+	RDP_ASSERT(!rdp_credit_lease_ack_ok(&c, 7));
+	c.rc = 0;
+	RDP_ASSERT(rdp_credit_lease_ack_ok(&c, 1));
+	c.rc = 3;
 	/*
 	 * our reserve must hold the leasing side's acks: max(1, floor(W / 8)),
 	 * each at least T_ack but one sent alone when we hold none

@@ -212,5 +212,6 @@ rdp_credit_init_lease(struct rdp_credit *c, const struct rdp_credit_params *loca
 	c->ack_threshold = local->ack_threshold;
 	c->rc = peer_lease->lease_max != 0 ? peer_lease->floor : peer->rq_size - peer->ack_reserve;
 	c->rc_max = window(peer, peer_lease);
+	c->peer_lease_tack = peer_lease->lease_max != 0 ? peer->ack_threshold : 0;
 	return 0;
 }

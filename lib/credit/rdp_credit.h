@@ -107,6 +107,7 @@ struct rdp_credit {
 	uint32_t rc_max;         /**< C_peer = R_peer - A_rq_peer: rc with nothing in flight */
 	uint32_t owed;           /**< credits we owe the peer */
 	uint32_t ack_threshold;  /**< T_ack */
+	uint32_t peer_lease_tack; /**< a leasing peer's T_ack (rdp_credit_lease_ack_ok()); 0: it does not lease */
 	uint8_t stalled;         /**< enum rdp_credit_verdict of the current stall, 0 if none */
 	uint16_t rd_depth;       /**< READs we may have outstanding (agreed; 0: none) */
 	uint16_t rd_inflight;    /**< READs posted that no polled completion covers yet */
@@ -611,6 +612,27 @@ rdp_credit_send_completed(struct rdp_credit *c, uint64_t seq)
  * @param credits
  *   The count carried (pure ack or piggyback).
  */
+/**
+ * Does a pure ack of @p credits from the peer keep the leasing rule? A
+ * leasing peer acks fewer than its T_ack only when none of its lease is
+ * lent out (`out = 0`): we then hold no credit of it, and that ack is alone
+ * on the wire, which is what the reserve for its pure acks counts on
+ * (`max(1, floor(lease_max / T_ack))`). Call it before
+ * rdp_credit_granted().
+ *
+ * @param c
+ *   State.
+ * @param credits
+ *   Credits the pure ack returns.
+ * @return
+ *   True when it keeps the rule (always from a peer that does not lease).
+ */
+static inline bool
+rdp_credit_lease_ack_ok(const struct rdp_credit *c, uint32_t credits)
+{
+	return credits >= c->peer_lease_tack || c->rc == 0;
+}
+
 static inline void
 rdp_credit_granted(struct rdp_credit *c, uint32_t credits)
 {
@@ -632,6 +654,7 @@ rdp_credit_bench_bypass(struct rdp_credit *c)
 {
 	c->rc = UINT32_MAX / 2;
 	c->rc_max = UINT32_MAX;
+	c->peer_lease_tack = 0;
 	c->owed = 0;
 }
 #endif

@@ -472,7 +472,6 @@ connect_qp(struct rdp_ep *ep, const struct rdp_hello *peer)
 	}
 	ep->peer_leases = peer->lease.lease_max != 0;
 	ep->peer_floor = peer->lease.floor;
-	ep->peer_tack = peer->credit.ack_threshold;
 	if (ep->ld->srq != NULL) {
 		/* leased credits owed go back by rdp_lease_take_owed() and T_ack; what
 		 * it lets go, the credit state sends at once */

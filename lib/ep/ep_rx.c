@@ -224,19 +224,13 @@ ep_recv_one(struct rdp_ep *ep, const struct rdp_wc *wc, struct rdp_msg *m)
 	if (ep->srq_member && !recv_leased(ep, m, wc->imm, wc->byte_len))
 		return;
 	credits = ep_frame_credits(&ep->frame, wc->imm);
-	if (unlikely(ep->peer_leases) && (wc->imm & (IMM_ACK | IMM_FIRST)) == IMM_ACK &&
-	    credits < ep->peer_tack && ep->credit.rc > 0) {
-		/*
-		 * A leasing peer sends a pure ack of fewer than its T_ack only when
-		 * nothing of its lease is here or on the wire (out = 0): then we
-		 * hold no credit, and that ack is alone. Our reserve for its pure
-		 * acks, max(1, lease_max / T_ack), counts on it.
-		 */
+	if (unlikely((wc->imm & (IMM_ACK | IMM_FIRST)) == IMM_ACK &&
+		     !rdp_credit_lease_ack_ok(&ep->credit, credits))) {
 		ep_recv_drop(ep, m);
-		ep_fail(ep, -EPROTO, "peer %s broke the protocol: a pure ack of %u credits, "
+		ep_fail(ep, -EPROTO, "peer %s broke the protocol: a pure ack of %u credit(s), "
 			"below its ack_threshold of %u, while %u of its lease were here (rule: a "
 			"leasing side acks fewer than ack_threshold only when it lent out none)",
-			ep->peer, credits, ep->peer_tack, ep->credit.rc);
+			ep->peer, credits, ep->credit.peer_lease_tack, ep->credit.rc);
 		return;
 	}
 	if (credits > 0) {

@@ -418,7 +418,6 @@ struct rdp_ep {
 	bool srq_mapped;                /* its QP number is in the SRQ's map */
 	bool peer_leases;               /* the peer leases: WANT and give-backs go to it */
 	uint32_t peer_floor;            /* its floor */
-	uint32_t peer_tack;             /* its T_ack: its pure acks carry at least this many, but at out = 0 */
 	uint32_t lease_tack;            /* our T_ack for leased credits owed */
 	uint64_t idle_since;            /* TSC since when nothing was queued with credits of a
 					 * leasing peer above its floor held, 0: not so */
