@@ -30,7 +30,11 @@
  * driver specs (no knobs drawn, no fail_after), and RDP_SOAK_LINK_DOWN /
  * RDP_SOAK_LINK_UP, shell commands, take this process's link down and up
  * every few seconds instead (link_flap(); RDP_SOAK_LINK_FIRST_MS sets
- * when the first goes down), and bring it back at the end. RDP_SOAK_TRACE=1
+ * when the first goes down), and bring it back at the end.
+ * RDP_SOAK_MIN_CROSS=N runs on past the length until the peer process has
+ * delivered N messages here (at most SOAK_MIN_CROSS_STRETCH times the
+ * length, then a violation): the lane's floor on what crossed the wire.
+ * RDP_SOAK_TRACE=1
  * prints each incarnation's endpoint, each fault and the library's log
  * lines with a timestamp, to follow a violation back to its cause.
  */
@@ -64,6 +68,9 @@
 #define CHECK_TIMEOUT_S 20.0    /* how long a receiver may take to finish */
 #define FAIL_AFTER_MIN 4000000  /* link down after this many WRs, at least */
 #define FAIL_AFTER_MAX 10000000
+/* with RDP_SOAK_MIN_CROSS, a run goes on until the peer process delivered
+ * that many here, up to this many times its length */
+#define SOAK_MIN_CROSS_STRETCH 3
 #define PEER_FAIL_DIV 4         /* the peer is killed now and then: its link fails sooner */
 
 /* ---------------------------------------------------------------------- */
@@ -1072,6 +1079,7 @@ struct ledger {
 	uint64_t lost_with_peer, declined;
 	uint64_t failed_delivered;  /* reported failed, delivered all the same (real NICs) */
 	uint64_t delivered_from_killed; /* sent by a peer process later killed */
+	uint64_t cross_delivered;   /* delivered here by incarnations across processes */
 	uint64_t unexplained;
 	uint64_t violations;
 	uint64_t faults[F_MAX];
@@ -1566,6 +1574,8 @@ check_inc(struct inc *i)
 			i->here_stopped);
 	check_rec_clean(i, c, true, "connecting side");
 	check_rec_clean(i, a, a_valid && !a_dead, "accepting side");
+	if (i->cross)
+		m.l.cross_delivered += LD(c->delivered);
 	cf = LD(c->flags);
 	af = a_valid ? LD(a->flags) : 0;
 	if (m.l.violations != violations_before)
@@ -1599,6 +1609,19 @@ check_inc(struct inc *i)
 	return true;
 }
 
+/* Messages the peer process delivered here so far, checked or not. */
+static uint64_t
+cross_delivered(void)
+{
+	uint64_t n = m.l.cross_delivered;
+	const struct inc *i;
+
+	TAILQ_FOREACH(i, &m.incs, next)
+		if (i->cross)
+			n += LD(rec_of(i->id, 0)->delivered);
+	return n;
+}
+
 static void
 check_incs(void)
 {
@@ -1614,7 +1637,7 @@ check_incs(void)
 }
 
 static void
-print_ledger(double secs, uint64_t seed)
+print_ledger(double secs, uint64_t seed, uint64_t min_cross)
 {
 	static const char *const order[] = { "fifo", "recv_first", "random" };
 	unsigned int f, o;
@@ -1656,6 +1679,8 @@ print_ledger(double secs, uint64_t seed)
 		printf("soak drivers: here %s, peer %s\n", getenv("RDP_SOAK_DRIVER"),
 		       getenv("RDP_SOAK_PEER_DRIVER"));
 	}
+	printf("soak: %" PRIu64 " messages delivered here from the peer process (at least %"
+	       PRIu64 " asked)\n", m.l.cross_delivered, min_cross);
 	printf("soak: violations %" PRIu64 ", unexplained failures %" PRIu64
 	       ", anomalies here %" PRIu64 ", in the peer %" PRIu64 "\n", m.l.violations,
 	       m.l.unexplained, m.k.anomalies + logw.anomalies + orphan_errors,
@@ -1667,7 +1692,8 @@ static int
 soak_run(uint64_t secs)
 {
 	uint64_t seed = rdp_test_env_u64("RDP_SOAK_SEED", rdp_clock_ns() % 1000000007);
-	uint64_t t0, end, t_end, next_fault, next_link = 0;
+	uint64_t min_cross = rdp_test_env_u64("RDP_SOAK_MIN_CROSS", 0);
+	uint64_t t0, end, end_max, t_end, next_fault, next_link = 0;
 	struct ring_info *rings[SOAK_STREAMS + 1];
 	unsigned int i, nr = 0;
 	char spec[128];
@@ -1703,11 +1729,14 @@ soak_run(uint64_t secs)
 
 	t0 = rdp_clock_ns();
 	end = t0 + secs * 1000000000ull;
+	end_max = t0 + SOAK_MIN_CROSS_STRETCH * secs * 1000000000ull;
 	next_fault = t0 + 500000000ull;
-	while (rdp_clock_ns() < end) {
+	for (;;) {
 		unsigned int work = 0;
-		uint64_t now;
+		uint64_t now = rdp_clock_ns();
 
+		if (now >= end && (now >= end_max || cross_delivered() >= min_cross))
+			break;
 		for (i = 0; i < nr; i++)
 			work += pump_ring(rings[i]);
 		pump_sends();
@@ -1738,6 +1767,11 @@ soak_run(uint64_t secs)
 			usleep(50);
 	}
 
+	if (cross_delivered() < min_cross)
+		violation("the peer process delivered %" PRIu64 " messages here in %.1f s, fewer "
+			  "than RDP_SOAK_MIN_CROSS = %" PRIu64 ": the run crossed the wire too "
+			  "little to prove anything", cross_delivered(), (rdp_clock_ns() - t0) / 1e9,
+			  min_cross);
 	/* the end: a link still down comes back (whatever runs next needs it),
 	 * then close everything here (declining what is still coming) */
 	if (link_up_at != 0)
@@ -1765,7 +1799,7 @@ soak_run(uint64_t secs)
 	else if (LD(sh->helper_done) != 1)
 		violation("the peer process found a problem: %s", sh->helper_error);
 	stack_stop(&m.k);
-	print_ledger((rdp_clock_ns() - t0) / 1e9, seed);
+	print_ledger((rdp_clock_ns() - t0) / 1e9, seed, min_cross);
 	RDP_ASSERT_MSG(m.k.anomalies == 0, "%s", m.k.anomaly);
 	RDP_ASSERT_MSG(logw.anomalies == 0, "logged: %s", logw.first_anomaly);
 	RDP_ASSERT_MSG(orphan_errors == 0, "%s", orphan_error);
@@ -1828,4 +1862,53 @@ RDP_TEST(soak, soak_on_a_shared_receive_queue_every_message_delivered_once_or_re
 		 "rndv_threshold=16384%s%s", lane != NULL ? "," : "", lane != NULL ? lane : "");
 	RDP_ASSERT(setenv("RDP_TEST_CFG", cfg, 1) == 0);
 	return soak_run((rdp_test_env_u64("RDP_SOAK_SECONDS", 60) + 1) / 2);
+}
+
+/* soak_run() for a second under $RDP_SOAK_MIN_CROSS, in a process of its own */
+RDP_TEST(helper, soak_min_cross_run)
+{
+	return soak_run(1);
+}
+
+/*
+ * A run whose peer process delivers fewer messages here than
+ * RDP_SOAK_MIN_CROSS asks (the rxe lane's guard against a run that barely
+ * crossed the wire) goes on past its length, up to SOAK_MIN_CROSS_STRETCH
+ * times it, and then fails with a violation that names the minimum.
+ */
+RDP_TEST(soak, soak_that_crossed_too_little_runs_on_and_then_fails_naming_the_minimum)
+{
+	char out[65536];
+	size_t len = 0;
+	uint64_t t0 = rdp_clock_ns();
+	double secs;
+	int fds[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	RDP_ASSERT(pipe(fds) == 0);
+	fflush(stdout);
+	pid = fork();
+	RDP_ASSERT(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		dup2(fds[1], STDERR_FILENO);
+		close(fds[0]);
+		setenv("RDP_SOAK_MIN_CROSS", "1000000000000", 1);
+		execl(rdp_test_self(), rdp_test_self(), "soak_min_cross_run", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	while (len < sizeof(out) - 1 && (n = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0)
+		len += (size_t)n;
+	out[len] = '\0';
+	close(fds[0]);
+	RDP_ASSERT(waitpid(pid, &status, 0) == pid);
+	secs = (rdp_clock_ns() - t0) / 1e9;
+	RDP_ASSERT_MSG(WIFEXITED(status) && WEXITSTATUS(status) != 0,
+		       "the run passed (status 0x%x): %s", status, out);
+	RDP_ASSERT_MSG(strstr(out, "fewer than RDP_SOAK_MIN_CROSS = 1000000000000") != NULL,
+		       "no violation names the minimum: %s", out);
+	RDP_ASSERT_MSG(secs >= SOAK_MIN_CROSS_STRETCH, "the run ended after %.1f s", secs);
+	return 0;
 }
