@@ -2,6 +2,8 @@
 /* rdp-perf, the main job: a short loopback run and its JSON. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -481,5 +483,86 @@ RDP_TEST(perf, rdp_perf_runs_the_mode_its_configuration_names)
 			      "endpoint in one mode: set it in [global]") != NULL, "%s", out);
 	unlink(ini);
 	rmdir(dir);
+	return 0;
+}
+
+/*
+ * A client's clean close seen from a server in a process of its own: the
+ * server logs each endpoint "closed by the peer" and nothing that reads as
+ * a failure, though the client's QPs and control connections go (with its
+ * process) before the server's application closes its side. Its control
+ * thread used to log each such QP "went to error (device event)" at NOTICE.
+ */
+RDP_TEST(perf, rdp_perf_server_logs_a_clients_clean_close_as_a_close_only)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	static char out[1 << 16], log[1 << 16];
+	char log_path[64], port[32], cmd[1024];
+	const char *p;
+	unsigned int closes = 0;
+	double deadline;
+	int fd, rc, status;
+	size_t n = 0;
+	pid_t srv;
+	FILE *f;
+
+	/* a free port */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	RDP_ASSERT(fd >= 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	RDP_ASSERT_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	RDP_ASSERT_EQ(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	close(fd);
+	snprintf(port, sizeof(port), "127.0.0.1:%u", ntohs(sa.sin_port));
+	snprintf(log_path, sizeof(log_path), "perf_close_server_%d.log", (int)getpid());
+	fflush(stdout);
+	srv = fork();
+	RDP_ASSERT(srv >= 0);
+	if (srv == 0) {
+		int out_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (out_fd < 0)
+			_exit(126);
+		dup2(out_fd, STDOUT_FILENO);
+		dup2(out_fd, STDERR_FILENO);
+		execl(perf_bin(), perf_bin(), "-l", "0-1", "--no-huge", "--no-pci",
+		      "--no-shconf", "--", "--server", "--listen", port, (char *)NULL);
+		_exit(127);
+	}
+	deadline = rdp_clock_s() + 20;
+	for (;;) {
+		f = fopen(log_path, "r");
+		if (f != NULL) {
+			n = fread(log, 1, sizeof(log) - 1, f);
+			log[n] = '\0';
+			fclose(f);
+			if (strstr(log, "listening on port") != NULL)
+				break;
+		}
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server did not listen:\n%s", log);
+		usleep(20000);
+	}
+	snprintf(cmd, sizeof(cmd), "%s -l 0-1 --main-lcore 1 --no-huge --no-pci --no-shconf -- "
+		 "--connect %s -e 4 -m bw -s 64 -n 20000 -q 2>&1", perf_bin(), port);
+	rc = run(cmd, out, sizeof(out));
+	printf("client: exit %d\n%s", rc, out);
+	RDP_ASSERT_EQ(rc, 0);
+	usleep(500000); /* what the client's end raised at the server has come */
+	RDP_ASSERT_EQ(kill(srv, SIGINT), 0);
+	RDP_ASSERT(waitpid(srv, &status, 0) == srv);
+	f = fopen(log_path, "r");
+	RDP_ASSERT(f != NULL);
+	n = fread(log, 1, sizeof(log) - 1, f);
+	log[n] = '\0';
+	fclose(f);
+	unlink(log_path);
+	printf("server: status 0x%x\n%s", status, log);
+	for (p = log; (p = strstr(p, "closed by the peer")) != NULL; p++)
+		closes++;
+	RDP_ASSERT_MSG(closes == 4, "%u closes logged:\n%s", closes, log);
+	RDP_ASSERT_MSG(strstr(log, "went to error") == NULL && strstr(log, "failed") == NULL &&
+		       strstr(log, "control connection") == NULL,
+		       "a clean close logged as a failure:\n%s", log);
 	return 0;
 }

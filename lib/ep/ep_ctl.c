@@ -141,10 +141,11 @@ est_event(struct rdp_ep *ep)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	/*
-	 * Closing, the peer's side may end first: how a close ends. Its poller
-	 * says so if the close had not finished (ep_fail_ctl()).
+	 * Closed by the peer is how either side's close ends; the poller logs
+	 * the failure it makes unless a close notice turns it into a close
+	 * (ep_fail_ctl(), ep_peer_closed()). Bytes or an error are news.
 	 */
-	EP_LOG_AT(ep->ctl_closing && n == 0 ? RTE_LOG_INFO : RTE_LOG_NOTICE,
+	EP_LOG_AT(n == 0 ? RTE_LOG_INFO : RTE_LOG_NOTICE,
 		  "endpoint %u: control connection to %s %s", ep->id, ep->peer,
 		  n == 0 ? "closed by the peer" : n > 0 ? "carried unexpected bytes" :
 		  strerror(errno));
@@ -318,10 +319,14 @@ device_events(const struct ep_dev *dv)
 				    __atomic_load_n(&ep->qp, __ATOMIC_ACQUIRE) == ev.qp)
 					break;
 			if (ep != NULL) {
-				/* closing, its peer's QP may go first (as above) */
-				EP_LOG_AT(ep->ctl_closing ? RTE_LOG_INFO : RTE_LOG_NOTICE,
-					  "endpoint %u: its QP went to error (device event)",
-					  ep->id);
+				/*
+				 * At INFO: the peer's QP goes when its close ends, which
+				 * may be before this endpoint's poller has delivered the
+				 * close notice, and the poller logs the failure this
+				 * makes if no close notice turns it into a close
+				 */
+				EP_LOG(INFO, "endpoint %u: its QP went to error (device event)",
+				       ep->id);
 				fail_established(ep, -EIO);
 			}
 			break;
