@@ -112,6 +112,22 @@ int rdp_test_eal_init_telemetry(const char *lcores, const char *prefix);
 const char *rdp_test_self(void);
 
 /**
+ * Run helper test @p name of this binary in a child process and wait for
+ * it; the child inherits the environment.
+ *
+ * @param name
+ *   The helper's name (RDP_TEST(helper, name)).
+ * @param out
+ *   Receives what the child wrote to stdout and stderr, NUL-terminated
+ *   (cut at @p len - 1 bytes).
+ * @param len
+ *   Size of @p out.
+ * @return
+ *   The child's wait status (waitpid()), or the test fails.
+ */
+int rdp_test_run_helper(const char *name, char *out, size_t len);
+
+/**
  * A count or a duration a lane may set in the environment.
  *
  * @param name

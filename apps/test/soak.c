@@ -1878,32 +1878,14 @@ RDP_TEST(helper, soak_min_cross_run)
  */
 RDP_TEST(soak, soak_that_crossed_too_little_runs_on_and_then_fails_naming_the_minimum)
 {
-	char out[65536];
-	size_t len = 0;
+	static char out[65536];
 	uint64_t t0 = rdp_clock_ns();
 	double secs;
-	int fds[2], status;
-	ssize_t n;
-	pid_t pid;
+	int status;
 
-	RDP_ASSERT(pipe(fds) == 0);
-	fflush(stdout);
-	pid = fork();
-	RDP_ASSERT(pid >= 0);
-	if (pid == 0) {
-		dup2(fds[1], STDOUT_FILENO);
-		dup2(fds[1], STDERR_FILENO);
-		close(fds[0]);
-		setenv("RDP_SOAK_MIN_CROSS", "1000000000000", 1);
-		execl(rdp_test_self(), rdp_test_self(), "soak_min_cross_run", (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	while (len < sizeof(out) - 1 && (n = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0)
-		len += (size_t)n;
-	out[len] = '\0';
-	close(fds[0]);
-	RDP_ASSERT(waitpid(pid, &status, 0) == pid);
+	RDP_ASSERT(setenv("RDP_SOAK_MIN_CROSS", "1000000000000", 1) == 0);
+	status = rdp_test_run_helper("soak_min_cross_run", out, sizeof(out));
+	RDP_ASSERT(unsetenv("RDP_SOAK_MIN_CROSS") == 0);
 	secs = (rdp_clock_ns() - t0) / 1e9;
 	RDP_ASSERT_MSG(WIFEXITED(status) && WEXITSTATUS(status) != 0,
 		       "the run passed (status 0x%x): %s", status, out);

@@ -133,6 +133,48 @@ rdp_test_self(void)
 	return self_path;
 }
 
+int
+rdp_test_run_helper(const char *name, char *out, size_t len)
+{
+	size_t got = 0;
+	int fds[2], status;
+	char sink[4096];
+	ssize_t n;
+	pid_t pid;
+
+	RDP_ASSERT(len > 0 && pipe(fds) == 0);
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	RDP_ASSERT(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		dup2(fds[1], STDERR_FILENO);
+		close(fds[0]);
+		close(fds[1]);
+		execl(self_path, self_path, name, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	/* read to the end, past a full buffer: a child blocked on the pipe never exits */
+	for (;;) {
+		char *dst = got < len - 1 ? out + got : sink;
+		size_t room = got < len - 1 ? len - 1 - got : sizeof(sink);
+
+		n = read(fds[0], dst, room);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (dst != sink)
+			got += (size_t)n;
+	}
+	out[got] = '\0';
+	close(fds[0]);
+	RDP_ASSERT(waitpid(pid, &status, 0) == pid);
+	return status;
+}
+
 uint64_t
 rdp_test_env_u64(const char *name, uint64_t dflt)
 {
