@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -522,6 +523,8 @@ RDP_TEST(perf, rdp_perf_server_logs_a_clients_clean_close_as_a_close_only)
 	if (srv == 0) {
 		int out_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
+		/* a failed assertion ends the test before its kill(): not this server */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (out_fd < 0)
 			_exit(126);
 		dup2(out_fd, STDOUT_FILENO);
