@@ -15,46 +15,58 @@
 
 #define WORD_BITS 64u
 
-static inline bool
-page_used(const struct rdp_arena *a, uint32_t p)
+/* Bits [lo, lo + n) of a word, 0 < n <= 64 - lo. */
+static inline uint64_t
+bits(uint32_t lo, uint32_t n)
 {
-	return (a->used[p / WORD_BITS] >> (p % WORD_BITS)) & 1u;
+	return (n == WORD_BITS ? UINT64_MAX : (UINT64_C(1) << n) - 1) << lo;
 }
 
+/* Set or clear pages [first, first + n), a word at a time. */
 static void
 mark(struct rdp_arena *a, uint32_t first, uint32_t n, bool used)
 {
-	uint32_t p;
-
-	for (p = first; p < first + n; p++) {
-		uint64_t bit = UINT64_C(1) << (p % WORD_BITS);
+	while (n > 0) {
+		uint32_t lo = first % WORD_BITS, k = RTE_MIN(n, WORD_BITS - lo);
+		uint64_t m = bits(lo, k);
 
 		if (used)
-			a->used[p / WORD_BITS] |= bit;
+			a->used[first / WORD_BITS] |= m;
 		else
-			a->used[p / WORD_BITS] &= ~bit;
+			a->used[first / WORD_BITS] &= ~m;
+		first += k;
+		n -= k;
 	}
 }
 
-/* The first run of @p n free pages in [from, to), or UINT32_MAX. */
+/*
+ * The first run of @p n free pages, or UINT32_MAX: a word at a time, a
+ * stretch of free pages or of used ones at each step (the page map's bits
+ * past the last page stay clear, and the scan stops at the last page).
+ */
 static uint32_t
-find_run(const struct rdp_arena *a, uint32_t n, uint32_t from, uint32_t to)
+find_run(const struct rdp_arena *a, uint32_t n)
 {
-	uint32_t p = from, run = 0;
+	uint32_t p = 0, run = 0;
 
-	while (p < to) {
-		/* a whole word in use is skipped at once */
-		if (p % WORD_BITS == 0 && a->used[p / WORD_BITS] == UINT64_MAX) {
+	while (p < a->nb_pages) {
+		uint32_t lo = p % WORD_BITS;
+		uint32_t left = RTE_MIN(WORD_BITS - lo, a->nb_pages - p);
+		uint64_t w = a->used[p / WORD_BITS] >> lo;
+		uint32_t k;
+
+		if ((w & 1) == 0) {
+			/* free pages from p: up to the next used one, within this word */
+			k = w == 0 ? left : RTE_MIN((uint32_t)__builtin_ctzll(w), left);
+			if (run + k >= n)
+				return p - run;
+			run += k;
+		} else {
+			/* used pages from p */
+			k = ~w == 0 ? left : RTE_MIN((uint32_t)__builtin_ctzll(~w), left);
 			run = 0;
-			p += WORD_BITS;
-			continue;
 		}
-		if (page_used(a, p)) {
-			run = 0;
-		} else if (++run == n) {
-			return p + 1 - n;
-		}
-		p++;
+		p += k;
 	}
 	return UINT32_MAX;
 }
@@ -118,7 +130,7 @@ rdp_arena_alloc(struct rdp_arena *a, size_t len)
 	/* the lowest run that fits: the buffers last freed are reused while their
 	 * lines are still in the caches, as a pool's stack reuses its buffers */
 	if (n <= a->pages_free)
-		first = find_run(a, (uint32_t)n, 0, a->nb_pages);
+		first = find_run(a, (uint32_t)n);
 	if (first != UINT32_MAX) {
 		mark(a, first, (uint32_t)n, true);
 		a->pages_free -= (uint32_t)n;
