@@ -161,6 +161,8 @@ struct perf_ep {
 	uint64_t answer[PERF_ANS_WORDS];
 	bool established;
 	int err;
+	bool waiting;           /* in its lcore's turn queue (struct turn_queue) */
+	struct perf_ep *next_waiting;
 	struct perf_hist hist;
 } __rte_cache_aligned;
 
@@ -215,29 +217,57 @@ fill_rdma(struct perf_ep *pe, enum perf_mode mode, uint32_t size, uint32_t windo
 }
 
 /*
- * Keep the window full, in bursts; runs where the endpoint's events are
- * handled. @p now is when the echo that made room arrived (0: no echo, read
- * the clock): a message's latency sample starts there, so that a sample
- * covers a whole iteration, the client's turnaround included, with one
- * clock read per echo (as ucx_perftest times its iterations).
+ * Endpoints that found no send buffer, in the order they asked, one queue
+ * per lcore that handles events (each poller lcore, or the main lcore in
+ * pipeline mode). The send pool and the rendezvous send arena are the
+ * poller's, shared by its endpoints: an endpoint with nothing in flight
+ * gets no completion to try again from, and one whose completions free
+ * buffers would take them back at once. So an endpoint that is refused
+ * waits here, an endpoint that finds others waiting queues behind them,
+ * and serve_turns() (the poll hook, or the pipeline's event loop) fills
+ * them in turn.
  */
-static void
-fill(struct perf_ep *pe, uint64_t now)
-{
-	struct perf_phase *ph = pe->ph;
-	struct rdp_msg *m[FILL_BURST];
-	enum perf_mode mode;
-	uint32_t size, window;
+struct turn_queue {
+	struct perf_ep *head, *tail;
+} __rte_cache_aligned;
 
-	if (!ph_running())
-		return;
-	mode = __atomic_load_n(&ph->mode, __ATOMIC_RELAXED);
-	size = __atomic_load_n(&ph->size, __ATOMIC_RELAXED);
-	window = __atomic_load_n(&ph->window, __ATOMIC_RELAXED);
-	if (mode_rdma(mode)) {
-		fill_rdma(pe, mode, size, window, now);
-		return;
-	}
+static struct turn_queue turns[RTE_MAX_LCORE];
+
+static struct turn_queue *
+my_turns(void)
+{
+	unsigned int lc = rte_lcore_id();
+
+	return lc < RTE_MAX_LCORE ? &turns[lc] : NULL;
+}
+
+static void
+turn_wait(struct turn_queue *q, struct perf_ep *pe)
+{
+	pe->waiting = true;
+	pe->next_waiting = NULL;
+	if (q->tail != NULL)
+		q->tail->next_waiting = pe;
+	else
+		q->head = pe;
+	q->tail = pe;
+}
+
+/*
+ * Send messages up to the window, in bursts; false when no send buffer was
+ * left for the next one (*@p sent says how many went before). @p now is when the echo that made room arrived
+ * (0: no echo, read the clock): a message's latency sample starts there,
+ * so that a sample covers a whole iteration, the client's turnaround
+ * included, with one clock read per echo (as ucx_perftest times its
+ * iterations).
+ */
+static bool
+fill_window(struct perf_ep *pe, enum perf_mode mode, uint32_t size, uint32_t window, uint64_t now,
+	    uint32_t *sent)
+{
+	struct rdp_msg *m[FILL_BURST];
+
+	*sent = 0;
 	while (pe->inflight < window && ph_running()) {
 		uint16_t n = (uint16_t)RTE_MIN(window - pe->inflight, (uint32_t)FILL_BURST);
 		uint16_t i, k;
@@ -245,7 +275,7 @@ fill(struct perf_ep *pe, uint64_t now)
 		if (rdp_msg_alloc_bulk(pe->ep, m, n, size) < 0) {
 			n = 1;
 			if (rdp_msg_alloc_bulk(pe->ep, m, n, size) < 0)
-				return; /* pool empty: completions will refill it */
+				return false;
 		}
 		if (mode != MODE_BW && now == 0)
 			now = rte_rdtsc();
@@ -261,11 +291,84 @@ fill(struct perf_ep *pe, uint64_t now)
 		if (mode != MODE_BW)
 			pe->ts_head -= n - k;
 		__atomic_store_n(&pe->inflight, pe->inflight + k, __ATOMIC_RELAXED);
+		*sent += k;
 		if (k < n) {
 			rdp_msg_free_bulk(&m[k], n - k);
-			return;
+			break; /* refused: its completions bring it back */
 		}
 	}
+	return true;
+}
+
+/* Keep the window full; runs where the endpoint's events are handled. */
+static void
+fill(struct perf_ep *pe, uint64_t now)
+{
+	struct perf_phase *ph = pe->ph;
+	struct turn_queue *q;
+	enum perf_mode mode;
+	uint32_t size, window, sent;
+
+	if (!ph_running())
+		return;
+	mode = __atomic_load_n(&ph->mode, __ATOMIC_RELAXED);
+	size = __atomic_load_n(&ph->size, __ATOMIC_RELAXED);
+	window = __atomic_load_n(&ph->window, __ATOMIC_RELAXED);
+	if (mode_rdma(mode)) {
+		fill_rdma(pe, mode, size, window, now);
+		return;
+	}
+	q = my_turns();
+	if (q == NULL) {
+		fill_window(pe, mode, size, window, now, &sent);
+		return;
+	}
+	if (pe->waiting || pe->inflight >= window)
+		return; /* its turn comes */
+	if (q->head != NULL || !fill_window(pe, mode, size, window, now, &sent))
+		turn_wait(q, pe);
+}
+
+/*
+ * Fill the waiting endpoints of this lcore in turn, until one is refused
+ * again: refused before it sent anything, it keeps the head of the queue;
+ * after, it waits at the tail for its next turn. Returns how many sent.
+ */
+static unsigned int
+serve_turns(void)
+{
+	struct turn_queue *q = my_turns();
+	struct perf_ep *pe;
+	unsigned int served = 0;
+
+	while (q != NULL && (pe = q->head) != NULL) {
+		struct perf_phase *ph = pe->ph;
+		uint32_t sent;
+		bool filled;
+
+		filled = fill_window(pe, __atomic_load_n(&ph->mode, __ATOMIC_RELAXED),
+				     __atomic_load_n(&ph->size, __ATOMIC_RELAXED),
+				     __atomic_load_n(&ph->window, __ATOMIC_RELAXED), 0, &sent);
+		if (!filled && sent == 0)
+			break;
+		q->head = pe->next_waiting;
+		if (q->head == NULL)
+			q->tail = NULL;
+		pe->waiting = false;
+		served++;
+		if (!filled) {
+			turn_wait(q, pe);
+			break;
+		}
+	}
+	return served;
+}
+
+static unsigned int
+turns_hook(void *arg)
+{
+	RTE_SET_USED(arg);
+	return serve_turns();
 }
 
 static void
@@ -539,7 +642,7 @@ pump_events(void)
 			break;
 		}
 	}
-	return n;
+	return n + serve_turns();
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1186,7 +1289,19 @@ run_client(void)
 		}
 		prm.events = events;
 	} else {
+		unsigned int lc;
+
 		prm.ops = &client_ops;
+		/* endpoints refused a send buffer are filled in turn (fill()) */
+		RTE_LCORE_FOREACH_WORKER(lc) {
+			int r = rdp_poll_hook_set(lc, turns_hook, NULL);
+
+			if (r < 0 && r != -ENODEV) {
+				fprintf(stderr, "rdp-perf: poll hook on lcore %u: %s\n", lc,
+					strerror(-r));
+				return 1;
+			}
+		}
 	}
 	for (i = 0; i < opt.endpoints; i++) {
 		struct perf_ep *pe = &peps[i];

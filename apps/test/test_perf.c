@@ -191,6 +191,28 @@ RDP_TEST(perf, rdp_perf_large_messages_go_by_rendezvous_in_every_message_mode)
 }
 
 /*
+ * Eight endpoints of one lcore streaming 1 MiB messages share its send
+ * arena (4 MiB by default: four messages), so most of them find it full;
+ * each still gets its turn (an endpoint with nothing in flight gets no
+ * completion to try again from): all eight complete messages, in both run
+ * modes.
+ */
+RDP_TEST(perf, rdp_perf_endpoints_sharing_a_full_send_arena_all_get_their_turn)
+{
+	static char out[1 << 16], text[1 << 16];
+	int pipeline;
+
+	for (pipeline = 0; pipeline < 2; pipeline++) {
+		run_perf_json(pipeline ? "-e 8 -m bw -s 1048576 -n 400 -q --pipeline" :
+			      "-e 8 -m bw -s 1048576 -n 400 -q", out, sizeof(out), text,
+			      sizeof(text));
+		RDP_ASSERT_MSG(strstr(text, "\"endpoints_active\": 8,") != NULL, "%s mode:\n%s",
+			       pipeline ? "pipeline" : "run-to-completion", text);
+	}
+	return 0;
+}
+
+/*
  * --busy K streams on the first K endpoints only: the others stay connected
  * and idle on the same pollers (how much the connections alone cost).
  */
