@@ -232,6 +232,39 @@ rtc_send(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 	send_more(s);
 }
 
+/* On the poller: a side that could not allocate tries again (stream_pump()). */
+static void
+rtc_kick(struct rdp_ep *ep, void *arg)
+{
+	struct stream_side *s = arg;
+
+	RTE_SET_USED(ep);
+	send_more(s);
+	__atomic_store_n(&s->kick_pending, false, __ATOMIC_RELEASE);
+}
+
+/*
+ * A run-to-completion side sends from its completions; one left with none
+ * in flight (its poller's send pool or arena was empty, taken by the other
+ * endpoints of that lcore) gets no completion to try again from, so the
+ * pump sends it back to its poller to try.
+ */
+static void
+rtc_retry(struct stream_side *s)
+{
+	struct rdp_ep *ep = stream_ep(s);
+	uint64_t next = __atomic_load_n(&s->next_send, __ATOMIC_ACQUIRE);
+
+	if (ep == NULL || __atomic_load_n(&s->kick_pending, __ATOMIC_ACQUIRE) ||
+	    next >= __atomic_load_n(&s->count, __ATOMIC_RELAXED) ||
+	    next != __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) +
+		    __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE))
+		return;
+	__atomic_store_n(&s->kick_pending, true, __ATOMIC_RELEASE);
+	if (rdp_ep_call(ep, rtc_kick, s) < 0)
+		__atomic_store_n(&s->kick_pending, false, __ATOMIC_RELEASE); /* inbox full: next pass */
+}
+
 static void
 rtc_state(struct rdp_ep *ep, enum rdp_ep_state st, int err, void *arg)
 {
@@ -332,7 +365,10 @@ stream_pump(struct stream_side **sides, unsigned int n, double timeout_s)
 			uint16_t k, j;
 
 			if (!s->pipeline) {
-				finished += stream_finished(s);
+				if (!stream_finished(s))
+					rtc_retry(s);
+				else
+					finished++;
 				continue;
 			}
 			k = rdp_event_dequeue_burst(s->events, ev, RTE_DIM(ev));

@@ -603,7 +603,7 @@ RDP_TEST(unit, cfg_relations_blame_the_value_set_in_the_failing_section)
 	EXPECT_REJECTED("[global]\nmax_msg_size = 16777216\n",
 			"bad.ini:2: [global] max_msg_size = 16777216: a message of max_msg_size "
 			"goes by rendezvous into a buffer of the rendezvous pool, which must hold "
-			"at least one (rndv_threshold=65536, rndv_pool_size=8388608)");
+			"at least one (rndv_threshold=65536, rndv_pool_size=4194304)");
 	/* a leased receiver is sure of its floor only: chunked messages fit in it */
 	EXPECT_REJECTED("[global]\nsrq = on\n",
 			"bad.ini:2: [global] srq = on: with srq = on a chunked message has at most "

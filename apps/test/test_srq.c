@@ -232,9 +232,10 @@ RDP_TEST(e2e, srq_16_endpoints_stream_exact_pipeline)
 }
 
 /*
- * 256 sides share the lcore's rendezvous arenas (8 MiB each): messages up
- * to 32 KiB keep their rendezvous messages within them (a run-to-completion
- * stream that cannot allocate waits for a send completion to try again).
+ * 256 sides share the lcore's rendezvous arenas (4 MiB each), with
+ * messages up to 32 KiB (those above 16 KiB by rendezvous): the send arena
+ * is often full, and a run-to-completion side refused with nothing in
+ * flight is sent back to its poller to try again (stream_pump()).
  */
 RDP_TEST(e2e, srq_256_endpoints_stream_exact_rtc)
 {

@@ -110,7 +110,7 @@ static const struct key keys[] = {
 	U32(buf_size,             "8192",    64, 1048576,      F_ALIGN64),
 	U32(max_msg_size,         "1048576", 1, 1073741824,    0),
 	U32(rndv_threshold,       "65536",   1, 1073741824,    0),
-	U32(rndv_pool_size,       "8388608", 4096, 2147483648u, 0),
+	U32(rndv_pool_size,       "4194304", 4096, 2147483648u, 0),
 	U32(signal_interval,      "16",      2, 16384,         F_CREDIT),
 	U32(ack_threshold,        "16",      1, 32768,         F_CREDIT),
 	U32(ack_reserve,          "16",      1, 32768,         F_CREDIT),
