@@ -255,11 +255,12 @@ turn_wait(struct turn_queue *q, struct perf_ep *pe)
 
 /*
  * Send messages up to the window, in bursts; false when no send buffer was
- * left for the next one (*@p sent says how many went before). @p now is when the echo that made room arrived
- * (0: no echo, read the clock): a message's latency sample starts there,
- * so that a sample covers a whole iteration, the client's turnaround
- * included, with one clock read per echo (as ucx_perftest times its
- * iterations).
+ * left for the next one (*@p sent says how many went before). @p now is
+ * when the echo that made room arrived (0: no echo, read the clock): a
+ * message's latency sample starts there, so that a sample covers a whole
+ * iteration, the client's turnaround included, with one clock read per
+ * echo (as ucx_perftest times its iterations). An endpoint filled in its
+ * turn (serve_turns()) starts its samples when it sends.
  */
 static bool
 fill_window(struct perf_ep *pe, enum perf_mode mode, uint32_t size, uint32_t window, uint64_t now,
