@@ -199,6 +199,7 @@ on_state_change(struct stream_side *s, struct rdp_ep *ep, enum rdp_ep_state st, 
 {
 	if (st == RDP_EP_ESTABLISHED) {
 		__atomic_store_n(&s->ep, ep, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->established, true, __ATOMIC_RELEASE);
 		if (!s->pipeline)
 			send_more(s);
 	} else if (st == RDP_EP_FAILED) {
@@ -255,7 +256,9 @@ rtc_retry(struct stream_side *s)
 	struct rdp_ep *ep = stream_ep(s);
 	uint64_t next = __atomic_load_n(&s->next_send, __ATOMIC_ACQUIRE);
 
-	if (ep == NULL || __atomic_load_n(&s->kick_pending, __ATOMIC_ACQUIRE) ||
+	/* a test may store the endpoint at rdp_connect(): its handshake is not done */
+	if (ep == NULL || !__atomic_load_n(&s->established, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&s->kick_pending, __ATOMIC_ACQUIRE) ||
 	    next >= __atomic_load_n(&s->count, __ATOMIC_RELAXED) ||
 	    next != __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) +
 		    __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE))

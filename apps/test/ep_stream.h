@@ -42,6 +42,7 @@ struct stream_side {
 	uint64_t failed;         /**< sends reported failed */
 	uint64_t received;       /**< messages received and checked */
 	uint64_t bytes;          /**< payload bytes received */
+	bool established;        /**< ESTABLISHED seen (on the poller, before any retry) */
 	bool kick_pending;       /**< run-to-completion: a send_more() is on its way to the poller */
 	bool closed;             /**< CLOSED seen */
 	int state_err;           /**< error of a FAILED event */
