@@ -548,6 +548,59 @@ RDP_TEST(e2e, rdma_allocated_region_in_use_refuses_to_deregister)
 	return region_in_use(RIG_ALLOC);
 }
 
+/* One burst on two regions, the second in the middle: each region counts its own operations. */
+struct two_regions {
+	struct rig *g;
+	struct rdp_region *other;
+	int queued;
+	int dereg_local, dereg_other; /* while the burst is in flight */
+	bool ran;                     /* (atomic) */
+};
+
+static void
+queue_on_two_regions(struct rdp_ep *ep, void *arg)
+{
+	struct two_regions *t = arg;
+	struct rdp_rdma_op o[4] = {
+		op(t->g, RDP_RDMA_WRITE, 0, 8, 0, 1),
+		op(t->g, RDP_RDMA_WRITE, 0, 8, 8, 2),
+		op(t->g, RDP_RDMA_WRITE, 0, 8, 16, 3),
+		op(t->g, RDP_RDMA_WRITE, 8, 8, 24, 4),
+	};
+
+	o[1].region = t->other;
+	o[2].region = t->other;
+	t->queued = rdp_ep_rdma_burst(ep, o, 4);
+	t->dereg_other = rdp_region_deregister(t->other);
+	t->dereg_local = rdp_region_deregister(t->g->local_region);
+	__atomic_store_n(&t->ran, true, __ATOMIC_RELEASE);
+}
+
+/*
+ * A burst of WRITEs from region A, B, B, A: neither region can go while
+ * they are in flight, and both can once all four are reported.
+ */
+RDP_TEST(e2e, rdma_burst_over_two_regions_holds_each_until_its_operations_end)
+{
+	struct two_regions t = { 0 };
+	struct rig g;
+
+	rig_open(&g, false, "0", RDP_REGION_REMOTE_WRITE);
+	t.g = &g;
+	t.other = rdp_region_alloc(4096, 0, -1);
+	RDP_ASSERT_MSG(t.other != NULL, "rdp_region_alloc: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_ep_call(g.ep, queue_on_two_regions, &t), 0);
+	WAIT_FOR(&g, __atomic_load_n(&t.ran, __ATOMIC_ACQUIRE), "the poller's call");
+	RDP_ASSERT_EQ(t.queued, 4);
+	RDP_ASSERT_EQ(t.dereg_other, -EBUSY);
+	RDP_ASSERT_EQ(t.dereg_local, -EBUSY);
+	WAIT_FOR(&g, __atomic_load_n(&seen.events, __ATOMIC_ACQUIRE) == 4, "4 WRITE events");
+	RDP_ASSERT_EQ(seen.done[1] + seen.done[2] + seen.done[3] + seen.done[4], 4);
+	RDP_ASSERT_EQ(rdp_region_deregister(t.other), 0);
+	rig_close(&g); /* deregisters the local one, now that nothing uses it */
+	return 0;
+}
+
 /* What is refused before it is queued, with the reason in rte_errno; nothing is reported. */
 RDP_TEST(e2e, rdma_refuses_bad_operations_before_queueing_them)
 {

@@ -342,6 +342,22 @@ op_check(const struct rdp_ep *ep, const struct rdp_rdma_op *op)
 	return 0;
 }
 
+/* Count @p n operations on their regions before they are queued: one add per run on a region. */
+static void
+region_hold(const struct rdp_rdma_op *ops, uint16_t n)
+{
+	uint16_t i = 0;
+
+	while (i < n) {
+		uint16_t j = i + 1;
+
+		while (j < n && ops[j].region == ops[i].region)
+			j++;
+		atomic_fetch_add(&ops[i].region->inflight, j - i);
+		i = j;
+	}
+}
+
 uint16_t
 rdp_ep_rdma_burst(struct rdp_ep *ep, const struct rdp_rdma_op *ops, uint16_t n)
 {
@@ -376,8 +392,8 @@ rdp_ep_rdma_burst(struct rdp_ep *ep, const struct rdp_rdma_op *ops, uint16_t n)
 				     op->remote.addr + op->remote_offset, op->remote.rkey, op->len);
 			rdma_of(carriers[i])->region = op->region;
 			carriers[i]->user_data = op->user_data;
-			atomic_fetch_add(&op->region->inflight, 1);
 		}
+		region_hold(&ops[done], chunk);
 		k = ep_queue_sends(ep, carriers, chunk);
 		for (i = k; i < chunk; i++) {
 			/* not accepted: as if never asked */
