@@ -11,9 +11,11 @@
 # one; compare stages, not the total with rdp-perf's own numbers.
 #
 #   devtools/bench/hops.sh [--bin-dir DIR] [--out DIR] [--messages N]
-#                          [--cpus A,B] [--smoke]
+#                          [--cpus A,B] [--config FILE] [--smoke]
 #
 # --bin-dir: the hop-trace build (default build-hops, set up when missing).
+# --config: a configuration file both sides load (e.g. srq-one.ini against
+# rq8k.ini: what an SRQ adds to a hop).
 # --smoke: a short run that checks every stage is stamped (the test suite).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,12 +26,14 @@ bin_dir=$top/build-hops
 out=$top/bench-results/hops
 msgs=1000000
 cpus=
+cfg=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--bin-dir) bin_dir=$2; shift ;;
 	--out) out=$2; shift ;;
 	--messages) msgs=$2; shift ;;
 	--cpus) cpus=$2; shift ;;
+	--config) cfg=(-c "$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"); shift ;;
 	--smoke) msgs=20000 ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "hops.sh: unknown option $1" >&2; exit 2 ;;
@@ -51,12 +55,12 @@ trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; true' EXIT
 
 # shellcheck disable=SC2046
 RDP_HOP_TRACE_FILE=$out/server.hop taskset -c "$cpu_b" "$rdp" $(bench_eal "$cpu_b" hsrv) -- \
-	--server --quiet --listen "127.0.0.1:$port" >"$out/server.txt" 2>&1 &
+	--server --quiet "${cfg[@]}" --listen "127.0.0.1:$port" >"$out/server.txt" 2>&1 &
 srv=$!
 bench_wait_listen "$port" "$srv" || { echo "hops.sh: the server does not listen (see $out/server.txt)" >&2; exit 1; }
 # shellcheck disable=SC2046
 RDP_HOP_TRACE_FILE=$out/client.hop taskset -c "$cpu_a" "$rdp" $(bench_eal "$cpu_a" hcli) -- \
-	--connect "127.0.0.1:$port" -q -m lat -s 64 -n "$msgs" --json "$out/rdp-perf.json" \
+	--connect "127.0.0.1:$port" -q "${cfg[@]}" -m lat -s 64 -n "$msgs" --json "$out/rdp-perf.json" \
 	>"$out/client.txt" 2>&1 || { echo "hops.sh: rdp-perf failed (see $out/client.txt)" >&2; exit 1; }
 kill -INT "$srv"
 wait "$srv" || true

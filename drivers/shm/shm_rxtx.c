@@ -431,7 +431,9 @@ exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	if (unlikely(!srq_ent_take(peer, ent, idx)))
 		return RDP_WC_RETRY_EXC_ERR; /* no receive, as if the receiver never acked */
 	st = ent_fill(peer, peer->srq_max_sge, peer->srq_inline, ent, e);
+	RDP_HOP_MARK_IF(ent->byte_len > 0, RDP_HOP_PUBLISH);
 	__atomic_store_n(&ent->seq, shm_rq_seq(idx), __ATOMIC_RELEASE);
+	RDP_HOP_MARK_IF(ent->byte_len > 0, RDP_HOP_VISIBLE);
 	/* said filled at the run's end (srq_run_settle()) */
 	qp->peer_srq_filled++;
 	b->nremote++;
@@ -1493,6 +1495,7 @@ srq_wc(struct shm_srq *srq, struct shm_cq *cq, const struct shm_rq_ent *ent, str
 	struct shm_qp *qp = srq_ent_qp(srq, cq, __atomic_load_n(&ent->src_slot, __ATOMIC_RELAXED),
 				       qpn);
 
+	RDP_HOP_MARK_IF(bl > 0, RDP_HOP_REAPED);
 	if (unlikely(st >= RDP_WC_STATUS_MAX || (st == RDP_WC_SUCCESS && bl > post->total_len)))
 		st = RDP_WC_GENERAL_ERR;
 	else if ((flags & SHM_ENT_INLINE) && st == RDP_WC_SUCCESS)
@@ -1692,7 +1695,8 @@ srq_peek_adjust(struct shm_srq *srq, const struct shm_cq *cq)
  * error or leaving asked for a look (looks_owed), or the reap met an entry
  * of a QP gone (look_on): those go on until a look finds the next entry
  * not completed. A hostile sender's count can only make the reap look
- * more.
+ * more. On a peeked SRQ the counts are not read: its next entry is read
+ * at every poll anyway (peek_srq()).
  */
 int
 shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct rdp_wc *wc, int n,
@@ -1718,12 +1722,25 @@ shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct r
 		if (!first && srq->unreaped == 0 && !must_look && !(peeking && srq->mixed) &&
 		    srq->stuck_at != srq->reaped + 1 &&
 		    (int64_t)(srq->look_until - srq->reaped) <= 0) {
-			if (noted)
-				break;
-			srq_note_fills(srq, by);
-			noted = true;
-			if (srq->unreaped == 0)
-				break;
+			if (peeking) {
+				/*
+				 * One sender on a peeked SRQ: the next poll's peek
+				 * reads its next entry anyway, and its count's line
+				 * is the one it writes at every run.
+				 */
+				ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride,
+						 srq->reaped);
+				if (__atomic_load_n(&ent->seq, __ATOMIC_RELAXED) !=
+				    shm_rq_seq(srq->reaped))
+					break;
+			} else {
+				if (noted)
+					break;
+				srq_note_fills(srq, by);
+				noted = true;
+				if (srq->unreaped == 0)
+					break;
+			}
 		}
 		first = false;
 		ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, srq->reaped);

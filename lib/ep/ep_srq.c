@@ -21,6 +21,7 @@
 #include <inttypes.h>
 
 #include "ep_private.h"
+#include "rdp_hop.h"
 
 static inline struct rdp_ep *
 lease_ep(struct rdp_lease *l)
@@ -295,6 +296,7 @@ ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n)
 		done += k;
 	}
 	ep_srq_flush(q);
+	RDP_HOP_MARK(RDP_HOP_DISPATCHED);
 	for (i = 0; i < n; i++) {
 		/* what this batch received goes to the application now (ep_complete()) */
 		struct rdp_ep *ep = i < RTE_DIM(eps) ? eps[i] : NULL;
