@@ -269,8 +269,10 @@ send_now(struct rdp_ep *ep, struct rdp_msg *m)
 		return false;
 	if (ep->ld->srq != NULL) {
 		/* buffers back on the SRQ before the credits that name them leave */
-		ep_srq_flush(ep->ld->srq);
-		ep_srq_take_owed(ep, false);
+		if (ep->ld->srq->rp_n > 0)
+			ep_srq_flush(ep->ld->srq);
+		if (ep->lease.owed != 0)
+			ep_srq_take_owed(ep, false);
 	}
 	/* a stall counts once per episode: asking again in ep_post_sends() is free */
 	v = rdp_credit_data_check(c);
@@ -299,8 +301,10 @@ ep_post_sends(struct rdp_ep *ep)
 #endif
 	if (ep->ld->srq != NULL) {
 		/* buffers back on the SRQ before the credits that name them leave */
-		ep_srq_flush(ep->ld->srq);
-		ep_srq_take_owed(ep, false);
+		if (ep->ld->srq->rp_n > 0)
+			ep_srq_flush(ep->ld->srq);
+		if (ep->lease.owed != 0)
+			ep_srq_take_owed(ep, false);
 	}
 	while (unlikely(ep->rd_head != NULL) && n < TX_BURST) {
 		/* a leased receiver's rendezvous READs (ep_rdma_queue_internal()) */
