@@ -328,12 +328,13 @@ la_flush(struct rdp_qp *qp, struct rdp_mr *mr, const int *slots, unsigned int n)
 
 /*
  * The look-ahead op: when one poll's completions belong to several clients,
- * every one of them is offered for prefetching before the first is served;
- * a poll of one client's completions skips it.
+ * every one after the first is offered for prefetching before the first is
+ * served (the first is served at once); a poll of one client's completions
+ * skips it.
  */
-RDP_TEST(eal, poll_prefetch_sees_every_client_of_a_poll_before_the_first_completes)
+RDP_TEST(eal, poll_prefetch_sees_every_later_client_of_a_poll_before_the_first_completes)
 {
-	static char client_a = 'a', client_b = 'b';
+	static char client_a = 'a', client_b = 'b', client_c = 'c';
 	struct rdp_qp_init_attr ia = { 0 };
 	struct rdp_qp_attr err_state = { .state = RDP_QPS_ERR };
 	struct rdp_poller *p;
@@ -341,7 +342,7 @@ RDP_TEST(eal, poll_prefetch_sees_every_client_of_a_poll_before_the_first_complet
 	struct rdp_pd *pd;
 	struct rdp_mr *mr;
 	struct rdp_qp *qp;
-	int a, b;
+	int a, b, c;
 
 	rdp_test_eal_init("0@0");
 	dev = rdp_dev_open("shm");
@@ -349,7 +350,8 @@ RDP_TEST(eal, poll_prefetch_sees_every_client_of_a_poll_before_the_first_complet
 	p = make_poller(dev, &la_ops, 64, 64);
 	a = rdp_poller_slot_alloc(p, &client_a);
 	b = rdp_poller_slot_alloc(p, &client_b);
-	RDP_ASSERT(a >= 0 && b >= 0);
+	c = rdp_poller_slot_alloc(p, &client_c);
+	RDP_ASSERT(a >= 0 && b >= 0 && c >= 0);
 	pd = rdp_pd_alloc(dev);
 	RDP_ASSERT(pd != NULL);
 	mr = rdp_mr_alloc(pd, 4096, -1, RDP_ACCESS_LOCAL_WRITE);
@@ -364,14 +366,15 @@ RDP_TEST(eal, poll_prefetch_sees_every_client_of_a_poll_before_the_first_complet
 	RDP_ASSERT_MSG(qp != NULL, "rdp_qp_create: %s", rdp_err_msg());
 	RDP_ASSERT_EQ(rdp_qp_modify(qp, &err_state, RDP_QP_ATTR_STATE), 0);
 
-	/* a, a, b in one poll: both offered, then both served */
-	la_flush(qp, mr, (const int[]){ a, a, b }, 3);
-	RDP_ASSERT_EQ(rdp_poller_poll(p), 3);
-	RDP_ASSERT_EQ(la.n, 4);
-	RDP_ASSERT_STR_EQ(la.log[0], "prefetch a2");
-	RDP_ASSERT_STR_EQ(la.log[1], "prefetch b1");
+	/* a, a, b, c in one poll: b and c offered, then all three served */
+	la_flush(qp, mr, (const int[]){ a, a, b, c }, 4);
+	RDP_ASSERT_EQ(rdp_poller_poll(p), 4);
+	RDP_ASSERT_EQ(la.n, 5);
+	RDP_ASSERT_STR_EQ(la.log[0], "prefetch b1");
+	RDP_ASSERT_STR_EQ(la.log[1], "prefetch c1");
 	RDP_ASSERT_STR_EQ(la.log[2], "complete a2");
 	RDP_ASSERT_STR_EQ(la.log[3], "complete b1");
+	RDP_ASSERT_STR_EQ(la.log[4], "complete c1");
 
 	/* one client's completions only: served, not offered */
 	la.n = 0;
@@ -385,6 +388,7 @@ RDP_TEST(eal, poll_prefetch_sees_every_client_of_a_poll_before_the_first_complet
 	RDP_ASSERT_EQ(rdp_pd_free(pd), 0);
 	rdp_poller_slot_free(p, (uint32_t)a);
 	rdp_poller_slot_free(p, (uint32_t)b);
+	rdp_poller_slot_free(p, (uint32_t)c);
 	RDP_ASSERT_EQ(rdp_poller_destroy(p), 0);
 	RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
 	return 0;

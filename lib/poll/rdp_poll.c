@@ -250,9 +250,12 @@ poll_cq(struct rdp_poller *p, struct poll_cq *q)
 		}
 		return 0;
 	}
-	/* a look ahead only helps a poll that serves more than one client */
-	if (p->ops->prefetch != NULL && n > 0 && slot_run_end(wc, 0, n) < n) {
-		for (i = 0; i < n; i = j) {
+	/*
+	 * A look ahead only helps a poll that serves more than one client, and
+	 * only for the clients after the first: that one is served at once.
+	 */
+	if (p->ops->prefetch != NULL && n > 0 && (i = slot_run_end(wc, 0, n)) < n) {
+		for (; i < n; i = j) {
 			void *client = wc_client(p, &wc[i]);
 
 			j = slot_run_end(wc, i, n);

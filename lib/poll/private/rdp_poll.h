@@ -112,10 +112,10 @@ struct rdp_poll_ops {
 	void (*complete)(void *client, const struct rdp_wc *wc, uint16_t n);
 	/**
 	 * Optional (NULL: none). When a poll's completions belong to more
-	 * than one client, called for each of them before the poll's first
-	 * complete(), with the same arguments: it may only ask for memory
-	 * (prefetch), so that a client served later in the poll finds its
-	 * lines on their way.
+	 * than one client, called for each of them but the first (served at
+	 * once) before the poll's first complete(), with the same arguments:
+	 * it may only ask for memory (prefetch), so that a client served
+	 * later in the poll finds its lines on their way.
 	 */
 	void (*prefetch)(void *client, const struct rdp_wc *wc, uint16_t n);
 	/** Work handed over through the inbox (tagged pointers). */
