@@ -951,6 +951,54 @@ RDP_TEST(shm, shm_srq_peeked_by_its_poller_takes_sends_without_a_doorbell)
 }
 
 /*
+ * A peeked SRQ that one QP fills is reaped on while its next entry is
+ * complete: the poller reads that entry at every poll anyway, and not the
+ * line of the sender's count (`srq_filled`), which the sender writes at
+ * every run. Six SENDs of one QP whose count still says none: one poll
+ * returns all six, in order.
+ */
+RDP_TEST(shm, shm_srq_peeked_one_sender_is_reaped_in_one_poll_without_its_count)
+{
+	struct rdp_wc wc[8];
+	struct srq_host h;
+	struct shm_qp_seg *qseg;
+	uint64_t filled;
+	int k, got, ret;
+
+	ret = shm_host_open(&h, 16, 1);
+	if (ret != 0)
+		return ret;
+	RDP_ASSERT_EQ(to_ssrq(h.srq)->seg->peeked, 1);
+	for (k = 0; k < 6; k++)
+		RDP_ASSERT_EQ(srq_post(&h, 700 + k, k), 0);
+	host_quiet(&h, Q_MS);
+	qseg = to_sqp(h.pair[0].a.qp)->seg;
+	filled = __atomic_load_n(&qseg->srq_filled, __ATOMIC_ACQUIRE);
+	conf_tx_fill(&h.pair[0].b, 0, 32, 7);
+	for (k = 0; k < 6; k++) {
+		struct rdp_wc swc;
+
+		RDP_ASSERT_EQ(conf_post_send(&h.pair[0].b, RDP_WR_SEND_WITH_IMM, RDP_SEND_SIGNALED,
+					     k, 0, 32, k, 0, 0), 0);
+		RDP_ASSERT_EQ(conf_poll(&h.pair[0].b, &swc, 1, T_MS), 1);
+		RDP_ASSERT_EQ(swc.status, RDP_WC_SUCCESS);
+	}
+	RDP_ASSERT_EQ(__atomic_load_n(&qseg->srq_filled, __ATOMIC_ACQUIRE), filled + 6);
+	/* as if the sender had not said so yet */
+	__atomic_store_n(&qseg->srq_filled, filled, __ATOMIC_RELEASE);
+	got = rdp_poll_cq(h.cq, wc, RTE_DIM(wc));
+	RDP_ASSERT_MSG(got == 6, "one poll returned %d of the 6 receives", got);
+	for (k = 0; k < 6; k++) {
+		RDP_ASSERT_EQ(wc[k].status, RDP_WC_SUCCESS);
+		RDP_ASSERT_EQ(wc[k].wr_id, (uint64_t)(700 + k));
+		RDP_ASSERT_EQ(wc[k].imm, (uint32_t)k);
+	}
+	host_quiet(&h, Q_MS);
+	host_close(&h);
+	return 0;
+}
+
+/*
  * Who fills the SRQ decides whether its poller peeks it: SENDs from three
  * QPs in turn withdraw the peek after SHM_ANNOUNCE_AFTER entries in a row
  * (their senders ring again), and SENDs from one QP announce it again (its
