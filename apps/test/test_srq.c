@@ -123,6 +123,7 @@ pump_or_dump(struct stream_side **sides, unsigned int n, double timeout_s)
  * lcore 1: 2 * @p pairs endpoints lease from its one SRQ.
  */
 static uint32_t srq_reserve_each; /* when set, the reserve srq_pairs() expects per endpoint */
+static bool srq_check_max_msg;     /* when set, the first client's largest message is checked */
 
 static int
 srq_pairs(unsigned int pairs, bool pipeline, uint64_t count, uint32_t window,
@@ -131,6 +132,7 @@ srq_pairs(unsigned int pairs, bool pipeline, uint64_t count, uint32_t window,
 	struct stream_side *sides[2 * SRQ_PAIRS_MAX];
 	struct rdp_ep_params psrv, pcli;
 	struct rdp_cfg *cfg;
+	struct rdp_ep *ep0;
 	char addr[64], eps[16];
 	struct rdp_srq_stats q;
 	unsigned int i;
@@ -154,7 +156,17 @@ srq_pairs(unsigned int pairs, bool pipeline, uint64_t count, uint32_t window,
 		port = rdp_listen("127.0.0.1:0", &psrv);
 		RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
 		snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-		RDP_ASSERT_MSG(rdp_connect(addr, &pcli) != NULL, "rdp_connect: %s", rdp_err_msg());
+		ep0 = rdp_connect(addr, &pcli);
+		RDP_ASSERT_MSG(ep0 != NULL, "rdp_connect: %s", rdp_err_msg());
+		if (i == 0 && srq_check_max_msg) {
+			/* the rendezvous carries what srq_floor chunks cannot */
+			RDP_ASSERT_EQ(rdp_ep_wait_established(ep0, 30000), 0);
+			RDP_ASSERT_MSG(rdp_ep_max_msg_size(ep0) == max_size, "rdp_ep_max_msg_size "
+				       "says %u, rdp_msg_alloc takes up to %u",
+				       rdp_ep_max_msg_size(ep0), max_size);
+			RDP_ASSERT(rdp_msg_alloc(ep0, max_size + 1) == NULL);
+			RDP_ASSERT_EQ(rte_errno, EMSGSIZE);
+		}
 		sides[2 * i] = &srv[i];
 		sides[2 * i + 1] = &cli[i];
 	}
@@ -192,6 +204,22 @@ RDP_TEST(e2e, srq_two_endpoints_stream_exact_rtc)
 RDP_TEST(e2e, srq_two_endpoints_stream_exact_pipeline)
 {
 	return srq_pairs(1, true, 2000, 16, "64", SRQ_MAX_MSG);
+}
+
+/*
+ * On an SRQ a chunked message has at most srq_floor chunks (16 KiB here);
+ * larger ones go by rendezvous. rdp_ep_max_msg_size() says the largest
+ * rdp_msg_alloc() takes, the rendezvous included: an application that
+ * sizes its requests by it (rdp-blk) must not be held to the chunks.
+ */
+RDP_TEST(e2e, srq_endpoint_max_msg_size_counts_the_rendezvous)
+{
+	int ret;
+
+	srq_check_max_msg = true;
+	ret = srq_pairs(1, false, 200, 16, "64", SRQ_MAX_MSG);
+	srq_check_max_msg = false;
+	return ret;
 }
 
 /*

@@ -271,7 +271,7 @@ rdp_ep_lcore(const struct rdp_ep *ep)
 uint32_t
 rdp_ep_max_msg_size(const struct rdp_ep *ep)
 {
-	return ep->max_send_msg;
+	return ep_send_limit(ep);
 }
 
 void

@@ -503,21 +503,13 @@ alloc_one_chunk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t l
 	return 0;
 }
 
-/* The largest message the endpoint sends (before its handshake: the configuration's). */
-static inline uint32_t
-send_limit(const struct rdp_ep *ep)
-{
-	return ep->max_send_msg != 0 ? RTE_MAX(ep->max_send_msg, ep->rndv_max) :
-		ep->lc->conf.max_msg_size;
-}
-
 int
 rdp_msg_alloc_bulk(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t len)
 {
 	uint32_t seg = ep->chunk_size != 0 ? ep->chunk_size : ep->lc->conf.buf_size;
 	uint16_t i;
 
-	if (unlikely(len > send_limit(ep))) {
+	if (unlikely(len > ep_send_limit(ep))) {
 		rte_errno = EMSGSIZE;
 		return -EMSGSIZE;
 	}

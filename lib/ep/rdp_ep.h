@@ -470,7 +470,11 @@ const char *rdp_ep_peer(const struct rdp_ep *ep);
 /** The poller lcore owning the endpoint. */
 unsigned int rdp_ep_lcore(const struct rdp_ep *ep);
 
-/** Largest message rdp_msg_alloc() accepts (known once established). */
+/**
+ * Largest message rdp_msg_alloc() accepts: once established, the larger of
+ * what goes in chunks and what goes by rendezvous, as agreed with the peer;
+ * before, the configuration's max_msg_size.
+ */
 uint32_t rdp_ep_max_msg_size(const struct rdp_ep *ep);
 
 /** Application context pointer. */

@@ -791,4 +791,15 @@ ep_cq_budget(const struct ep_lcore *lc)
 		rdp_credit_cq_budget(&lc->credit) + 1;
 }
 
+/*
+ * The largest message the endpoint sends: in chunks or by rendezvous, as
+ * its handshake agreed; before its handshake, the configuration's.
+ */
+static inline uint32_t
+ep_send_limit(const struct rdp_ep *ep)
+{
+	return ep->max_send_msg != 0 ? RTE_MAX(ep->max_send_msg, ep->rndv_max) :
+		ep->lc->conf.max_msg_size;
+}
+
 #endif /* RDP_EP_PRIVATE_H */
