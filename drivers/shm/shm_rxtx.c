@@ -1713,11 +1713,12 @@ shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct r
 		struct shm_rq_ent *ent;
 
 		/*
-		 * The QP was flagged: one look; more when a sender said it filled
-		 * more, or, on a peeked SRQ that several senders fill, whoever
-		 * filled the next entry (its line is read at the next poll anyway,
-		 * and their counts would take a line each). One sender's next
-		 * entry is left alone: it is the line that sender writes next.
+		 * The QP was flagged: one look; more on a peeked SRQ while the
+		 * next entry is complete (its line is read at the next poll
+		 * anyway; the senders' counts would take a line each, written at
+		 * every run), and on one not peeked when a sender said it filled
+		 * more: one sender's next entry is left alone there, it is the
+		 * line that sender writes next.
 		 */
 		if (!first && srq->unreaped == 0 && !must_look && !(peeking && srq->mixed) &&
 		    srq->stuck_at != srq->reaped + 1 &&
