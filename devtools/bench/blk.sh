@@ -48,7 +48,11 @@ while [ $# -gt 0 ]; do
 	shift
 done
 blk=$bin_dir/apps/rdp-blk/rdp-blk
-[ -x "$blk" ] || { echo "blk.sh: no $blk (build it: meson setup $bin_dir && ninja -C $bin_dir)" >&2; exit 1; }
+probe=$bin_dir/devtools/bench/probe-memcpy
+for b in "$blk" "$probe"; do
+	[ -x "$b" ] || { echo "blk.sh: no $b (build it: meson setup $bin_dir && ninja -C $bin_dir)" >&2; exit 1; }
+done
+server_cpu=$(($(nproc) > 1 ? 1 : 0))
 command -v fio >/dev/null || { echo "blk.sh: fio not found (devtools/deps.sh bench)" >&2; exit 77; }
 
 work=$(mktemp -d "$dir/rdp-blk-bench-XXXXXX")
@@ -97,7 +101,7 @@ for r in $(seq "$rounds"); do
 		add "$r" "rdp-blk $e" "$work/$e.json"
 	done
 	# the ceiling: fio alone on one core (the server's), same file, depth, block size
-	taskset -c "$(($(nproc) > 1 ? 1 : 0))" fio --name=ceiling --filename="$file" --size="$size" \
+	taskset -c "$server_cpu" fio --name=ceiling --filename="$file" --size="$size" \
 		--rw=randread --bs=4k --iodepth=32 --ioengine=io_uring --direct=1 \
 		--runtime="$runtime" --time_based --output-format=json --output="$work/fio.json"
 	add "$r" "fio io_uring" "$work/fio.json"
@@ -125,6 +129,14 @@ for r in $(seq "$rounds"); do
 	[ -s "$work/write.json" ] ||
 		{ echo "blk.sh: rdp-perf -m write completed no WRITE in three tries" >&2; exit 1; }
 	add "$r" "rdp-perf write 1m" "$work/write.json"
+	# the ceiling of a one-sided 1 MiB read of the 1 GiB memory device on shm,
+	# where the RDMA WRITE is the server's memcpy: one core copying 1 MiB
+	# blocks in order out of 1 GiB into the loader's 8 rotating buffers
+	"$probe" --cpu "$server_cpu" --size 1048576 --span $((1 << 30)) --dst-span $((8 << 20)) \
+		--duration "$runtime" |
+		python3 -c 'import json, sys; r = json.load(sys.stdin); print(json.dumps({"jobs": [{"read": {"iops": r["bytes_per_s"] / r["size"], "bw_bytes": r["bytes_per_s"], "clat_ns": {"percentile": {}}}}]}))' \
+		>"$work/memcpy.json"
+	add "$r" "memcpy 1m over 1G" "$work/memcpy.json"
 done
 
 python3 - "$results" "$json" <<'EOF'
@@ -147,15 +159,21 @@ u, p, f = med['rdp-blk io_uring'][0], med['rdp-blk psync'][0], med['fio io_uring
 seq = bw['rdp-blk 1m read'] / bw['rdp-perf write 1m']
 seq1 = bw['rdp-blk 1m 1-sided'] / bw['rdp-perf write 1m']
 seq1w = bw['rdp-blk 1m 1-sided 1m'] / bw['rdp-perf write 1m']
+ceil = bw['rdp-blk 1m 1-sided'] / bw['memcpy 1m over 1G']
+ceil_w = bw['memcpy 1m over 1G'] / bw['rdp-perf write 1m']
 print("io_uring / psync: %.2fx   io_uring / fio ceiling: %.2f" % (u / p, u / f))
 print("1 MiB reads / one-sided WRITE: %.2f in messages, %.2f one-sided, "
       "%.2f one-sided over 1 MiB of the device" % (seq, seq1, seq1w))
+print("one-sided 1 MiB reads / one core's memcpy over 1 GiB: %.2f "
+      "(that memcpy / one-sided WRITE: %.2f)" % (ceil, ceil_w))
 if sys.argv[2]:
     json.dump({'medians': {k: {'iops': v[0], 'p99_ns': v[1], 'bw_bytes': bw[k]}
                            for k, v in med.items()},
                'io_uring_over_psync': u / p, 'io_uring_over_fio': u / f,
                'seq_read_over_onesided_write': seq,
                'seq_read_onesided_over_onesided_write': seq1,
-               'seq_read_onesided_1m_over_onesided_write': seq1w},
+               'seq_read_onesided_1m_over_onesided_write': seq1w,
+               'seq_read_onesided_over_memcpy_1g': ceil,
+               'memcpy_1g_over_onesided_write': ceil_w},
               open(sys.argv[2], 'w'), indent=1)
 EOF
