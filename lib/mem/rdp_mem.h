@@ -234,18 +234,6 @@ rdp_pool_msg_idx(const struct rdp_pool *pool, const struct rdp_msg *m)
  */
 int rdp_pool_claim(struct rdp_pool *pool);
 
-/**
- * Take @p n buffers, all or none.
- *
- * @param pool
- *   The pool.
- * @param msgs
- *   Receives @p n headers, reset to one empty segment each.
- * @param n
- *   How many.
- * @return
- *   0, or -ENOBUFS when fewer than @p n are free.
- */
 /* True on the pool's owner thread (see rdp_pool_claim()). */
 static inline bool
 rdp_pool_is_owner(const struct rdp_pool *pool)
@@ -266,6 +254,18 @@ rdp_pool_cache_fill(struct rdp_pool *pool, unsigned int n)
 	return len >= n;
 }
 
+/**
+ * Take @p n buffers, all or none.
+ *
+ * @param pool
+ *   The pool.
+ * @param msgs
+ *   Receives @p n headers, reset to one empty segment each.
+ * @param n
+ *   How many.
+ * @return
+ *   0, or -ENOBUFS when fewer than @p n are free.
+ */
 static inline int
 rdp_pool_get_bulk(struct rdp_pool *pool, struct rdp_msg **msgs, unsigned int n)
 {
