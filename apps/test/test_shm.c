@@ -1200,6 +1200,45 @@ RDP_TEST(shm, shm_announced_rq_loses_no_message_when_the_announcement_moves)
 	return 0;
 }
 
+/*
+ * A CQ's poll budget goes round its flagged QPs. A QP whose backlog
+ * outlasts every poll (its sender refills it as fast as it is reaped, as a
+ * busy endpoint's peer does) must not keep the CQ from another QP's
+ * messages: a poll that fills its array with one QP's receives starts the
+ * next at the QP after it.
+ */
+RDP_TEST(shm, shm_poll_budget_goes_round_the_qps_when_one_never_drains)
+{
+	struct ann_rig g;
+	uint32_t i, polls, other = 0;
+
+	ann_open(&g);
+	for (i = 0; i < ANN_RQ; i++)
+		ann_send_one(&g, 0);
+	for (i = 0; i < 4; i++)
+		ann_send_one(&g, 1);
+	for (polls = 0; polls < 16 && other < 4; polls++) {
+		struct rdp_wc wc[4];
+		int n = rdp_poll_cq(g.cqb, wc, 4), j;
+
+		RDP_ASSERT_MSG(n >= 0, "poll_cq: %d", n);
+		for (j = 0; j < n; j++) {
+			uint32_t q = (uint32_t)(wc[j].wr_id >> 32);
+
+			RDP_ASSERT_EQ(wc[j].status, RDP_WC_SUCCESS);
+			ann_post_recv(&g, q, (uint32_t)wc[j].wr_id);
+			if (q == 0)
+				ann_send_one(&g, 0); /* QP 0 never drains */
+			else
+				other++;
+		}
+	}
+	RDP_ASSERT_MSG(other == 4, "after %u polls of 4, QP 1 had %u of its 4 messages taken: "
+		       "QP 0's backlog kept the CQ to itself", polls, other);
+	ann_close(&g);
+	return 0;
+}
+
 /* Reposts on another thread: what the receiving CQ's poller consumed. */
 struct repost_thread {
 	struct ann_rig *g;

@@ -1843,7 +1843,12 @@ service(struct shm_cq *cq, struct shm_qp *qp, struct rdp_wc *wc, int n, bool *id
 	return k;
 }
 
-/* Completions from flagged QPs, starting where the last call stopped (see take_qps()). */
+/*
+ * Completions from flagged QPs, round the bitmap from the cursor (see
+ * take_qps()). A QP that still has work when the call ends stays flagged,
+ * and the next call starts at the QP after it: a QP whose backlog outlasts
+ * every poll takes one turn per round, not every poll.
+ */
 static int
 take_flagged(struct shm_cq *cq, struct rdp_wc *wc, int n, uint32_t words)
 {
@@ -1878,7 +1883,7 @@ take_flagged(struct shm_cq *cq, struct rdp_wc *wc, int n, uint32_t words)
 				got += service(cq, qp, wc + got, n - got, &idle);
 			if (!idle) {
 				cq->pend[w] |= UINT64_C(1) << b;
-				cq->cursor = slot;
+				cq->cursor = slot + 1;
 			}
 		}
 		if (cq->pend[w] == 0)

@@ -385,7 +385,7 @@ struct shm_cq {
 	uint64_t pend_sum;         /**< bit w: pend[w] may have a bit set (never clear when it has) */
 	struct shm_qp **slot;      /**< slot -> QP (atomic pointers) */
 	uint32_t words_used;       /**< (atomic) doorbell words in use */
-	uint32_t cursor;
+	uint32_t cursor;           /**< slot the next look at flagged QPs starts from */
 	uint32_t hot;              /**< (atomic) slot whose RQ completed last, polled before
 				    *   its doorbell, or SHM_NO_SLOT. The poller drops it when
 				    *   it finds the QP closed (drained, then destroyed);
