@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ep_private.h"
 #include "ep_stream.h"
 #include "rdp_test.h"
 
@@ -548,6 +549,79 @@ RDP_TEST(e2e, ep_close_answered_at_once_by_the_peer_still_ends_closed)
 	RDP_ASSERT_MSG(strstr(rdp_test_log, "control connection") == NULL &&
 		       strstr(rdp_test_log, "went to error") == NULL,
 		       "a close logged as a failure:\n%s", rdp_test_log);
+	rdp_test_log_release();
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/*
+ * The closer's poll hook: once its close notice is posted, and before its
+ * completion is polled, the control thread's "peer gone" arrives (as
+ * ep_inbox() hands it over on TAG_FAIL).
+ */
+struct notice_race {
+	struct rdp_ep *ep;   /* (atomic) the closer, once it closes */
+	bool failed;         /* (atomic) the failure was handed over */
+};
+
+static unsigned int
+peer_gone_after_notice(void *arg)
+{
+	struct notice_race *nr = arg;
+	struct rdp_ep *ep = __atomic_load_n(&nr->ep, __ATOMIC_ACQUIRE);
+
+	if (ep == NULL || nr->failed || !ep->close_sent || ep_phase_get(ep) != EP_PH_DRAINING)
+		return 0;
+	__atomic_store_n(&nr->failed, true, __ATOMIC_RELEASE);
+	ep_fail_ctl(ep, -ECONNRESET, "the control connection to the peer closed (peer gone)");
+	return 1;
+}
+
+/*
+ * The same race the other way round: the closer's close notice reaches the
+ * peer, which closes at once and retires, and its socket closes before the
+ * closer has polled the notice's completion (on a NIC the ACK may come
+ * after the peer acted; here the driver shows send completions 2000 polls
+ * late, and the control thread's "peer gone" is handed over as soon as the
+ * notice is posted). The notice's completion says the close finished: the
+ * closer ends CLOSED, everything it sent done, and logs no unfinished
+ * close.
+ */
+RDP_TEST(e2e, ep_close_whose_notice_completes_after_the_peer_went_logs_no_unfinished_close)
+{
+	struct rdp_ep_params pcli = { .ops = &close_ops, .lcore = 1, .notify_send_ok = true };
+	struct rdp_ep_params psrv = { .ops = &close_ops, .lcore = 2, .notify_send_ok = true };
+	struct close_side cs = { 0 }, ss = { 0 };
+	struct notice_race nr = { 0 };
+	struct rdp_ep *cli;
+	struct rdp_cfg *cfg;
+	double deadline;
+
+	rdp_test_eal_init("0@0,1@0,2@1");
+	cfg = stream_cfg("shm:send_cqe_delay=2000", 65536);
+	__atomic_store_n(&close_on_peer_closed, true, __ATOMIC_RELEASE);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_poll_hook_set(1, peer_gone_after_notice, &nr), 0);
+	rdp_test_log_capture();
+	pcli.arg = &cs;
+	psrv.arg = &ss;
+	cli = stream_loopback_connect(&psrv, &pcli);
+	deadline = rdp_clock_s() + 5;
+	while (__atomic_load_n(&ss.ep, __ATOMIC_ACQUIRE) == NULL)
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server's endpoint did not come");
+	send_numbered(cli, &cs, 10);
+	__atomic_store_n(&nr.ep, cli, __ATOMIC_RELEASE);
+	RDP_ASSERT_EQ(rdp_ep_close(cli), 0);
+	RDP_ASSERT_MSG(await_closed(&cs, 10), "the client did not close");
+	RDP_ASSERT_MSG(await_closed(&ss, 10), "the server did not close");
+	RDP_ASSERT(__atomic_load_n(&nr.failed, __ATOMIC_ACQUIRE));
+	RDP_ASSERT_EQ(ld(&cs.done), 10);
+	RDP_ASSERT_EQ(ld(&cs.failed), 0);
+	RDP_ASSERT_EQ(ld(&ss.received), 10);
+	expect_counters(2, 1, 1, 0, 0);
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "did not finish") == NULL,
+		       "a close that finished logged as unfinished:\n%s", rdp_test_log);
 	rdp_test_log_release();
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);

@@ -48,6 +48,13 @@ log_failure(const struct rdp_ep *ep, int err, const char *why)
 		       ep->lc->lcore_id, why);
 }
 
+static void
+log_unfinished_close(const struct rdp_ep *ep, const char *why)
+{
+	EP_LOG(NOTICE, "endpoint %u (peer %s, lcore %u): its close did not finish: %s", ep->id,
+	       ep->peer, ep->lc->lcore_id, why);
+}
+
 /* Fail it; @p deferred: the log waits for retire() (ep_fail_ctl()). */
 static void
 fail_why(struct rdp_ep *ep, int err, const char *why, bool deferred)
@@ -98,11 +105,15 @@ ep_fail_ctl(struct rdp_ep *ep, int err, const char *why)
 {
 	if (ep_phase_get(ep) >= EP_PH_FLUSHING)
 		return;
-	/* the control thread told a closing endpoint's end at INFO: a drain cut
-	 * short is worth more (its deadline, ETIMEDOUT, is logged where it ran out) */
-	if (ep->closing && err != -ETIMEDOUT)
-		EP_LOG(NOTICE, "endpoint %u (peer %s, lcore %u): its close did not finish: %s",
-		       ep->id, ep->peer, ep->lc->lcore_id, why);
+	/*
+	 * The control thread told a closing endpoint's end at INFO: a drain cut
+	 * short is worth more (its deadline, ETIMEDOUT, is logged where it ran
+	 * out). Once our close notice is posted, the peer may have taken it,
+	 * closed and gone before its completion is polled: the flush tells,
+	 * and retire() logs only a notice that did not complete.
+	 */
+	if (ep->closing && err != -ETIMEDOUT && !ep->close_sent)
+		log_unfinished_close(ep, why);
 	ep->fail_why = why;
 	fail_why(ep, err, why, ep_phase_get(ep) >= EP_PH_ESTABLISHED);
 }
@@ -231,6 +242,10 @@ retire(struct rdp_ep *ep)
 	/* not the last reference: the engine's goes below or after the handover */
 	ep_held_ref_settle(ep);
 	if (ep->closing) {
+		/* the control side's failure came after our notice was posted */
+		if (ep->close_sent && ep->fail_why != NULL && ep->err != -ETIMEDOUT &&
+		    ep->close_seq >= ep->err_seq)
+			log_unfinished_close(ep, ep->fail_why);
 		ep_set_state(ep, RDP_EP_CLOSED);
 		ep_ev_state(ep, RDP_EP_CLOSED, 0);
 	} else if (ep->peer_closed) {

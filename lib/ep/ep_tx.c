@@ -100,11 +100,11 @@ wr_rndv(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge, struct r
  * credit and a send buffer are at hand: one signaled SEND, first and last
  * with IMM_ACK, that spends a credit as a one-chunk message does. Its
  * carrier is a send buffer, freed by its completion (ep_rndv_sent()).
- * Returns the WRs built (0 or 1).
+ * Returns the WRs built (0 or 1); @p seq, when not NULL, gets its sequence.
  */
 static uint16_t
 wr_own_control(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
-	       const uint8_t *body, uint32_t len)
+	       const uint8_t *body, uint32_t len, uint64_t *seq_out)
 {
 	enum rdp_credit_verdict v = rdp_credit_data_check(&ep->credit);
 	struct rdp_msg *m;
@@ -122,6 +122,8 @@ wr_own_control(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
 	seq = wr_send(ep, wr, sge, (uintptr_t)m->data, len, m->pool->lkey, true,
 		      IMM_ACK | IMM_FIRST | IMM_LAST, 0);
 	ep->track[seq & ep->track_mask].msg = m;
+	if (seq_out != NULL)
+		*seq_out = seq;
 	return 1;
 }
 
@@ -158,7 +160,7 @@ wr_give_back(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge)
 	b[5] = (uint8_t)(extra >> 8);
 	b[6] = (uint8_t)(extra >> 16);
 	b[7] = (uint8_t)(extra >> 24);
-	if (wr_own_control(ep, wr, sge, b, sizeof(b)) == 0)
+	if (wr_own_control(ep, wr, sge, b, sizeof(b), NULL) == 0)
 		return 0;
 	rdp_credit_given_back(&ep->credit, extra);
 	ep->idle_since = 0;
@@ -197,7 +199,7 @@ wr_close_notice(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge)
 	if (ep->close_sent || !txq_empty(&ep->txq) || ep->rd_head != NULL ||
 	    !ep_rndv_idle(ep) || descriptor_in_sq(ep))
 		return 0;
-	if (wr_own_control(ep, wr, sge, b, sizeof(b)) == 0)
+	if (wr_own_control(ep, wr, sge, b, sizeof(b), &ep->close_seq) == 0)
 		return 0;
 	ep->close_sent = true;
 	return 1;

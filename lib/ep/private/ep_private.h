@@ -387,9 +387,13 @@ struct rdp_ep {
 	/* failures, the flush, handover */
 	uint64_t err_seq;               /* lowest sequence with an error completion */
 	uint64_t flush_seq;             /* sequence of the flush marker */
+	uint64_t close_seq;             /* sequence of our close notice (close_sent): below
+					 * err_seq once flushed, it reached the peer */
 	const char *fail_why;           /* a failure the control side saw, logged when
 					 * the endpoint retires: the peer's close notice
-					 * may still be in the CQ, and then it closed */
+					 * may still be in the CQ, and then it closed; or,
+					 * closing, our own notice's completion, and then
+					 * the close finished */
 	bool ctl_keeps;                 /* at the handover: the control thread keeps its
 					 * socket and must hear of its retirement */
 	int early_err;                  /* first error before the handover; the control
