@@ -362,3 +362,27 @@ RDP_TEST(eal, devices_from_the_configuration_each_once_with_the_lcore_default)
 	rdp_cfg_free(cfg);
 	return 0;
 }
+
+/*
+ * With `driver = auto`, rdp_driver_info() says why the driver was chosen
+ * in the words the drivers' probes gave, whole: the banner rdp-perf and
+ * rdp-blk print is that line.
+ */
+RDP_TEST(e2e, driver_info_gives_the_whole_reason_the_driver_was_chosen)
+{
+	char spec[64], why[256];
+	struct rdp_cfg *cfg;
+
+	rdp_test_eal_init("0-1");
+	RDP_ASSERT_EQ(rdp_dev_default_spec(spec, sizeof(spec), why, sizeof(why)), 0);
+	cfg = rdp_cfg_default();
+	RDP_ASSERT(cfg != NULL);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "listen", "", "test"), 0);
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	RDP_ASSERT_MSG(strstr(rdp_driver_info(), why) != NULL,
+		       "the reason is cut short:\n  driver info: %s\n  the probes said: %s",
+		       rdp_driver_info(), why);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}

@@ -153,7 +153,7 @@ struct ep_dev {
 	struct rdp_dev *dev;
 	struct rdp_pd *pd;
 	struct rdp_dev_attr attr;
-	char why[96];                     /* how it was chosen ("configured by device") */
+	char why[256];                    /* how it was chosen ("configured by device") */
 };
 
 struct ep_lcore;
@@ -723,7 +723,7 @@ struct ep_runtime {
 	bool up;
 	struct ep_dev devs[EP_MAX_DEVS];   /* devs[0]: [global]'s, the default */
 	unsigned int nb_devs;
-	char driver_info[512];
+	char driver_info[1024];
 	struct ep_lcore *lcores[RTE_MAX_LCORE];
 	unsigned int order[RTE_MAX_LCORE]; /* poller lcores, for round robin */
 	unsigned int nb_lcores;
