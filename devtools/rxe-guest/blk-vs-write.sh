@@ -12,6 +12,7 @@
 #
 # Prints each round's MB/s of both and their ratio, then the median ratio.
 # Exit status: 0 when every run measured something, 1 otherwise.
+# shellcheck disable=SC2086 # $eal: EAL's options, a list of words
 rounds=${1:-2}
 secs=${2:-10}
 cfg=/tmp/blk-vs-write.ini
@@ -20,7 +21,7 @@ eal="-l 0-1 --no-huge --no-pci"
 port=18900
 listening() {	# listening PORT: a TCP listener on PORT, within 20 s
 	t=0
-	until awk -v p=$(printf '%04X' "$1") '$2 ~ ":"p"$" && $4 == "0A" { f = 1 } END { exit !f }' \
+	until awk -v p="$(printf '%04X' "$1")" '$2 ~ ":"p"$" && $4 == "0A" { f = 1 } END { exit !f }' \
 		/proc/net/tcp; do
 		t=$((t + 1))
 		[ $t -gt 200 ] && return 1
