@@ -1038,10 +1038,13 @@ RDP_TEST(e2e, ep_cq_admission_grows_the_cq_then_refuses_with_the_numbers)
 	}
 	/* the second connection grew the CQ to what 4 endpoints need */
 	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: CQ 0 grown to 516 entries") != NULL, "%s", rdp_test_log);
-	/* the third one does not fit: refused, naming the lcore and the budget */
+	/* the third one does not fit: refused, naming the lcore, the key that
+	 * limits (max_endpoints: two clients and two servers on lcore 1) and
+	 * the budget */
 	RDP_ASSERT_EQ(rdp_ep_wait_established(ep[2], 5000), -ENOSPC);
-	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: CQ budget of device 0 exhausted: 516 entries reserved, "
-			      "this endpoint needs 129 more") != NULL, "%s", rdp_test_log);
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: max_endpoints (4) reached on device shm0: "
+			      "4 endpoints hold 516 CQ entries, 129 each (sq_size+1+rq_size)")
+		       != NULL, "%s", rdp_test_log);
 	rdp_test_log_release();
 	for (i = 0; i < 3; i++) {
 		rdp_ep_close(ep[i]);

@@ -37,6 +37,30 @@
 #include "rdp_clock.h"
 #include "ep_ctl.h"
 
+/*
+ * The CQ refused this endpoint's budget of @p budget entries (ENOSPC from
+ * rdp_poller_reserve()). When the lcore's endpoints on this device already
+ * fill what max_endpoints allows, say so: that is the key to raise. Else
+ * the CQ's own limit (cq_size, the device's max_cqe) stays the reason.
+ */
+static int
+cq_refused(const struct rdp_ep *ep, uint32_t budget)
+{
+	const struct ep_lcore *lc = ep->lc;
+	uint32_t srq = lc->conf.srq == RDP_CFG_ON ? lc->conf.srq_size : 0, used = 0;
+	uint64_t most = (uint64_t)lc->conf.max_endpoints * budget + srq;
+
+	rdp_poller_cq_usage(lc->poller, ep->ld->idx, &used, NULL);
+	if ((uint64_t)used + budget <= most)
+		return -ENOSPC; /* rdp_poller_reserve()'s message stands */
+	return rdp_err_set(ENOSPC, "lcore %u: max_endpoints (%u) reached on device %s: %u "
+			   "endpoints hold %u CQ entries, %u each (%s)%s", lc->lcore_id,
+			   lc->conf.max_endpoints, ep->ld->dv->attr.name,
+			   (used - RTE_MIN(used, srq)) / budget, used - RTE_MIN(used, srq), budget,
+			   srq > 0 ? "sq_size+1" : "sq_size+1+rq_size",
+			   srq > 0 ? ", beside the SRQ's srq_size" : "");
+}
+
 /* Reserve the CQ, a slot, receive buffers and a QP; post the receives. */
 static int
 setup_qp(struct rdp_ep *ep)
@@ -49,6 +73,8 @@ setup_qp(struct rdp_ep *ep)
 	int ret;
 
 	ret = rdp_poller_reserve(ep->lc->poller, ep->ld->idx, budget);
+	if (ret == -ENOSPC)
+		return cq_refused(ep, budget);
 	if (ret < 0)
 		return ret;
 	ep->cq_reserved = budget;
