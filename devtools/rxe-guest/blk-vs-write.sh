@@ -15,7 +15,8 @@
 # shellcheck disable=SC2086 # $eal: EAL's options, a list of words
 rounds=${1:-2}
 secs=${2:-10}
-cfg=/tmp/blk-vs-write.ini
+work=$(mktemp -d)
+cfg=$work/blk-vs-write.ini
 printf '[global]\nrnr_retry = 0\ntimeout = 18\nidle_sleep_us = 20\nhandshake_timeout_ms = 20000\nhello_timeout_ms = 20000\nconnect_timeout_ms = 20000\n' > $cfg
 eal="-l 0-1 --no-huge --no-pci"
 port=18900
@@ -34,7 +35,7 @@ r=1
 while [ $r -le "$rounds" ]; do
 	port=$((port + 1))
 	rdp-perf $eal --file-prefix bw-srv$r -- --server --quiet --listen 127.0.0.1:$port -c $cfg \
-		--driver verbs:device=rxe1 --max-msg 1048576 > /tmp/bw-srv.out 2>&1 &
+		--driver verbs:device=rxe1 --max-msg 1048576 > "$work/bw-srv.out" 2>&1 &
 	srv=$!
 	listening $port
 	# MB/s: operations a second times 1 MiB
@@ -45,7 +46,7 @@ while [ $r -le "$rounds" ]; do
 	wait $srv
 	port=$((port + 1))
 	rdp-blk $eal --file-prefix blk-srv$r -- serve -c $cfg --driver verbs:device=rxe0 \
-		--memory 256M --listen 127.0.0.1:$port > /tmp/blk-srv.out 2>&1 &
+		--memory 256M --listen 127.0.0.1:$port > "$work/blk-srv.out" 2>&1 &
 	srv=$!
 	listening $port
 	read=$(rdp-blk $eal --file-prefix blk-cli$r -- load -c $cfg --driver verbs:device=rxe1 \
@@ -67,4 +68,5 @@ done
 [ -n "$ratios" ] && echo "blk-vs-write: median ratio $(echo $ratios | tr ' ' '\n' | sort -n |
 	awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')" \
 	"over $((rounds - failed)) rounds"
+rm -rf "$work"
 [ $failed = 0 ]
