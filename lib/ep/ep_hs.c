@@ -48,10 +48,9 @@ cq_refused(const struct rdp_ep *ep, uint32_t budget)
 {
 	const struct ep_lcore *lc = ep->lc;
 	uint32_t srq = lc->conf.srq == RDP_CFG_ON ? lc->conf.srq_size : 0, used = 0;
-	uint64_t most = (uint64_t)lc->conf.max_endpoints * budget + srq;
 
 	rdp_poller_cq_usage(lc->poller, ep->ld->idx, &used, NULL);
-	if ((uint64_t)used + budget <= most)
+	if ((uint64_t)used + budget <= ep_cq_most(lc))
 		return -ENOSPC; /* rdp_poller_reserve()'s message stands */
 	return rdp_err_set(ENOSPC, "lcore %u: max_endpoints (%u) reached on device %s: %u "
 			   "endpoints hold %u CQ entries, %u each (%s)%s", lc->lcore_id,

@@ -597,7 +597,7 @@ lcore_start(const struct rdp_cfg *cfg, unsigned int id, unsigned int dflt)
 	if (rt_pages(cfg, (int)id, &lc->pages) < 0)
 		return -rte_errno;
 	/* with an SRQ, its receives once for the poller (ep_srq_create() reserves them) */
-	need = c->max_endpoints * ep_cq_budget(lc) + (c->srq == RDP_CFG_ON ? c->srq_size : 0);
+	need = (uint32_t)ep_cq_most(lc);
 	pp.lcore_id = id;
 	/* one CQ per device: the device may not hold every endpoint's budget at
 	 * once: start there and let admission refuse what does not fit */

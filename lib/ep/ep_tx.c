@@ -269,13 +269,9 @@ send_now(struct rdp_ep *ep, struct rdp_msg *m)
 
 	if (m->next != NULL || ep->rp_acks > 0 || (m->flags & MSG_F_RNDV))
 		return false;
-	if (ep->ld->srq != NULL) {
-		/* buffers back on the SRQ before the credits that name them leave */
-		if (ep->ld->srq->rp_n > 0)
-			ep_srq_flush(ep->ld->srq);
-		if (ep->lease.owed != 0)
-			ep_srq_take_owed(ep, false);
-	}
+	/* buffers back on the SRQ before the credits that name them leave */
+	if (ep->ld->srq != NULL)
+		ep_srq_before_send(ep);
 	/* a stall counts once per episode: asking again in ep_post_sends() is free */
 	v = rdp_credit_data_check(c);
 	if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
@@ -301,13 +297,9 @@ ep_post_sends(struct rdp_ep *ep)
 #ifdef RDP_BENCH_NO_CREDIT
 	rdp_credit_bench_bypass(c);
 #endif
-	if (ep->ld->srq != NULL) {
-		/* buffers back on the SRQ before the credits that name them leave */
-		if (ep->ld->srq->rp_n > 0)
-			ep_srq_flush(ep->ld->srq);
-		if (ep->lease.owed != 0)
-			ep_srq_take_owed(ep, false);
-	}
+	/* buffers back on the SRQ before the credits that name them leave */
+	if (ep->ld->srq != NULL)
+		ep_srq_before_send(ep);
 	while (unlikely(ep->rd_head != NULL) && n < TX_BURST) {
 		/* a leased receiver's rendezvous READs (ep_rdma_queue_internal()) */
 		struct rdp_msg *r = ep->rd_head;

@@ -593,6 +593,20 @@ void ep_srq_give_back_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_l
 /* Owed leased credits to send now (into ep->credit.owed): with @p data any count, for the SEND
  * being built carries them; else T_ack or more, or all when none is lent out (a pure ack). */
 void ep_srq_take_owed(struct rdp_ep *ep, bool data);
+
+/*
+ * Before a SEND of @p ep (on an SRQ) names credits: the buffers waiting to
+ * go back on the SRQ go first, then the leased credits owed are taken;
+ * each only when there is something to do.
+ */
+static inline void
+ep_srq_before_send(struct rdp_ep *ep)
+{
+	if (ep->ld->srq->rp_n > 0)
+		ep_srq_flush(ep->ld->srq);
+	if (ep->lease.owed != 0)
+		ep_srq_take_owed(ep, false);
+}
 /* Telemetry (any thread). */
 void ep_srq_snapshot(const struct ep_lcore_dev *ld, struct rdp_srq_stats *s);
 
@@ -793,6 +807,18 @@ ep_cq_budget(const struct ep_lcore *lc)
 {
 	return lc->conf.srq == RDP_CFG_ON ? lc->credit.sq_size + 1 :
 		rdp_credit_cq_budget(&lc->credit) + 1;
+}
+
+/*
+ * The most CQ entries an lcore's CQ on one device is reserved for: every
+ * endpoint max_endpoints allows at ep_cq_budget(), and the SRQ's receives
+ * once. The CQ grows towards it as endpoints are admitted.
+ */
+static inline uint64_t
+ep_cq_most(const struct ep_lcore *lc)
+{
+	return (uint64_t)lc->conf.max_endpoints * ep_cq_budget(lc) +
+	       (lc->conf.srq == RDP_CFG_ON ? lc->conf.srq_size : 0);
 }
 
 /*
