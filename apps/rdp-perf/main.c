@@ -875,6 +875,37 @@ any_failed(void)
 	return false;
 }
 
+/*
+ * Every size of the message modes fits what each endpoint carries: the
+ * smaller of both sides' max_msg_size, agreed in the handshake. A server
+ * started without --max-msg takes its configuration's (1 MiB by default),
+ * and a larger message would be refused at every allocation (EMSGSIZE):
+ * said before anything is measured.
+ */
+static bool
+sizes_carried(void)
+{
+	uint32_t largest = 0;
+	unsigned int i, m;
+	bool msgs = false;
+
+	for (m = 0; m < MODE_WRITE; m++)
+		msgs |= opt.modes[m];
+	for (i = 0; msgs && i < opt.nb_sizes; i++)
+		largest = RTE_MAX(largest, opt.sizes[i]);
+	for (i = 0; i < opt.endpoints; i++) {
+		uint32_t most = rdp_ep_max_msg_size(peps[i].ep);
+
+		if (largest > most) {
+			fprintf(stderr, "rdp-perf: endpoint %u to %s: -s %u is above the %u bytes "
+				"it carries (the smaller max_msg_size of the two sides): start the "
+				"server with --max-msg %u\n", i, opt.connect, largest, most, largest);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* Every endpoint learns the server's region; asks again until it came. */
 static bool
 regions_fetch(double timeout_s)
@@ -1341,6 +1372,8 @@ run_client(void)
 		}
 		deadline = rdp_clock_s() + ESTABLISH_STALL_S;
 	}
+	if (!sizes_carried())
+		return 1;
 	for (m = MODE_WRITE; m < MODE_MAX; m++)
 		if (opt.modes[m])
 			break;

@@ -510,35 +510,30 @@ RDP_TEST(perf, rdp_perf_runs_the_mode_its_configuration_names)
 }
 
 /*
- * A client's clean close seen from a server in a process of its own: the
- * server logs each endpoint "closed by the peer" and nothing that reads as
- * a failure, though the client's QPs and control connections go (with its
- * process) before the server's application closes its side. Its control
- * thread used to log each such QP "went to error (device event)" at NOTICE.
+ * A separate rdp-perf server on a free port of 127.0.0.1 (in @p addr),
+ * started as a user would, with default configuration and @p extra (NULL:
+ * none) after its "--listen"; its output goes to @p log_path. Returns once
+ * it listens; the test kills it.
  */
-RDP_TEST(perf, rdp_perf_server_logs_a_clients_clean_close_as_a_close_only)
+static pid_t
+server_start(char *addr, size_t addrlen, const char *log_path, const char *extra)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sa);
-	static char out[1 << 16], log[1 << 16];
-	char log_path[64], port[32], cmd[1024];
-	const char *p;
-	unsigned int closes = 0;
+	static char log[1 << 16];
 	double deadline;
-	int fd, rc, status;
-	size_t n = 0;
+	size_t n;
 	pid_t srv;
 	FILE *f;
+	int fd;
 
-	/* a free port */
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	RDP_ASSERT(fd >= 0);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	RDP_ASSERT_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	RDP_ASSERT_EQ(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
 	close(fd);
-	snprintf(port, sizeof(port), "127.0.0.1:%u", ntohs(sa.sin_port));
-	snprintf(log_path, sizeof(log_path), "perf_close_server_%d.log", (int)getpid());
+	snprintf(addr, addrlen, "127.0.0.1:%u", ntohs(sa.sin_port));
 	fflush(stdout);
 	srv = fork();
 	RDP_ASSERT(srv >= 0);
@@ -552,7 +547,7 @@ RDP_TEST(perf, rdp_perf_server_logs_a_clients_clean_close_as_a_close_only)
 		dup2(out_fd, STDOUT_FILENO);
 		dup2(out_fd, STDERR_FILENO);
 		execl(perf_bin(), perf_bin(), "-l", "0-1", "--no-huge", "--no-pci",
-		      "--no-shconf", "--", "--server", "--listen", port, (char *)NULL);
+		      "--no-shconf", "--", "--server", "--listen", addr, extra, (char *)NULL);
 		_exit(127);
 	}
 	deadline = rdp_clock_s() + 20;
@@ -563,11 +558,33 @@ RDP_TEST(perf, rdp_perf_server_logs_a_clients_clean_close_as_a_close_only)
 			log[n] = '\0';
 			fclose(f);
 			if (strstr(log, "listening on port") != NULL)
-				break;
+				return srv;
 		}
 		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "the server did not listen:\n%s", log);
 		usleep(20000);
 	}
+}
+
+/*
+ * A client's clean close seen from a server in a process of its own: the
+ * server logs each endpoint "closed by the peer" and nothing that reads as
+ * a failure, though the client's QPs and control connections go (with its
+ * process) before the server's application closes its side. Its control
+ * thread used to log each such QP "went to error (device event)" at NOTICE.
+ */
+RDP_TEST(perf, rdp_perf_server_logs_a_clients_clean_close_as_a_close_only)
+{
+	static char out[1 << 16], log[1 << 16];
+	char log_path[64], port[32], cmd[1024];
+	const char *p;
+	unsigned int closes = 0;
+	int rc, status;
+	size_t n = 0;
+	pid_t srv;
+	FILE *f;
+
+	snprintf(log_path, sizeof(log_path), "perf_close_server_%d.log", (int)getpid());
+	srv = server_start(port, sizeof(port), log_path, NULL);
 	snprintf(cmd, sizeof(cmd), "%s -l 0-1 --main-lcore 1 --no-huge --no-pci --no-shconf -- "
 		 "--connect %s -e 4 -m bw -s 64 -n 20000 -q 2>&1", perf_bin(), port);
 	rc = run(cmd, out, sizeof(out));
@@ -589,5 +606,36 @@ RDP_TEST(perf, rdp_perf_server_logs_a_clients_clean_close_as_a_close_only)
 	RDP_ASSERT_MSG(strstr(log, "went to error") == NULL && strstr(log, "failed") == NULL &&
 		       strstr(log, "control connection") == NULL,
 		       "a clean close logged as a failure:\n%s", log);
+	return 0;
+}
+
+/*
+ * A client whose -s is above what a separate server accepts (started
+ * without --max-msg: max_msg_size 1 MiB) says so, with both numbers and
+ * the option that fixes it, and fails before it measures. It used to
+ * report 0 msg/s and exit 0: every allocation failed with EMSGSIZE, which
+ * it took for a full pool to wait out.
+ */
+RDP_TEST(perf, rdp_perf_says_when_a_size_is_above_what_the_server_accepts)
+{
+	static char out[1 << 16];
+	char log_path[64], port[32], cmd[1024];
+	int rc, status;
+	pid_t srv;
+
+	snprintf(log_path, sizeof(log_path), "perf_msgsize_server_%d.log", (int)getpid());
+	srv = server_start(port, sizeof(port), log_path, NULL);
+	snprintf(cmd, sizeof(cmd), "timeout 60 %s -l 0-1 --main-lcore 1 --no-huge --no-pci "
+		 "--no-shconf -- --connect %s -e 2 -m bw -s 64,2097152 -d 0.2 -q 2>&1",
+		 perf_bin(), port);
+	rc = run(cmd, out, sizeof(out));
+	RDP_ASSERT_EQ(kill(srv, SIGINT), 0);
+	RDP_ASSERT(waitpid(srv, &status, 0) == srv);
+	unlink(log_path);
+	printf("client: exit %d\n%s", rc, out);
+	RDP_ASSERT_EQ(rc, 1);
+	RDP_ASSERT_MSG(strstr(out, "-s 2097152 is above the 1048576 bytes") != NULL, "%s", out);
+	RDP_ASSERT_MSG(strstr(out, "--max-msg 2097152") != NULL, "%s", out);
+	RDP_ASSERT_MSG(strstr(out, "msg/s") == NULL, "measured anyway:\n%s", out);
 	return 0;
 }
