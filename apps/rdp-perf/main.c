@@ -876,6 +876,23 @@ any_failed(void)
 }
 
 /*
+ * -e fits the poller lcores: each holds max_endpoints, and an endpoint over
+ * the sum would fail its handshake. Said before any is made.
+ */
+static bool
+endpoints_fit(void)
+{
+	struct rdp_hs_stats hs;
+
+	if (rdp_hs_stats_get(&hs) < 0 || opt.endpoints <= hs.waiting_max)
+		return true;
+	fprintf(stderr, "rdp-perf: -e %u: above the %u endpoints the poller lcores hold "
+		"(max_endpoints, summed over them): raise max_endpoints in a configuration "
+		"(-c FILE), or give EAL more lcores\n", opt.endpoints, hs.waiting_max);
+	return false;
+}
+
+/*
  * Every size of the message modes fits what each endpoint carries: the
  * smaller of both sides' max_msg_size, agreed in the handshake. A server
  * started without --max-msg takes its configuration's (1 MiB by default),
@@ -1335,6 +1352,8 @@ run_client(void)
 			}
 		}
 	}
+	if (!endpoints_fit())
+		return 1;
 	for (i = 0; i < opt.endpoints; i++) {
 		struct perf_ep *pe = &peps[i];
 

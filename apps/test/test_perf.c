@@ -639,3 +639,25 @@ RDP_TEST(perf, rdp_perf_says_when_a_size_is_above_what_the_server_accepts)
 	RDP_ASSERT_MSG(strstr(out, "msg/s") == NULL, "measured anyway:\n%s", out);
 	return 0;
 }
+
+/*
+ * More endpoints than the poller lcores hold (-e 100, max_endpoints 64 on
+ * the one poller) is refused before any handshake, naming the option and
+ * the key. It used to connect them all and log a failed handshake for
+ * each one over the limit, then end on "No space left on device".
+ */
+RDP_TEST(perf, rdp_perf_refuses_more_endpoints_than_its_lcores_hold)
+{
+	static char out[1 << 16];
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "timeout 60 %s -- -e 100 -m lat -s 64 -d 0.1 -q 2>&1",
+		 perf_bin());
+	printf("%s\n", cmd);
+	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 1);
+	printf("%s", out);
+	RDP_ASSERT_MSG(strstr(out, "-e 100: above the 64 endpoints the poller lcores hold "
+			      "(max_endpoints") != NULL, "%s", out);
+	RDP_ASSERT_MSG(strstr(out, "handshake") == NULL, "handshakes were made:\n%s", out);
+	return 0;
+}
