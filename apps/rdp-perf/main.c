@@ -868,7 +868,8 @@ any_failed(void)
 		int err = __atomic_load_n(&peps[i].err, __ATOMIC_ACQUIRE);
 
 		if (err != 0) {
-			fprintf(stderr, "rdp-perf: endpoint %u failed: %s\n", i, strerror(-err));
+			fprintf(stderr, "rdp-perf: endpoint %u (peer %s) failed: %s\n",
+				rdp_ep_id(peps[i].ep), rdp_ep_peer(peps[i].ep), strerror(-err));
 			return true;
 		}
 	}
@@ -916,7 +917,8 @@ sizes_carried(void)
 		if (largest > most) {
 			fprintf(stderr, "rdp-perf: endpoint %u to %s: -s %u is above the %u bytes "
 				"it carries (the smaller max_msg_size of the two sides): start the "
-				"server with --max-msg %u\n", i, opt.connect, largest, most, largest);
+				"server with --max-msg %u\n", rdp_ep_id(peps[i].ep), opt.connect, largest,
+				most, largest);
 			return false;
 		}
 	}
@@ -1383,7 +1385,7 @@ run_client(void)
 				return 1;
 			if (rdp_clock_s() > deadline) {
 				fprintf(stderr, "rdp-perf: endpoint %u to %s: neither established nor "
-					"failed after %u s without progress\n", i, opt.connect,
+					"failed after %u s without progress\n", rdp_ep_id(peps[i].ep), opt.connect,
 					ESTABLISH_STALL_S);
 				return 1;
 			}
