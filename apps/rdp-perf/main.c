@@ -1810,6 +1810,7 @@ main(int argc, char **argv)
 	int eal_argc, app_argc, ret, i, port;
 	struct rdp_cfg *cfg;
 	pid_t srv = -1;
+	bool default_lcores;
 
 	/* EAL options come before "--", ours after */
 	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
@@ -1822,6 +1823,7 @@ main(int argc, char **argv)
 	}
 	if (parse_args(app_argc, app_argv) < 0)
 		return 2;
+	default_lcores = i == 1;
 	if (i == 1) {
 		/* no EAL options: no hugepages, no PCI, one poller on the other CPU */
 		app_eal_defaults(&dflt, argv[0], NULL, "rdp-perf", true);
@@ -1863,6 +1865,11 @@ main(int argc, char **argv)
 	}
 	if (!opt.quiet)
 		printf("rdp-perf %s: driver %s\n", RDP_VERSION, rdp_driver_info());
+	if (opt.pipeline && opt.loopback && default_lcores && opt.server_lcores == NULL)
+		fprintf(stderr, "rdp-perf: --pipeline on the default lcores: the client's event "
+			"loop shares a CPU with the loopback server's poller, both spinning, and "
+			"each hop waits for a scheduler time slice; give it a CPU of its own "
+			"(EAL --lcores, and --server-lcores; docs/performance.md)\n");
 	ret = opt.server ? run_server() : run_client();
 	region_teardown();
 	rdp_fini();
