@@ -641,6 +641,22 @@ RDP_TEST(perf, rdp_perf_says_when_a_size_is_above_what_the_server_accepts)
 }
 
 /*
+ * rdp-perf with @p args after its "--", bounded to 60 s; its output (also
+ * printed) in @p out. Returns its exit status.
+ */
+static int
+run_perf(const char *args, char *out, size_t len)
+{
+	char cmd[512];
+	int rc;
+
+	snprintf(cmd, sizeof(cmd), "timeout 60 %s -- %s 2>&1", perf_bin(), args);
+	rc = run(cmd, out, len);
+	printf("%s: exit %d\n%s", cmd, rc, out);
+	return rc;
+}
+
+/*
  * More endpoints than the poller lcores hold (-e 100, max_endpoints 64 on
  * the one poller) is refused before any handshake, naming the option and
  * the key. It used to connect them all and log a failed handshake for
@@ -649,13 +665,8 @@ RDP_TEST(perf, rdp_perf_says_when_a_size_is_above_what_the_server_accepts)
 RDP_TEST(perf, rdp_perf_refuses_more_endpoints_than_its_lcores_hold)
 {
 	static char out[1 << 16];
-	char cmd[512];
 
-	snprintf(cmd, sizeof(cmd), "timeout 60 %s -- -e 100 -m lat -s 64 -d 0.1 -q 2>&1",
-		 perf_bin());
-	printf("%s\n", cmd);
-	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 1);
-	printf("%s", out);
+	RDP_ASSERT_EQ(run_perf("-e 100 -m lat -s 64 -d 0.1 -q", out, sizeof(out)), 1);
 	RDP_ASSERT_MSG(strstr(out, "-e 100: above the 64 endpoints the poller lcores hold "
 			      "(max_endpoints") != NULL, "%s", out);
 	RDP_ASSERT_MSG(strstr(out, "handshake") == NULL, "handshakes were made:\n%s", out);
@@ -672,16 +683,11 @@ RDP_TEST(perf, rdp_perf_refuses_more_endpoints_than_its_lcores_hold)
 RDP_TEST(perf, rdp_perf_says_a_pipeline_on_the_default_lcores_shares_a_cpu)
 {
 	static char out[1 << 16];
-	char cmd[512];
 
-	snprintf(cmd, sizeof(cmd), "timeout 60 %s -- --pipeline -m lat -s 64 -n 50 -q 2>&1",
-		 perf_bin());
-	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 0);
-	printf("%s", out);
+	RDP_ASSERT_EQ(run_perf("--pipeline -m lat -s 64 -n 50 -q", out, sizeof(out)), 0);
 	RDP_ASSERT_MSG(strstr(out, "--pipeline on the default lcores: the client's event loop "
 			      "shares a CPU with the loopback server's poller") != NULL, "%s", out);
-	snprintf(cmd, sizeof(cmd), "timeout 60 %s -- -m lat -s 64 -n 50 -q 2>&1", perf_bin());
-	RDP_ASSERT_EQ(run(cmd, out, sizeof(out)), 0);
+	RDP_ASSERT_EQ(run_perf("-m lat -s 64 -n 50 -q", out, sizeof(out)), 0);
 	RDP_ASSERT_MSG(strstr(out, "shares a CPU") == NULL, "said in run-to-completion:\n%s", out);
 	return 0;
 }
