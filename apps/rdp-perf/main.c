@@ -876,6 +876,18 @@ any_failed(void)
 	return false;
 }
 
+/* The largest of the -s sizes. */
+static uint32_t
+sizes_largest(void)
+{
+	uint32_t largest = 0;
+	unsigned int i;
+
+	for (i = 0; i < opt.nb_sizes; i++)
+		largest = RTE_MAX(largest, opt.sizes[i]);
+	return largest;
+}
+
 /*
  * -e fits the poller lcores: each holds max_endpoints, and an endpoint over
  * the sum would fail its handshake. Said before any is made.
@@ -905,12 +917,10 @@ sizes_carried(void)
 {
 	uint32_t largest = 0;
 	unsigned int i, m;
-	bool msgs = false;
 
 	for (m = 0; m < MODE_WRITE; m++)
-		msgs |= opt.modes[m];
-	for (i = 0; msgs && i < opt.nb_sizes; i++)
-		largest = RTE_MAX(largest, opt.sizes[i]);
+		if (opt.modes[m])
+			largest = sizes_largest();
 	for (i = 0; i < opt.endpoints; i++) {
 		uint32_t most = rdp_ep_max_msg_size(peps[i].ep);
 
@@ -1726,14 +1736,9 @@ static int
 sizes_fit(struct rdp_cfg *cfg)
 {
 	const struct rdp_cfg_lcore *g = rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL);
-	uint32_t largest = 0;
+	uint32_t largest = opt.server ? opt.max_msg : sizes_largest();
 	char v[16];
-	unsigned int i;
 
-	for (i = 0; !opt.server && i < opt.nb_sizes; i++)
-		largest = RTE_MAX(largest, opt.sizes[i]);
-	if (opt.server)
-		largest = opt.max_msg;
 	if (g == NULL || largest <= g->max_msg_size)
 		return 0;
 	if ((uint64_t)2 * largest > g->rndv_pool_size) {
@@ -1751,7 +1756,6 @@ spawn_server(char **app_argv, int app_argc, bool huge, int *port)
 {
 	const char *args[40] = { "--server", "--quiet", "--listen", "127.0.0.1:0" };
 	static char max_msg[16];
-	uint32_t largest = 0;
 	int n = 4, i;
 
 	for (i = 1; i < app_argc && n < 36; i++) {
@@ -1764,9 +1768,7 @@ spawn_server(char **app_argv, int app_argc, bool huge, int *port)
 			args[n++] = app_argv[i];
 		}
 	}
-	for (i = 0; i < (int)opt.nb_sizes; i++)
-		largest = RTE_MAX(largest, opt.sizes[i]);
-	snprintf(max_msg, sizeof(max_msg), "%u", largest);
+	snprintf(max_msg, sizeof(max_msg), "%u", sizes_largest());
 	args[n++] = "--max-msg";
 	args[n++] = max_msg;
 	args[n] = NULL;
