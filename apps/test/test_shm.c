@@ -434,6 +434,76 @@ RDP_TEST(shm, shm_read_beyond_the_responders_read_slots_is_remote_invalid_reques
 	return 0;
 }
 
+/*
+ * One-sided WRs posted on an idle SQ run from the caller's WR: a READ and a
+ * WRITE land before rdp_post_send() returns, a READ whose scatter list is
+ * memory without local write fails LOC_PROT_ERR as a queued one would, and
+ * what follows it flushes.
+ */
+RDP_TEST(shm, shm_onesided_wrs_on_an_idle_sq_run_at_post_and_a_read_needs_local_write)
+{
+	static uint8_t ro[64], rw[64];
+	struct rdp_mr *mr_ro, *mr_rw;
+	struct rdp_sge sge[3];
+	struct rdp_send_wr wr[3];
+	struct conf_opts o;
+	struct conf_pair p;
+	struct rdp_wc wc[3];
+	uint32_t i;
+	int err;
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, "shm", &o);
+	mr_ro = rdp_mr_reg(p.pd, ro, sizeof(ro), 0);
+	mr_rw = rdp_mr_reg(p.pd, rw, sizeof(rw), RDP_ACCESS_LOCAL_WRITE);
+	RDP_ASSERT_MSG(mr_ro != NULL && mr_rw != NULL, "rdp_mr_reg: %s", rdp_err_msg());
+	for (i = 0; i < sizeof(ro); i++)
+		ro[i] = (uint8_t)(0xa0 + i);
+	/* a WRITE from read-only memory, then a READ of it back into rw */
+	sge[0] = (struct rdp_sge){ (uintptr_t)ro, sizeof(ro), mr_ro->lkey };
+	sge[1] = (struct rdp_sge){ (uintptr_t)rw, sizeof(rw), mr_rw->lkey };
+	wr[0] = (struct rdp_send_wr){ .wr_id = 1, .sg_list = &sge[0], .num_sge = 1,
+				      .opcode = RDP_WR_RDMA_WRITE, .remote_addr = p.b.rx_addr,
+				      .rkey = p.b.rx_rkey };
+	wr[1] = (struct rdp_send_wr){ .wr_id = 2, .sg_list = &sge[1], .num_sge = 1,
+				      .opcode = RDP_WR_RDMA_READ, .flags = RDP_SEND_SIGNALED,
+				      .remote_addr = p.b.rx_addr, .rkey = p.b.rx_rkey };
+	RDP_ASSERT_EQ(rdp_post_send(p.a.qp, wr, 2, &err), 2);
+	RDP_ASSERT_EQ(err, 0);
+	RDP_ASSERT(memcmp(rw, ro, sizeof(ro)) == 0); /* before any poll */
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 1, T_MS), 1);
+	RDP_ASSERT_EQ(wc[0].wr_id, 2);
+	RDP_ASSERT_EQ(wc[0].status, RDP_WC_SUCCESS);
+	RDP_ASSERT_EQ(wc[0].opcode, RDP_WC_RDMA_READ);
+
+	/* a READ into read-only memory: LOC_PROT_ERR, nothing written; the WRITE after it flushes */
+	memset(rw, 0, sizeof(rw));
+	wr[0].wr_id = 3;
+	wr[0].flags = RDP_SEND_SIGNALED;
+	wr[1].wr_id = 4;
+	wr[1].sg_list = &sge[2];
+	sge[2] = (struct rdp_sge){ (uintptr_t)ro, sizeof(ro), mr_ro->lkey };
+	wr[2] = wr[0];
+	wr[2].wr_id = 5;
+	wr[2].remote_addr = p.b.rx_addr + 64;
+	memset(ro, 0x5c, sizeof(ro));
+	RDP_ASSERT_EQ(rdp_post_send(p.a.qp, wr, 3, &err), 3);
+	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 3, T_MS), 3);
+	RDP_ASSERT_EQ(wc[0].wr_id, 3);
+	RDP_ASSERT_EQ(wc[0].status, RDP_WC_SUCCESS);
+	RDP_ASSERT_EQ(wc[1].wr_id, 4);
+	RDP_ASSERT_EQ(wc[1].status, RDP_WC_LOC_PROT_ERR);
+	RDP_ASSERT_EQ(wc[2].wr_id, 5);
+	RDP_ASSERT_EQ(wc[2].status, RDP_WC_WR_FLUSH_ERR);
+	for (i = 0; i < sizeof(ro); i++)
+		RDP_ASSERT_EQ(ro[i], 0x5c);
+	RDP_ASSERT_EQ(conf_qp_state(&p.a), RDP_QPS_ERR);
+	RDP_ASSERT_EQ(rdp_mr_free(mr_ro), 0);
+	RDP_ASSERT_EQ(rdp_mr_free(mr_rw), 0);
+	conf_pair_close(&p);
+	return 0;
+}
+
 RDP_TEST(shm, shm_read_depth_above_the_devices_limit_is_refused_at_connect)
 {
 	struct rdp_dev *dev = rdp_dev_open("shm");

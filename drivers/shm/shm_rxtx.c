@@ -1038,10 +1038,10 @@ direct_sends(struct shm_qp *qp, const struct rdp_send_wr *wr, uint16_t n)
 }
 
 /*
- * Run a checked SEND of at most one SGE straight from the caller's WR, with
+ * Run a checked WR of at most one SGE straight from the caller's WR, with
  * no WQE: the common case of an idle SQ. Returns false, having done
  * nothing but start an RNR wait, when the WR must be queued instead (a bad
- * lkey, or no posted receive to take it).
+ * lkey, or for a SEND no posted receive to take it).
  */
 static inline bool
 run_direct(struct shm_qp *qp, struct sq_batch *b, const struct rdp_send_wr *w)
@@ -1054,8 +1054,10 @@ run_direct(struct shm_qp *qp, struct sq_batch *b, const struct rdp_send_wr *w)
 
 	if (w->num_sge == 1) {
 		const struct rdp_sge *s = &w->sg_list[0];
+		/* a READ's list is where its data lands */
+		unsigned int need = w->opcode == RDP_WR_RDMA_READ ? RDP_ACCESS_LOCAL_WRITE : 0;
 
-		if (!(w->flags & RDP_SEND_INLINE) && unlikely(!send_sge_ok(qp->sd, s, 0)))
+		if (!(w->flags & RDP_SEND_INLINE) && unlikely(!send_sge_ok(qp->sd, s, need)))
 			return false;
 		e->sge[0].addr = (uint8_t *)(uintptr_t)s->addr;
 		e->sge[0].len = s->length;
@@ -1069,9 +1071,11 @@ run_direct(struct shm_qp *qp, struct sq_batch *b, const struct rdp_send_wr *w)
 	e->opcode = w->opcode;
 	e->flags = w->flags;
 	e->imm = w->imm;
+	e->remote_addr = w->remote_addr; /* a SEND's: never read */
+	e->rkey = w->rkey;
+	if (w->opcode == RDP_WR_RDMA_READ)
+		qp->rd_posted++;
 	e->rd_seq = qp->rd_posted;
-	e->remote_addr = 0; /* a SEND's: never read */
-	e->rkey = 0;
 	qp->sq_pi++;
 	if (sq_exec_one(qp, b, e) == SHM_AGAIN) {
 		qp->sq_pi--; /* no receive posted: queue it, it waits (RNR) */
@@ -1115,7 +1119,7 @@ shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *e
 				b.srq_want = direct_sends(qp, w, n - i);
 			/* the post's last WR: the burst is visible before its bookkeeping */
 			b.eager = b.want == 1;
-			if (w->opcode <= RDP_WR_SEND_WITH_IMM && w->num_sge <= 1 &&
+			if (w->num_sge <= 1 &&
 			    __atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_RTS &&
 			    run_direct(qp, &b, w))
 				continue;
