@@ -274,32 +274,6 @@ rdp_rdesc_decode(const uint8_t *buf, size_t len, struct rdp_rdesc *d, char *why,
 /* Operations on an endpoint                                              */
 /* ---------------------------------------------------------------------- */
 
-/* What a queued operation's WR needs, in its carrier's buffer. */
-struct ep_rdma {
-	uint64_t laddr;
-	uint64_t raddr;
-	struct rdp_region *region;  /* the application's, or NULL (internal) */
-	struct rdp_msg *owner;      /* internal: the rendezvous message it reads */
-	uint32_t len;
-	uint32_t lkey;
-	uint32_t rkey;
-	uint8_t opcode;        /* enum rdp_rdma_opcode */
-};
-/* a send buffer is at least 64 bytes (lib/cfg's lower bound of buf_size) */
-_Static_assert(sizeof(struct ep_rdma) <= 64, "an operation must fit the smallest send buffer");
-
-static inline struct ep_rdma *
-rdma_of(const struct rdp_msg *m)
-{
-	return (struct ep_rdma *)m->data;
-}
-
-bool
-ep_rdma_is_read(const struct rdp_msg *m)
-{
-	return rdma_of(m)->opcode == RDP_RDMA_READ;
-}
-
 /* Is [off, off + len) inside [0, size)? */
 static inline bool
 range_ok(uint64_t off, uint64_t len, uint64_t size)
@@ -413,28 +387,6 @@ uint32_t
 rdp_ep_read_depth(const struct rdp_ep *ep)
 {
 	return ep->credit.rd_depth;
-}
-
-uint64_t
-ep_wr_rdma(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
-	   const struct rdp_msg *m, bool signaled)
-{
-	const struct ep_rdma *d = rdma_of(m);
-	bool read = d->opcode == RDP_RDMA_READ;
-	uint64_t seq = rdp_credit_rdma_posted(&ep->credit, read, signaled);
-
-	sge->addr = d->laddr;
-	sge->length = d->len;
-	sge->lkey = d->lkey;
-	wr->wr_id = rdp_wrid(RDP_WRK_DATA, ep->slot, seq);
-	wr->sg_list = sge;
-	wr->num_sge = 1;
-	wr->opcode = read ? RDP_WR_RDMA_READ : RDP_WR_RDMA_WRITE;
-	wr->flags = signaled ? RDP_SEND_SIGNALED : 0;
-	wr->imm = 0;
-	wr->remote_addr = d->raddr;
-	wr->rkey = d->rkey;
-	return seq;
 }
 
 void

@@ -39,6 +39,7 @@
 #include "rdp_lease.h"
 #include "rdp_mem.h"
 #include "rdp_poll.h"
+#include "rdp_rdma.h"
 #include "rdp_session.h"
 
 extern int rdp_ep_logtype;
@@ -530,11 +531,55 @@ void ep_accept_send(struct rdp_ep *ep, struct rdp_msg *m);
 uint16_t ep_queue_sends(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n);
 
 /* ---- one-sided operations (ep_rdma.c) ---- */
+/* What a queued operation's WR needs, in its carrier's buffer. */
+struct ep_rdma {
+	uint64_t laddr;
+	uint64_t raddr;
+	struct rdp_region *region;  /* the application's, or NULL (internal) */
+	struct rdp_msg *owner;      /* internal: the rendezvous message it reads */
+	uint32_t len;
+	uint32_t lkey;
+	uint32_t rkey;
+	uint8_t opcode;        /* enum rdp_rdma_opcode */
+};
+/* a send buffer is at least 64 bytes (lib/cfg's lower bound of buf_size) */
+_Static_assert(sizeof(struct ep_rdma) <= 64, "an operation must fit the smallest send buffer");
+
+static inline struct ep_rdma *
+rdma_of(const struct rdp_msg *m)
+{
+	return (struct ep_rdma *)m->data;
+}
+
 /* Is the queued operation an RDMA READ? */
-bool ep_rdma_is_read(const struct rdp_msg *m);
+static inline bool
+ep_rdma_is_read(const struct rdp_msg *m)
+{
+	return rdma_of(m)->opcode == RDP_RDMA_READ;
+}
+
 /* Build the WR of a queued operation after a GO verdict; returns its sequence. */
-uint64_t ep_wr_rdma(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
-		    const struct rdp_msg *m, bool signaled);
+static inline uint64_t
+ep_wr_rdma(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
+	   const struct rdp_msg *m, bool signaled)
+{
+	const struct ep_rdma *d = rdma_of(m);
+	bool read = d->opcode == RDP_RDMA_READ;
+	uint64_t seq = rdp_credit_rdma_posted(&ep->credit, read, signaled);
+
+	sge->addr = d->laddr;
+	sge->length = d->len;
+	sge->lkey = d->lkey;
+	wr->wr_id = rdp_wrid(RDP_WRK_DATA, ep->slot, seq);
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = read ? RDP_WR_RDMA_READ : RDP_WR_RDMA_WRITE;
+	wr->flags = signaled ? RDP_SEND_SIGNALED : 0;
+	wr->imm = 0;
+	wr->remote_addr = d->raddr;
+	wr->rkey = d->rkey;
+	return seq;
+}
 /* "RDMA WRITE of N bytes to ADDR (rkey K) ..." for a failure's message; returns @p buf. */
 const char *ep_rdma_describe(const struct rdp_msg *m, char *buf, size_t len);
 /* Report an operation to the application, done (0) or failed. */
