@@ -752,16 +752,24 @@ RDP_TEST(unit, credit_rdma_write_takes_an_sq_slot_and_no_remote_credit)
 	return 0;
 }
 
-RDP_TEST(unit, credit_rdma_read_is_signaled_and_waits_for_a_read_slot)
+/*
+ * A READ takes a read slot; the one that takes the last free slot is
+ * signaled, so a READ waiting for a slot always has a signaled READ before
+ * it whose completion frees every slot. The others follow the signaling
+ * rule of data.
+ */
+RDP_TEST(unit, credit_rdma_read_waits_for_a_read_slot_and_the_last_slot_is_signaled)
 {
 	struct rdp_credit c;
+	unsigned int i;
 
-	endpoint(&c, 64, 16, 1);
+	endpoint(&c, 64, 4, 1);
 	/* no depth agreed: no READ ever goes */
 	RDP_ASSERT_EQ(rdp_credit_rdma_check(&c, true), RDP_CREDIT_WAIT_READ);
 	rdp_credit_read_depth_set(&c, 2);
-	RDP_ASSERT_EQ(rdp_credit_rdma_check(&c, true), RDP_CREDIT_GO_SIGNALED);
-	rdp_credit_rdma_posted(&c, true, true);
+	RDP_ASSERT_EQ(rdp_credit_rdma_check(&c, true), RDP_CREDIT_GO_UNSIGNALED);
+	rdp_credit_rdma_posted(&c, true, false);
+	/* the last slot */
 	RDP_ASSERT_EQ(rdp_credit_rdma_check(&c, true), RDP_CREDIT_GO_SIGNALED);
 	rdp_credit_rdma_posted(&c, true, true);
 	RDP_ASSERT_EQ(c.rd_inflight, 2);
@@ -770,8 +778,20 @@ RDP_TEST(unit, credit_rdma_read_is_signaled_and_waits_for_a_read_slot)
 	RDP_ASSERT_EQ(c.stats.read_stalls, 2); /* two episodes: before the depth, and now */
 	/* a WRITE is not held back by the READs */
 	RDP_ASSERT_EQ(rdp_credit_rdma_check(&c, false), RDP_CREDIT_GO_UNSIGNALED);
-	rdp_credit_reads_completed(&c, 1);
-	RDP_ASSERT_EQ(rdp_credit_rdma_check(&c, true), RDP_CREDIT_GO_SIGNALED);
+	/* the signaled READ's completion covers both */
+	RDP_ASSERT_EQ(rdp_credit_send_completed(&c, 1), 2);
+	rdp_credit_reads_completed(&c, 2);
+	RDP_ASSERT_EQ(c.rd_inflight, 0);
+
+	/* with slots to spare, READs are signaled as data is: every T_sig-th */
+	rdp_credit_read_depth_set(&c, 16);
+	for (i = 1; i <= 8; i++) {
+		enum rdp_credit_verdict v = rdp_credit_rdma_check(&c, true);
+
+		RDP_ASSERT_EQ(v, i % 4 == 0 ? RDP_CREDIT_GO_SIGNALED : RDP_CREDIT_GO_UNSIGNALED);
+		rdp_credit_rdma_posted(&c, true, v == RDP_CREDIT_GO_SIGNALED);
+	}
 	RDP_ASSERT_EQ(c.unsig_run, 0);
+	RDP_ASSERT_EQ(c.rd_inflight, 8);
 	return 0;
 }

@@ -346,8 +346,10 @@ RDP_TEST(model, model_reads_ignoring_the_depth_exceed_the_responders_slots)
 }
 
 /*
- * READs signaled as data is: a READ waiting for a slot that an unsignaled
- * READ holds waits for ever, as nothing after it can be posted.
+ * READs signaled as data is, the one that takes the last free slot too: a
+ * READ waiting for a slot that an unsignaled READ holds waits for ever, as
+ * nothing after it can be posted. At a depth of 1 every READ takes the last
+ * slot; at 2 the first of two goes unsignaled in ours, and still completes.
  */
 RDP_TEST(model, model_unsignaled_reads_deadlock_waiting_for_a_read_slot)
 {
@@ -359,6 +361,8 @@ RDP_TEST(model, model_unsignaled_reads_deadlock_waiting_for_a_read_slot)
 	finds(P1 " -DRDMA -DMUTANT_READ_UNSIGNALED -DTRAFFIC=ONEWAY -DN=3", SAFETY_AND_LIVENESS,
 	      "acceptance cycle", &res);
 	printf("counterexample:\n%s", res.trail);
+	finds(P3 " -DRDMA -DRDEPTH=2 -DNOPS=4 -DMUTANT_READ_UNSIGNALED -DTRAFFIC=ONEWAY -DN=3",
+	      SAFETY_AND_LIVENESS, "acceptance cycle", &res);
 	return 0;
 }
 

@@ -33,11 +33,12 @@
  *   pure ack goes out only when `owed >= T_ack` and no data can carry it.
  *   RQ entries consumed by pure acks are reposted at once and never owed.
  * - One-sided WRs (RDMA WRITE, RDMA READ) take an SQ slot and no remote
- *   credit, and follow the same signaling rule, except that every READ is
- *   signaled. A READ also takes one of `rd_depth` read slots (the depth
- *   both sides agreed in the handshake), given back when a polled
- *   completion covers it: with every READ signaled, a READ waiting for a
- *   slot always has a signaled READ before it whose completion comes.
+ *   credit, and follow the same signaling rule. A READ also takes one of
+ *   `rd_depth` read slots (the depth both sides agreed in the handshake),
+ *   given back when a polled completion covers it, and the READ that takes
+ *   the last free slot is signaled: a READ waiting for a slot then always
+ *   has a signaled READ before it whose completion comes and frees them
+ *   all.
  *
  * CONCURRENCY: none; one endpoint's state is touched by its owner thread.
  */
@@ -491,8 +492,8 @@ rdp_credit_reclaim_posted(struct rdp_credit *c)
 
 /**
  * May a one-sided WR be posted now, and signaled or not? An RDMA WRITE or
- * READ takes an SQ slot and no remote credit; a READ also needs a read
- * slot and is always signaled.
+ * READ takes an SQ slot and no remote credit, signaled as data is; a READ
+ * also needs a read slot, and is signaled when it takes the last one.
  *
  * @param c
  *   State.
@@ -509,9 +510,12 @@ rdp_credit_rdma_check(struct rdp_credit *c, bool read)
 
 	if (inflight + 1 > c->sq_size - 1)
 		return rdp_credit_stall_(c, RDP_CREDIT_WAIT_SQ);
-	if (read)
-		return c->rd_inflight < c->rd_depth ? RDP_CREDIT_GO_SIGNALED :
-			rdp_credit_stall_(c, RDP_CREDIT_WAIT_READ);
+	if (read) {
+		if (c->rd_inflight >= c->rd_depth)
+			return rdp_credit_stall_(c, RDP_CREDIT_WAIT_READ);
+		if (c->rd_inflight + 1 == c->rd_depth)
+			return RDP_CREDIT_GO_SIGNALED;
+	}
 	if (c->unsig_run + 1 >= c->signal_interval || inflight + 1 >= c->sq_size - 1)
 		return RDP_CREDIT_GO_SIGNALED;
 	return RDP_CREDIT_GO_UNSIGNALED;

@@ -303,13 +303,16 @@ ep_post_sends(struct rdp_ep *ep)
 	while (unlikely(ep->rd_head != NULL) && n < TX_BURST) {
 		/* a leased receiver's rendezvous READs (ep_rdma_queue_internal()) */
 		struct rdp_msg *r = ep->rd_head;
-		bool signaled;
 
 		v = rdp_credit_rdma_check(c, true);
 		if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
 			break;
-		signaled = v == RDP_CREDIT_GO_SIGNALED || (r->link == NULL && txq_empty(&ep->txq));
-		seq = ep_wr_rdma(ep, &wr[n], &sge[n], r, signaled);
+		/*
+		 * Always signaled: the peer's credits may come back only once this
+		 * READ frees the descriptor it reads, so no later WR may be needed
+		 * to make its completion visible.
+		 */
+		seq = ep_wr_rdma(ep, &wr[n], &sge[n], r, true);
 		n++;
 		ep->track[seq & ep->track_mask].msg = ep_q_pop(&ep->rd_head, &ep->rd_tail);
 	}
@@ -330,7 +333,9 @@ ep_post_sends(struct rdp_ep *ep)
 				rdp_credit_data_check(c);
 			if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
 				break;
-			signaled = v == RDP_CREDIT_GO_SIGNALED || txq_single(&ep->txq);
+			/* a rendezvous READ always (see the leased receiver's above) */
+			signaled = v == RDP_CREDIT_GO_SIGNALED || txq_single(&ep->txq) ||
+				   (rdma && rdma_of(head)->owner != NULL);
 			seq = rdma ? ep_wr_rdma(ep, &wr[n], &sge[n], head, signaled) :
 				wr_rndv(ep, &wr[n], &sge[n], head, signaled);
 			n++;

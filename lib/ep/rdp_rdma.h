@@ -33,7 +33,11 @@
  *   READ takes an SQ slot and one of the endpoint's read slots, agreed in
  *   the handshake (`read_depth` of both sides, capped by the devices).
  *   Operations beyond them wait in the endpoint's queue: none is refused
- *   by the device.
+ *   by the device. As for messages, the device reports every
+ *   `signal_interval`-th WR, and one report covers those before it: an
+ *   operation's event may come with a later WR's, and never later than
+ *   the report of the last WR queued or of the READ that takes the last
+ *   read slot, both always reported.
  * - A remote access error (bad key, outside the region, no permission)
  *   fails the endpoint, as an RC queue pair fails: that operation and
  *   every one and every message not yet complete are reported failed,

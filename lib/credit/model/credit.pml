@@ -60,8 +60,9 @@
  * One-sided WRs (-DRDMA, finite streams): the application also hands over
  * NOPS one-sided operations per streaming side, each an RDMA WRITE or an
  * RDMA READ (chosen by the adversary), in order with its messages. Neither
- * takes a receive or a remote credit; a READ takes one of RDEPTH read
- * slots (rdp_credit_rdma_check()) and is always signaled. The responder's
+ * takes a receive or a remote credit; both follow the data's signaling
+ * rule, and a READ takes one of RDEPTH read slots (rdp_credit_rdma_check()),
+ * signaled when it takes the last free one. The responder's
  * NIC holds a READ from its execution until a polled completion covers it
  * (as the shm driver does: the most an initiator can know), and
  *   I6  asserts that it never holds more than RDEPTH;
@@ -77,7 +78,7 @@
  *                            lib/ep did before 2026-11-30
  *   -DMUTANT_READ_NO_DEPTH   (with -DRDMA) READs ignore the read depth
  *   -DMUTANT_READ_UNSIGNALED (with -DRDMA) READs follow the data's
- *                            signaling rule
+ *                            signaling rule only, the last free slot's too
  *
  * Build one configuration: spin -a -DTRAFFIC=TWOWAY -DN=3 credit.pml
  */
@@ -256,7 +257,7 @@ inline nic_post(i, wr)
 #ifdef MUTANT_READ_UNSIGNALED
 #define READ_SIGNALED(i) false
 #else
-#define READ_SIGNALED(i) (bkind[i] == RD)
+#define READ_SIGNALED(i) (bkind[i] == RD && rdinfl[i] + 1 == RDEPTH)
 #endif
 #define RDMA_GO(i) (infl[i] + 1 <= S - 1 && (bkind[i] != RD || READ_SLOT(i)))
 #ifdef RDMA
