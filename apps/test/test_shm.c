@@ -504,6 +504,78 @@ RDP_TEST(shm, shm_onesided_wrs_on_an_idle_sq_run_at_post_and_a_read_needs_local_
 	return 0;
 }
 
+/* Post wr[0..4) in one burst: two succeed, the third fails with @p third, the fourth flushes. */
+static void
+burst_of_four_fails_third(struct conf_pair *p, const struct rdp_send_wr *wr, uint8_t third)
+{
+	struct rdp_wc wc[4];
+	uint32_t i;
+	int err;
+
+	RDP_ASSERT_EQ(rdp_post_send(p->a.qp, wr, 4, &err), 4);
+	RDP_ASSERT_EQ(conf_poll(&p->a, wc, 4, T_MS), 4);
+	for (i = 0; i < 4; i++) {
+		RDP_ASSERT_EQ(wc[i].wr_id, wr[i].wr_id);
+		RDP_ASSERT_EQ(wc[i].status, i < 2 ? RDP_WC_SUCCESS :
+			      i == 2 ? third : RDP_WC_WR_FLUSH_ERR);
+	}
+}
+
+/*
+ * A burst of one-sided WRs on an idle SQ is checked whole before any byte
+ * moves: a WR in its middle that fails (a bad rkey, a READ beyond the
+ * responder's slots) still lets the ones before it land and complete, fails
+ * itself, and what follows it flushes without touching memory.
+ */
+RDP_TEST(shm, shm_onesided_burst_failing_in_its_middle_lands_what_precedes_it_only)
+{
+	struct rdp_send_wr wr[4];
+	struct rdp_sge sge[4];
+	struct conf_opts o;
+	struct conf_pair p;
+	uint8_t *tx, *rx;
+	uint32_t i;
+
+	conf_opts_default(&o);
+	o.rd_atomic = 2;
+	conf_pair_open(&p, "shm", &o);
+	tx = p.a.tx->addr;
+	rx = p.b.rx->addr;
+	memset(rx, 0, 4 * 64);
+	for (i = 0; i < 4; i++) {
+		memset(tx + i * 64, 0x10 + i, 64);
+		sge[i] = (struct rdp_sge){ (uintptr_t)(tx + i * 64), 64, p.a.tx->lkey };
+		wr[i] = (struct rdp_send_wr){ .wr_id = 10 + i, .sg_list = &sge[i], .num_sge = 1,
+					      .opcode = RDP_WR_RDMA_WRITE,
+					      .flags = RDP_SEND_SIGNALED,
+					      .remote_addr = p.b.rx_addr + i * 64,
+					      .rkey = p.b.rx_rkey };
+	}
+	wr[2].rkey ^= 0x100u; /* another key id: a remote access error */
+	burst_of_four_fails_third(&p, wr, RDP_WC_REM_ACCESS_ERR);
+	for (i = 0; i < 4 * 64; i++)
+		RDP_ASSERT_EQ(rx[i], i < 2 * 64 ? 0x10 + i / 64 : 0);
+	conf_pair_close(&p);
+
+	/* three READs in one burst against two read slots: the third fails, the rest is read */
+	conf_pair_open(&p, "shm", &o);
+	tx = p.a.tx->addr;
+	rx = p.b.rx->addr;
+	memset(tx, 0, 4 * 64);
+	for (i = 0; i < 4; i++) {
+		memset(rx + i * 64, 0x20 + i, 64);
+		wr[i].opcode = RDP_WR_RDMA_READ;
+		wr[i].rkey = p.b.rx_rkey;
+		wr[i].remote_addr = p.b.rx_addr + i * 64;
+		sge[i] = (struct rdp_sge){ (uintptr_t)(tx + i * 64), 64, p.a.tx->lkey };
+	}
+	burst_of_four_fails_third(&p, wr, RDP_WC_REM_INV_REQ_ERR);
+	for (i = 0; i < 4 * 64; i++)
+		RDP_ASSERT_EQ(tx[i], i < 2 * 64 ? 0x20 + i / 64 : 0);
+	conf_pair_close(&p);
+	return 0;
+}
+
 RDP_TEST(shm, shm_read_depth_above_the_devices_limit_is_refused_at_connect)
 {
 	struct rdp_dev *dev = rdp_dev_open("shm");

@@ -602,45 +602,60 @@ exec_foreign(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_sw
 	return n >= 0 || errno == EFAULT ? RDP_WC_REM_ACCESS_ERR : RDP_WC_REM_OP_ERR;
 }
 
-static uint8_t
-exec_write(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e)
+/*
+ * Check one-sided WQE @p e as its responder would, moving no byte. A READ
+ * first needs one of the responder's read slots (a READ holds one until its
+ * completion or a later one is polled, the most an initiator can know of its
+ * responder); then the rkey and range. On success, *remote is the peer
+ * memory as mapped here, or NULL when no byte moves (zero length) or the
+ * memory is not mapped here (exec_foreign()).
+ */
+static __rte_always_inline uint8_t
+onesided_check(const struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e,
+	       uint8_t **remote)
 {
-	uint8_t *dst;
+	bool read = e->opcode == RDP_WR_RDMA_READ;
 
-	if (e->total_len == 0)
-		return RDP_WC_SUCCESS; /* no remote effect at all */
-	dst = remote_range(peer, e, RDP_ACCESS_REMOTE_WRITE);
-	if (unlikely(dst == NULL))
-		return exec_foreign(qp, peer, e, RDP_ACCESS_REMOTE_WRITE);
-	gather(e, dst);
+	*remote = NULL;
+	if (read && unlikely(e->rd_seq - qp->rd_freed >
+			     __atomic_load_n(&peer->qseg->max_dest_rd_atomic, __ATOMIC_ACQUIRE)))
+		return RDP_WC_REM_INV_REQ_ERR;
+	if (e->total_len > 0)
+		*remote = remote_range(peer, e, read ? RDP_ACCESS_REMOTE_READ :
+				       RDP_ACCESS_REMOTE_WRITE);
 	return RDP_WC_SUCCESS;
 }
 
-/*
- * An RDMA READ, run by its initiator: the responder's read slots first (a
- * READ holds one until its completion or a later one is polled, the most
- * an initiator can know of its responder), then the rkey and range, then
- * the copy into the local scatter list.
- */
-static uint8_t
-exec_read(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e)
+/* Move the bytes of one-sided WQE @p e, checked (onesided_check()); returns its status. */
+static __rte_always_inline uint8_t
+onesided_move(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_swqe *e,
+	      uint8_t *remote)
 {
-	uint32_t slots = __atomic_load_n(&peer->qseg->max_dest_rd_atomic, __ATOMIC_ACQUIRE);
-	const uint8_t *src;
+	bool write = e->opcode == RDP_WR_RDMA_WRITE;
 	uint16_t i;
 
-	if (unlikely(e->rd_seq - qp->rd_freed > slots))
-		return RDP_WC_REM_INV_REQ_ERR;
 	if (e->total_len == 0)
+		return RDP_WC_SUCCESS; /* no remote effect at all */
+	if (unlikely(remote == NULL))
+		return exec_foreign(qp, peer, e, write ? RDP_ACCESS_REMOTE_WRITE :
+				    RDP_ACCESS_REMOTE_READ);
+	if (write) {
+		gather(e, remote);
 		return RDP_WC_SUCCESS;
-	src = remote_range(peer, e, RDP_ACCESS_REMOTE_READ);
-	if (unlikely(src == NULL))
-		return exec_foreign(qp, peer, e, RDP_ACCESS_REMOTE_READ);
+	}
 	for (i = 0; i < e->num_sge; i++) {
-		memcpy(e->sge[i].addr, src, e->sge[i].len);
-		src += e->sge[i].len;
+		memcpy(e->sge[i].addr, remote, e->sge[i].len);
+		remote += e->sge[i].len;
 	}
 	return RDP_WC_SUCCESS;
+}
+
+/* Does the peer QP answer? One in error answers nothing: the transport gives up. */
+static __rte_always_inline bool
+peer_answers(const struct shm_qp *qp, const struct shm_peer *peer)
+{
+	return likely(__atomic_load_n(&peer->qseg->rq_claim, __ATOMIC_RELAXED) ==
+		      qp->peer_rq_claimed);
 }
 
 static __rte_always_inline uint8_t
@@ -658,13 +673,13 @@ exec_one(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	if (unlikely(qp->sd->fail_after != 0) &&
 	    unlikely(__atomic_load_n(&qp->sd->link_down, __ATOMIC_RELAXED)))
 		return RDP_WC_RETRY_EXC_ERR;
-	/* a peer QP in error answers nothing: the transport gives up */
-	if (unlikely(__atomic_load_n(&peer->qseg->rq_claim, __ATOMIC_RELAXED) != qp->peer_rq_claimed))
+	if (!peer_answers(qp, peer))
 		return RDP_WC_RETRY_EXC_ERR;
-	if (e->opcode == RDP_WR_RDMA_WRITE)
-		return exec_write(qp, peer, e);
-	if (e->opcode == RDP_WR_RDMA_READ)
-		return exec_read(qp, peer, e);
+	if (e->opcode >= RDP_WR_RDMA_WRITE) {
+		uint8_t *remote, st = onesided_check(qp, peer, e, &remote);
+
+		return st != RDP_WC_SUCCESS ? st : onesided_move(qp, peer, e, remote);
+	}
 	return exec_send(qp, b, e);
 }
 
@@ -740,6 +755,22 @@ sq_publish_entries(struct shm_qp *qp, struct sq_batch *b)
 }
 
 /*
+ * The WR at sq_exec ran with status @p st: its completion if it is signaled
+ * or failed (counted at the run's end), and a failure moves the QP to error.
+ */
+static __rte_always_inline void
+sq_retire(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e, uint8_t st)
+{
+	if ((e->flags & RDP_SEND_SIGNALED) || st != RDP_WC_SUCCESS) {
+		push_local(qp->scq, qp, qp->sq_exec, e, st);
+		b->nlocal++;
+	}
+	qp->sq_exec++;
+	if (unlikely(st != RDP_WC_SUCCESS))
+		shm_qp_set_error(qp);
+}
+
+/*
  * Execute the WR at sq_exec. Returns SHM_AGAIN when it must wait (it stays
  * queued), else its status; on an error the QP has gone to error.
  */
@@ -754,13 +785,7 @@ sq_exec_one(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	}
 	if (b->eager && likely(st == RDP_WC_SUCCESS))
 		sq_publish_entries(qp, b);
-	if ((e->flags & RDP_SEND_SIGNALED) || st != RDP_WC_SUCCESS) {
-		push_local(qp->scq, qp, qp->sq_exec, e, st);
-		b->nlocal++;
-	}
-	qp->sq_exec++;
-	if (unlikely(st != RDP_WC_SUCCESS))
-		shm_qp_set_error(qp);
+	sq_retire(qp, b, e, st);
 	return st;
 }
 
@@ -1038,32 +1063,18 @@ direct_sends(struct shm_qp *qp, const struct rdp_send_wr *wr, uint16_t n)
 }
 
 /*
- * Run a checked WR of at most one SGE straight from the caller's WR, with
- * no WQE: the common case of an idle SQ. Returns false, having done
- * nothing but start an RNR wait, when the WR must be queued instead (a bad
- * lkey, or for a SEND no posted receive to take it).
+ * The WQE of a checked WR of at most one SGE, built from the caller's WR
+ * into @p e (room for one SGE) rather than into the SQ; a READ counts as
+ * posted.
  */
-static inline bool
-run_direct(struct shm_qp *qp, struct sq_batch *b, const struct rdp_send_wr *w)
+static __rte_always_inline void
+wqe_of_wr(struct shm_qp *qp, const struct rdp_send_wr *w, struct shm_swqe *e)
 {
-	union {
-		struct shm_swqe e;
-		uint8_t bytes[sizeof(struct shm_swqe) + sizeof(struct shm_lsge)];
-	} d;
-	struct shm_swqe *e = &d.e;
-
+	e->total_len = 0;
 	if (w->num_sge == 1) {
-		const struct rdp_sge *s = &w->sg_list[0];
-		/* a READ's list is where its data lands */
-		unsigned int need = w->opcode == RDP_WR_RDMA_READ ? RDP_ACCESS_LOCAL_WRITE : 0;
-
-		if (!(w->flags & RDP_SEND_INLINE) && unlikely(!send_sge_ok(qp->sd, s, need)))
-			return false;
-		e->sge[0].addr = (uint8_t *)(uintptr_t)s->addr;
-		e->sge[0].len = s->length;
-		e->total_len = s->length;
-	} else {
-		e->total_len = 0;
+		e->sge[0].addr = (uint8_t *)(uintptr_t)w->sg_list[0].addr;
+		e->sge[0].len = w->sg_list[0].length;
+		e->total_len = w->sg_list[0].length;
 	}
 	e->num_sge = (uint16_t)w->num_sge;
 	e->status = RDP_WC_SUCCESS;
@@ -1076,12 +1087,119 @@ run_direct(struct shm_qp *qp, struct sq_batch *b, const struct rdp_send_wr *w)
 	if (w->opcode == RDP_WR_RDMA_READ)
 		qp->rd_posted++;
 	e->rd_seq = qp->rd_posted;
+}
+
+/*
+ * Run a checked SEND of at most one SGE straight from the caller's WR, with
+ * no WQE: the common case of an idle SQ. Returns false, having done
+ * nothing but start an RNR wait, when the WR must be queued instead (a bad
+ * lkey, or no posted receive to take it).
+ */
+static inline bool
+run_direct(struct shm_qp *qp, struct sq_batch *b, const struct rdp_send_wr *w)
+{
+	union {
+		struct shm_swqe e;
+		uint8_t bytes[sizeof(struct shm_swqe) + sizeof(struct shm_lsge)];
+	} d;
+	struct shm_swqe *e = &d.e;
+
+	if (w->num_sge == 1 && !(w->flags & RDP_SEND_INLINE) &&
+	    unlikely(!send_sge_ok(qp->sd, &w->sg_list[0], 0)))
+		return false;
+	wqe_of_wr(qp, w, e);
 	qp->sq_pi++;
 	if (sq_exec_one(qp, b, e) == SHM_AGAIN) {
 		qp->sq_pi--; /* no receive posted: queue it, it waits (RNR) */
 		return false;
 	}
 	return true;
+}
+
+/* At most this many one-sided WRs are resolved before their copies (run_onesided()). */
+#define SHM_RUN_MAX 32
+
+/* A one-sided WR of a run: its WQE, on the stack, its status, the peer memory it names. */
+struct run_op {
+	union {
+		struct shm_swqe e;
+		uint8_t bytes[sizeof(struct shm_swqe) + sizeof(struct shm_lsge)];
+	} d;
+	uint8_t *remote;  /* mapped here; NULL with bytes to move: exec_foreign() */
+	uint8_t status;
+};
+
+/*
+ * Build the WQE of checked one-sided WR @p w into @p o and check it as
+ * exec_one() and its responder would, moving no byte: its status and,
+ * when it may go, the peer memory it names. A READ counts as posted.
+ */
+static __rte_always_inline void
+run_op_resolve(struct shm_qp *qp, const struct shm_peer *peer, const struct rdp_send_wr *w,
+	       struct run_op *o)
+{
+	struct shm_swqe *e = &o->d.e;
+
+	o->remote = NULL;
+	wqe_of_wr(qp, w, e);
+	/* a READ's list is where its data lands */
+	if (w->num_sge == 1 && !(w->flags & RDP_SEND_INLINE) &&
+	    unlikely(!send_sge_ok(qp->sd, &w->sg_list[0], w->opcode == RDP_WR_RDMA_READ ?
+				  RDP_ACCESS_LOCAL_WRITE : 0)))
+		o->status = RDP_WC_LOC_PROT_ERR;
+	else if (!peer_answers(qp, peer))
+		o->status = RDP_WC_RETRY_EXC_ERR;
+	else
+		o->status = onesided_check(qp, peer, e, &o->remote);
+}
+
+/*
+ * Run the one-sided WRs (RDMA WRITE and READ of at most one SGE) at the head
+ * of @p w[0..n) straight from the caller's WRs, with no WQE in the SQ: all
+ * are checked first, then their bytes move, then they complete. A copy of
+ * tens of KiB leaves no line of the QP, its peer, the MRs or the WRs in the
+ * cache; checking each WR between two copies would fetch them all again for
+ * every WR. Stops after a WR that fails (the QP is in error then), and
+ * before one that is not such a WR, is malformed or finds no SQ slot: the
+ * caller takes it. Returns how many WRs ran.
+ */
+static uint16_t
+run_onesided(struct shm_qp *qp, struct sq_batch *b, const struct rdp_send_wr *w, uint16_t n)
+{
+	struct run_op ops[SHM_RUN_MAX];
+	uint64_t room = qp->sq_depth - (qp->sq_pi - qp->sq_freed);
+	uint16_t k, j;
+
+	for (k = 0; k < n && k < room && k < SHM_RUN_MAX; k++) {
+		const struct rdp_send_wr *x = &w[k];
+
+		if (x->opcode < RDP_WR_RDMA_WRITE || x->num_sge > 1 || wr_check(qp, x) != 0)
+			break;
+		run_op_resolve(qp, b->peer, x, &ops[k]);
+		if (unlikely(ops[k].status != RDP_WC_SUCCESS)) {
+			k++;
+			break;
+		}
+	}
+	for (j = 0; j < k; j++) {
+		struct run_op *o = &ops[j];
+
+		if (o->status != RDP_WC_SUCCESS)
+			continue;
+		o->status = onesided_move(qp, b->peer, &o->d.e, o->remote);
+		if (unlikely(o->status != RDP_WC_SUCCESS)) {
+			k = j + 1; /* the rest did not run: the caller queues them */
+			break;
+		}
+	}
+	if (k == 0)
+		return 0;
+	qp->rd_posted = ops[k - 1].d.e.rd_seq;
+	for (j = 0; j < k; j++) {
+		qp->sq_pi++;
+		sq_retire(qp, b, &ops[j].d.e, ops[j].status);
+	}
+	return k;
 }
 
 uint16_t
@@ -1120,9 +1238,17 @@ shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *e
 			/* the post's last WR: the burst is visible before its bookkeeping */
 			b.eager = b.want == 1;
 			if (w->num_sge <= 1 &&
-			    __atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_RTS &&
-			    run_direct(qp, &b, w))
-				continue;
+			    __atomic_load_n(&qp->state, __ATOMIC_RELAXED) == RDP_QPS_RTS) {
+				uint16_t k;
+
+				if (w->opcode <= RDP_WR_SEND_WITH_IMM) {
+					if (run_direct(qp, &b, w))
+						continue;
+				} else if ((k = run_onesided(qp, &b, w, n - i)) > 0) {
+					i += k - 1;
+					continue;
+				}
+			}
 			/* from here on, in order, through the queue */
 			direct = false;
 			sq_publish(qp, &b);
