@@ -1121,13 +1121,17 @@ run_direct(struct shm_qp *qp, struct sq_batch *b, const struct rdp_send_wr *w)
 
 /* A one-sided WR of a run: its WQE, on the stack, its status, the peer memory it names. */
 struct run_op {
-	union {
-		struct shm_swqe e;
-		uint8_t bytes[sizeof(struct shm_swqe) + sizeof(struct shm_lsge)];
-	} d;
 	uint8_t *remote;  /* mapped here; NULL with bytes to move: exec_foreign() */
 	uint8_t status;
+	/* a struct shm_swqe and its one SGE (run_wqe()) */
+	uint64_t wqe[(sizeof(struct shm_swqe) + sizeof(struct shm_lsge) + 7) / 8];
 };
+
+static __rte_always_inline struct shm_swqe *
+run_wqe(struct run_op *o)
+{
+	return (struct shm_swqe *)o->wqe;
+}
 
 /*
  * Build the WQE of checked one-sided WR @p w into @p o and check it as
@@ -1138,7 +1142,7 @@ static __rte_always_inline void
 run_op_resolve(struct shm_qp *qp, const struct shm_peer *peer, const struct rdp_send_wr *w,
 	       struct run_op *o)
 {
-	struct shm_swqe *e = &o->d.e;
+	struct shm_swqe *e = run_wqe(o);
 
 	o->remote = NULL;
 	wqe_of_wr(qp, w, e);
@@ -1186,7 +1190,7 @@ run_onesided(struct shm_qp *qp, struct sq_batch *b, const struct rdp_send_wr *w,
 
 		if (o->status != RDP_WC_SUCCESS)
 			continue;
-		o->status = onesided_move(qp, b->peer, &o->d.e, o->remote);
+		o->status = onesided_move(qp, b->peer, run_wqe(o), o->remote);
 		if (unlikely(o->status != RDP_WC_SUCCESS)) {
 			k = j + 1; /* the rest did not run: the caller queues them */
 			break;
@@ -1194,10 +1198,10 @@ run_onesided(struct shm_qp *qp, struct sq_batch *b, const struct rdp_send_wr *w,
 	}
 	if (k == 0)
 		return 0;
-	qp->rd_posted = ops[k - 1].d.e.rd_seq;
+	qp->rd_posted = run_wqe(&ops[k - 1])->rd_seq;
 	for (j = 0; j < k; j++) {
 		qp->sq_pi++;
-		sq_retire(qp, b, &ops[j].d.e, ops[j].status);
+		sq_retire(qp, b, run_wqe(&ops[j]), ops[j].status);
 	}
 	return k;
 }
