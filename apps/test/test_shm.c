@@ -435,6 +435,29 @@ RDP_TEST(shm, shm_read_beyond_the_responders_read_slots_is_remote_invalid_reques
 }
 
 /*
+ * Post wr[0..n) in one burst on @p p's side a: the WRs before @p at succeed,
+ * wr[at] fails with @p status, the rest flush; each completes once, in order.
+ */
+static void
+burst_fails_at(struct conf_pair *p, const struct rdp_send_wr *wr, uint16_t n, uint16_t at,
+	       uint8_t status)
+{
+	struct rdp_wc wc[8];
+	uint16_t i;
+	int err;
+
+	RDP_ASSERT(n <= RTE_DIM(wc));
+	RDP_ASSERT_EQ(rdp_post_send(p->a.qp, wr, n, &err), n);
+	RDP_ASSERT_EQ(conf_poll(&p->a, wc, n, T_MS), n);
+	for (i = 0; i < n; i++) {
+		RDP_ASSERT_EQ(wc[i].wr_id, wr[i].wr_id);
+		RDP_ASSERT_EQ(wc[i].status, i < at ? RDP_WC_SUCCESS :
+			      i == at ? status : RDP_WC_WR_FLUSH_ERR);
+	}
+	RDP_ASSERT_EQ(conf_qp_state(&p->a), RDP_QPS_ERR);
+}
+
+/*
  * One-sided WRs posted on an idle SQ run from the caller's WR: a READ and a
  * WRITE land before rdp_post_send() returns, a READ whose scatter list is
  * memory without local write fails LOC_PROT_ERR as a queued one would, and
@@ -487,38 +510,15 @@ RDP_TEST(shm, shm_onesided_wrs_on_an_idle_sq_run_at_post_and_a_read_needs_local_
 	wr[2].wr_id = 5;
 	wr[2].remote_addr = p.b.rx_addr + 64;
 	memset(ro, 0x5c, sizeof(ro));
-	RDP_ASSERT_EQ(rdp_post_send(p.a.qp, wr, 3, &err), 3);
-	RDP_ASSERT_EQ(conf_poll(&p.a, wc, 3, T_MS), 3);
-	RDP_ASSERT_EQ(wc[0].wr_id, 3);
-	RDP_ASSERT_EQ(wc[0].status, RDP_WC_SUCCESS);
-	RDP_ASSERT_EQ(wc[1].wr_id, 4);
-	RDP_ASSERT_EQ(wc[1].status, RDP_WC_LOC_PROT_ERR);
-	RDP_ASSERT_EQ(wc[2].wr_id, 5);
-	RDP_ASSERT_EQ(wc[2].status, RDP_WC_WR_FLUSH_ERR);
+	burst_fails_at(&p, wr, 3, 1, RDP_WC_LOC_PROT_ERR);
 	for (i = 0; i < sizeof(ro); i++)
 		RDP_ASSERT_EQ(ro[i], 0x5c);
-	RDP_ASSERT_EQ(conf_qp_state(&p.a), RDP_QPS_ERR);
+	/* the flushed WRITE left the peer alone */
+	RDP_ASSERT(memcmp((uint8_t *)p.b.rx->addr + 64, ro, sizeof(ro)) != 0);
 	RDP_ASSERT_EQ(rdp_mr_free(mr_ro), 0);
 	RDP_ASSERT_EQ(rdp_mr_free(mr_rw), 0);
 	conf_pair_close(&p);
 	return 0;
-}
-
-/* Post wr[0..4) in one burst: two succeed, the third fails with @p third, the fourth flushes. */
-static void
-burst_of_four_fails_third(struct conf_pair *p, const struct rdp_send_wr *wr, uint8_t third)
-{
-	struct rdp_wc wc[4];
-	uint32_t i;
-	int err;
-
-	RDP_ASSERT_EQ(rdp_post_send(p->a.qp, wr, 4, &err), 4);
-	RDP_ASSERT_EQ(conf_poll(&p->a, wc, 4, T_MS), 4);
-	for (i = 0; i < 4; i++) {
-		RDP_ASSERT_EQ(wc[i].wr_id, wr[i].wr_id);
-		RDP_ASSERT_EQ(wc[i].status, i < 2 ? RDP_WC_SUCCESS :
-			      i == 2 ? third : RDP_WC_WR_FLUSH_ERR);
-	}
 }
 
 /*
@@ -552,7 +552,7 @@ RDP_TEST(shm, shm_onesided_burst_failing_in_its_middle_lands_what_precedes_it_on
 					      .rkey = p.b.rx_rkey };
 	}
 	wr[2].rkey ^= 0x100u; /* another key id: a remote access error */
-	burst_of_four_fails_third(&p, wr, RDP_WC_REM_ACCESS_ERR);
+	burst_fails_at(&p, wr, 4, 2, RDP_WC_REM_ACCESS_ERR);
 	for (i = 0; i < 4 * 64; i++)
 		RDP_ASSERT_EQ(rx[i], i < 2 * 64 ? 0x10 + i / 64 : 0);
 	conf_pair_close(&p);
@@ -569,7 +569,7 @@ RDP_TEST(shm, shm_onesided_burst_failing_in_its_middle_lands_what_precedes_it_on
 		wr[i].remote_addr = p.b.rx_addr + i * 64;
 		sge[i] = (struct rdp_sge){ (uintptr_t)(tx + i * 64), 64, p.a.tx->lkey };
 	}
-	burst_of_four_fails_third(&p, wr, RDP_WC_REM_INV_REQ_ERR);
+	burst_fails_at(&p, wr, 4, 2, RDP_WC_REM_INV_REQ_ERR);
 	for (i = 0; i < 4 * 64; i++)
 		RDP_ASSERT_EQ(tx[i], i < 2 * 64 ? 0x20 + i / 64 : 0);
 	conf_pair_close(&p);
