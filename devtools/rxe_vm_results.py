@@ -12,7 +12,9 @@ command yields one result from its exit status (0 OK, 77 SKIP, else FAIL).
 A command that never ended, and a guest that never finished, fail.
 
 Writes one JSON object per line (name, result, duration, returncode,
-stdout), prints the counts and exits 1 when anything failed.
+stdout), prints the counts and exits 1 when anything failed. The last
+lines of each failure's output are printed again after the list, so that a
+log read from its end shows why.
 """
 import json
 import re
@@ -22,6 +24,7 @@ TEST_START = re.compile(r'^# (\S+)/(\S+)$')
 TEST_RESULT = re.compile(r'^(ok|not ok|skip) \d+ - (\S+) \(([\d.]+) s\)$')
 RESULT_OF = {'ok': 'OK', 'not ok': 'FAIL', 'skip': 'SKIP'}
 TAIL = 60
+FAILED_TAIL = 30
 
 
 def tail(lines, n=TAIL):
@@ -110,6 +113,11 @@ def main():
     counts = {k: sum(r['result'] == k for r in results) for k in ('OK', 'FAIL', 'SKIP')}
     for r in results:
         print(f"rxe-vm: {r['result']:4} {r['name']}")
+    for r in results:
+        if r['result'] == 'FAIL':
+            print(f"rxe-vm: --- {r['name']} (exit status {r.get('returncode')}), last lines:")
+            for line in r['stdout'].splitlines()[-FAILED_TAIL:]:
+                print(f"rxe-vm: | {line}")
     print(f"rxe-vm: {counts['OK']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped "
           f"-> {out_path}")
     sys.exit(1 if counts['FAIL'] else 0)
