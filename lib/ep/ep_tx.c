@@ -307,12 +307,7 @@ ep_post_sends(struct rdp_ep *ep)
 		v = rdp_credit_rdma_check(c, true);
 		if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
 			break;
-		/*
-		 * Always signaled: the peer's credits may come back only once this
-		 * READ frees the descriptor it reads, so no later WR may be needed
-		 * to make its completion visible.
-		 */
-		seq = ep_wr_rdma(ep, &wr[n], &sge[n], r, true);
+		seq = ep_wr_rdma(ep, &wr[n], &sge[n], r, v == RDP_CREDIT_GO_SIGNALED);
 		n++;
 		ep->track[seq & ep->track_mask].msg = ep_q_pop(&ep->rd_head, &ep->rd_tail);
 	}
@@ -333,9 +328,7 @@ ep_post_sends(struct rdp_ep *ep)
 				rdp_credit_data_check(c);
 			if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
 				break;
-			/* a rendezvous READ always (see the leased receiver's above) */
-			signaled = v == RDP_CREDIT_GO_SIGNALED || txq_single(&ep->txq) ||
-				   (rdma && rdma_of(head)->owner != NULL);
+			signaled = v == RDP_CREDIT_GO_SIGNALED || txq_single(&ep->txq);
 			seq = rdma ? ep_wr_rdma(ep, &wr[n], &sge[n], head, signaled) :
 				wr_rndv(ep, &wr[n], &sge[n], head, signaled);
 			n++;

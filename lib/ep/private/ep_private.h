@@ -558,14 +558,23 @@ ep_rdma_is_read(const struct rdp_msg *m)
 	return rdma_of(m)->opcode == RDP_RDMA_READ;
 }
 
-/* Build the WR of a queued operation after a GO verdict; returns its sequence. */
+/*
+ * Build the WR of a queued operation after a GO verdict; returns its
+ * sequence. A rendezvous READ (one with an owner) is signaled whatever
+ * @p signaled says: the peer's credits may come back only once it frees
+ * the descriptor it reads, so no later WR may be needed to make its
+ * completion visible.
+ */
 static inline uint64_t
 ep_wr_rdma(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
 	   const struct rdp_msg *m, bool signaled)
 {
 	const struct ep_rdma *d = rdma_of(m);
 	bool read = d->opcode == RDP_RDMA_READ;
-	uint64_t seq = rdp_credit_rdma_posted(&ep->credit, read, signaled);
+	uint64_t seq;
+
+	signaled = signaled || d->owner != NULL;
+	seq = rdp_credit_rdma_posted(&ep->credit, read, signaled);
 
 	sge->addr = d->laddr;
 	sge->length = d->len;
