@@ -522,6 +522,36 @@ RDP_TEST(shm, shm_onesided_wrs_on_an_idle_sq_run_at_post_and_a_read_needs_local_
 }
 
 /*
+ * Open @p p and make wr[0..n) one-sided WRs of @p opcode, signaled, 64 bytes
+ * each between side a's tx and side b's rx at the same offsets: the source
+ * side's block i holds @p fill + i, the destination side is zeroed. Returns
+ * the destination memory.
+ */
+static uint8_t *
+onesided_burst_open(struct conf_pair *p, const struct conf_opts *o, uint8_t opcode,
+		    uint8_t fill, struct rdp_send_wr *wr, struct rdp_sge *sge, uint32_t n)
+{
+	uint8_t *tx, *rx, *src, *dst;
+	uint32_t i;
+
+	conf_pair_open(p, "shm", o);
+	tx = p->a.tx->addr;
+	rx = p->b.rx->addr;
+	src = opcode == RDP_WR_RDMA_WRITE ? tx : rx;
+	dst = opcode == RDP_WR_RDMA_WRITE ? rx : tx;
+	memset(dst, 0, n * 64);
+	for (i = 0; i < n; i++) {
+		memset(src + i * 64, fill + i, 64);
+		sge[i] = (struct rdp_sge){ (uintptr_t)(tx + i * 64), 64, p->a.tx->lkey };
+		wr[i] = (struct rdp_send_wr){ .wr_id = 10 + i, .sg_list = &sge[i], .num_sge = 1,
+					      .opcode = opcode, .flags = RDP_SEND_SIGNALED,
+					      .remote_addr = p->b.rx_addr + i * 64,
+					      .rkey = p->b.rx_rkey };
+	}
+	return dst;
+}
+
+/*
  * A burst of one-sided WRs on an idle SQ is checked whole before any byte
  * moves: a WR in its middle that fails (a bad rkey, a READ beyond the
  * responder's slots) still lets the ones before it land and complete, fails
@@ -533,45 +563,23 @@ RDP_TEST(shm, shm_onesided_burst_failing_in_its_middle_lands_what_precedes_it_on
 	struct rdp_sge sge[4];
 	struct conf_opts o;
 	struct conf_pair p;
-	uint8_t *tx, *rx;
+	uint8_t *dst;
 	uint32_t i;
 
 	conf_opts_default(&o);
 	o.rd_atomic = 2;
-	conf_pair_open(&p, "shm", &o);
-	tx = p.a.tx->addr;
-	rx = p.b.rx->addr;
-	memset(rx, 0, 4 * 64);
-	for (i = 0; i < 4; i++) {
-		memset(tx + i * 64, 0x10 + i, 64);
-		sge[i] = (struct rdp_sge){ (uintptr_t)(tx + i * 64), 64, p.a.tx->lkey };
-		wr[i] = (struct rdp_send_wr){ .wr_id = 10 + i, .sg_list = &sge[i], .num_sge = 1,
-					      .opcode = RDP_WR_RDMA_WRITE,
-					      .flags = RDP_SEND_SIGNALED,
-					      .remote_addr = p.b.rx_addr + i * 64,
-					      .rkey = p.b.rx_rkey };
-	}
+	dst = onesided_burst_open(&p, &o, RDP_WR_RDMA_WRITE, 0x10, wr, sge, 4);
 	wr[2].rkey ^= 0x100u; /* another key id: a remote access error */
 	burst_fails_at(&p, wr, 4, 2, RDP_WC_REM_ACCESS_ERR);
 	for (i = 0; i < 4 * 64; i++)
-		RDP_ASSERT_EQ(rx[i], i < 2 * 64 ? 0x10 + i / 64 : 0);
+		RDP_ASSERT_EQ(dst[i], i < 2 * 64 ? 0x10 + i / 64 : 0);
 	conf_pair_close(&p);
 
-	/* three READs in one burst against two read slots: the third fails, the rest is read */
-	conf_pair_open(&p, "shm", &o);
-	tx = p.a.tx->addr;
-	rx = p.b.rx->addr;
-	memset(tx, 0, 4 * 64);
-	for (i = 0; i < 4; i++) {
-		memset(rx + i * 64, 0x20 + i, 64);
-		wr[i].opcode = RDP_WR_RDMA_READ;
-		wr[i].rkey = p.b.rx_rkey;
-		wr[i].remote_addr = p.b.rx_addr + i * 64;
-		sge[i] = (struct rdp_sge){ (uintptr_t)(tx + i * 64), 64, p.a.tx->lkey };
-	}
+	/* four READs in one burst against two read slots: the third fails, the rest is read */
+	dst = onesided_burst_open(&p, &o, RDP_WR_RDMA_READ, 0x20, wr, sge, 4);
 	burst_fails_at(&p, wr, 4, 2, RDP_WC_REM_INV_REQ_ERR);
 	for (i = 0; i < 4 * 64; i++)
-		RDP_ASSERT_EQ(tx[i], i < 2 * 64 ? 0x20 + i / 64 : 0);
+		RDP_ASSERT_EQ(dst[i], i < 2 * 64 ? 0x20 + i / 64 : 0);
 	conf_pair_close(&p);
 	return 0;
 }
