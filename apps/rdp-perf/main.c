@@ -1156,13 +1156,24 @@ run_phase(enum perf_mode mode, uint32_t size, struct perf_result *r)
 	last_b = b0;
 	tick = t0 + 1;
 	while (!quitting()) {
+		double now = rdp_clock_s();
+
 		/* look every 10 ms: --iters ends a phase as soon as it is reached */
-		sleep_or_pump(RTE_MIN(rdp_clock_s() + 0.01, end));
+		sleep_or_pump(now < end ? RTE_MIN(now + 0.01, end) : now + 0.001);
 		sum_counts(&m1, &b1, &f1);
 		if (opt.iters > 0 && m1 - m0 >= opt.iters)
 			break;
-		if (opt.iters == 0 && rdp_clock_s() >= end)
+		now = rdp_clock_s();
+		/* a timed phase measures one message at least, however long it takes */
+		if (opt.iters == 0 && now >= end && m1 != m0)
 			break;
+		if (opt.iters == 0 && now >= end + opt.stall_s) {
+			fprintf(stderr, "rdp-perf: %s %u B: no message completed in the %.3f s "
+				"measured nor %.0f s after (--stall-timeout)\n", mode_names[mode], size,
+				opt.duration, opt.stall_s);
+			dump_stuck();
+			return -1;
+		}
 		if (any_failed())
 			return -1;
 		if (rdp_clock_s() < tick)
@@ -1478,7 +1489,8 @@ usage(FILE *f)
 "  -s, --sizes LIST       message sizes in bytes, e.g. 64,4096,65536 (default);\n"
 "                         max_msg_size grows to the largest (rendezvous above\n"
 "                         rndv_threshold); a remote server needs --max-msg\n"
-"  -d, --duration SEC     measured time per size and mode (default 2)\n"
+"  -d, --duration SEC     measured time per size and mode, until one message at\n"
+"                         least has completed (default 2)\n"
 "  -n, --iters N          stop after N messages instead\n"
 "  -e, --endpoints N      endpoints (default 1), spread over poller lcores\n"
 "  -w, --window N         messages in flight per endpoint in bw/bidir (default 64)\n"

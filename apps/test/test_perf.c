@@ -409,6 +409,27 @@ RDP_TEST(perf, rdp_perf_latency_samples_cover_whole_iterations_as_the_rate_does)
 }
 
 /*
+ * A timed phase measures at least one message: one whose --duration passes
+ * before any completes (16 MiB messages in a window of 1 ms, or a short
+ * phase on a machine busy with other work) goes on until one does, and
+ * reports the rate over the time it took, never a rate of 0.
+ */
+RDP_TEST(perf, rdp_perf_a_timed_phase_too_short_for_one_message_waits_for_one)
+{
+	static char out[1 << 16], text[1 << 14];
+	char bad[128] = "";
+
+	run_perf_json("-d 0.001 -s 16777216 -m lat,bw -q", out, sizeof(out), text, sizeof(text));
+	RDP_ASSERT_EQ(each_number(text, "messages", positive, bad, sizeof(bad)), 2);
+	RDP_ASSERT_EQ(each_number(text, "msg_rate", positive, bad, sizeof(bad)), 2);
+	RDP_ASSERT_MSG(bad[0] == '\0', "%s in\n%s", bad, text);
+	/* the first row, the ping-pong's, has latency samples */
+	RDP_ASSERT_MSG(json_number(text, "lat_p50_ns") > 0, "%s", text);
+	RDP_ASSERT_MSG(json_number(text, "seconds") >= 0.001, "%s", text);
+	return 0;
+}
+
+/*
  * A ping-pong's send completions may come after the echoes they belong to
  * (recv_first order), and here long after: 10^6 polls. The last ones
  * reach the client in the stream phase that follows; they belong to the
