@@ -46,6 +46,11 @@ static struct seen seen;
 static struct rdp_ep *server_ep;     /* (atomic) */
 static uint8_t *server_mem;          /* the server's region, misaligned */
 static unsigned int server_checked, server_bad; /* (atomic) */
+/* the server keeps what it receives, unanswered, so its credits run out */
+#define MAX_HELD 4096u
+static bool server_holds;            /* (atomic) */
+static struct rdp_msg *held[MAX_HELD];
+static unsigned int held_n;          /* (atomic, release after held[]) */
 
 static void
 pattern(uint8_t *p, uint32_t len, uint32_t seed)
@@ -76,6 +81,13 @@ server_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 	for (i = 0; i < n; i++) {
 		struct claim c;
 		struct rdp_msg *r;
+
+		if (__atomic_load_n(&server_holds, __ATOMIC_ACQUIRE)) {
+			RDP_ASSERT(held_n < MAX_HELD);
+			held[held_n] = msgs[i];
+			__atomic_store_n(&held_n, held_n + 1, __ATOMIC_RELEASE);
+			continue;
+		}
 
 		RDP_ASSERT_EQ(msgs[i]->pkt_len, sizeof(c));
 		memcpy(&c, msgs[i]->data, sizeof(c));
@@ -251,6 +263,8 @@ rig_init(struct rig *g, const char *read_depth)
 {
 	memset(g, 0, sizeof(*g));
 	memset(&seen, 0, sizeof(seen));
+	__atomic_store_n(&server_holds, false, __ATOMIC_RELAXED);
+	held_n = 0;
 	rdp_test_eal_init("0-1");
 	/* shm unless --driver says otherwise (the rxe lane runs these on verbs) */
 	g->cfg = stream_cfg(rdp_test_driver_or("shm"), 4096);
@@ -377,6 +391,86 @@ RDP_TEST(e2e, rdma_write_then_message_finds_the_data_in_place_rtc)
 RDP_TEST(e2e, rdma_write_then_message_finds_the_data_in_place_pipeline)
 {
 	return write_then_message(true);
+}
+
+/* A message of a claim of nothing: the server checks no byte and answers. */
+static void
+send_empty_claim(struct rig *g)
+{
+	struct claim c = { .seed = 0, .offset = 0, .len = 0 };
+	struct rdp_msg *m = rdp_msg_alloc(g->ep, sizeof(c));
+
+	RDP_ASSERT(m != NULL);
+	memcpy(m->data, &c, sizeof(c));
+	RDP_ASSERT_EQ(rdp_ep_send_burst(g->ep, &m, 1), 1);
+}
+
+static void
+hold_the_poller(struct rdp_ep *ep, void *arg)
+{
+	RTE_SET_USED(ep);
+	__atomic_store_n((int *)arg, 1, __ATOMIC_RELEASE);
+	usleep(50 * 1000);
+}
+
+/*
+ * A WRITE queued just ahead of a message that waits for remote credit (the
+ * peer holds every message it got): nothing may follow the WRITE for a
+ * while to make its success visible, so it is reported while the message
+ * still waits, not when credit comes back.
+ */
+static int
+write_ahead_of_a_credit_blocked_message(bool pipeline)
+{
+	struct rdp_ep_stats st;
+	struct rdp_rdma_op w;
+	struct rig g;
+	uint32_t r, i;
+	int in_call = 0;
+
+	rig_open(&g, pipeline, "16", RDP_REGION_REMOTE_WRITE);
+	__atomic_store_n(&server_holds, true, __ATOMIC_RELEASE);
+	rdp_ep_stats_get(g.ep, &st);
+	r = st.remote_credits;
+	RDP_ASSERT(r > 0 && r < MAX_HELD);
+	for (i = 0; i < r; i++)
+		send_empty_claim(&g);
+	WAIT_FOR(&g, __atomic_load_n(&held_n, __ATOMIC_ACQUIRE) == r,
+		 "the server holding every message");
+	rdp_ep_stats_get(g.ep, &st);
+	RDP_ASSERT_EQ(st.remote_credits, 0);
+	/* the WRITE and the message reach the poller together, in one pass */
+	RDP_ASSERT_EQ(rdp_ep_call(g.ep, hold_the_poller, &in_call), 0);
+	WAIT_FOR(&g, __atomic_load_n(&in_call, __ATOMIC_ACQUIRE) != 0, "the poller in the call");
+	w = op(&g, RDP_RDMA_WRITE, 0, 512, 0, 7);
+	RDP_ASSERT_EQ(rdp_ep_rdma_burst(g.ep, &w, 1), 1);
+	send_empty_claim(&g);
+	WAIT_FOR(&g, __atomic_load_n(&seen.events, __ATOMIC_ACQUIRE) == 1,
+		 "the WRITE's event while the message behind it waits for credit");
+	RDP_ASSERT_EQ(seen.done[7], 1);
+	rdp_ep_stats_get(g.ep, &st);
+	RDP_ASSERT_EQ(st.remote_credits, 0);
+	RDP_ASSERT_EQ(__atomic_load_n(&held_n, __ATOMIC_ACQUIRE), r);
+	/* the server lets go: its credits come back and the message goes */
+	__atomic_store_n(&server_holds, false, __ATOMIC_RELEASE);
+	for (i = 0; i < r; i++)
+		rdp_msg_free(held[i]);
+	WAIT_FOR(&g, __atomic_load_n(&seen.replies, __ATOMIC_ACQUIRE) == 1, "the answer");
+	RDP_ASSERT_EQ(__atomic_load_n(&server_checked, __ATOMIC_ACQUIRE), 1);
+	RDP_ASSERT_EQ(seen.done[7], 1);
+	RDP_ASSERT_EQ(__atomic_load_n(&seen.events, __ATOMIC_ACQUIRE), 1);
+	rig_close(&g);
+	return 0;
+}
+
+RDP_TEST(e2e, rdma_write_ahead_of_a_credit_blocked_message_is_reported_at_once_rtc)
+{
+	return write_ahead_of_a_credit_blocked_message(false);
+}
+
+RDP_TEST(e2e, rdma_write_ahead_of_a_credit_blocked_message_is_reported_at_once_pipeline)
+{
+	return write_ahead_of_a_credit_blocked_message(true);
 }
 
 /*

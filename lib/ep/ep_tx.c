@@ -41,6 +41,22 @@ txq_backlog(const struct ep_txq *q, bool more_chunks)
 }
 
 /*
+ * Is the WR being built for the first queued message the last that can go
+ * now? So when nothing is queued after it, or what is needs remote credit
+ * and none is left once it goes (@p rc_after): nothing might follow it to
+ * make its success visible for as long as the peer holds its credits, and
+ * the application waits for its event (a WRITE or READ ahead of a message
+ * the peer has no room for). Such a WR is signaled.
+ */
+static inline bool
+ends_what_can_go(const struct rdp_ep *ep, uint32_t rc_after)
+{
+	const struct rdp_msg *next = txq_second(&ep->txq);
+
+	return next == NULL || (rc_after == 0 && !(next->flags & MSG_F_RDMA));
+}
+
+/*
  * The data WR of segment @p seg, after a GO verdict: accounted (it carries
  * every owed credit) and built, its position flags (IMM_FIRST, IMM_LAST)
  * in @p pos; to a leasing peer it says WANT when more is queued than the
@@ -328,7 +344,8 @@ ep_post_sends(struct rdp_ep *ep)
 				rdp_credit_data_check(c);
 			if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
 				break;
-			signaled = v == RDP_CREDIT_GO_SIGNALED || txq_single(&ep->txq);
+			signaled = v == RDP_CREDIT_GO_SIGNALED ||
+				   ends_what_can_go(ep, rdma ? c->rc : c->rc - 1);
 			seq = rdma ? ep_wr_rdma(ep, &wr[n], &sge[n], head, signaled) :
 				wr_rndv(ep, &wr[n], &sge[n], head, signaled);
 			n++;
@@ -338,11 +355,8 @@ ep_post_sends(struct rdp_ep *ep)
 		v = rdp_credit_data_check(c);
 		if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
 			break;
-		/*
-		 * Also signal the end of what is queued: nothing might follow to
-		 * make its success visible, and the application waits for it.
-		 */
-		signaled = v == RDP_CREDIT_GO_SIGNALED || (last && txq_single(&ep->txq));
+		signaled = v == RDP_CREDIT_GO_SIGNALED ||
+			   (last && ends_what_can_go(ep, c->rc - 1));
 		seq = wr_data(ep, &wr[n], &sge[n], seg, signaled,
 			      (first ? IMM_FIRST : 0) | (last ? IMM_LAST : 0));
 		n++;

@@ -288,20 +288,23 @@ txq_empty(const struct ep_txq *q)
 	return q->head == q->tail && q->ov_head == NULL;
 }
 
-/* Exactly one message queued. */
-static inline bool
-txq_single(const struct ep_txq *q)
-{
-	uint32_t in_ring = q->tail - q->head;
-
-	return in_ring == 1 ? q->ov_head == NULL : in_ring == 0 && q->ov_head != NULL &&
-		q->ov_head == q->ov_tail;
-}
-
 static inline struct rdp_msg *
 txq_first(const struct ep_txq *q)
 {
 	return q->head != q->tail ? q->ring[q->head % EP_TXQ_RING] : q->ov_head;
+}
+
+/* The message queued after the first one, or NULL. */
+static inline struct rdp_msg *
+txq_second(const struct ep_txq *q)
+{
+	uint32_t in_ring = q->tail - q->head;
+
+	if (in_ring >= 2)
+		return q->ring[(q->head + 1) % EP_TXQ_RING];
+	if (in_ring == 1)
+		return q->ov_head;
+	return q->ov_head != NULL ? q->ov_head->link : NULL;
 }
 
 static inline void
