@@ -153,8 +153,8 @@ rdp_lease_leave(struct rdp_lease_pool *p, struct rdp_lease *l)
  * grant finds the pool emptied meanwhile (an admission took the rest)
  * keeps its place.
  */
-static void
-serve(struct rdp_lease_pool *p)
+void
+rdp_lease_serve_(struct rdp_lease_pool *p)
 {
 	while (p->wq_len > 0 && ld32(&p->free) > 0) {
 		struct rdp_lease *l = p->wq[p->wq_head];
@@ -175,31 +175,19 @@ serve(struct rdp_lease_pool *p)
 	}
 }
 
-int
-rdp_lease_on_data(struct rdp_lease_pool *p, struct rdp_lease *l, bool want)
+void
+rdp_lease_divert_(struct rdp_lease_pool *p, uint32_t n)
 {
-	if (l->out == 0)
-		return -EPROTO;
-	l->out--;
-	l->wanting = want;
-	if (!want) {
-		/* no longer wanting: what it is owed above its floor goes to the pool */
-		uint32_t n = l->lease - p->floor < l->owed ? l->lease - p->floor : l->owed;
+	add32(&p->free, n);
+	count(&p->diverted, n);
+}
 
-		l->owed -= n;
-		l->lease -= n;
-		if (n > 0) {
-			add32(&p->free, n);
-			count(&p->diverted, n);
-		}
-	}
-	if (want && !l->queued) {
-		p->wq[(p->wq_head + p->wq_len) % p->wq_cap] = l;
-		p->wq_len++;
-		l->queued = true;
-	}
-	serve(p);
-	return 0;
+void
+rdp_lease_enqueue_(struct rdp_lease_pool *p, struct rdp_lease *l)
+{
+	p->wq[(p->wq_head + p->wq_len) % p->wq_cap] = l;
+	p->wq_len++;
+	l->queued = true;
 }
 
 int
@@ -213,34 +201,6 @@ rdp_lease_on_give_back(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t e
 	l->lease -= (uint32_t)n;
 	add32(&p->free, (uint32_t)n);
 	count(&p->given_back, n);
-	serve(p);
+	rdp_lease_serve_(p);
 	return 0;
-}
-
-bool
-rdp_lease_on_free(struct rdp_lease_pool *p, struct rdp_lease *l)
-{
-	bool divert = l->lease > p->floor && (!l->wanting || p->wq_len > 0);
-
-	if (divert) {
-		l->lease--;
-		add32(&p->free, 1);
-		count(&p->diverted, 1);
-	} else {
-		l->owed++;
-	}
-	serve(p);
-	return divert;
-}
-
-uint32_t
-rdp_lease_take_owed(struct rdp_lease *l, uint32_t ack_threshold)
-{
-	uint32_t n = l->owed;
-
-	if (n == 0 || (n < ack_threshold && l->out != 0))
-		return 0;
-	l->owed = 0;
-	l->out += n;
-	return n;
 }

@@ -39,6 +39,7 @@
  * first in line.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -157,6 +158,17 @@ int rdp_lease_admit_reserve(struct rdp_lease_pool *p, struct rdp_lease *l, uint3
  */
 void rdp_lease_leave(struct rdp_lease_pool *p, struct rdp_lease *l);
 
+/*
+ * The out-of-line parts of the inline rules below (rdp_lease.c); not for
+ * callers.
+ */
+/* Grants to the oldest waiters while the pool has credit. */
+void rdp_lease_serve_(struct rdp_lease_pool *p);
+/* @p n credits of a member's lease (already taken off it) go to the pool. */
+void rdp_lease_divert_(struct rdp_lease_pool *p, uint32_t n);
+/* The member joins the waiters' FIFO. */
+void rdp_lease_enqueue_(struct rdp_lease_pool *p, struct rdp_lease *l);
+
 /**
  * A data SEND of the member's peer was polled.
  *
@@ -169,7 +181,29 @@ void rdp_lease_leave(struct rdp_lease_pool *p, struct rdp_lease *l);
  * @return
  *   0, or -EPROTO when the peer had no credit to spend.
  */
-int rdp_lease_on_data(struct rdp_lease_pool *p, struct rdp_lease *l, bool want);
+static inline int
+rdp_lease_on_data(struct rdp_lease_pool *p, struct rdp_lease *l, bool want)
+{
+	if (l->out == 0)
+		return -EPROTO;
+	l->out--;
+	l->wanting = want;
+	if (!want) {
+		/* no longer wanting: what it is owed above its floor goes to the pool */
+		uint32_t n = l->lease - p->floor < l->owed ? l->lease - p->floor : l->owed;
+
+		if (n > 0) {
+			l->owed -= n;
+			l->lease -= n;
+			rdp_lease_divert_(p, n);
+		}
+	} else if (!l->queued) {
+		rdp_lease_enqueue_(p, l);
+	}
+	if (p->wq_len > 0)
+		rdp_lease_serve_(p);
+	return 0;
+}
 
 /**
  * A give-back of the member's peer was polled; its buffer goes back to the
@@ -198,7 +232,21 @@ int rdp_lease_on_give_back(struct rdp_lease_pool *p, struct rdp_lease *l, uint32
  * @return
  *   true if the credit went to the pool.
  */
-bool rdp_lease_on_free(struct rdp_lease_pool *p, struct rdp_lease *l);
+static inline bool
+rdp_lease_on_free(struct rdp_lease_pool *p, struct rdp_lease *l)
+{
+	bool divert = l->lease > p->floor && (!l->wanting || p->wq_len > 0);
+
+	if (divert) {
+		l->lease--;
+		rdp_lease_divert_(p, 1);
+	} else {
+		l->owed++;
+	}
+	if (p->wq_len > 0)
+		rdp_lease_serve_(p);
+	return divert;
+}
 
 /**
  * How many owed credits to send back now, and count them as sent.
@@ -211,7 +259,17 @@ bool rdp_lease_on_free(struct rdp_lease_pool *p, struct rdp_lease *l);
  * @return
  *   The credits to carry in immediate data, 0 for none.
  */
-uint32_t rdp_lease_take_owed(struct rdp_lease *l, uint32_t ack_threshold);
+static inline uint32_t
+rdp_lease_take_owed(struct rdp_lease *l, uint32_t ack_threshold)
+{
+	uint32_t n = l->owed;
+
+	if (n == 0 || (n < ack_threshold && l->out != 0))
+		return 0;
+	l->owed = 0;
+	l->out += n;
+	return n;
+}
 
 /**
  * The peer's rule for WANT on a data SEND.

@@ -95,7 +95,8 @@ ep_held_inc(struct rdp_ep *ep, unsigned int n)
 void
 ep_held_ref_settle(struct rdp_ep *ep)
 {
-	if (unlikely(ep->srq_member))
+	/* its lease leaves once its QP is unmapped (ep_srq_settle() says when) */
+	if (unlikely(ep->srq_member) && !ep->srq_mapped)
 		ep_srq_settle(ep);
 	if (ep->held == 0 && ep->held_ref && ep_phase_get(ep) >= EP_PH_RETIRED) {
 		ep->held_ref = false;

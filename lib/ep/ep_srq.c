@@ -34,8 +34,8 @@ lease_ep(struct rdp_lease *l)
  * were read: the endpoints it took off may have been granted credits, and
  * their pass sends them (rdp_lease_take_owed()). On the poller.
  */
-static inline void
-lease_kick(struct ep_srq *q, uint32_t head, uint64_t served)
+void
+ep_srq_kick(struct ep_srq *q, uint32_t head, uint64_t served)
 {
 	uint64_t k;
 
@@ -140,68 +140,25 @@ ep_srq_flush(struct ep_srq *q)
 	q->rp_n = 0;
 }
 
-static inline void
-srq_queue(struct ep_srq *q, struct rdp_msg *m)
+
+void
+ep_srq_repost_foreign(struct rdp_msg *m)
 {
 	m->flags = 0;
 	m->next = NULL;
-	q->rp[q->rp_n++] = m;
-	if (q->rp_n == EP_SRQ_BURST)
-		ep_srq_flush(q);
-}
-
-void
-ep_srq_repost(struct rdp_ep *ep, struct rdp_msg *m, bool freed)
-{
-	struct ep_srq *q = ep->ld->srq;
-
-	if (unlikely(m->pool != q->pool)) {
-		/* a received message carried by a send buffer (ep_rndv.c): no credit */
-		m->flags = 0;
-		m->next = NULL;
-		rdp_pool_put_bulk(m->pool, &m, 1);
-		return;
-	}
-	if (freed && ep->srq_member && !ep_tearing_down(ep)) {
-		uint32_t head;
-		uint64_t served;
-		bool to_pool;
-
-		head = q->lease.wq_head;
-		served = q->lease.served;
-		to_pool = rdp_lease_on_free(&q->lease, &ep->lease);
-		lease_kick(q, head, served);
-		if (!to_pool)
-			ep_busy(ep);
-	}
-	srq_queue(q, m);
+	rdp_pool_put_bulk(m->pool, &m, 1);
 }
 
 /* ---- credits ---- */
 
 bool
-ep_srq_on_data(struct rdp_ep *ep, bool want)
+ep_srq_beyond_grant(struct rdp_ep *ep)
 {
-	struct ep_srq *q = ep->ld->srq;
-	uint32_t head, out, lease;
-	uint64_t served;
-	int ret;
-
-	head = q->lease.wq_head;
-	served = q->lease.served;
-	out = ep->lease.out;
-	lease = ep->lease.lease;
-	ret = rdp_lease_on_data(&q->lease, &ep->lease, want);
-	lease_kick(q, head, served);
-	if (unlikely(ret < 0)) {
-		ep_fail(ep, -EPROTO, "peer %s broke the leasing protocol: a SEND beyond its grant "
-			"(it holds no credit of its lease of %u, %u sent to it; rule: every SEND "
-			"spends a credit the receiver granted)", ep->peer, lease, out);
-		return false;
-	}
-	if (ep->lease.owed > 0)
-		ep_busy(ep);
-	return true;
+	ep_fail(ep, -EPROTO, "peer %s broke the leasing protocol: a SEND beyond its grant "
+		"(it holds no credit of its lease of %u, %u sent to it; rule: every SEND "
+		"spends a credit the receiver granted)", ep->peer, ep->lease.lease,
+		ep->lease.out);
+	return false;
 }
 
 void
@@ -235,24 +192,12 @@ ep_srq_give_back_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
 	out = ep->lease.out;
 	lease = ep->lease.lease;
 	ret = rdp_lease_on_give_back(&q->lease, &ep->lease, extra);
-	lease_kick(q, head, served);
+	ep_srq_kick(q, head, served);
 	if (ret < 0)
 		ep_fail(ep, -EPROTO, "peer %s broke the leasing protocol: a give-back of 1 + %u "
 			"credits, but it holds at most %u of its lease of %u, floor %u (rule: a "
 			"give-back returns credits the peer holds, above the floor)", ep->peer,
 			extra, out, lease, q->lease.floor);
-}
-
-void
-ep_srq_take_owed(struct rdp_ep *ep, bool data)
-{
-	uint32_t n;
-
-	if (ep->lease.owed == 0)
-		return;
-	n = rdp_lease_take_owed(&ep->lease, data ? 1 : ep->lease_tack);
-	if (n > 0)
-		rdp_credit_recv_reposted(&ep->credit, n);
 }
 
 /* ---- completions ---- */
@@ -285,7 +230,7 @@ ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n)
 			if (unlikely(eps[i] == NULL)) {
 				/* its QP is gone: the buffer goes back, nothing delivered */
 				RDP_STAT_ADD(q->stats.strays, 1);
-				srq_queue(q, m);
+				ep_srq_queue(q, m);
 				continue;
 			}
 			RDP_HANDOFF_ACQUIRE(eps[i]); /* what connect_qp() set up (ThreadSanitizer) */
@@ -426,7 +371,7 @@ ep_srq_create(struct ep_lcore_dev *ld)
 
 		if (rdp_pool_get_bulk(q->pool, &m, 1) < 0)
 			return rdp_err_set(ENOBUFS, "lcore %u: SRQ pool short", lc->lcore_id);
-		srq_queue(q, m);
+		ep_srq_queue(q, m);
 	}
 	ep_srq_flush(q);
 	if (RDP_STAT_READ(q->stats.posted) != c->srq_size)

@@ -642,14 +642,32 @@ void ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n);
 /* Post the buffers waiting to go back to the SRQ. */
 void ep_srq_flush(struct ep_srq *q);
 /* A buffer goes back to the SRQ; with @p freed its credit goes by rdp_lease_on_free(). */
-void ep_srq_repost(struct rdp_ep *ep, struct rdp_msg *m, bool freed);
-/* A data SEND or control message of the peer took a lease credit; false: the endpoint failed. */
-bool ep_srq_on_data(struct rdp_ep *ep, bool want);
+static inline void ep_srq_repost(struct rdp_ep *ep, struct rdp_msg *m, bool freed);
+/* The endpoints the lease pool served since @p served (its FIFO at @p head then) may owe. */
+void ep_srq_kick(struct ep_srq *q, uint32_t head, uint64_t served);
+/* A received message carried by a send buffer (ep_rndv.c) goes back to its pool: no credit. */
+void ep_srq_repost_foreign(struct rdp_msg *m);
+/* The peer sent with no credit of its lease: the endpoint fails, naming the rule; false. */
+bool ep_srq_beyond_grant(struct rdp_ep *ep);
 /* A give-back arrived in @p m (@p byte_len bytes): accounted, buffer back. */
 void ep_srq_give_back_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len);
-/* Owed leased credits to send now (into ep->credit.owed): with @p data any count, for the SEND
- * being built carries them; else T_ack or more, or all when none is lent out (a pure ack). */
-void ep_srq_take_owed(struct rdp_ep *ep, bool data);
+
+/*
+ * Owed leased credits to send now (into ep->credit.owed): with @p data any
+ * count, for the SEND being built carries them; else T_ack or more, or all
+ * when none is lent out (a pure ack).
+ */
+static inline void
+ep_srq_take_owed(struct rdp_ep *ep, bool data)
+{
+	uint32_t n;
+
+	if (ep->lease.owed == 0)
+		return;
+	n = rdp_lease_take_owed(&ep->lease, data ? 1 : ep->lease_tack);
+	if (n > 0)
+		rdp_credit_recv_reposted(&ep->credit, n);
+}
 
 /*
  * Before a SEND of @p ep (on an SRQ) names credits: the buffers waiting to
@@ -711,6 +729,56 @@ static inline void
 ep_busy(struct rdp_ep *ep)
 {
 	rdp_poller_busy(ep->lc->poller, &ep->busy);
+}
+
+/* ---- the shared receive queue's per-message rules (ep_srq.c), poller thread ---- */
+/* A buffer waits to go back on the SRQ (ep_srq_flush() posts a burst). */
+static inline void
+ep_srq_queue(struct ep_srq *q, struct rdp_msg *m)
+{
+	m->flags = 0;
+	m->next = NULL;
+	q->rp[q->rp_n++] = m;
+	if (q->rp_n == EP_SRQ_BURST)
+		ep_srq_flush(q);
+}
+
+static inline void
+ep_srq_repost(struct rdp_ep *ep, struct rdp_msg *m, bool freed)
+{
+	struct ep_srq *q = ep->ld->srq;
+
+	if (unlikely(m->pool != q->pool)) {
+		ep_srq_repost_foreign(m);
+		return;
+	}
+	if (freed && ep->srq_member && !ep_tearing_down(ep)) {
+		uint32_t head = q->lease.wq_head;
+		uint64_t served = q->lease.served;
+
+		if (!rdp_lease_on_free(&q->lease, &ep->lease))
+			ep_busy(ep); /* owed to its peer */
+		if (unlikely(q->lease.served != served))
+			ep_srq_kick(q, head, served);
+	}
+	ep_srq_queue(q, m);
+}
+
+/* A data SEND or control message of the peer took a lease credit; false: the endpoint failed. */
+static inline bool
+ep_srq_on_data(struct rdp_ep *ep, bool want)
+{
+	struct ep_srq *q = ep->ld->srq;
+	uint32_t head = q->lease.wq_head;
+	uint64_t served = q->lease.served;
+
+	if (unlikely(rdp_lease_on_data(&q->lease, &ep->lease, want) < 0))
+		return ep_srq_beyond_grant(ep);
+	if (unlikely(q->lease.served != served))
+		ep_srq_kick(q, head, served);
+	if (ep->lease.owed > 0)
+		ep_busy(ep);
+	return true;
 }
 
 static inline void
