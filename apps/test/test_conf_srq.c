@@ -715,6 +715,86 @@ RDP_TEST(shm, shm_srq_entry_claimed_by_a_sender_that_died_is_flushed_and_the_srq
 	return 0;
 }
 
+/* A poller thread that starts on a relaxed flag: nothing orders it after the main thread. */
+struct late_poller {
+	struct srq_host *h;
+	int go;                 /* (atomic, relaxed) */
+	struct rdp_wc wc[4];
+	int got;
+};
+
+static void *
+late_poller_main(void *arg)
+{
+	struct late_poller *lp = arg;
+	double deadline = rdp_clock_s() + 10;
+
+	while (!__atomic_load_n(&lp->go, __ATOMIC_RELAXED))
+		;
+	while (lp->got < 2 && rdp_clock_s() < deadline) {
+		int r = rdp_poll_cq(lp->h->cq, lp->wc + lp->got, (uint16_t)(2 - lp->got));
+
+		if (r > 0)
+			lp->got += r;
+	}
+	return NULL;
+}
+
+/*
+ * Receives a QP completed on the SRQ are reaped after the QP is gone and a
+ * new QP took its CQ slot: the poller looks up the slot's QP to see whose
+ * they are, on its own thread, ordered after the new QP's creation only by
+ * the slot (the ThreadSanitizer lane sees a field the new QP sets after
+ * its slot is published). They still name the QP gone.
+ */
+RDP_TEST(shm, shm_srq_receives_of_a_gone_qp_reaped_after_its_slot_is_taken_again_name_it)
+{
+	struct late_poller lp = { 0 };
+	struct rdp_qp_init_attr ia = { 0 };
+	struct rdp_qp *taker;
+	struct conf_opts o;
+	struct srq_host h;
+	uint32_t gone_qpn, gone_slot, k;
+	pthread_t t;
+	int ret;
+
+	ret = shm_host_open(&h, 16, 2);
+	if (ret != 0)
+		return ret;
+	for (k = 0; k < 4; k++)
+		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);
+	lp.h = &h;
+	RDP_ASSERT(pthread_create(&t, NULL, late_poller_main, &lp) == 0);
+	peer_send(&h, 0, 12, 1);
+	peer_send(&h, 0, 12, 2);
+	gone_qpn = h.pair[0].a.qp_num;
+	gone_slot = to_sqp(h.pair[0].a.qp)->rslot;
+	conf_qp_destroy(&h.pair[0].a);
+	/* a new QP on the SRQ takes the lowest free slot, its: created, not connected */
+	conf_opts_default(&o);
+	ia.send_cq = h.cq;
+	ia.recv_cq = h.cq;
+	ia.cap.max_send_wr = o.sq;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.srq = h.srq;
+	taker = rdp_qp_create(h.pd, &ia);
+	RDP_ASSERT_MSG(taker != NULL, "rdp_qp_create: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(to_sqp(taker)->rslot, gone_slot);
+	__atomic_store_n(&lp.go, 1, __ATOMIC_RELAXED);
+	RDP_ASSERT(pthread_join(t, NULL) == 0);
+	RDP_ASSERT_EQ(rdp_qp_destroy(taker), 0);
+	RDP_ASSERT_MSG(lp.got == 2, "%d of the gone QP's 2 receives reaped", lp.got);
+	for (k = 0; k < 2; k++) {
+		RDP_ASSERT_MSG(lp.wc[k].wr_id == k && lp.wc[k].status == RDP_WC_SUCCESS &&
+			       lp.wc[k].qp_num == gone_qpn, "receive %" PRIu64 " %s on QP %u, "
+			       "expected %u SUCCESS on the gone QP %u", lp.wc[k].wr_id,
+			       rdp_wc_status_str(lp.wc[k].status), lp.wc[k].qp_num, k, gone_qpn);
+	}
+	host_close(&h);
+	return 0;
+}
+
 /*
  * A QP on the SRQ whose peer went away after sending: what the peer
  * completed is in the SRQ, not yet polled. The QP's flush must still come

@@ -307,6 +307,12 @@ shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 	qp->head.user_ctx = attr->user_ctx;
 
 	pthread_mutex_lock(&sd->lock);
+	/*
+	 * Its number before its CQ slots publish it: a poller reaping an SRQ
+	 * entry of the QP that had the slot before compares it (srq_ent_qp()).
+	 */
+	qp->head.qp_num = sd->next_qpn;
+	qp->seg->qpn = qp->head.qp_num;
 	if (attr->srq != NULL && shm_srq_attach_locked(to_ssrq(attr->srq), qp) < 0) {
 		pthread_mutex_unlock(&sd->lock);
 		qp_free(qp);
@@ -325,8 +331,7 @@ shm_qp_create(struct rdp_pd *pd, const struct rdp_qp_init_attr *attr)
 	if (ret == 0 && qp->srq != NULL)
 		__atomic_store_n(&qp->srq->any_slot, qp->rslot, __ATOMIC_RELAXED);
 	if (ret == 0) {
-		qp->head.qp_num = sd->next_qpn++;
-		qp->seg->qpn = qp->head.qp_num;
+		sd->next_qpn++;
 		TAILQ_INSERT_TAIL(&sd->qps, qp, next);
 	}
 	pthread_mutex_unlock(&sd->lock);
