@@ -631,6 +631,41 @@ RDP_TEST(perf, rdp_perf_server_logs_a_clients_clean_close_as_a_close_only)
 }
 
 /*
+ * A server killed (SIGKILL) under a client's stream of 8 endpoints: each
+ * endpoint fails as one whose peer is gone, whatever the client heard of
+ * first, the control connection's end, its QP's error (the shm driver
+ * sees the peer's process go and moves the QP to error) or its flushed
+ * completions.
+ */
+RDP_TEST(perf, rdp_perf_client_of_a_killed_server_says_each_endpoints_peer_is_gone)
+{
+	static char out[1 << 16];
+	char log_path[64], port[32], cmd[1024];
+	unsigned int gone = 0;
+	const char *p;
+	int status;
+	pid_t srv;
+
+	snprintf(log_path, sizeof(log_path), "perf_killed_server_%d.log", (int)getpid());
+	srv = server_start(port, sizeof(port), log_path, NULL);
+	snprintf(cmd, sizeof(cmd), "(sleep 2; kill -KILL %d) & timeout 60 %s -l 0-1 --main-lcore 1 "
+		 "--no-huge --no-pci --no-shconf -- --connect %s -e 8 -m bw -s 64 -d 20 -q 2>&1; "
+		 "wait", (int)srv, perf_bin(), port);
+	(void)run(cmd, out, sizeof(out));
+	RDP_ASSERT(waitpid(srv, &status, 0) == srv);
+	unlink(log_path);
+	printf("client:\n%s", out);
+	RDP_ASSERT_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		       "the server was not killed (status 0x%x)", status);
+	for (p = out; (p = strstr(p, "(peer gone)")) != NULL; p++)
+		gone++;
+	RDP_ASSERT_MSG(gone == 8 && strstr(out, "went to error") == NULL &&
+		       strstr(out, "WR_FLUSH_ERR") == NULL,
+		       "%u of 8 endpoints said their peer is gone:\n%s", gone, out);
+	return 0;
+}
+
+/*
  * A client whose -s is above what a separate server accepts (started
  * without --max-msg: max_msg_size 1 MiB) says so, with both numbers and
  * the option that fixes it, and fails before it measures. It used to

@@ -104,6 +104,16 @@ ctl_close_fd(struct rdp_ep *ep)
 	}
 }
 
+/* Its QP's error event no longer waits for the socket's end. */
+static void
+fatal_unwait(struct rdp_ep *ep)
+{
+	if (ep->fatal_by != 0) {
+		ep->fatal_by = 0;
+		rdp_ctl.fatal_waits--;
+	}
+}
+
 /* Off the drain deadlines' list (closed while established), if on it. */
 static void
 drain_unlist(struct rdp_ep *ep)
@@ -123,12 +133,23 @@ drain_unlist(struct rdp_ep *ep)
 static void
 fail_established(struct rdp_ep *ep, int err)
 {
+	fatal_unwait(ep);
 	drain_unlist(ep);
 	ctl_close_fd(ep);
 	TAILQ_REMOVE(&rdp_ctl.established, ep, ctl_next);
 	ep->ctl_list = CTL_NONE;
 	ep->ctl_err = err;
 	poller_push_fail(ep);
+}
+
+/* Has the peer ended socket @p fd (end of file or an error waiting)? */
+static bool
+socket_ended(int fd)
+{
+	uint8_t b;
+	ssize_t n = recv(fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
+
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 /* An established endpoint's socket: any event means the peer is gone or broken. */
@@ -181,6 +202,7 @@ close_request(struct rdp_ep *ep)
 static void
 retire(struct rdp_ep *ep)
 {
+	fatal_unwait(ep);
 	drain_unlist(ep);
 	if (ep->ctl_list == CTL_ESTABLISHED) {
 		TAILQ_REMOVE(&rdp_ctl.established, ep, ctl_next);
@@ -302,6 +324,30 @@ expire_drains(void)
 	}
 }
 
+/* Established endpoints whose QP's error event came and whose socket stayed up. */
+static void
+expire_fatals(void)
+{
+	uint64_t now;
+	struct rdp_ep *ep, *next;
+
+	if (rdp_ctl.fatal_waits == 0)
+		return;
+	now = rdp_clock_ns();
+	RTE_TAILQ_FOREACH_SAFE(ep, &rdp_ctl.established, ctl_next, next) {
+		if (ep->fatal_by == 0 || now <= ep->fatal_by)
+			continue;
+		/*
+		 * At INFO: the peer's QP goes when its close ends, which may be
+		 * before this endpoint's poller has delivered the close notice,
+		 * and the poller logs the failure this makes if no close notice
+		 * turns it into a close
+		 */
+		EP_LOG(INFO, "endpoint %u: its QP went to error (device event)", ep->id);
+		fail_established(ep, -EIO);
+	}
+}
+
 /* Events of device @p dv: a port that goes down fails its endpoints only. */
 static void
 device_events(const struct ep_dev *dv)
@@ -318,16 +364,17 @@ device_events(const struct ep_dev *dv)
 				if (ev.qp != NULL &&
 				    __atomic_load_n(&ep->qp, __ATOMIC_ACQUIRE) == ev.qp)
 					break;
-			if (ep != NULL) {
+			if (ep != NULL && ep->fatal_by == 0) {
 				/*
-				 * At INFO: the peer's QP goes when its close ends, which
-				 * may be before this endpoint's poller has delivered the
-				 * close notice, and the poller logs the failure this
-				 * makes if no close notice turns it into a close
+				 * A peer that died closed its socket as its QP went:
+				 * what ends the socket says so (est_event()); a QP
+				 * error with the socket alive fails the endpoint after
+				 * EP_FATAL_WAIT_MS (expire_fatals()).
 				 */
-				EP_LOG(INFO, "endpoint %u: its QP went to error (device event)",
-				       ep->id);
-				fail_established(ep, -EIO);
+				ep->fatal_by = rdp_clock_ns() + EP_FATAL_WAIT_MS * 1000000ull;
+				rdp_ctl.fatal_waits++;
+				if (socket_ended(ep->fd))
+					est_event(ep);
 			}
 			break;
 		case RDP_EVENT_CQ_ERR:
@@ -397,6 +444,7 @@ ctl_main(void *arg)
 		more = serve_inbox();
 		expire_handshakes();
 		expire_drains();
+		expire_fatals();
 	}
 	return NULL;
 }

@@ -101,10 +101,30 @@ ep_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 }
 
 void
-ep_fail_ctl(struct rdp_ep *ep, int err, const char *why)
+ep_fail_flushed(struct rdp_ep *ep, const char *why)
 {
 	if (ep_phase_get(ep) >= EP_PH_FLUSHING)
 		return;
+	if (ep_phase_get(ep) >= EP_PH_ESTABLISHED && !ep->closing) {
+		ep->flush_only = true;
+		ep->cause_by = rte_get_tsc_cycles() + rte_get_tsc_hz() * EP_CAUSE_WAIT_MS / 1000;
+		ep->fail_why = why;
+	}
+	fail_why(ep, -ECONNABORTED, why, ep_phase_get(ep) >= EP_PH_ESTABLISHED);
+}
+
+void
+ep_fail_ctl(struct rdp_ep *ep, int err, const char *why)
+{
+	if (ep_phase_get(ep) >= EP_PH_FLUSHING) {
+		/* the cause of a failure that was seen as flushed completions only */
+		if (ep->flush_only) {
+			ep->flush_only = false;
+			ep->err = err;
+			ep->fail_why = why;
+		}
+		return;
+	}
 	/*
 	 * The control thread told a closing endpoint's end at INFO: a drain cut
 	 * short is worth more (its deadline, ETIMEDOUT, is logged where it ran
@@ -142,6 +162,7 @@ ep_peer_closed(struct rdp_ep *ep)
 		 * A failure of our own stays one.
 		 */
 		if (ep->fail_why != NULL) {
+			ep->flush_only = false; /* its cause: the peer closed */
 			ep->err = -ESHUTDOWN;
 			if (!ep->closing) {
 				log_peer_closed(ep);

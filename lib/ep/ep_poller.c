@@ -39,6 +39,11 @@ ep_progress(void *client)
 			ep_flush_qp(ep);
 		break;
 	case EP_PH_FLUSHED:
+		if (unlikely(ep->flush_only) && rte_get_tsc_cycles() < ep->cause_by) {
+			/* the control thread may yet name the cause (ep_fail_flushed()) */
+			ep_busy(ep);
+			break;
+		}
 		if (ep->recv_posted == 0) {
 			/* may release the endpoint: not touched after */
 			ep_finalize(ep);

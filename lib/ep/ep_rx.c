@@ -201,8 +201,11 @@ ep_recv_one(struct rdp_ep *ep, const struct rdp_wc *wc, struct rdp_msg *m)
 
 	if (unlikely(wc->status != RDP_WC_SUCCESS)) {
 		ep_recv_drop(ep, m);
-		ep_fail(ep, ep_wc_errno(wc->status), "receive completed with %s",
-			rdp_wc_status_str(wc->status));
+		if (wc->status == RDP_WC_WR_FLUSH_ERR)
+			ep_fail_flushed(ep, EP_FLUSHED_WHY);
+		else
+			ep_fail(ep, ep_wc_errno(wc->status), "receive completed with %s",
+				rdp_wc_status_str(wc->status));
 		return;
 	}
 	if (likely(wc->wc_flags & RDP_WC_WITH_IMM)) {

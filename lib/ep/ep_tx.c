@@ -427,6 +427,10 @@ ep_send_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 
 		if (seq < ep->err_seq)
 			ep->err_seq = seq;
+		if (wc->status == RDP_WC_WR_FLUSH_ERR) {
+			ep_fail_flushed(ep, EP_FLUSHED_WHY);
+			return;
+		}
 		if (t != NULL && (t->flags & MSG_F_RDMA)) {
 			char what[160];
 

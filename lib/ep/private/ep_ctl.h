@@ -41,6 +41,7 @@ struct ep_ctl {
 	TAILQ_HEAD(, rdp_ep) handshakes;
 	TAILQ_HEAD(, rdp_ep) established;
 	TAILQ_HEAD(, rdp_ep) drains;  /* closed while established, by deadline */
+	uint32_t fatal_waits;         /* established endpoints with fatal_by set */
 	TAILQ_HEAD(, listener) listeners;
 	unsigned int nb_server_handshakes; /* holding a slot (past their HELLO) */
 	unsigned int nb_waiting;           /* accepted, holding no slot */

@@ -398,6 +398,10 @@ struct rdp_ep {
 					 * may still be in the CQ, and then it closed; or,
 					 * closing, our own notice's completion, and then
 					 * the close finished */
+	bool flush_only;                /* failed on flushed completions alone: the cause
+					 * (the control thread's, ep_fail_ctl()) may
+					 * follow until cause_by (ep_fail_flushed()) */
+	uint64_t cause_by;              /* TSC */
 	bool ctl_keeps;                 /* at the handover: the control thread keeps its
 					 * socket and must hear of its retirement */
 	int early_err;                  /* first error before the handover; the control
@@ -435,6 +439,8 @@ struct rdp_ep {
 	TAILQ_ENTRY(rdp_ep) all_next;   /* registry for telemetry */
 	int fd;
 	int ctl_err;                    /* why the control side failed it */
+	uint64_t fatal_by;              /* its QP's error event came: failed at this time
+					 * (ns) unless its socket ends first, 0: none */
 	bool is_server;
 	bool qp_made;                   /* its QP exists: its poller sees its completions,
 					 * may retire it at any time and alone ends it */
@@ -498,6 +504,23 @@ void ep_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
  * but logged only when it retires, unless the peer's close notice comes first.
  */
 void ep_fail_ctl(struct rdp_ep *ep, int err, const char *why);
+/*
+ * How long a failure seen only as flushed completions waits for its cause
+ * from the control thread (ep_fail_flushed()); the control thread itself
+ * waits EP_FATAL_WAIT_MS after a QP error event for the socket's end.
+ */
+#define EP_CAUSE_WAIT_MS 250
+#define EP_FATAL_WAIT_MS 50
+/*
+ * Fail it for a completion flushed (WR_FLUSH_ERR) with no error of its own
+ * (@p why, a constant): the QP went to error for a cause seen elsewhere,
+ * the peer's end or a device event. The endpoint fails now; its log line,
+ * errno, counters and FAILED event wait up to EP_CAUSE_WAIT_MS for the
+ * control thread to name the cause (ep_fail_ctl()).
+ */
+void ep_fail_flushed(struct rdp_ep *ep, const char *why);
+/* What a failure seen as flushed completions only says when no cause came. */
+#define EP_FLUSHED_WHY "its completions were flushed (WR_FLUSH_ERR) and no cause was reported"
 /* The peer's close notice came: deliver what came before it, then flush. */
 void ep_peer_closed(struct rdp_ep *ep);
 /* Errno for a completion status. */
