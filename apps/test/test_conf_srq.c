@@ -645,11 +645,13 @@ RDP_TEST(shm, shm_srq_two_senders_at_once_into_a_full_srq_see_no_remote_error)
 /*
  * An SRQ of @p max_wr with @p nb QPs whose peers are in this process, on
  * the shm driver: what its shared memory holds can be read and written here.
+ * Receives 0 to @p posted - 1 are posted, receive k into slot k.
  */
 static int
-shm_host_open(struct srq_host *h, uint32_t max_wr, int nb)
+shm_host_open(struct srq_host *h, uint32_t max_wr, int nb, uint32_t posted)
 {
 	struct conf_opts o;
+	uint32_t k;
 	int ret;
 
 	if (strncmp(rdp_test_driver(), "shm", 3) != 0)
@@ -662,6 +664,8 @@ shm_host_open(struct srq_host *h, uint32_t max_wr, int nb)
 		host_close(h);
 		return rdp_test_skip("its peers live in another process (RDP_TEST_CONF_PEER)");
 	}
+	for (k = 0; k < posted; k++)
+		RDP_ASSERT_EQ(srq_post(h, k, k), 0);
 	return 0;
 }
 
@@ -681,14 +685,11 @@ RDP_TEST(shm, shm_srq_entry_claimed_by_a_sender_that_died_is_flushed_and_the_srq
 	struct shm_qp_seg *qseg, *sseg;
 	struct srq_host h;
 	struct rdp_wc wc;
-	uint32_t k;
 	int ret;
 
-	ret = shm_host_open(&h, 16, 2);
+	ret = shm_host_open(&h, 16, 2, 4);
 	if (ret != 0)
 		return ret;
-	for (k = 0; k < 4; k++)
-		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);
 	qseg = to_sqp(h.pair[0].a.qp)->seg;
 	sseg = to_ssrq(h.srq)->seg;
 	__atomic_fetch_add(&qseg->rq_claim, 1, __ATOMIC_ACQ_REL);
@@ -758,11 +759,9 @@ RDP_TEST(shm, shm_srq_receives_of_a_gone_qp_reaped_after_its_slot_is_taken_again
 	pthread_t t;
 	int ret;
 
-	ret = shm_host_open(&h, 16, 2);
+	ret = shm_host_open(&h, 16, 2, 4);
 	if (ret != 0)
 		return ret;
-	for (k = 0; k < 4; k++)
-		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);
 	lp.h = &h;
 	RDP_ASSERT(pthread_create(&t, NULL, late_poller_main, &lp) == 0);
 	peer_send(&h, 0, 12, 1);
@@ -812,11 +811,9 @@ RDP_TEST(shm, shm_srq_receives_a_gone_peer_landed_complete_before_its_qps_flush)
 	double deadline;
 	int k, ret;
 
-	ret = shm_host_open(&h, 16, 2);
+	ret = shm_host_open(&h, 16, 2, N);
 	if (ret != 0)
 		return ret;
-	for (k = 0; k < N; k++)
-		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);
 	for (k = 0; k < N; k++)
 		peer_send(&h, 0, 8, 10 + k);
 	conf_qp_destroy(&h.pair[0].b);
@@ -875,11 +872,9 @@ RDP_TEST(shm, shm_srq_burst_with_a_bad_send_claims_only_the_receives_its_sends_t
 	struct rdp_wc wc[N];
 	int k, ret;
 
-	ret = shm_host_open(&h, 16, 2);
+	ret = shm_host_open(&h, 16, 2, 12);
 	if (ret != 0)
 		return ret;
-	for (k = 0; k < 12; k++)
-		RDP_ASSERT_EQ(srq_post(&h, k, k), 0);
 	conf_tx_fill(&h.pair[0].b, 0, N * 32, 3);
 	for (k = 0; k < N; k++)
 		sge[k] = (struct rdp_sge){ .addr = (uintptr_t)h.pair[0].b.tx->addr + k * 32,
@@ -987,7 +982,7 @@ RDP_TEST(shm, shm_srq_peeked_by_its_poller_takes_sends_without_a_doorbell)
 	uint32_t w;
 	int k, got = 0, ret;
 
-	ret = shm_host_open(&h, 16, MAX_QPS);
+	ret = shm_host_open(&h, 16, MAX_QPS, 0);
 	if (ret != 0)
 		return ret;
 	srq = to_ssrq(h.srq);
@@ -1045,7 +1040,7 @@ RDP_TEST(shm, shm_srq_peeked_one_sender_is_reaped_in_one_poll_without_its_count)
 	uint64_t filled;
 	int k, got, ret;
 
-	ret = shm_host_open(&h, 16, 1);
+	ret = shm_host_open(&h, 16, 1, 0);
 	if (ret != 0)
 		return ret;
 	RDP_ASSERT_EQ(to_ssrq(h.srq)->seg->peeked, 1);
@@ -1092,7 +1087,7 @@ RDP_TEST(shm, shm_srq_peek_withdrawn_while_many_qps_fill_it_and_announced_for_on
 	uint32_t k, next = 0;
 	int ret;
 
-	ret = shm_host_open(&h, 128, MAX_QPS);
+	ret = shm_host_open(&h, 128, MAX_QPS, 0);
 	if (ret != 0)
 		return ret;
 	srq = to_ssrq(h.srq);
@@ -1151,7 +1146,7 @@ RDP_TEST(shm, shm_srq_withdrawn_peek_still_reaps_an_entry_completed_without_a_do
 	uint32_t k;
 	int got, ret;
 
-	ret = shm_host_open(&h, 64, MAX_QPS);
+	ret = shm_host_open(&h, 64, MAX_QPS, 0);
 	if (ret != 0)
 		return ret;
 	srq = to_ssrq(h.srq);
