@@ -371,10 +371,12 @@ device_events(const struct ep_dev *dv)
 				 * error with the socket alive fails the endpoint after
 				 * EP_FATAL_WAIT_MS (expire_fatals()).
 				 */
+				if (socket_ended(ep->fd)) {
+					est_event(ep);
+					break;
+				}
 				ep->fatal_by = rdp_clock_ns() + EP_FATAL_WAIT_MS * 1000000ull;
 				rdp_ctl.fatal_waits++;
-				if (socket_ended(ep->fd))
-					est_event(ep);
 			}
 			break;
 		case RDP_EVENT_CQ_ERR:

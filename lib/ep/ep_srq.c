@@ -140,7 +140,6 @@ ep_srq_flush(struct ep_srq *q)
 	q->rp_n = 0;
 }
 
-
 void
 ep_srq_repost_foreign(struct rdp_msg *m)
 {
