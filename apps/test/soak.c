@@ -71,6 +71,9 @@
 /* with RDP_SOAK_MIN_CROSS, a run goes on until the peer process delivered
  * that many here, up to this many times its length */
 #define SOAK_MIN_CROSS_STRETCH 3
+#define EARLY_CLOSE_EVERY 5     /* accepted rtc sides closed before their first delivery */
+#define EARLY_HOLD_MS 200       /* how long such a side holds its first deliveries */
+#define EARLY_CLOSE_AFTER_MS 30 /* when, in that time, it is closed */
 #define PEER_FAIL_DIV 4         /* the peer is killed now and then: its link fails sooner */
 
 /* ---------------------------------------------------------------------- */
@@ -101,6 +104,7 @@ struct soak_rec {
 	int64_t err;        /* errno of FAILED */
 	uint64_t enomem;    /* endpoint counters at CLOSED */
 	uint64_t rnr;
+	uint64_t conn;      /* connecting side: its connection (conn_key()), once ESTABLISHED */
 	char error[192];    /* the first check that failed */
 };
 
@@ -112,6 +116,7 @@ struct soak_shared {
 	uint64_t helper_done;  /* 1: finished clean, 2: with problems */
 	uint64_t helper_link_downs;
 	uint64_t helper_anomalies;
+	uint64_t early_closes;  /* F_EARLY_CLOSE, in either process */
 	char helper_error[256];
 	char helper_spec[128];
 	struct soak_rec rec[SOAK_RECS];
@@ -146,6 +151,7 @@ rec_init(struct soak_rec *r, uint64_t inc)
 	__atomic_store_n(&r->err, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->enomem, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->rnr, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->conn, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->error[0], '\0', __ATOMIC_RELAXED);
 	__atomic_store_n(&r->inc, inc, __ATOMIC_RELAXED);
 	__atomic_fetch_or(&r->flags, SF_USED, __ATOMIC_RELEASE);
@@ -162,6 +168,42 @@ static bool
 rec_valid(const struct soak_rec *r, uint64_t inc)
 {
 	return (LD(r->flags) & SF_USED) && LD(r->inc) == inc;
+}
+
+/*
+ * What names one connection on both its sides: the HELLO and HELLO_ACK
+ * as they travelled (their nonces make it unique). Never 0.
+ */
+static uint64_t
+conn_key(const struct rdp_ep *ep)
+{
+	uint64_t h = 0;
+	unsigned int i;
+
+	for (i = 0; i < RDP_HELLO_LEN; i++)
+		h = app_mix64(h ^ ((uint64_t)ep->hello_c[i] << 8 | ep->hello_s[i]));
+	return h | 1;
+}
+
+/*
+ * The incarnation whose connecting side holds connection @p conn and whose
+ * accepting side has no record yet; 0 if none. For an accepting side that
+ * ended before its first delivery, which names the incarnation otherwise.
+ */
+static uint64_t
+inc_of_conn(uint64_t conn)
+{
+	unsigned int i;
+
+	for (i = 0; i < SOAK_RECS; i += 2) {
+		const struct soak_rec *c = &sh->rec[i];
+		uint64_t inc = LD(c->inc);
+
+		if ((LD(c->flags) & SF_USED) && LD(c->conn) == conn &&
+		    !rec_valid(rec_of(inc, 1), inc))
+			return inc;
+	}
+	return 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -357,6 +399,9 @@ struct side {
 	bool close_asked;       /* (atomic) rdp_ep_close() called, by the main thread only */
 	bool failed_seen;       /* (atomic) FAILED or PEER_CLOSED seen: to be closed */
 	uint64_t early_flags;   /* (atomic) flags for the record it does not have yet */
+	bool early_close;       /* (atomic) accepting: closed before its first delivery
+				 * (F_EARLY_CLOSE) */
+	int64_t early_err;      /* (atomic) errno of FAILED, for the record it does not have yet */
 	bool dead;              /* (atomic) CLOSED seen: nothing more will come */
 };
 
@@ -491,6 +536,11 @@ on_delivered(struct side *s, struct rdp_msg *m)
 	uint64_t seq = s->delivered;
 	int64_t bad;
 
+	if (r == NULL && LD(s->early_close) && LD(s->close_asked)) {
+		/* closed before its first delivery (F_EARLY_CLOSE): it declines */
+		rdp_msg_free(m);
+		return;
+	}
 	if (r == NULL) {
 		/* the accepting side learns its incarnation from the first message */
 		struct msg_hdr h = { 0 };
@@ -547,6 +597,31 @@ on_send_event(struct side *s, struct rdp_msg *m)
 	rdp_msg_free(m);
 }
 
+/*
+ * An accepting side that reaches CLOSED before its first delivery, which
+ * would have named its incarnation: the record of the incarnation whose
+ * connecting side holds the same connection, with what happened to it
+ * (declined, failed, nothing delivered), so that the ledger judges what
+ * its peer had done. NULL if none (never ESTABLISHED, or its incarnation
+ * is already judged).
+ */
+static struct soak_rec *
+rec_at_close(struct side *s, struct rdp_ep *ep)
+{
+	uint64_t inc;
+	struct soak_rec *r;
+
+	if (!LD(s->established) || (inc = inc_of_conn(conn_key(ep))) == 0)
+		return NULL;
+	r = rec_of(inc, 1);
+	rec_init(r, inc);
+	__atomic_store_n(&r->err, LD(s->early_err), __ATOMIC_RELAXED);
+	rec_flag(r, SF_ESTAB | LD(s->early_flags));
+	s->inc = inc;
+	ST(s->rec, r);
+	return r;
+}
+
 static void
 on_state(struct side *s, struct rdp_ep *ep, enum rdp_ep_state st, int err)
 {
@@ -556,15 +631,17 @@ on_state(struct side *s, struct rdp_ep *ep, enum rdp_ep_state st, int err)
 	switch (st) {
 	case RDP_EP_ESTABLISHED:
 		ST(s->ep, ep);
+		if (s->role == 0)
+			ST(r->conn, conn_key(ep));
 		ST(s->established, true);
 		rec_flag(r, SF_ESTAB);
 		break;
 	case RDP_EP_FAILED:
-		if (r != NULL) {
+		/* a link stays down until its process restarts the stack */
+		ST(s->early_err, err);
+		side_flag(s, SF_FAILED | (err == -ENETDOWN || port_down() ? SF_LINK : 0));
+		if (r != NULL)
 			__atomic_store_n(&r->err, err, __ATOMIC_RELAXED);
-			/* a link stays down until its process restarts the stack */
-			rec_flag(r, SF_FAILED | (err == -ENETDOWN || port_down() ? SF_LINK : 0));
-		}
 		/* every delivery came before this event: the main thread, the
 		 * only one that closes, lets it go */
 		ST(s->failed_seen, true);
@@ -580,6 +657,8 @@ on_state(struct side *s, struct rdp_ep *ep, enum rdp_ep_state st, int err)
 		if (!LD(s->failed_seen) && !LD(s->close_asked))
 			side_flag(s, SF_DECLINED | SF_DOOMED);
 		r = LD(s->rec);
+		if (r == NULL && s->role == 1)
+			r = rec_at_close(s, ep);
 		rdp_ep_stats_get(ep, &stats);
 		if (r != NULL) {
 			rec_store(&r->enomem, stats.enomem);
@@ -606,6 +685,16 @@ rtc_side(struct rdp_ep *ep, void *arg)
 	if (s == NULL) {
 		/* an endpoint accepted by the run-to-completion listener */
 		s = side_new(0, 1, false, NULL);
+		/*
+		 * One in EARLY_CLOSE_EVERY holds its first deliveries, and the
+		 * main thread closes it meanwhile (early_close_due()): what its
+		 * peer sent is done there, and declined here before this side
+		 * learned its incarnation.
+		 */
+		if (rdp_ep_id(ep) % EARLY_CLOSE_EVERY == 0) {
+			ST(s->early_close, true);
+			ST(s->refuse_until, rdp_clock_ns() + EARLY_HOLD_MS * 1000000ull);
+		}
 		rdp_ep_set_ctx(ep, s);
 	}
 	return s;
@@ -1036,6 +1125,7 @@ enum fault {
 	F_LINK_HERE,   /* this process's link went down (fail_after) */
 	F_LINK_PEER,   /* the peer's link went down */
 	F_LINK_FLAP,   /* this process's link taken down, then up, by command */
+	F_EARLY_CLOSE, /* an accepting side closed before its first delivery */
 	F_MAX,
 };
 
@@ -1044,6 +1134,7 @@ static const char *const fault_names[F_MAX] = {
 	[F_APP_CLOSE] = "closed mid-stream", [F_RING_FULL] = "ring full",
 	[F_CQ_RESIZE] = "CQ resized", [F_LINK_HERE] = "link down (here)",
 	[F_LINK_PEER] = "link down (peer)", [F_LINK_FLAP] = "link down+up (command)",
+	[F_EARLY_CLOSE] = "closed before its first delivery",
 };
 
 struct inc {
@@ -1332,6 +1423,36 @@ peer_gone(void)
 	}
 	ST(sh->helper_gen, (LD(sh->helper_gen) | 1) + 1);
 	m.peer = spawn_peer();
+}
+
+/*
+ * F_EARLY_CLOSE: close the accepting sides of this process that hold their
+ * first deliveries to be closed meanwhile (rtc_side()), once they held them
+ * EARLY_CLOSE_AFTER_MS. They do not know their incarnation: none is doomed.
+ */
+static void
+early_close_due(void)
+{
+	uint64_t now = rdp_clock_ns();
+	unsigned int i;
+
+	pthread_mutex_lock(&reg.lock);
+	for (i = 0; i < reg.n; i++) {
+		struct side *x = reg.s[i];
+
+		if (!LD(x->early_close) || !LD(x->established) || LD(x->dead) ||
+		    now + (EARLY_HOLD_MS - EARLY_CLOSE_AFTER_MS) * 1000000ull <
+		    LD(x->refuse_until) ||
+		    __atomic_exchange_n(&x->close_asked, true, __ATOMIC_ACQ_REL))
+			continue;
+		side_flag(x, SF_DECLINED | SF_DOOMED);
+		rdp_ep_close(LD(x->ep));
+		__atomic_fetch_add(&sh->early_closes, 1, __ATOMIC_RELAXED);
+		if (getenv("RDP_SOAK_TRACE") != NULL)
+			fprintf(stderr, "[%.6f] fault %d on endpoint %u\n", rdp_clock_s(),
+				(int)F_EARLY_CLOSE, rdp_ep_id(LD(x->ep)));
+	}
+	pthread_mutex_unlock(&reg.lock);
 }
 
 static void
@@ -1665,7 +1786,8 @@ print_ledger(double secs, uint64_t seed, uint64_t min_cross)
 	printf("soak faults:");
 	for (f = 0; f < F_MAX; f++)
 		printf("%s %s %" PRIu64, f ? "," : "", fault_names[f],
-		       f == F_LINK_PEER ? LD(sh->helper_link_downs) : m.l.faults[f]);
+		       f == F_LINK_PEER ? LD(sh->helper_link_downs) :
+		       f == F_EARLY_CLOSE ? LD(sh->early_closes) : m.l.faults[f]);
 	printf(" (CQ resizes done %" PRIu64 ", refused %" PRIu64 ")\n", m.l.cq_resize_ok,
 	       m.l.cq_resize_refused);
 	if (exact_completions()) {
@@ -1750,6 +1872,7 @@ soak_run(uint64_t secs)
 			next_fault = now + rng_range(&m.rng, 150, 700) * 1000000;
 		}
 		link_flap(now);
+		early_close_due();
 		if (now >= next_link) {
 			next_link = now + 5000000;
 			/* a link that fail_after took down stays down: start again; one
