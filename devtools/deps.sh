@@ -2,7 +2,8 @@
 # Install the Debian 12 packages a task needs, only those missing.
 # Usage: devtools/deps.sh build|test|bench
 # (test: man-db and groff-base render the man pages; libsystemd-dev is what
-# DPDK's static list, `pkg-config --static`, names as -lsystemd.)
+# DPDK's static list, `pkg-config --static`, names as -lsystemd; fio is what
+# the bench lane's smoke run of blk.sh compares rdp-blk with.)
 set -euo pipefail
 
 build_pkgs="gcc libc6-dev meson ninja-build pkg-config python3 dpdk-dev libdpdk-dev
@@ -10,7 +11,7 @@ build_pkgs="gcc libc6-dev meson ninja-build pkg-config python3 dpdk-dev libdpdk-
 test_pkgs="$build_pkgs clang llvm libclang-rt-14-dev spin valgrind qemu-system-x86
            busybox-static cpio kmod xz-utils iproute2 rdma-core ibverbs-providers
            ibverbs-utils ucx-utils libfabric-bin linux-perf man-db groff-base
-           libsystemd-dev"
+           libsystemd-dev fio"
 bench_pkgs="$build_pkgs ucx-utils libfabric-bin valgrind linux-perf fio"
 
 case "${1:-}" in
