@@ -1055,6 +1055,55 @@ RDP_TEST(e2e, ep_cq_admission_grows_the_cq_then_refuses_with_the_numbers)
 	return 0;
 }
 
+/*
+ * A device whose CQs are smaller than what max_endpoints asks for (rxe's
+ * max_cqe is 32767: 127 endpoints of the default queues): the endpoint
+ * that does not fit is refused naming that limit, not a key to raise.
+ */
+RDP_TEST(e2e, ep_cq_admission_refused_by_the_devices_max_cqe_names_it)
+{
+	struct stream_side srv[2], cli[2];
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep[2];
+	char addr[64];
+	unsigned int i;
+	int port;
+
+	rdp_test_eal_init("0-1");
+	/* 129 entries an endpoint: one client and one server fit in 300 */
+	cfg = stream_cfg("shm:max_cqe=300", MAX_MSG);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_endpoints", "64", "test"), 0);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	rdp_test_log_capture();
+	side_init(&srv[0], "server", 1, 2, 0, false);
+	stream_params(&srv[0], &psrv);
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	RDP_ASSERT(port > 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	for (i = 0; i < 2; i++) {
+		side_init(&cli[i], "client", 2, 1, 0, false);
+		stream_params(&cli[i], &pcli);
+		ep[i] = rdp_connect(addr, &pcli);
+		RDP_ASSERT(ep[i] != NULL);
+		/* the first pair holds its entries before the second asks */
+		RDP_ASSERT_EQ(rdp_ep_wait_established(ep[i], 5000), i == 0 ? 0 : -ENOSPC);
+	}
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: the CQ of device shm0 holds at most 300 "
+			      "entries (the device's max_cqe): 2 endpoints hold 258, 129 each "
+			      "(sq_size+1+rq_size); max_endpoints (64) would need 8256") != NULL,
+		       "%s", rdp_test_log);
+	rdp_test_log_release();
+	for (i = 0; i < 2; i++) {
+		rdp_ep_close(ep[i]);
+		stream_wait_closed(&cli[i]);
+	}
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Shared-secret handshake                                                */
 /* ---------------------------------------------------------------------- */

@@ -156,7 +156,7 @@ shm_event_get(struct rdp_dev *dev, struct rdp_event *ev)
 
 static const char *const shm_keys[] = {
 	"cqe_order", "send_cqe_delay", "fail_after", "drop_peer", "grant_extra", "dup_send",
-	"device", "addr", NULL,
+	"max_cqe", "device", "addr", NULL,
 };
 
 static int
@@ -224,7 +224,7 @@ parse_args(struct shm_dev *sd, const char *args)
 {
 	struct rte_kvargs *kv = rdp_drv_args_parse("shm", args, shm_keys);
 	char order[64] = "fifo", addr[64] = "";
-	uint64_t delay = 0, extra = 0, dup = 0;
+	uint64_t delay = 0, extra = 0, dup = 0, max_cqe = SHM_MAX_CQE;
 	int ret;
 
 	if (kv == NULL)
@@ -243,6 +243,8 @@ parse_args(struct shm_dev *sd, const char *args)
 	if (ret == 0)
 		ret = rdp_drv_arg_u64("shm", kv, "dup_send", &dup, 1, UINT32_MAX);
 	if (ret == 0)
+		ret = rdp_drv_arg_u64("shm", kv, "max_cqe", &max_cqe, 1, SHM_MAX_CQE);
+	if (ret == 0)
 		ret = rdp_drv_arg_str("shm", kv, "device", sd->name, sizeof(sd->name));
 	if (ret == 0)
 		ret = rdp_drv_arg_str("shm", kv, "addr", addr, sizeof(addr));
@@ -252,6 +254,7 @@ parse_args(struct shm_dev *sd, const char *args)
 	sd->dup_send = (uint32_t)dup;
 	sd->delay = (uint32_t)delay;
 	sd->grant_extra = (uint32_t)extra;
+	sd->max_cqe = (uint32_t)max_cqe;
 	return ret;
 }
 
@@ -368,7 +371,7 @@ shm_dev_query(struct rdp_dev *dev, struct rdp_dev_attr *attr)
 		snprintf(attr->name, sizeof(attr->name), "shm%u", sd->instance);
 	attr->max_qp_wr = SHM_MAX_WR;
 	attr->max_sge = SHM_MAX_SGE;
-	attr->max_cqe = SHM_MAX_CQE;
+	attr->max_cqe = sd->max_cqe;
 	attr->max_inline_data = SHM_MAX_INLINE;
 	attr->max_qp_rd_atom = SHM_MAX_RD_ATOM;
 	attr->max_qp_init_rd_atom = SHM_MAX_RD_ATOM;

@@ -46,9 +46,9 @@ shm_cq_create(struct rdp_dev *dev, uint32_t cqe, int socket)
 	struct shm_cq *cq;
 	uint32_t ring;
 
-	if (cqe > SHM_MAX_CQE) {
+	if (cqe > sd->max_cqe) {
 		rdp_err_set(EINVAL, "driver shm: CQ of %u entries is above max_cqe %u", cqe,
-			    SHM_MAX_CQE);
+			    sd->max_cqe);
 		return NULL;
 	}
 	cq = calloc(1, sizeof(*cq));
@@ -108,9 +108,9 @@ shm_cq_resize(struct rdp_cq *c, uint32_t cqe)
 	uint32_t ring = rte_align32pow2(cqe + 1), i, n;
 	struct shm_lcqe *r;
 
-	if (cqe > SHM_MAX_CQE)
+	if (cqe > cq->sd->max_cqe)
 		return rdp_err_set(EINVAL, "driver shm: CQ resize to %u is above max_cqe %u", cqe,
-				   SHM_MAX_CQE);
+				   cq->sd->max_cqe);
 	if ((int64_t)cqe < pending)
 		return rdp_err_set(EINVAL, "driver shm: cannot resize a CQ to %u entries while "
 				   "%" PRId64 " completions are pending", cqe, pending);

@@ -486,8 +486,7 @@ rdp_poller_reserve(struct rdp_poller *p, unsigned int cq, uint32_t entries)
 		}
 		if (need > q->max_size)
 			return rdp_err_set(ENOSPC, "lcore %u: CQ budget of device %u exhausted: %u "
-					   "entries reserved, this endpoint needs %u more "
-					   "(sq_size+1+rq_size), limit %u (cq_size / max_endpoints)",
+					   "entries reserved, %u more asked, at most %u",
 					   p->lcore_id, cq, used, entries, q->max_size);
 		want = (uint32_t)RTE_MIN((uint64_t)q->max_size, RTE_MAX(need, 2ull * cap));
 		ret = grow_cq(p, q, want);

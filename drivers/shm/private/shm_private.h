@@ -600,6 +600,7 @@ struct shm_dev {
 	uint64_t fail_after;        /**< 0 = off */
 	uint64_t drop_peer;         /**< 0 = off */
 	uint32_t grant_extra;
+	uint32_t max_cqe;           /**< deepest CQ (max_cqe knob; SHM_MAX_CQE) */
 	uint32_t dup_send;          /**< 0 = off */
 	uint64_t executed;          /**< (atomic) send WRs executed, with fail_after */
 	uint8_t link_down;          /**< (atomic) */
