@@ -1005,54 +1005,78 @@ RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
 /* CQ admission                                                           */
 /* ---------------------------------------------------------------------- */
 
-RDP_TEST(e2e, ep_cq_admission_grows_the_cq_then_refuses_with_the_numbers)
+/*
+ * @p n connections to a listener of this process (client and server on
+ * lcore 1), each waited for: the first @p fit established, the rest
+ * refused (ENOSPC). The log is captured; admission_end() releases it.
+ */
+static struct rdp_cfg *
+admission_run(const char *driver, const char *cq_size, const char *max_endpoints, unsigned int n,
+	      unsigned int fit, struct stream_side *srv, struct stream_side *cli,
+	      struct rdp_ep **ep)
 {
-	struct stream_side srv[3], cli[3];
 	struct rdp_ep_params psrv, pcli;
 	struct rdp_cfg *cfg;
-	struct rdp_ep *ep[3];
 	char addr[64];
 	unsigned int i;
 	int port;
 
 	rdp_test_eal_init("0-1");
-	cfg = stream_cfg("shm", MAX_MSG);
-	/* one QP needs 64 + 1 + 64 = 129 entries; two fit in 300 */
-	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "cq_size", "300", "test"), 0);
-	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_endpoints", "4", "test"), 0);
+	cfg = stream_cfg(driver, MAX_MSG);
+	if (cq_size != NULL)
+		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "cq_size", cq_size, "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_endpoints", max_endpoints, "test"), 0);
 	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
 	rdp_test_log_capture();
-	side_init(&srv[0], "server", 1, 2, 0, false);
-	stream_params(&srv[0], &psrv);
+	side_init(srv, "server", 1, 2, 0, false);
+	stream_params(srv, &psrv);
 	port = rdp_listen("127.0.0.1:0", &psrv);
 	RDP_ASSERT(port > 0);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < n; i++) {
 		side_init(&cli[i], "client", 2, 1, 0, false);
 		stream_params(&cli[i], &pcli);
 		ep[i] = rdp_connect(addr, &pcli);
 		RDP_ASSERT(ep[i] != NULL);
-		if (i < 2)
-			RDP_ASSERT_EQ(rdp_ep_wait_established(ep[i], 5000), 0);
+		/* each pair holds its entries before the next asks */
+		RDP_ASSERT_EQ(rdp_ep_wait_established(ep[i], 5000), i < fit ? 0 : -ENOSPC);
 	}
-	/* the second connection grew the CQ to what 4 endpoints need */
-	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: CQ 0 grown to 516 entries") != NULL, "%s", rdp_test_log);
-	/* the third one does not fit: refused, naming the lcore, the key that
-	 * limits (max_endpoints: two clients and two servers on lcore 1) and
-	 * the budget */
-	RDP_ASSERT_EQ(rdp_ep_wait_established(ep[2], 5000), -ENOSPC);
-	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: max_endpoints (4) reached on device shm0: "
-			      "4 endpoints hold 516 CQ entries, 129 each (sq_size+1+rq_size)")
-		       != NULL, "%s", rdp_test_log);
+	return cfg;
+}
+
+static int
+admission_end(struct rdp_ep **ep, struct stream_side *cli, unsigned int n, struct rdp_cfg *cfg)
+{
+	unsigned int i;
+
 	rdp_test_log_release();
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < n; i++) {
 		rdp_ep_close(ep[i]);
 		stream_wait_closed(&cli[i]);
 	}
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 	rdp_cfg_free(cfg);
 	return 0;
+}
+
+RDP_TEST(e2e, ep_cq_admission_grows_the_cq_then_refuses_with_the_numbers)
+{
+	struct stream_side srv, cli[3];
+	struct rdp_ep *ep[3];
+	/* one QP needs 64 + 1 + 64 = 129 entries; two fit in 300 */
+	struct rdp_cfg *cfg = admission_run("shm", "300", "4", 3, 2, &srv, cli, ep);
+
+	/* the second connection grew the CQ to what 4 endpoints need */
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: CQ 0 grown to 516 entries") != NULL, "%s",
+		       rdp_test_log);
+	/* the third one does not fit: refused, naming the lcore, the key that
+	 * limits (max_endpoints: two clients and two servers on lcore 1) and
+	 * the budget */
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: max_endpoints (4) reached on device shm0: "
+			      "4 endpoints hold 516 CQ entries, 129 each (sq_size+1+rq_size)")
+		       != NULL, "%s", rdp_test_log);
+	return admission_end(ep, cli, 3, cfg);
 }
 
 /*
@@ -1062,46 +1086,16 @@ RDP_TEST(e2e, ep_cq_admission_grows_the_cq_then_refuses_with_the_numbers)
  */
 RDP_TEST(e2e, ep_cq_admission_refused_by_the_devices_max_cqe_names_it)
 {
-	struct stream_side srv[2], cli[2];
-	struct rdp_ep_params psrv, pcli;
-	struct rdp_cfg *cfg;
+	struct stream_side srv, cli[2];
 	struct rdp_ep *ep[2];
-	char addr[64];
-	unsigned int i;
-	int port;
-
-	rdp_test_eal_init("0-1");
 	/* 129 entries an endpoint: one client and one server fit in 300 */
-	cfg = stream_cfg("shm:max_cqe=300", MAX_MSG);
-	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "max_endpoints", "64", "test"), 0);
-	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
-	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
-	rdp_test_log_capture();
-	side_init(&srv[0], "server", 1, 2, 0, false);
-	stream_params(&srv[0], &psrv);
-	port = rdp_listen("127.0.0.1:0", &psrv);
-	RDP_ASSERT(port > 0);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	for (i = 0; i < 2; i++) {
-		side_init(&cli[i], "client", 2, 1, 0, false);
-		stream_params(&cli[i], &pcli);
-		ep[i] = rdp_connect(addr, &pcli);
-		RDP_ASSERT(ep[i] != NULL);
-		/* the first pair holds its entries before the second asks */
-		RDP_ASSERT_EQ(rdp_ep_wait_established(ep[i], 5000), i == 0 ? 0 : -ENOSPC);
-	}
+	struct rdp_cfg *cfg = admission_run("shm:max_cqe=300", NULL, "64", 2, 1, &srv, cli, ep);
+
 	RDP_ASSERT_MSG(strstr(rdp_test_log, "lcore 1: the CQ of device shm0 holds at most 300 "
 			      "entries (the device's max_cqe): 2 endpoints hold 258, 129 each "
 			      "(sq_size+1+rq_size); max_endpoints (64) would need 8256") != NULL,
 		       "%s", rdp_test_log);
-	rdp_test_log_release();
-	for (i = 0; i < 2; i++) {
-		rdp_ep_close(ep[i]);
-		stream_wait_closed(&cli[i]);
-	}
-	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
-	rdp_cfg_free(cfg);
-	return 0;
+	return admission_end(ep, cli, 2, cfg);
 }
 
 /* ---------------------------------------------------------------------- */
