@@ -1439,10 +1439,11 @@ early_close_due(void)
 	pthread_mutex_lock(&reg.lock);
 	for (i = 0; i < reg.n; i++) {
 		struct side *x = reg.s[i];
+		uint64_t until = LD(x->refuse_until);
 
-		if (!LD(x->early_close) || !LD(x->established) || LD(x->dead) ||
-		    now + (EARLY_HOLD_MS - EARLY_CLOSE_AFTER_MS) * 1000000ull <
-		    LD(x->refuse_until) ||
+		/* within its hold only: past it, it delivers and is a side as any */
+		if (!LD(x->early_close) || !LD(x->established) || LD(x->dead) || now >= until ||
+		    now + (EARLY_HOLD_MS - EARLY_CLOSE_AFTER_MS) * 1000000ull < until ||
 		    __atomic_exchange_n(&x->close_asked, true, __ATOMIC_ACQ_REL))
 			continue;
 		side_flag(x, SF_DECLINED | SF_DOOMED);
