@@ -1081,7 +1081,7 @@ RDP_TEST(e2e, ep_cq_admission_grows_the_cq_then_refuses_with_the_numbers)
 
 /*
  * A device whose CQs are smaller than what max_endpoints asks for (rxe's
- * max_cqe is 32767: 127 endpoints of the default queues): the endpoint
+ * max_cqe is 32767: 63 endpoints of the default queues): the endpoint
  * that does not fit is refused naming that limit, not a key to raise.
  */
 RDP_TEST(e2e, ep_cq_admission_refused_by_the_devices_max_cqe_names_it)
