@@ -221,11 +221,12 @@ fill_rdma(struct perf_ep *pe, enum perf_mode mode, uint32_t size, uint32_t windo
  * per lcore that handles events (each poller lcore, or the main lcore in
  * pipeline mode). The send pool and the rendezvous send arena are the
  * poller's, shared by its endpoints: an endpoint with nothing in flight
- * gets no completion to try again from, and one whose completions free
- * buffers would take them back at once. So an endpoint that is refused
- * waits here, an endpoint that finds others waiting queues behind them,
- * and serve_turns() (the poll hook, or the pipeline's event loop) fills
- * them in turn.
+ * gets no completion to try again from. So an endpoint that is refused
+ * waits here, and serve_turns() (the poll hook, or the pipeline's event
+ * loop) fills them in turn with what the others free. An endpoint whose
+ * own completions freed buffers refills at once, in the bursts they freed:
+ * queued behind the waiters, every endpoint would send a message or two
+ * at a time once the pool runs short, as thousands of endpoints make it.
  */
 struct turn_queue {
 	struct perf_ep *head, *tail;
@@ -326,7 +327,7 @@ fill(struct perf_ep *pe, uint64_t now)
 	}
 	if (pe->waiting || pe->inflight >= window)
 		return; /* its turn comes */
-	if (q->head != NULL || !fill_window(pe, mode, size, window, now, &sent))
+	if (!fill_window(pe, mode, size, window, now, &sent))
 		turn_wait(q, pe);
 }
 
