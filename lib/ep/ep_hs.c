@@ -40,39 +40,37 @@
 /*
  * The CQ refused this endpoint's budget of @p budget entries (ENOSPC from
  * rdp_poller_reserve()). When the lcore's endpoints on this device already
- * fill what max_endpoints allows, say so: that is the key to raise. Else
- * the CQ cannot grow that far: the device's max_cqe (rxe's is 32767) or a
- * larger cq_size is its limit, and the endpoint needs another lcore or
- * smaller queues.
+ * fill what max_endpoints allows, say so: that is the key to raise. When
+ * the CQ's limit is below that, name the limit: the device's max_cqe
+ * (rxe's is 32767) or a larger cq_size; the endpoint needs another lcore
+ * or smaller queues. Else the CQ could not grow, and rdp_poller_reserve()'s
+ * message stands.
  */
 static int
 cq_refused(const struct rdp_ep *ep, uint32_t budget)
 {
 	const struct ep_lcore *lc = ep->lc;
 	uint32_t srq = lc->conf.srq == RDP_CFG_ON ? lc->conf.srq_size : 0, used = 0, held;
-	uint64_t most = ep_cq_most(lc), limit;
+	uint32_t limit = rdp_poller_cq_limit(lc->poller, ep->ld->idx);
+	uint64_t most = ep_cq_most(lc);
 	const char *each = srq > 0 ? "sq_size+1" : "sq_size+1+rq_size";
 	const char *beside = srq > 0 ? ", beside the SRQ's srq_size" : "";
 
 	rdp_poller_cq_usage(lc->poller, ep->ld->idx, &used, NULL);
 	held = used - RTE_MIN(used, srq);
-	if ((uint64_t)used + budget <= most) {
-		/* as ep_lcore_init() sized it: cq_size, grown up to most or max_cqe */
-		limit = RTE_MAX((uint64_t)lc->conf.cq_size,
-				RTE_MIN(most, (uint64_t)ep->ld->dv->attr.max_cqe));
-		return rdp_err_set(ENOSPC, "lcore %u: the CQ of device %s holds at most %" PRIu64
-				   " entries (%s): %u endpoints hold %u, %u each (%s)%s; "
-				   "max_endpoints (%u) would need %" PRIu64 ": give the endpoints "
-				   "more lcores, or smaller queues", lc->lcore_id,
-				   ep->ld->dv->attr.name, limit,
-				   limit == lc->conf.cq_size ? "cq_size" : "the device's max_cqe",
-				   held / budget, held, budget, each, beside,
-				   lc->conf.max_endpoints, most);
-	}
-	return rdp_err_set(ENOSPC, "lcore %u: max_endpoints (%u) reached on device %s: %u "
-			   "endpoints hold %u CQ entries, %u each (%s)%s", lc->lcore_id,
-			   lc->conf.max_endpoints, ep->ld->dv->attr.name, held / budget, held,
-			   budget, each, beside);
+	if ((uint64_t)used + budget > most)
+		return rdp_err_set(ENOSPC, "lcore %u: max_endpoints (%u) reached on device %s: "
+				   "%u endpoints hold %u CQ entries, %u each (%s)%s", lc->lcore_id,
+				   lc->conf.max_endpoints, ep->ld->dv->attr.name, held / budget,
+				   held, budget, each, beside);
+	if ((uint64_t)used + budget <= limit)
+		return -ENOSPC; /* the CQ could not grow: rdp_poller_reserve() says why */
+	return rdp_err_set(ENOSPC, "lcore %u: the CQ of device %s holds at most %u entries (%s): "
+			   "%u endpoints hold %u, %u each (%s)%s; max_endpoints (%u) would need "
+			   "%" PRIu64 ": give the endpoints more lcores, or smaller queues",
+			   lc->lcore_id, ep->ld->dv->attr.name, limit,
+			   limit == lc->conf.cq_size ? "cq_size" : "the device's max_cqe",
+			   held / budget, held, budget, each, beside, lc->conf.max_endpoints, most);
 }
 
 /* Reserve the CQ, a slot, receive buffers and a QP; post the receives. */

@@ -526,6 +526,12 @@ rdp_poller_cq_usage(const struct rdp_poller *p, unsigned int cq, uint32_t *cq_us
 		*cq_size = cq < p->nb_cqs ? __atomic_load_n(&p->cqs[cq].cap, __ATOMIC_RELAXED) : 0;
 }
 
+uint32_t
+rdp_poller_cq_limit(const struct rdp_poller *p, unsigned int cq)
+{
+	return cq < p->nb_cqs ? p->cqs[cq].max_size : 0;
+}
+
 void
 rdp_poller_stats(const struct rdp_poller *p, struct rdp_poll_stats *stats,
 		 uint32_t *cq_used, uint32_t *cq_size, uint32_t *slots_used)

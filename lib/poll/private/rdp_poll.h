@@ -326,6 +326,19 @@ void rdp_poller_cq_usage(const struct rdp_poller *p, unsigned int cq, uint32_t *
 			 uint32_t *cq_size);
 
 /**
+ * The most entries CQ @p cq may grow to (the larger of its configured size
+ * and its max_cq_size): what rdp_poller_reserve() refuses beyond.
+ *
+ * @param p
+ *   The poller.
+ * @param cq
+ *   Index of the CQ.
+ * @return
+ *   The limit, in entries; 0 for a CQ the poller does not have.
+ */
+uint32_t rdp_poller_cq_limit(const struct rdp_poller *p, unsigned int cq);
+
+/**
  * Snapshot of counters and budget (racy, for telemetry).
  *
  * @param p
