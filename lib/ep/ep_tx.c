@@ -95,6 +95,13 @@ static inline uint64_t
 wr_data(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
 	const struct rdp_msg *seg, bool signaled, uint32_t pos)
 {
+	/*
+	 * The driver reads the payload when the burst is posted (shm copies it,
+	 * a NIC DMAs it). A message that waited for credit behind thousands of
+	 * others has left this core's cache since the application wrote it:
+	 * asked for now, the burst's payloads come in together.
+	 */
+	rte_prefetch0(seg->data);
 	return wr_send(ep, wr, sge, (uintptr_t)seg->data, seg->data_len, seg->pool->lkey,
 		       signaled, pos, txq_backlog(&ep->txq, seg->next != NULL));
 }
