@@ -41,10 +41,10 @@
  * The CQ refused this endpoint's budget of @p budget entries (ENOSPC from
  * rdp_poller_reserve()). When the lcore's endpoints on this device already
  * fill what max_endpoints allows, say so: that is the key to raise. When
- * the CQ's limit is below that, name the limit: the device's max_cqe
- * (rxe's is 32767) or a larger cq_size; the endpoint needs another lcore
- * or smaller queues. Else the CQ could not grow, and rdp_poller_reserve()'s
- * message stands.
+ * the CQ's limit is below that, it is the device's max_cqe (rxe's is
+ * 32767; a cq_size above it fails rdp_init()): name it, the endpoint needs
+ * another lcore or smaller queues. Else the CQ could not grow, and
+ * rdp_poller_reserve()'s message stands.
  */
 static int
 cq_refused(const struct rdp_ep *ep, uint32_t budget)
@@ -65,12 +65,11 @@ cq_refused(const struct rdp_ep *ep, uint32_t budget)
 				   held, budget, each, beside);
 	if ((uint64_t)used + budget <= limit)
 		return -ENOSPC; /* the CQ could not grow: rdp_poller_reserve() says why */
-	return rdp_err_set(ENOSPC, "lcore %u: the CQ of device %s holds at most %u entries (%s): "
-			   "%u endpoints hold %u, %u each (%s)%s; max_endpoints (%u) would need "
-			   "%" PRIu64 ": give the endpoints more lcores, or smaller queues",
-			   lc->lcore_id, ep->ld->dv->attr.name, limit,
-			   limit == lc->conf.cq_size ? "cq_size" : "the device's max_cqe",
-			   held / budget, held, budget, each, beside, lc->conf.max_endpoints, most);
+	return rdp_err_set(ENOSPC, "lcore %u: the CQ of device %s holds at most %u entries (the "
+			   "device's max_cqe): %u endpoints hold %u, %u each (%s)%s; max_endpoints "
+			   "(%u) would need %" PRIu64 ": give the endpoints more lcores, or smaller "
+			   "queues", lc->lcore_id, ep->ld->dv->attr.name, limit, held / budget, held,
+			   budget, each, beside, lc->conf.max_endpoints, most);
 }
 
 /* Reserve the CQ, a slot, receive buffers and a QP; post the receives. */
