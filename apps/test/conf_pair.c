@@ -7,6 +7,7 @@
  * same local code, so both kinds of side behave the same.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -695,4 +696,55 @@ conf_app_dereg(struct conf_side *s)
 	ret = rdp_mr_free(s->app);
 	s->app = NULL;
 	return ret;
+}
+
+/* All CONF_BUF_SIZE bytes of a region of side @p s into @p buf. */
+static void
+region_read(struct conf_side *s, unsigned int region, uint8_t *buf)
+{
+	uint32_t off;
+
+	for (off = 0; off < CONF_BUF_SIZE; off += 4096)
+		conf_read(s, region, off, buf + off, 4096);
+}
+
+/* One signaled WRITE or READ between a's tx at @p tx_off and b's rx at @p rx_off; asserts it. */
+static void
+one_sided(struct conf_pair *p, uint8_t opcode, uint32_t tx_off, uint32_t rx_off, uint32_t len)
+{
+	struct rdp_wc wc;
+
+	RDP_ASSERT_EQ(conf_post_send(&p->a, opcode, RDP_SEND_SIGNALED, opcode, tx_off, len, 0,
+				     p->b.rx_addr + rx_off, p->b.rx_rkey), 0);
+	RDP_ASSERT_EQ(conf_poll(&p->a, &wc, 1, 5000), 1);
+	RDP_ASSERT_MSG(wc.wr_id == opcode && wc.status == RDP_WC_SUCCESS,
+		       "%s of %u bytes, tx+%u and rx+%u: wr_id %" PRIu64 ", status %u",
+		       opcode == RDP_WR_RDMA_READ ? "READ" : "WRITE", len, tx_off, rx_off,
+		       wc.wr_id, wc.status);
+}
+
+void
+conf_rdma_round_trip(struct conf_pair *p, uint32_t src_off, uint32_t dst_off, uint32_t len,
+		     uint32_t back_off, uint8_t seed)
+{
+	static uint8_t tx[CONF_BUF_SIZE], rx_before[CONF_BUF_SIZE], got[CONF_BUF_SIZE];
+
+	RDP_ASSERT(len > 0 && (uint64_t)src_off + len <= CONF_BUF_SIZE &&
+		   (uint64_t)dst_off + len <= CONF_BUF_SIZE &&
+		   (uint64_t)back_off + len <= CONF_BUF_SIZE);
+	conf_tx_fill(&p->a, 0, CONF_BUF_SIZE, seed);
+	region_read(&p->a, CONF_TX, tx);
+	region_read(&p->b, CONF_RX, rx_before);
+	one_sided(p, RDP_WR_RDMA_WRITE, src_off, dst_off, len);
+	one_sided(p, RDP_WR_RDMA_READ, back_off, dst_off, len);
+	/* the WRITE's bytes at their place in rx, and not one byte around them */
+	region_read(&p->b, CONF_RX, got);
+	memcpy(rx_before + dst_off, tx + src_off, len);
+	RDP_ASSERT_MSG(memcmp(got, rx_before, CONF_BUF_SIZE) == 0,
+		       "WRITE of %u bytes from tx+%u to rx+%u: rx differs", len, src_off, dst_off);
+	/* the READ brought them back into tx, and changed nothing else there */
+	region_read(&p->a, CONF_TX, got);
+	memmove(tx + back_off, rx_before + dst_off, len);
+	RDP_ASSERT_MSG(memcmp(got, tx, CONF_BUF_SIZE) == 0,
+		       "READ of %u bytes from rx+%u to tx+%u: tx differs", len, dst_off, back_off);
 }

@@ -153,6 +153,15 @@ enum conf_region {
 /** Copy [off, off+len) of a region (enum conf_region) into @p buf (len <= 4096). */
 void conf_read(struct conf_side *s, unsigned int region, uint32_t off, void *buf, uint32_t len);
 
+/**
+ * RDMA WRITE [@p src_off, +@p len) of a's tx (filled from @p seed) into b's
+ * rx at @p dst_off, then RDMA READ it back into a's tx at @p back_off, each
+ * signaled; asserts both succeed, that the bytes landed at both places, and
+ * that no other byte of either region changed.
+ */
+void conf_rdma_round_trip(struct conf_pair *p, uint32_t src_off, uint32_t dst_off, uint32_t len,
+			  uint32_t back_off, uint8_t seed);
+
 /** Deregister the side's app memory (the memory stays); returns rdp_mr_free()'s result. */
 int conf_app_dereg(struct conf_side *s);
 

@@ -272,6 +272,25 @@ RDP_TEST(conf, conf_rdma_read_fetches_what_an_earlier_write_placed_with_no_remot
 	return 0;
 }
 
+/*
+ * Transfers of tens of KiB at odd offsets and lengths (shm copies them with
+ * its vector loop, docs/drivers.md): every byte at its place, none around it.
+ */
+RDP_TEST(conf, conf_rdma_large_write_and_read_at_odd_offsets_move_every_byte_and_no_other)
+{
+	struct conf_opts o;
+	struct conf_pair p;
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, NULL, &o);
+	conf_rdma_round_trip(&p, 7, 1005, 40013, 3, 61);
+	conf_rdma_round_trip(&p, 0, 0, CONF_BUF_SIZE, 0, 62);
+	conf_rdma_round_trip(&p, 33, 31, 32768 + 63, 65, 63);
+	conf_quiet(&p.b, Q_MS);
+	conf_pair_close(&p);
+	return 0;
+}
+
 /* Memory the application allocated itself, at any alignment, registered with rdp_mr_reg(). */
 RDP_TEST(conf, conf_rdma_write_and_read_reach_misaligned_application_memory)
 {

@@ -77,7 +77,55 @@ RDP_TEST(shm, shm_args_are_checked_with_a_message_naming_the_key)
 	RDP_ASSERT(rdp_dev_open("shm:send_cqe_delay=-1") == NULL);
 	RDP_ASSERT_MSG(strstr(rdp_err_msg(), "send_cqe_delay") != NULL, "%s", rdp_err_msg());
 	RDP_ASSERT(rdp_dev_open("shm:fail_after=0") == NULL);
+	RDP_ASSERT(rdp_dev_open("shm:copy=fast") == NULL);
+	RDP_ASSERT_EQ(rte_errno, EINVAL);
+	RDP_ASSERT_MSG(strstr(rdp_err_msg(), "copy=fast: expected auto, libc or vector") != NULL,
+		       "%s", rdp_err_msg());
 	return 0;
+}
+
+/*
+ * copy=vector: every one-sided copy takes the engine's vector loop, so its
+ * 64-byte steps and the tail after them meet every length from 1 to 200
+ * at offsets that are neither 32- nor 8-aligned, then lengths of 32 KiB
+ * and more, where copy=auto uses it. copy=libc runs the same.
+ */
+static int
+copy_engine_round_trips(const char *spec)
+{
+	static const uint32_t big[] = { 32767, 32768, 32769, 32768 + 64, 65536 - 128 };
+	struct conf_opts o;
+	struct conf_pair p;
+	uint32_t len, i;
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, spec, &o);
+	for (len = 1; len <= 200; len++)
+		conf_rdma_round_trip(&p, len % 37, 4096 + len % 61, len, 8192 + len % 29,
+				     (uint8_t)len);
+	for (i = 0; i < RTE_DIM(big); i++)
+		conf_rdma_round_trip(&p, i, 65536 - big[i] - i, big[i], 1 + i, (uint8_t)(i + 7));
+	conf_pair_close(&p);
+	return 0;
+}
+
+RDP_TEST(shm, shm_copy_engine_vector_loop_moves_every_length_and_offset_exactly)
+{
+	struct rdp_dev *d = rdp_dev_open("shm:copy=vector");
+
+	if (d == NULL) {
+		RDP_ASSERT_EQ(rte_errno, ENOTSUP);
+		RDP_ASSERT_MSG(strstr(rdp_err_msg(), "copy=vector: this CPU has no AVX2") != NULL,
+			       "%s", rdp_err_msg());
+		return rdp_test_skip("%s", rdp_err_msg());
+	}
+	RDP_ASSERT_EQ(rdp_dev_close(d), 0);
+	return copy_engine_round_trips("shm:copy=vector");
+}
+
+RDP_TEST(shm, shm_copy_engine_libc_moves_every_length_and_offset_exactly)
+{
+	return copy_engine_round_trips("shm:copy=libc");
 }
 
 RDP_TEST(shm, shm_default_spec_falls_back_to_shm_when_nothing_else_runs)

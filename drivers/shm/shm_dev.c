@@ -156,7 +156,7 @@ shm_event_get(struct rdp_dev *dev, struct rdp_event *ev)
 
 static const char *const shm_keys[] = {
 	"cqe_order", "send_cqe_delay", "fail_after", "drop_peer", "grant_extra", "dup_send",
-	"max_cqe", "device", "addr", NULL,
+	"max_cqe", "device", "addr", "copy", NULL,
 };
 
 static int
@@ -223,7 +223,7 @@ static int
 parse_args(struct shm_dev *sd, const char *args)
 {
 	struct rte_kvargs *kv = rdp_drv_args_parse("shm", args, shm_keys);
-	char order[64] = "fifo", addr[64] = "";
+	char order[64] = "fifo", addr[64] = "", copy[16] = "auto";
 	uint64_t delay = 0, extra = 0, dup = 0, max_cqe = SHM_MAX_CQE;
 	int ret;
 
@@ -250,6 +250,10 @@ parse_args(struct shm_dev *sd, const char *args)
 		ret = rdp_drv_arg_str("shm", kv, "addr", addr, sizeof(addr));
 	if (ret == 0 && addr[0] != '\0')
 		ret = parse_addr(sd, addr);
+	if (ret == 0)
+		ret = rdp_drv_arg_str("shm", kv, "copy", copy, sizeof(copy));
+	if (ret == 0)
+		ret = shm_copy_choose(sd, copy);
 	rte_kvargs_free(kv);
 	sd->dup_send = (uint32_t)dup;
 	sd->delay = (uint32_t)delay;

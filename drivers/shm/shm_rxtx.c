@@ -639,12 +639,11 @@ onesided_move(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_s
 	if (unlikely(remote == NULL))
 		return exec_foreign(qp, peer, e, write ? RDP_ACCESS_REMOTE_WRITE :
 				    RDP_ACCESS_REMOTE_READ);
-	if (write) {
-		gather(e, remote);
-		return RDP_WC_SUCCESS;
-	}
 	for (i = 0; i < e->num_sge; i++) {
-		memcpy(e->sge[i].addr, remote, e->sge[i].len);
+		if (write)
+			shm_copy(qp->sd, remote, e->sge[i].addr, e->sge[i].len);
+		else
+			shm_copy(qp->sd, e->sge[i].addr, remote, e->sge[i].len);
 		remote += e->sge[i].len;
 	}
 	return RDP_WC_SUCCESS;

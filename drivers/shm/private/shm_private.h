@@ -44,6 +44,7 @@
 #include <sys/socket.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/queue.h>
 #include <sys/types.h>
 
@@ -601,6 +602,8 @@ struct shm_dev {
 	uint64_t drop_peer;         /**< 0 = off */
 	uint32_t grant_extra;
 	uint32_t max_cqe;           /**< deepest CQ (max_cqe knob; SHM_MAX_CQE) */
+	size_t copy_min;            /**< one-sided copies of copy_min to copy_max bytes */
+	size_t copy_max;            /**< take shm_copy_vector() (copy knob) */
 	uint32_t dup_send;          /**< 0 = off */
 	uint64_t executed;          /**< (atomic) send WRs executed, with fail_after */
 	uint8_t link_down;          /**< (atomic) */
@@ -935,5 +938,33 @@ shm_bell_self(struct shm_cq *cq, uint32_t slot)
 }
 
 #pragma GCC visibility pop
+
+/* ---- the copy engine (shm_copy.c) ---- */
+
+/* The L1 data cache and L2 that copy=auto assumes when the CPU does not say. */
+#define SHM_COPY_L1_DEFAULT 32768u
+#define SHM_COPY_L2_DEFAULT 1048576u
+
+/** Copy with 32-byte vector loads and stores (AVX2; memcpy() where there is none). */
+void shm_copy_vector(void *dst, const void *src, size_t len);
+
+/** Whether this CPU runs shm_copy_vector()'s loop (AVX2). */
+bool shm_copy_vector_runs(void);
+
+/**
+ * Set @p sd's copy_min and copy_max from the copy knob (auto, libc,
+ * vector) and the CPU's caches; 0 or -errno with the reason.
+ */
+int shm_copy_choose(struct shm_dev *sd, const char *how);
+
+/** One copy of a one-sided transfer's bytes, by the device's engine. */
+static inline void
+shm_copy(const struct shm_dev *sd, void *dst, const void *src, size_t len)
+{
+	if (len >= sd->copy_min && len <= sd->copy_max)
+		shm_copy_vector(dst, src, len);
+	else
+		memcpy(dst, src, len);
+}
 
 #endif /* RDP_SHM_PRIVATE_H */
