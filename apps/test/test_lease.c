@@ -138,6 +138,50 @@ RDP_TEST(unit, lease_freed_credits_above_the_floor_go_to_a_waiter)
 	return 0;
 }
 
+/*
+ * An endpoint at lease_max that says WANT is not queued: a grant could give
+ * it nothing, and while it waited there the others' frees would go to the
+ * pool. Once its lease is below lease_max, its next WANT queues it.
+ */
+RDP_TEST(unit, lease_wanting_endpoint_at_lease_max_is_not_queued_until_it_is_below)
+{
+	struct rdp_lease_pool p;
+	struct rdp_lease a, b;
+	char why[256];
+	uint64_t served;
+
+	pool_init(&p, 5, 1, 3, 2, 2);
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &a, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &b, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, true), 0);	/* a: lease 3, the most */
+	RDP_ASSERT_EQ(a.lease, 3u);
+	RDP_ASSERT_EQ(rdp_lease_take_owed(&a, 1), 2u);		/* a's peer holds 3 */
+	served = p.served;
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, true), 0);
+	RDP_ASSERT(!a.queued && p.wq_len == 0 && p.served == served);
+	/* b takes the pool's last credit and waits for more */
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &b, true), 0);
+	RDP_ASSERT_EQ(b.lease, 2u);
+	RDP_ASSERT_EQ(rdp_lease_take_owed(&b, 1), 1u);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &b, true), 0);
+	RDP_ASSERT(b.queued);
+	RDP_ASSERT_EQ(p.free, 0u);
+	/* a at its most, the pool empty: a does not join b in the queue */
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, true), 0);
+	RDP_ASSERT(!a.queued && p.wq_len == 1);
+	/* b waits: a's freed credit goes to b, and a is below its most */
+	RDP_ASSERT(rdp_lease_on_free(&p, &a));
+	RDP_ASSERT_EQ(a.lease, 2u);
+	RDP_ASSERT_EQ(b.lease, 3u);
+	RDP_ASSERT(!b.queued);
+	/* nobody waits: a's next freed credit is owed to its peer, which spends it */
+	RDP_ASSERT(!rdp_lease_on_free(&p, &a));
+	RDP_ASSERT_EQ(rdp_lease_take_owed(&a, 1), 1u);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, true), 0);
+	RDP_ASSERT(a.queued && p.wq_len == 1);
+	return 0;
+}
+
 RDP_TEST(unit, lease_give_back_beyond_what_the_peer_holds_is_a_protocol_violation)
 {
 	struct rdp_lease_pool p;

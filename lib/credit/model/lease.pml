@@ -353,7 +353,7 @@ proctype Poll(byte i)
 			out[i]--;
 			wanting[i] = g;
 			if
-			:: g && !queued[i] -> queued[i] = 1; wq!i
+			:: g && !queued[i] && lease[i] < LMAX -> queued[i] = 1; wq!i
 			:: !g ->
 				/* no longer wanting: owed credits above the floor go to the pool */
 				w = lease[i] - FLOOR;
