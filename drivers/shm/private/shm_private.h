@@ -937,8 +937,6 @@ shm_bell_self(struct shm_cq *cq, uint32_t slot)
 	shm_bell_ring(cq->seg, slot / 64, UINT64_C(1) << (slot % 64));
 }
 
-#pragma GCC visibility pop
-
 /* ---- the copy engine (shm_copy.c) ---- */
 
 /* The L1 data cache and L2 that copy=auto assumes when the CPU does not say. */
@@ -966,5 +964,7 @@ shm_copy(const struct shm_dev *sd, void *dst, const void *src, size_t len)
 	else
 		memcpy(dst, src, len);
 }
+
+#pragma GCC visibility pop
 
 #endif /* RDP_SHM_PRIVATE_H */
