@@ -1101,6 +1101,10 @@ RDP_TEST(eal, cfg_device_keys_pick_the_rdma_device_or_fail_naming_file_line_and_
 			  "process");
 	/* and without device keys the driver key alone still decides */
 	RDP_ASSERT_MSG(init_text("[global]\ndriver = shm\n") == 0, "%s", rdp_err_msg());
+	/* an argument the driver refuses names the driver key's file and line */
+	expect_init_error(__LINE__, "[global]\nmax_endpoints = 8\ndriver = shm:copy=fast\n",
+			  EINVAL, "dev.ini:3: [global] driver = shm:copy=fast: driver shm: "
+			  "argument copy=fast: expected auto, libc or vector");
 	return 0;
 }
 

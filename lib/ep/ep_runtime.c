@@ -419,9 +419,16 @@ open_device(const struct rdp_cfg *cfg, const struct rdp_cfg_device *c, unsigned 
 	dv->dev = rdp_dev_open(spec);
 	if (dv->dev == NULL) {
 		ret = rte_errno;
-		/* the device the keys name is not there (or lacks that port, that GID) */
-		return c->key == NULL ? -ret : rdp_cfg_key_error(cfg, c->section, c->key, ret, "%s",
-								  rdp_err_msg());
+		/*
+		 * The device the keys name is not there (or lacks that port, that
+		 * GID); without device keys, the driver key named the spec, and
+		 * its driver refused it (an argument, or no device of its kind).
+		 */
+		if (c->spec[0] == '\0')
+			return -ret;
+		return rdp_cfg_key_error(cfg, c->key != NULL ? c->section : RDP_CFG_GLOBAL,
+					 c->key != NULL ? c->key : "driver", ret, "%s",
+					 rdp_err_msg());
 	}
 	ret = rdp_dev_query(dv->dev, &dv->attr);
 	if (ret < 0)
