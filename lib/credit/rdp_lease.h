@@ -198,7 +198,7 @@ rdp_lease_on_data(struct rdp_lease_pool *p, struct rdp_lease *l, bool want)
 			rdp_lease_divert_(p, n);
 		}
 	} else if (!l->queued && l->lease < p->lease_max) {
-		/* at lease_max a grant could give nothing: it waits for its next WANT */
+		/* at lease_max a grant could give nothing: a WANT below it queues it */
 		rdp_lease_enqueue_(p, l);
 	}
 	if (p->wq_len > 0)
