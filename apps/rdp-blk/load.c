@@ -88,6 +88,7 @@ struct load_ep {
 	uint64_t seq;
 	uint64_t rng;
 	bool starved;         /* a request could not start: retry on the next event */
+	bool stopped;         /* its lcore saw the run end: it starts no request (release) */
 	bool established;     /* connected once */
 	bool closed;
 	int err;
@@ -613,6 +614,17 @@ kick(struct rdp_session *sess, void *arg)
 	fill(le);
 }
 
+/* On the endpoint's lcore, after the run ended: no fill() is under way, none will start. */
+static void
+stop_ack(struct rdp_session *sess, void *arg)
+{
+	struct load_ep *le = arg;
+
+	RTE_SET_USED(sess);
+	/* release: what its fills did to the generations is report()'s now */
+	__atomic_store_n(&le->stopped, true, __ATOMIC_RELEASE);
+}
+
 static void
 ask_info(struct rdp_session *sess, void *arg)
 {
@@ -1085,10 +1097,23 @@ drain(void)
 	double deadline = rdp_clock_s() + 10;
 	uint64_t ios[2], bytes[2];
 	uint32_t inflight;
+	unsigned int i, stopped;
 
+	/*
+	 * A poller that read `running` just before it went false may still
+	 * take blocks for a request: each lcore says it has passed that point
+	 * (a closed session runs nothing any more).
+	 */
+	for (i = 0; i < ld.n; i++)
+		while (!__atomic_load_n(&ld.eps[i].closed, __ATOMIC_ACQUIRE) &&
+		       rdp_session_call(ld.eps[i].sess, stop_ack, &ld.eps[i]) == -ENOBUFS)
+			usleep(100);
 	for (;;) {
 		sums(ios, bytes, &inflight);
-		if (inflight == 0)
+		for (i = 0, stopped = 0; i < ld.n; i++)
+			stopped += __atomic_load_n(&ld.eps[i].stopped, __ATOMIC_ACQUIRE) ||
+				   __atomic_load_n(&ld.eps[i].closed, __ATOMIC_ACQUIRE);
+		if (inflight == 0 && stopped == ld.n)
 			return true;
 		if (rdp_clock_s() > deadline) {
 			fprintf(stderr, "rdp-blk load: %u requests still in flight after 10 s\n",
