@@ -716,6 +716,54 @@ RDP_TEST(shm, shm_srq_entry_claimed_by_a_sender_that_died_is_flushed_and_the_srq
 	return 0;
 }
 
+/*
+ * The same, for a sender killed just after its CAS took the entry: the
+ * claim word says FILLING and nothing else of the entry was written yet
+ * (its QP is named only after the CAS, on the line the poller polls). The
+ * owner finds the dead sender by its claim, as for an entry not taken
+ * yet, and completes the entry flushed on QP 0 once the peer is gone.
+ */
+RDP_TEST(shm, shm_srq_entry_a_sender_died_filling_is_flushed_on_its_qp)
+{
+	struct shm_qp_seg *qseg, *sseg;
+	struct shm_rq_ent *ent;
+	struct shm_srq *srq;
+	struct srq_host h;
+	struct rdp_wc wc;
+	uint64_t idx;
+	int ret;
+
+	ret = shm_host_open(&h, 16, 2, 4);
+	if (ret != 0)
+		return ret;
+	srq = to_ssrq(h.srq);
+	qseg = to_sqp(h.pair[0].a.qp)->seg;
+	sseg = srq->seg;
+	idx = __atomic_load_n(&sseg->rq_claim, __ATOMIC_ACQUIRE);
+	__atomic_fetch_add(&qseg->rq_claim, 1, __ATOMIC_ACQ_REL);
+	__atomic_store_n(&qseg->srq_claim_n, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&qseg->srq_claim_at, idx, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&sseg->rq_claim, 1, __ATOMIC_ACQ_REL);
+	ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, idx);
+	ent->src_slot = 0xdead;
+	ent->src_qpn = 0xbeef;
+	__atomic_store_n(&shm_srq_ent_tail(ent, srq->rq_stride)->claim, shm_srq_seq_filling(idx),
+			 __ATOMIC_RELEASE);
+	peer_send(&h, 1, 12, 7);
+	host_quiet(&h, 50);
+	conf_qp_destroy(&h.pair[0].b);
+	RDP_ASSERT_MSG(host_poll(&h, &wc, 1, T_MS) == 1, "the SRQ stopped behind the entry a "
+		       "dead sender was filling");
+	RDP_ASSERT_MSG(wc.wr_id == idx && wc.status == RDP_WC_WR_FLUSH_ERR &&
+		       wc.qp_num == h.pair[0].a.qp_num, "the dead sender's entry completed as "
+		       "receive %" PRIu64 " %s on QP %u, expected %" PRIu64 " WR_FLUSH_ERR on QP %u",
+		       wc.wr_id, rdp_wc_status_str(wc.status), wc.qp_num, idx, h.pair[0].a.qp_num);
+	expect_recv(&h, 1, idx + 1, 7, 12);
+	host_quiet(&h, Q_MS);
+	host_close(&h);
+	return 0;
+}
+
 /* A poller thread that starts on a relaxed flag: nothing orders it after the main thread. */
 struct late_poller {
 	struct srq_host *h;
@@ -1069,6 +1117,120 @@ RDP_TEST(shm, shm_srq_peeked_one_sender_is_reaped_in_one_poll_without_its_count)
 		RDP_ASSERT_EQ(wc[k].imm, (uint32_t)k);
 	}
 	host_quiet(&h, Q_MS);
+	host_close(&h);
+	return 0;
+}
+
+/*
+ * A sender claims an SRQ entry with a CAS on the entry's claim word, not
+ * on its seq: while the SRQ waits for that entry its poller reads the
+ * seq's line at every poll, and a CAS there waits for the line to come
+ * back from the poller on every SEND. The claim word sits in the entry's
+ * tail, on another line, which the largest inline payload does not reach:
+ * posted, it says POSTED; after a SEND of rq_inline bytes, FILLING, the
+ * entry naming the QP, with every byte of the payload in its receive.
+ */
+RDP_TEST(shm, shm_srq_sender_claims_an_entry_away_from_the_line_its_poller_reads)
+{
+	struct shm_srq_tail *tail;
+	struct shm_rq_ent *ent;
+	struct shm_srq *srq;
+	struct srq_host h;
+	int ret;
+
+	ret = shm_host_open(&h, 16, 1, 0);
+	if (ret != 0)
+		return ret;
+	srq = to_ssrq(h.srq);
+	RDP_ASSERT(srq->rq_inline >= SHM_RQ_INLINE && srq->rq_inline < SLOT);
+	ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, 0);
+	tail = shm_srq_ent_tail(ent, srq->rq_stride);
+	RDP_ASSERT_MSG((uintptr_t)tail / 64 != (uintptr_t)&ent->seq / 64 &&
+		       (uintptr_t)(tail + 1) - 1 == (uintptr_t)ent + srq->rq_stride - 1,
+		       "the tail shares the seq's line or leaves the entry");
+	RDP_ASSERT(shm_rq_ent_data(ent, srq->max_sge) + srq->rq_inline <= (uint8_t *)tail);
+	RDP_ASSERT_EQ(srq_post(&h, 40, 0), 0);
+	RDP_ASSERT_EQ(__atomic_load_n(&tail->claim, __ATOMIC_ACQUIRE), shm_srq_seq_posted(0));
+	RDP_ASSERT_EQ(__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE), shm_srq_seq_posted(0));
+	host_quiet(&h, Q_MS);
+	peer_send(&h, 0, srq->rq_inline, 3);
+	expect_recv(&h, 0, 40, 3, srq->rq_inline);
+	RDP_ASSERT(slot_holds(&h, 0, 0, srq->rq_inline));
+	RDP_ASSERT_EQ(__atomic_load_n(&tail->claim, __ATOMIC_ACQUIRE), shm_srq_seq_filling(0));
+	RDP_ASSERT_EQ(ent->src_qpn, to_sqp(h.pair[0].a.qp)->head.qp_num);
+	RDP_ASSERT_EQ(ent->src_slot, to_sqp(h.pair[0].a.qp)->rslot);
+	host_close(&h);
+	return 0;
+}
+
+/*
+ * A peeked SRQ that one QP fills is reaped on while its next entry is
+ * complete; what it returns must change where its sender's entries stop.
+ * QP 0 sends four, QP 1 one, QP 0 four more and then one longer than a
+ * receive, and QP 1 one more; polls of at most three completions (reaps
+ * cut by the caller's array) return all eleven in the SRQ's order, each
+ * naming its QP, with its bytes in its receive: the long one failed on
+ * QP 0 alone.
+ */
+RDP_TEST(shm, shm_srq_peeked_reap_of_one_sender_names_each_qp_and_fails_only_the_long_send)
+{
+	static const int from[] = { 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1 };
+	enum { N = RTE_DIM(from), LONG = 9 };
+	uint8_t sent[SLOT];
+	struct rdp_wc wc[N], swc;
+	struct srq_host h;
+	int k, got = 0, ret;
+
+	ret = shm_host_open(&h, 32, 2, 0);
+	if (ret != 0)
+		return ret;
+	RDP_ASSERT_EQ(to_ssrq(h.srq)->peeking, 1);
+	for (k = 0; k < N; k++)
+		RDP_ASSERT_EQ(srq_post(&h, 900 + k, (uint32_t)k), 0);
+	host_quiet(&h, Q_MS);
+	for (k = 0; k < N; k++) {
+		struct conf_side *b = &h.pair[from[k]].b;
+		uint32_t len = k == LONG ? SLOT + 8 : 16 + (uint32_t)k;
+
+		/* each from its own place in tx, checked against its receive below */
+		conf_tx_fill(b, (uint32_t)k * 2 * SLOT, len, (uint8_t)(k + 1));
+		RDP_ASSERT_EQ(conf_post_send(b, RDP_WR_SEND_WITH_IMM, RDP_SEND_SIGNALED, k,
+					     (uint32_t)k * 2 * SLOT, len, (uint32_t)k, 0, 0), 0);
+		RDP_ASSERT_EQ(conf_poll(b, &swc, 1, T_MS), 1);
+		RDP_ASSERT_MSG((swc.status == RDP_WC_SUCCESS) == (k != LONG), "send %d: %s", k,
+			       rdp_wc_status_str(swc.status));
+	}
+	/* polls of three at most: the caller's array cuts the runs */
+	while (got < N) {
+		int r = rdp_poll_cq(h.cq, wc + got, (uint16_t)RTE_MIN(3, N - got));
+
+		RDP_ASSERT(r >= 0 && r <= 3);
+		if (r == 0)
+			break;
+		got += r;
+	}
+	got += host_poll(&h, wc + got, N - got, T_MS);
+	RDP_ASSERT_MSG(got == N, "%d of the %d receives came", got, N);
+	for (k = 0; k < N; k++) {
+		RDP_ASSERT_MSG(wc[k].wr_id == (uint64_t)(900 + k), "completion %d took receive %"
+			       PRIu64, k, wc[k].wr_id);
+		RDP_ASSERT_MSG(wc[k].qp_num == h.pair[from[k]].a.qp_num, "receive %d names QP %u, "
+			       "it arrived on QP %u", k, wc[k].qp_num, h.pair[from[k]].a.qp_num);
+		if (k == LONG) {
+			RDP_ASSERT_MSG(wc[k].status == RDP_WC_LOC_LEN_ERR, "the long SEND's receive: %s",
+				       rdp_wc_status_str(wc[k].status));
+			continue;
+		}
+		RDP_ASSERT_MSG(wc[k].status == RDP_WC_SUCCESS, "receive %d: %s", k,
+			       rdp_wc_status_str(wc[k].status));
+		RDP_ASSERT_EQ(wc[k].imm, (uint32_t)k);
+		RDP_ASSERT_EQ(wc[k].byte_len, 16 + (uint32_t)k);
+		conf_read(&h.pair[from[k]].b, CONF_TX, (uint32_t)k * 2 * SLOT, sent, 16 + k);
+		RDP_ASSERT_MSG(memcmp((uint8_t *)h.buf->addr + k * SLOT, sent, 16 + k) == 0,
+			       "receive %d does not hold what QP %d sent", k, from[k]);
+	}
+	RDP_ASSERT_EQ(conf_qp_state(&h.pair[0].a), RDP_QPS_ERR);
+	RDP_ASSERT_EQ(conf_qp_state(&h.pair[1].a), RDP_QPS_RTS);
 	host_close(&h);
 	return 0;
 }

@@ -727,6 +727,50 @@ RDP_TEST(shm, shm_receive_needs_memory_shared_before_connecting)
 }
 
 /*
+ * A burst of receives is checked SGE by SGE, whatever the ones before it
+ * passed (the post remembers the MR it last checked): after a good receive
+ * of the rx MR, one of an MR the peer never mapped, and one of the rx MR's
+ * lkey outside that MR, each stop the burst at its place with -EINVAL.
+ */
+RDP_TEST(shm, shm_receive_burst_checks_every_sge_after_one_that_passed)
+{
+	struct conf_opts o;
+	struct conf_pair p;
+	struct rdp_mr *late;
+	struct rdp_sge sge[3];
+	struct rdp_recv_wr wr[3];
+	int k, err;
+
+	conf_opts_default(&o);
+	conf_pair_open(&p, NULL, &o);
+	late = rdp_mr_alloc(p.pd, 4096, -1, RDP_ACCESS_LOCAL_WRITE);
+	RDP_ASSERT(late != NULL);
+	for (k = 0; k < 3; k++) {
+		sge[k] = (struct rdp_sge){ (uintptr_t)p.b.rx->addr + 64 * k, 64, p.b.rx->lkey };
+		wr[k] = (struct rdp_recv_wr){ .wr_id = 10 + k, .sg_list = &sge[k], .num_sge = 1 };
+	}
+	sge[1] = (struct rdp_sge){ (uintptr_t)late->addr, 64, late->lkey };
+	RDP_ASSERT_EQ(rdp_post_recv(p.b.qp, wr, 3, &err), 1);
+	RDP_ASSERT_EQ(err, -EINVAL);
+	/* the rx MR's lkey, one byte past its end */
+	sge[1] = (struct rdp_sge){ (uintptr_t)p.b.rx->addr + p.b.rx->length - 63, 64,
+				   p.b.rx->lkey };
+	RDP_ASSERT_EQ(rdp_post_recv(p.b.qp, wr, 3, &err), 1);
+	RDP_ASSERT_EQ(err, -EINVAL);
+	/* and an lkey that names nothing */
+	sge[1] = (struct rdp_sge){ (uintptr_t)p.b.rx->addr, 64, p.b.rx->lkey ^ 0x5a5a0000u };
+	RDP_ASSERT_EQ(rdp_post_recv(p.b.qp, wr, 3, &err), 1);
+	RDP_ASSERT_EQ(err, -EINVAL);
+	/* all three good: all three posted */
+	sge[1] = (struct rdp_sge){ (uintptr_t)p.b.rx->addr + 64, 64, p.b.rx->lkey };
+	RDP_ASSERT_EQ(rdp_post_recv(p.b.qp, wr, 3, &err), 3);
+	RDP_ASSERT_EQ(err, 0);
+	RDP_ASSERT_EQ(rdp_mr_free(late), 0);
+	conf_pair_close(&p);
+	return 0;
+}
+
+/*
  * Application memory registered and deregistered over and over (an MR per
  * I/O, as some storage applications do) never runs the device out of MR
  * ids: a freed rdp_mr_reg() id is taken again under a new key, and a WRITE

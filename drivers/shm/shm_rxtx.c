@@ -384,12 +384,22 @@ srq_claim_burst(struct shm_qp *qp, struct sq_batch *b)
 static __rte_always_inline bool
 srq_ent_take(const struct shm_peer *peer, struct shm_rq_ent *ent, uint64_t idx)
 {
+	struct shm_srq_tail *t = shm_srq_ent_tail(ent, peer->srq_stride);
 	uint32_t filling = shm_srq_seq_posted(idx);
 
+	if (!__atomic_compare_exchange_n(&t->claim, &filling, shm_srq_seq_filling(idx), false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return false;
+	SHM_SRQ_ENT_TAKEN(ent);
+	/*
+	 * After the CAS: stores to the line the poller polls, before it, would
+	 * make the CAS wait for them. Read with the entry once its seq says
+	 * complete; the owner finds a sender that died before that by its
+	 * claim (srq_claimer()).
+	 */
 	__atomic_store_n(&ent->src_slot, peer->bell_slot, __ATOMIC_RELAXED);
 	__atomic_store_n(&ent->src_qpn, peer->qpn, __ATOMIC_RELAXED);
-	return __atomic_compare_exchange_n(&ent->seq, &filling, shm_srq_seq_filling(idx), false,
-					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+	return true;
 }
 
 /*
@@ -420,18 +430,21 @@ exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	b->first = qp->peer_rq_ci; /* no entry of its RQ to publish (sq_publish_entries()) */
 	ent = shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, idx);
 	/*
-	 * The entry after it, which this QP's next SEND fills: its line sits in
-	 * the owner's cache since it was posted, and fetching it now takes that
-	 * miss off the next SEND's CAS.
+	 * The entry after it, which this QP's next SEND fills: its lines sit in
+	 * the owner's cache since it was posted, and fetching them now takes
+	 * those misses off the next SEND's CAS (on the claim word's line) and
+	 * stores. The owner's poller reads the first one only once this entry
+	 * is reaped.
 	 */
 	next = shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, idx + 1);
 	prefetch_for_write(next);
-	/* and its line of inline payload */
 	prefetch_for_write((const uint8_t *)next + 64);
+	prefetch_for_write(shm_srq_ent_tail(next, peer->srq_stride));
 	if (unlikely(!srq_ent_take(peer, ent, idx)))
 		return RDP_WC_RETRY_EXC_ERR; /* no receive, as if the receiver never acked */
 	st = ent_fill(peer, peer->srq_max_sge, peer->srq_inline, ent, e);
 	RDP_HOP_MARK_IF(ent->byte_len > 0, RDP_HOP_PUBLISH);
+	SHM_SRQ_ENT_DONE(ent);
 	__atomic_store_n(&ent->seq, shm_rq_seq(idx), __ATOMIC_RELEASE);
 	RDP_HOP_MARK_IF(ent->byte_len > 0, RDP_HOP_VISIBLE);
 	/* said filled at the run's end (srq_run_settle()) */
@@ -466,6 +479,7 @@ srq_run_settle(struct shm_qp *qp, struct sq_batch *b)
 		ent->imm = 0;
 		ent->wc_flags = 0;
 		ent->status = RDP_WC_WR_FLUSH_ERR;
+		SHM_SRQ_ENT_DONE(ent);
 		__atomic_store_n(&ent->seq, shm_rq_seq(idx), __ATOMIC_RELEASE);
 		qp->peer_srq_filled++;
 		b->nremote++;
@@ -1268,27 +1282,57 @@ shm_post_send(struct rdp_qp *q, const struct rdp_send_wr *wr, uint16_t n, int *e
 }
 
 /*
+ * The MR a post call last checked for receiving (the lkey it had): the
+ * SGEs of a burst of receives name one pool's MR, which needs checking
+ * once, not at every SGE. It lives for one call, as the first lookup's
+ * answer does.
+ */
+struct recv_mr_seen {
+	uint32_t lkey;
+	const struct shm_mr *mr; /* NULL: none checked yet */
+};
+
+/*
+ * Can memory of @p lkey receive? Only memory every peer that may take the
+ * entry has mapped: a memfd of @p pd below @p mr_limit, and for an RQ
+ * (@p qp) an MR its peer_mrs name, registered with local write.
+ */
+static __rte_always_inline const struct shm_mr *
+recv_mr(struct shm_dev *sd, const struct rdp_pd *pd, const struct shm_qp *qp,
+	uint32_t mr_limit, uint32_t lkey, struct recv_mr_seen *seen)
+{
+	const struct shm_mr *mr;
+
+	if (likely(seen->mr != NULL && seen->lkey == lkey))
+		return seen->mr;
+	mr = mr_lookup(sd, lkey);
+	if (unlikely(mr == NULL || mr->memfd < 0 || mr->head.pd != pd ||
+		     mr->id >= mr_limit || (qp != NULL && !shm_peer_mr_ok(qp, mr->id)) ||
+		     !(mr->head.access & RDP_ACCESS_LOCAL_WRITE)))
+		return NULL;
+	seen->lkey = lkey;
+	seen->mr = mr;
+	return mr;
+}
+
+/*
  * Write receive WR @p w into entry @p ent (MR ids and offsets, for the
- * peer) and into our own copy @p lsge (addresses). Only memory every peer
- * that may take the entry has mapped can receive: memfds of @p pd below
- * @p mr_limit, and for an RQ (@p qp) the MRs its peer_mrs name. False
- * when an SGE is not such memory.
+ * peer) and into our own copy @p lsge (addresses). False when an SGE is
+ * not memory that can receive (recv_mr()) or lies outside its MR.
  */
 static __rte_always_inline bool
 recv_ent_fill(struct shm_dev *sd, const struct rdp_pd *pd, const struct shm_qp *qp,
 	      uint32_t mr_limit, const struct rdp_recv_wr *w, struct shm_rq_ent *ent,
-	      struct shm_lsge *lsge, uint64_t *total)
+	      struct shm_lsge *lsge, uint64_t *total, struct recv_mr_seen *seen)
 {
-	uint32_t j;
+	uint32_t j, num_sge = w->num_sge;
+	uint64_t sum = 0;
 
-	*total = 0;
-	for (j = 0; j < w->num_sge; j++) {
+	for (j = 0; j < num_sge; j++) {
 		const struct rdp_sge *s = &w->sg_list[j];
-		struct shm_mr *mr = mr_lookup(sd, s->lkey);
+		const struct shm_mr *mr = recv_mr(sd, pd, qp, mr_limit, s->lkey, seen);
 
-		if (unlikely(mr == NULL || mr->memfd < 0 || mr->head.pd != pd ||
-			     mr->id >= mr_limit || (qp != NULL && !shm_peer_mr_ok(qp, mr->id)) ||
-			     !(mr->head.access & RDP_ACCESS_LOCAL_WRITE) ||
+		if (unlikely(mr == NULL ||
 			     !range_in(s->addr, s->length, (uintptr_t)mr->head.addr,
 				       mr->head.length)))
 			return false;
@@ -1297,13 +1341,14 @@ recv_ent_fill(struct shm_dev *sd, const struct rdp_pd *pd, const struct shm_qp *
 		ent->sge[j].off = s->addr - (uintptr_t)mr->head.addr;
 		lsge[j].addr = (uint8_t *)(uintptr_t)s->addr;
 		lsge[j].len = s->length;
-		*total += s->length;
+		sum += s->length;
 	}
-	if (unlikely(*total > UINT32_MAX))
+	if (unlikely(sum > UINT32_MAX))
 		return false;
-	ent->num_sge = w->num_sge;
-	ent->total_len = (uint32_t)*total;
+	ent->num_sge = num_sge;
+	ent->total_len = (uint32_t)sum;
 	ent->status = RDP_WC_SUCCESS;
+	*total = sum;
 	return true;
 }
 
@@ -1312,6 +1357,7 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 {
 	struct shm_qp *qp = to_sqp(q);
 	struct shm_dev *sd = qp->sd;
+	struct recv_mr_seen seen = { .mr = NULL };
 	uint16_t i;
 
 	*err = 0;
@@ -1332,7 +1378,8 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 		}
 		ent = shm_rq_ent(qp->ents, qp->rq_mask, qp->rq_stride, qp->rq_posted);
 		lsge = rq_lsge(qp, qp->rq_posted);
-		if (unlikely(!recv_ent_fill(sd, q->pd, qp, qp->mr_limit, w, ent, lsge, &total))) {
+		if (unlikely(!recv_ent_fill(sd, q->pd, qp, qp->mr_limit, w, ent, lsge, &total,
+					    &seen))) {
 			*err = -EINVAL;
 			break;
 		}
@@ -1371,42 +1418,52 @@ shm_post_srq_recv(struct rdp_srq *r, const struct rdp_recv_wr *wr, uint16_t n, i
 	struct shm_srq *srq = to_ssrq(r);
 	uint32_t mr_limit = __atomic_load_n(&srq->mr_limit, __ATOMIC_ACQUIRE);
 	uint64_t reaped = __atomic_load_n(&srq->reaped, __ATOMIC_ACQUIRE);
+	uint64_t idx = srq->posted;
+	/* the queue's shape, read once: the stores below may alias anything */
+	uint8_t *ents = srq->ents;
+	struct shm_rpost *rq_post = srq->rq_post;
+	struct shm_lsge *rq_sge = srq->rq_sge;
+	uint32_t mask = srq->rq_mask, stride = srq->rq_stride, max_sge = srq->max_sge;
+	uint32_t max_wr = r->max_wr;
+	struct recv_mr_seen seen = { .mr = NULL };
 	uint16_t i;
 
 	*err = 0;
 	for (i = 0; i < n; i++) {
 		const struct rdp_recv_wr *w = &wr[i];
-		uint64_t idx = srq->posted, total;
-		struct shm_rpost *post;
+		struct shm_rq_ent *ent = shm_rq_ent(ents, mask, stride, idx);
+		struct shm_rpost *post = &rq_post[idx & mask];
+		uint64_t total;
 
-		if (unlikely(idx - reaped >= r->max_wr)) {
+		if (unlikely(idx - reaped >= max_wr)) {
 			reaped = __atomic_load_n(&srq->reaped, __ATOMIC_ACQUIRE);
-			if (idx - reaped >= r->max_wr) {
+			if (idx - reaped >= max_wr) {
 				*err = -ENOMEM;
 				break;
 			}
 		}
-		if (unlikely(w->num_sge > srq->max_sge || (w->num_sge > 0 && w->sg_list == NULL) ||
-			     !recv_ent_fill(srq->sd, r->pd, NULL, mr_limit, w,
-					    shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, idx),
-					    srq_lsge(srq, idx), &total))) {
+		if (unlikely(w->num_sge > max_sge || (w->num_sge > 0 && w->sg_list == NULL) ||
+			     !recv_ent_fill(srq->sd, r->pd, NULL, mr_limit, w, ent,
+					    &rq_sge[(size_t)(idx & mask) * max_sge], &total,
+					    &seen))) {
 			*err = -EINVAL;
 			break;
 		}
-		post = &srq->rq_post[idx & srq->rq_mask];
 		post->wr_id = w->wr_id;
 		post->num_sge = w->num_sge;
 		post->total_len = (uint32_t)total;
 		/* what the sender that claims it expects to find (shm_srq_seq_posted()) */
-		__atomic_store_n(&shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, idx)->seq,
-				 shm_srq_seq_posted(idx), __ATOMIC_RELAXED);
+		__atomic_store_n(&shm_srq_ent_tail(ent, stride)->claim, shm_srq_seq_posted(idx),
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&ent->seq, shm_srq_seq_posted(idx), __ATOMIC_RELAXED);
+		idx++;
 		/* the entry and its record first: the poller may be another thread */
-		__atomic_store_n(&srq->posted, idx + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&srq->posted, idx, __ATOMIC_RELEASE);
 	}
 	if (i > 0) {
 		RDP_STAT_ADD(srq->st_recv_posted, i);
 		/* the senders may take them from here on */
-		__atomic_store_n(&srq->seg->rq_posted, srq->posted, __ATOMIC_RELEASE);
+		__atomic_store_n(&srq->seg->rq_posted, idx, __ATOMIC_RELEASE);
 	}
 	return i;
 }
@@ -1683,9 +1740,10 @@ srq_claimer(struct shm_srq *srq, uint64_t idx)
  * ever, and every QP on the SRQ would wait behind it. Once the entry has
  * waited SHM_SRQ_STUCK_MS, and its sender's QP says the peer is dead (or
  * no QP owns it any more and SHM_SRQ_DRAIN_MS have passed), the owner
- * takes it back with a CAS against the sender's own and completes it as
- * flushed on that QP. A sender that was only slow loses that CAS before
- * it wrote anything, and its SEND fails. True with @p w filled.
+ * takes it back with a CAS on its claim word against the sender's own and
+ * completes it as flushed on that QP. A sender that was only slow loses
+ * that CAS before it wrote anything, and its SEND fails. True with @p w
+ * filled.
  */
 static bool
 srq_take_back(struct shm_srq *srq, struct shm_cq *cq, struct shm_rq_ent *ent, struct rdp_wc *w)
@@ -1693,6 +1751,7 @@ srq_take_back(struct shm_srq *srq, struct shm_cq *cq, struct shm_rq_ent *ent, st
 	uint64_t idx = srq->reaped, now;
 	uint64_t claim = __atomic_load_n(&srq->seg->rq_claim, __ATOMIC_ACQUIRE);
 	uint32_t seq = __atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE), want;
+	struct shm_srq_tail *t = shm_srq_ent_tail(ent, srq->rq_stride);
 	const struct shm_qp *qp = NULL;
 	bool gone;
 
@@ -1717,10 +1776,9 @@ srq_take_back(struct shm_srq *srq, struct shm_cq *cq, struct shm_rq_ent *ent, st
 	if (now - srq->stuck_looked < SHM_SRQ_STUCK_MS * 1000000ull)
 		return false;
 	srq->stuck_looked = now;
-	if (seq == shm_srq_seq_filling(idx))
-		qp = srq_ent_qp(srq, cq, __atomic_load_n(&ent->src_slot, __ATOMIC_RELAXED),
-				__atomic_load_n(&ent->src_qpn, __ATOMIC_RELAXED));
-	else if (seq == shm_srq_seq_posted(idx))
+	want = __atomic_load_n(&t->claim, __ATOMIC_ACQUIRE);
+	/* claimed, taken or not (the entry names its QP only once complete) */
+	if (want == shm_srq_seq_filling(idx) || want == shm_srq_seq_posted(idx))
 		qp = srq_claimer(srq, idx);
 	if (qp != NULL)
 		gone = __atomic_load_n(&qp->peer_dead, __ATOMIC_ACQUIRE);
@@ -1728,10 +1786,12 @@ srq_take_back(struct shm_srq *srq, struct shm_cq *cq, struct shm_rq_ent *ent, st
 		gone = now - srq->stuck_since > SHM_SRQ_DRAIN_MS * 1000000ull;
 	if (!gone)
 		return false;
-	want = seq;
-	if (!__atomic_compare_exchange_n(&ent->seq, &want, shm_srq_seq_taken(idx), false,
+	if (!__atomic_compare_exchange_n(&t->claim, &want, shm_srq_seq_taken(idx), false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return false; /* its sender moved it on: look again */
+	/* a sender that had moved it on may have completed it since we looked */
+	if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) == shm_rq_seq(idx))
+		return false;
 	*w = (struct rdp_wc){
 		.wr_id = srq->rq_post[idx & srq->rq_mask].wr_id,
 		.status = RDP_WC_WR_FLUSH_ERR,
@@ -1844,6 +1904,7 @@ shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct r
 	*waiting = false;
 	while (srq->reaped != posted && k < n) {
 		struct shm_rq_ent *ent;
+
 
 		/*
 		 * The QP was flagged: one look; more on a peeked SRQ while the

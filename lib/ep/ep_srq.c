@@ -212,7 +212,9 @@ ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n)
 
 		pthread_spin_lock(&q->lock);
 		for (i = 0; i < k; i++)
-			eps[i] = map_find(q, wc[done + i].qp_num);
+			/* a burst mostly comes from few QPs, in runs */
+			eps[i] = i > 0 && wc[done + i].qp_num == wc[done + i - 1].qp_num ?
+				 eps[i - 1] : map_find(q, wc[done + i].qp_num);
 		pthread_spin_unlock(&q->lock);
 		for (i = 0; i < k; i++) {
 			const struct rdp_wc *w = &wc[done + i];
