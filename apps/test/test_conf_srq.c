@@ -716,6 +716,54 @@ RDP_TEST(shm, shm_srq_entry_claimed_by_a_sender_that_died_is_flushed_and_the_srq
 	return 0;
 }
 
+/*
+ * The same, for a sender killed just after its CAS took the entry: the
+ * claim word says FILLING and nothing else of the entry was written yet
+ * (its QP is named only after the CAS, on the line the poller polls). The
+ * owner finds the dead sender by its claim, as for an entry not taken
+ * yet, and completes the entry flushed on QP 0 once the peer is gone.
+ */
+RDP_TEST(shm, shm_srq_entry_a_sender_died_filling_is_flushed_on_its_qp)
+{
+	struct shm_qp_seg *qseg, *sseg;
+	struct shm_rq_ent *ent;
+	struct shm_srq *srq;
+	struct srq_host h;
+	struct rdp_wc wc;
+	uint64_t idx;
+	int ret;
+
+	ret = shm_host_open(&h, 16, 2, 4);
+	if (ret != 0)
+		return ret;
+	srq = to_ssrq(h.srq);
+	qseg = to_sqp(h.pair[0].a.qp)->seg;
+	sseg = srq->seg;
+	idx = __atomic_load_n(&sseg->rq_claim, __ATOMIC_ACQUIRE);
+	__atomic_fetch_add(&qseg->rq_claim, 1, __ATOMIC_ACQ_REL);
+	__atomic_store_n(&qseg->srq_claim_n, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&qseg->srq_claim_at, idx, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&sseg->rq_claim, 1, __ATOMIC_ACQ_REL);
+	ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, idx);
+	ent->src_slot = 0xdead;
+	ent->src_qpn = 0xbeef;
+	__atomic_store_n(&shm_srq_ent_tail(ent, srq->rq_stride)->claim, shm_srq_seq_filling(idx),
+			 __ATOMIC_RELEASE);
+	peer_send(&h, 1, 12, 7);
+	host_quiet(&h, 50);
+	conf_qp_destroy(&h.pair[0].b);
+	RDP_ASSERT_MSG(host_poll(&h, &wc, 1, T_MS) == 1, "the SRQ stopped behind the entry a "
+		       "dead sender was filling");
+	RDP_ASSERT_MSG(wc.wr_id == idx && wc.status == RDP_WC_WR_FLUSH_ERR &&
+		       wc.qp_num == h.pair[0].a.qp_num, "the dead sender's entry completed as "
+		       "receive %" PRIu64 " %s on QP %u, expected %" PRIu64 " WR_FLUSH_ERR on QP %u",
+		       wc.wr_id, rdp_wc_status_str(wc.status), wc.qp_num, idx, h.pair[0].a.qp_num);
+	expect_recv(&h, 1, idx + 1, 7, 12);
+	host_quiet(&h, Q_MS);
+	host_close(&h);
+	return 0;
+}
+
 /* A poller thread that starts on a relaxed flag: nothing orders it after the main thread. */
 struct late_poller {
 	struct srq_host *h;
@@ -1074,6 +1122,52 @@ RDP_TEST(shm, shm_srq_peeked_one_sender_is_reaped_in_one_poll_without_its_count)
 }
 
 /*
+ * A sender claims an SRQ entry with a CAS on the entry's claim word, not
+ * on its seq: while the SRQ waits for that entry its poller reads the
+ * seq's line at every poll, and a CAS there waits for the line to come
+ * back from the poller on every SEND. The claim word sits in the entry's
+ * tail, on another line, which the largest inline payload does not reach,
+ * and takes none of the 80 bytes an entry of one SGE holds inline:
+ * posted, it says POSTED; after a SEND of rq_inline bytes, FILLING, the
+ * entry naming the QP, with every byte of the payload in its receive.
+ */
+RDP_TEST(shm, shm_srq_sender_claims_an_entry_away_from_the_line_its_poller_reads)
+{
+	struct shm_srq_tail *tail;
+	struct shm_rq_ent *ent;
+	struct shm_srq *srq;
+	struct srq_host h;
+	int ret;
+
+	ret = shm_host_open(&h, 16, 1, 0);
+	if (ret != 0)
+		return ret;
+	srq = to_ssrq(h.srq);
+	/* one SGE: 24 bytes of header, 16 of SGE, 80 of payload, 8 of tail */
+	RDP_ASSERT_EQ(srq->max_sge, 1);
+	RDP_ASSERT_EQ(srq->rq_stride, 128);
+	RDP_ASSERT_EQ(srq->rq_inline, 80);
+	ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, 0);
+	tail = shm_srq_ent_tail(ent, srq->rq_stride);
+	RDP_ASSERT_MSG((uintptr_t)tail / 64 != (uintptr_t)&ent->seq / 64 &&
+		       (uintptr_t)(tail + 1) - 1 == (uintptr_t)ent + srq->rq_stride - 1,
+		       "the tail shares the seq's line or leaves the entry");
+	RDP_ASSERT(shm_rq_ent_data(ent, srq->max_sge) + srq->rq_inline <= (uint8_t *)tail);
+	RDP_ASSERT_EQ(srq_post(&h, 40, 0), 0);
+	RDP_ASSERT_EQ(__atomic_load_n(&tail->claim, __ATOMIC_ACQUIRE), shm_srq_seq_posted(0));
+	RDP_ASSERT_EQ(__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE), shm_srq_seq_posted(0));
+	host_quiet(&h, Q_MS);
+	peer_send(&h, 0, srq->rq_inline, 3);
+	expect_recv(&h, 0, 40, 3, srq->rq_inline);
+	RDP_ASSERT(slot_holds(&h, 0, 0, srq->rq_inline));
+	RDP_ASSERT_EQ(__atomic_load_n(&tail->claim, __ATOMIC_ACQUIRE), shm_srq_seq_filling(0));
+	RDP_ASSERT_EQ(ent->src_qpn, to_sqp(h.pair[0].a.qp)->head.qp_num);
+	RDP_ASSERT_EQ(ent->src_slot, to_sqp(h.pair[0].a.qp)->rslot);
+	host_close(&h);
+	return 0;
+}
+
+/*
  * A peeked SRQ that one QP fills is reaped on while its next entry is
  * complete; what it returns must change where its sender's entries stop.
  * QP 0 sends four, QP 1 one, QP 0 four more and then one longer than a
@@ -1254,7 +1348,7 @@ RDP_TEST(shm, shm_srq_withdrawn_peek_still_reaps_an_entry_completed_without_a_do
 	ent->imm = 99;
 	ent->status = RDP_WC_SUCCESS;
 	ent->wc_flags = RDP_WC_WITH_IMM;
-	ent->src_slot = a0->rslot;
+	ent->src_slot = (uint16_t)a0->rslot;
 	ent->src_qpn = a0->head.qp_num;
 	__atomic_store_n(&ent->seq, shm_rq_seq(j), __ATOMIC_RELEASE);
 	__atomic_fetch_add(&qseg->srq_filled, 1, __ATOMIC_RELEASE);

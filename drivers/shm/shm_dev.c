@@ -1076,12 +1076,12 @@ peer_srq_map(struct shm_dev *sd, struct shm_peer *p, int fd)
 	p->srq_max_sge = __atomic_load_n(&s->max_sge, __ATOMIC_RELAXED);
 	if (s->magic != SHM_SRQ_MAGIC || s->version != SHM_VERSION || size == 0 ||
 	    size > SHM_MAX_WR || (size & (size - 1)) != 0 || p->srq_max_sge > SHM_MAX_SGE ||
-	    p->srq_max_sge == 0 || p->srq_stride < shm_rq_stride(p->srq_max_sge) ||
+	    p->srq_max_sge == 0 || p->srq_stride < shm_srq_stride(p->srq_max_sge) ||
 	    p->srq_stride % 64 != 0 || ent_off < sizeof(*s) || ent_off % 64 != 0 ||
 	    ent_off > p->sseg_len || (p->sseg_len - ent_off) / p->srq_stride < size)
 		return -EINVAL;
 	p->srq_mask = size - 1;
-	p->srq_inline = p->srq_stride - shm_rq_ent_hdr(p->srq_max_sge);
+	p->srq_inline = shm_srq_inline(p->srq_stride, p->srq_max_sge);
 	p->sents = (uint8_t *)s + ent_off;
 	return 0;
 }

@@ -239,6 +239,20 @@ struct sq_batch {
  * SRQ's, with that queue's SGE count and inline room) and write its result;
  * returns the receiver's status.
  */
+/* The bytes a receive entry's owner posted: its SGEs' lengths (none past max_sge). */
+static __rte_always_inline uint64_t
+ent_posted_len(const struct shm_rq_ent *ent, uint32_t max_sge)
+{
+	uint32_t nsge = __atomic_load_n(&ent->num_sge, __ATOMIC_RELAXED), i;
+	uint64_t len = 0;
+
+	if (unlikely(nsge > max_sge))
+		return 0;
+	for (i = 0; i < nsge; i++)
+		len += __atomic_load_n(&ent->sge[i].len, __ATOMIC_RELAXED);
+	return len;
+}
+
 static __rte_always_inline uint8_t
 ent_fill(const struct shm_peer *peer, uint32_t max_sge, uint32_t rq_inline,
 	 struct shm_rq_ent *ent, const struct shm_swqe *e)
@@ -247,7 +261,7 @@ ent_fill(const struct shm_peer *peer, uint32_t max_sge, uint32_t rq_inline,
 
 	if (e->total_len <= rq_inline) {
 		/* small: into the entry; the owner copies it into its buffer */
-		if (e->total_len <= __atomic_load_n(&ent->total_len, __ATOMIC_RELAXED)) {
+		if (e->total_len <= ent_posted_len(ent, max_sge)) {
 			gather(e, shm_rq_ent_data(ent, max_sge));
 			flags |= SHM_ENT_INLINE;
 			st = RDP_WC_SUCCESS;
@@ -384,12 +398,22 @@ srq_claim_burst(struct shm_qp *qp, struct sq_batch *b)
 static __rte_always_inline bool
 srq_ent_take(const struct shm_peer *peer, struct shm_rq_ent *ent, uint64_t idx)
 {
+	struct shm_srq_tail *t = shm_srq_ent_tail(ent, peer->srq_stride);
 	uint32_t filling = shm_srq_seq_posted(idx);
 
-	__atomic_store_n(&ent->src_slot, peer->bell_slot, __ATOMIC_RELAXED);
+	if (!__atomic_compare_exchange_n(&t->claim, &filling, shm_srq_seq_filling(idx), false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return false;
+	SHM_SRQ_ENT_TAKEN(ent);
+	/*
+	 * After the CAS: stores to the line the poller polls, before it, would
+	 * make the CAS wait for them. Read with the entry once its seq says
+	 * complete; the owner finds a sender that died before that by its
+	 * claim (srq_claimer()).
+	 */
+	__atomic_store_n(&ent->src_slot, (uint16_t)peer->bell_slot, __ATOMIC_RELAXED);
 	__atomic_store_n(&ent->src_qpn, peer->qpn, __ATOMIC_RELAXED);
-	return __atomic_compare_exchange_n(&ent->seq, &filling, shm_srq_seq_filling(idx), false,
-					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+	return true;
 }
 
 /*
@@ -420,18 +444,21 @@ exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	b->first = qp->peer_rq_ci; /* no entry of its RQ to publish (sq_publish_entries()) */
 	ent = shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, idx);
 	/*
-	 * The entry after it, which this QP's next SEND fills: its line sits in
-	 * the owner's cache since it was posted, and fetching it now takes that
-	 * miss off the next SEND's CAS.
+	 * The entry after it, which this QP's next SEND fills: its lines sit in
+	 * the owner's cache since it was posted, and fetching them now takes
+	 * those misses off the next SEND's CAS (on the claim word's line) and
+	 * stores. The owner's poller reads the first one only once this entry
+	 * is reaped.
 	 */
 	next = shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, idx + 1);
 	prefetch_for_write(next);
-	/* and its line of inline payload */
 	prefetch_for_write((const uint8_t *)next + 64);
+	prefetch_for_write(shm_srq_ent_tail(next, peer->srq_stride));
 	if (unlikely(!srq_ent_take(peer, ent, idx)))
 		return RDP_WC_RETRY_EXC_ERR; /* no receive, as if the receiver never acked */
 	st = ent_fill(peer, peer->srq_max_sge, peer->srq_inline, ent, e);
 	RDP_HOP_MARK_IF(ent->byte_len > 0, RDP_HOP_PUBLISH);
+	SHM_SRQ_ENT_DONE(ent);
 	__atomic_store_n(&ent->seq, shm_rq_seq(idx), __ATOMIC_RELEASE);
 	RDP_HOP_MARK_IF(ent->byte_len > 0, RDP_HOP_VISIBLE);
 	/* said filled at the run's end (srq_run_settle()) */
@@ -466,6 +493,7 @@ srq_run_settle(struct shm_qp *qp, struct sq_batch *b)
 		ent->imm = 0;
 		ent->wc_flags = 0;
 		ent->status = RDP_WC_WR_FLUSH_ERR;
+		SHM_SRQ_ENT_DONE(ent);
 		__atomic_store_n(&ent->seq, shm_rq_seq(idx), __ATOMIC_RELEASE);
 		qp->peer_srq_filled++;
 		b->nremote++;
@@ -1331,8 +1359,7 @@ recv_ent_fill(struct shm_dev *sd, const struct rdp_pd *pd, const struct shm_qp *
 	}
 	if (unlikely(sum > UINT32_MAX))
 		return false;
-	ent->num_sge = num_sge;
-	ent->total_len = (uint32_t)sum;
+	ent->num_sge = (uint8_t)num_sge;
 	ent->status = RDP_WC_SUCCESS;
 	*total = sum;
 	return true;
@@ -1439,6 +1466,8 @@ shm_post_srq_recv(struct rdp_srq *r, const struct rdp_recv_wr *wr, uint16_t n, i
 		post->num_sge = w->num_sge;
 		post->total_len = (uint32_t)total;
 		/* what the sender that claims it expects to find (shm_srq_seq_posted()) */
+		__atomic_store_n(&shm_srq_ent_tail(ent, stride)->claim, shm_srq_seq_posted(idx),
+				 __ATOMIC_RELAXED);
 		__atomic_store_n(&ent->seq, shm_srq_seq_posted(idx), __ATOMIC_RELAXED);
 		idx++;
 		/* the entry and its record first: the poller may be another thread */
@@ -1724,9 +1753,10 @@ srq_claimer(struct shm_srq *srq, uint64_t idx)
  * ever, and every QP on the SRQ would wait behind it. Once the entry has
  * waited SHM_SRQ_STUCK_MS, and its sender's QP says the peer is dead (or
  * no QP owns it any more and SHM_SRQ_DRAIN_MS have passed), the owner
- * takes it back with a CAS against the sender's own and completes it as
- * flushed on that QP. A sender that was only slow loses that CAS before
- * it wrote anything, and its SEND fails. True with @p w filled.
+ * takes it back with a CAS on its claim word against the sender's own and
+ * completes it as flushed on that QP. A sender that was only slow loses
+ * that CAS before it wrote anything, and its SEND fails. True with @p w
+ * filled.
  */
 static bool
 srq_take_back(struct shm_srq *srq, struct shm_cq *cq, struct shm_rq_ent *ent, struct rdp_wc *w)
@@ -1734,6 +1764,7 @@ srq_take_back(struct shm_srq *srq, struct shm_cq *cq, struct shm_rq_ent *ent, st
 	uint64_t idx = srq->reaped, now;
 	uint64_t claim = __atomic_load_n(&srq->seg->rq_claim, __ATOMIC_ACQUIRE);
 	uint32_t seq = __atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE), want;
+	struct shm_srq_tail *t = shm_srq_ent_tail(ent, srq->rq_stride);
 	const struct shm_qp *qp = NULL;
 	bool gone;
 
@@ -1758,10 +1789,9 @@ srq_take_back(struct shm_srq *srq, struct shm_cq *cq, struct shm_rq_ent *ent, st
 	if (now - srq->stuck_looked < SHM_SRQ_STUCK_MS * 1000000ull)
 		return false;
 	srq->stuck_looked = now;
-	if (seq == shm_srq_seq_filling(idx))
-		qp = srq_ent_qp(srq, cq, __atomic_load_n(&ent->src_slot, __ATOMIC_RELAXED),
-				__atomic_load_n(&ent->src_qpn, __ATOMIC_RELAXED));
-	else if (seq == shm_srq_seq_posted(idx))
+	want = __atomic_load_n(&t->claim, __ATOMIC_ACQUIRE);
+	/* claimed, taken or not (the entry names its QP only once complete) */
+	if (want == shm_srq_seq_filling(idx) || want == shm_srq_seq_posted(idx))
 		qp = srq_claimer(srq, idx);
 	if (qp != NULL)
 		gone = __atomic_load_n(&qp->peer_dead, __ATOMIC_ACQUIRE);
@@ -1769,10 +1799,12 @@ srq_take_back(struct shm_srq *srq, struct shm_cq *cq, struct shm_rq_ent *ent, st
 		gone = now - srq->stuck_since > SHM_SRQ_DRAIN_MS * 1000000ull;
 	if (!gone)
 		return false;
-	want = seq;
-	if (!__atomic_compare_exchange_n(&ent->seq, &want, shm_srq_seq_taken(idx), false,
+	if (!__atomic_compare_exchange_n(&t->claim, &want, shm_srq_seq_taken(idx), false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return false; /* its sender moved it on: look again */
+	/* a sender that had moved it on may have completed it since we looked */
+	if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) == shm_rq_seq(idx))
+		return false;
 	*w = (struct rdp_wc){
 		.wr_id = srq->rq_post[idx & srq->rq_mask].wr_id,
 		.status = RDP_WC_WR_FLUSH_ERR,
@@ -1885,6 +1917,7 @@ shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct r
 	*waiting = false;
 	while (srq->reaped != posted && k < n) {
 		struct shm_rq_ent *ent;
+
 
 		/*
 		 * The QP was flagged: one look; more on a peeked SRQ while the

@@ -29,8 +29,8 @@ srq_seg_init(struct shm_srq *srq, uint32_t size)
 {
 	size_t ent_off = sizeof(struct shm_qp_seg);
 
-	srq->rq_stride = shm_rq_stride(srq->max_sge);
-	srq->rq_inline = srq->rq_stride - shm_rq_ent_hdr(srq->max_sge);
+	srq->rq_stride = shm_srq_stride(srq->max_sge);
+	srq->rq_inline = shm_srq_inline(srq->rq_stride, srq->max_sge);
 	srq->rq_mask = size - 1;
 	srq->seg_len = RTE_ALIGN_CEIL(ent_off + (size_t)size * srq->rq_stride, (size_t)4096);
 	srq->seg = shm_seg_create("rdp-shm-srq", srq->seg_len, &srq->memfd);

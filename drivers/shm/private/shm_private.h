@@ -81,7 +81,7 @@ extern int shm_logtype;
 #define SHM_HELLO_MAGIC 0x52444848u
 #define SHM_KEYS_MAGIC 0x52444b59u /* "RDKY" */
 #define SHM_SRQ_MAGIC 0x52445351u  /* "RDSQ" */
-#define SHM_VERSION 11u
+#define SHM_VERSION 13u
 
 /** CAS attempts a sender makes on an SRQ's claim index before it calls the index garbage. */
 #define SHM_SRQ_CLAIM_TRIES 4096u
@@ -128,15 +128,30 @@ struct shm_rq_ent {
 	uint32_t imm;
 	uint8_t status;
 	uint8_t wc_flags;
-	uint16_t pad0;
+	/* written by the owner at post_recv (with the SGEs: the length posted is their sum) */
+	uint8_t num_sge;
+	uint8_t pad0;
 	uint32_t seq;        /**< low 32 bits of (index + 1), stored last: the entry is complete */
-	/* written by the owner at post_recv */
-	uint32_t num_sge;
-	uint32_t total_len;
-	/* written by the peer that completes an SRQ entry: the QP it arrived on */
-	uint32_t src_slot;   /**< that QP's slot in its recv CQ */
+	/* written by the peer that completes an SRQ entry, after its claim: the QP it arrived on */
 	uint32_t src_qpn;    /**< that QP's number */
+	uint16_t src_slot;   /**< that QP's slot in its recv CQ (below SHM_MAX_QP) */
+	uint16_t pad1;
 	struct shm_rsge sge[];
+};
+
+/*
+ * The last bytes of an SRQ entry (shm_srq_ent_tail()), on a line apart
+ * from its seq: its claim word. While the SRQ waits for the entry, its
+ * poller reads the seq's line at every poll; a sender's CAS on that line
+ * would wait for the line to come back from the poller, on every SEND.
+ * The tail's line is the payload's last, which only the sender writes
+ * until the entry is complete. (The QP it names stays on the first line,
+ * which the poller reads with the seq: on the tail, finding it would take
+ * the poller a second line.)
+ */
+struct shm_srq_tail {
+	uint32_t claim;      /**< POSTED, FILLING or TAKEN (shm_srq_seq_posted() ...) */
+	uint32_t pad;
 };
 
 /** Header of a QP segment (the receive queue a peer sends into). */
@@ -211,10 +226,30 @@ shm_rq_ent_hdr(uint32_t max_sge)
 	return (uint32_t)(sizeof(struct shm_rq_ent) + max_sge * sizeof(struct shm_rsge));
 }
 
+/* A QP's slot fits src_slot, and the SGEs start where they need to be aligned. */
+_Static_assert(SHM_MAX_QP <= UINT16_MAX + 1u, "src_slot holds a CQ slot");
+_Static_assert(sizeof(struct shm_rq_ent) == 24, "a receive entry's header is 24 bytes");
+_Static_assert(SHM_MAX_SGE <= UINT8_MAX, "num_sge holds a WR's SGEs");
+
 static inline uint32_t
 shm_rq_stride(uint32_t max_sge)
 {
 	return RTE_ALIGN_CEIL(shm_rq_ent_hdr(max_sge) + SHM_RQ_INLINE, 64u);
+}
+
+/** Bytes per SRQ entry: a receive entry's, and its tail after the payload area. */
+static inline uint32_t
+shm_srq_stride(uint32_t max_sge)
+{
+	return RTE_ALIGN_CEIL(shm_rq_ent_hdr(max_sge) + SHM_RQ_INLINE +
+			      (uint32_t)sizeof(struct shm_srq_tail), 64u);
+}
+
+/** Inline payload bytes of an SRQ entry of @p stride: up to its tail. */
+static inline uint32_t
+shm_srq_inline(uint32_t stride, uint32_t max_sge)
+{
+	return stride - shm_rq_ent_hdr(max_sge) - (uint32_t)sizeof(struct shm_srq_tail);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -512,7 +547,8 @@ struct shm_qp {
  * A shared receive queue: a segment laid out as a QP segment's receive
  * queue (header, then entries), which every peer of its QPs maps and
  * claims from (one CAS per SEND on `rq_claim`). A sender completes the
- * entry in place and names the QP it arrived on (src_slot, src_qpn); the
+ * entry in place and names the QP it arrived on (its tail's src_slot,
+ * src_qpn); the
  * poller of the recv CQ its QPs share reaps the entries in SRQ order.
  */
 struct shm_srq {
@@ -712,12 +748,14 @@ shm_rq_seq(uint64_t idx)
 }
 
 /*
- * An SRQ entry's seq on its way: the owner posts it (POSTED), the sender
- * that claimed it moves it on with a CAS before it writes anything
- * (FILLING, with its QP named in the entry), then completes it
- * (shm_rq_seq()). The owner may take an entry whose sender died back
- * from POSTED or FILLING with a CAS of its own (TAKEN): whichever CAS
- * wins, the entry is completed once, by the sender or as flushed.
+ * An SRQ entry on its way: the owner posts it, its seq and its claim word
+ * (struct shm_srq_tail) both POSTED; the sender that claimed it moves the
+ * claim word on with a CAS before it writes anything (FILLING, with its
+ * QP named in the tail), then completes the entry (its seq
+ * shm_rq_seq()). The owner may take an entry whose sender died back from
+ * POSTED or FILLING with a CAS of its own on the claim word (TAKEN):
+ * whichever CAS wins, the entry is completed once, by the sender or as
+ * flushed.
  */
 static inline uint32_t
 shm_srq_seq_posted(uint64_t idx)
@@ -735,6 +773,26 @@ static inline uint32_t
 shm_srq_seq_taken(uint64_t idx)
 {
 	return shm_rq_seq(idx) ^ 0xc0000000u;
+}
+
+/*
+ * The senders of an SRQ write its entries through one mapping of it, its
+ * owner reads them through another. What orders one lap's sender of an
+ * entry before the next lap's (the owner reaps the entry, posts it again,
+ * and the next sender reads the owner's rq_posted) runs through the
+ * owner's mapping, at addresses ThreadSanitizer does not connect with
+ * the senders'. A sender says so at the entry once it is done with it, and
+ * the sender whose claim takes the entry next takes that over. Compiled
+ * out unless built with ThreadSanitizer.
+ */
+#define SHM_SRQ_ENT_DONE(ent) RDP_HANDOFF_RELEASE(ent)
+#define SHM_SRQ_ENT_TAKEN(ent) RDP_HANDOFF_ACQUIRE(ent)
+
+/** The tail of an SRQ entry of @p stride (struct shm_srq_tail). */
+static inline struct shm_srq_tail *
+shm_srq_ent_tail(const struct shm_rq_ent *ent, uint32_t stride)
+{
+	return (struct shm_srq_tail *)((uintptr_t)ent + stride - sizeof(struct shm_srq_tail));
 }
 
 /** The payload area of a receive entry (SHM_ENT_INLINE). */
