@@ -234,11 +234,6 @@ struct sq_batch {
 	bool eager;           /**< publish what ran before its bookkeeping (sq_exec_one) */
 };
 
-/*
- * Place a SEND into a claimed receive entry of the peer (its RQ's or its
- * SRQ's, with that queue's SGE count and inline room) and write its result;
- * returns the receiver's status.
- */
 /* The bytes a receive entry's owner posted: its SGEs' lengths (none past max_sge). */
 static __rte_always_inline uint64_t
 ent_posted_len(const struct shm_rq_ent *ent, uint32_t max_sge)
@@ -253,6 +248,11 @@ ent_posted_len(const struct shm_rq_ent *ent, uint32_t max_sge)
 	return len;
 }
 
+/*
+ * Place a SEND into a claimed receive entry of the peer (its RQ's or its
+ * SRQ's, with that queue's SGE count and inline room) and write its result;
+ * returns the receiver's status.
+ */
 static __rte_always_inline uint8_t
 ent_fill(const struct shm_peer *peer, uint32_t max_sge, uint32_t rq_inline,
 	 struct shm_rq_ent *ent, const struct shm_swqe *e)
@@ -1917,7 +1917,6 @@ shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct r
 	*waiting = false;
 	while (srq->reaped != posted && k < n) {
 		struct shm_rq_ent *ent;
-
 
 		/*
 		 * The QP was flagged: one look; more on a peeked SRQ while the

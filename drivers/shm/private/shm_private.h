@@ -144,8 +144,8 @@ struct shm_rq_ent {
  * from its seq: its claim word. While the SRQ waits for the entry, its
  * poller reads the seq's line at every poll; a sender's CAS on that line
  * would wait for the line to come back from the poller, on every SEND.
- * The tail's line is the payload's last, which only the sender writes
- * until the entry is complete. (The QP it names stays on the first line,
+ * The tail's line is the payload's last, which the poller reads only once
+ * the entry is complete. (The QP it names stays on the first line,
  * which the poller reads with the seq: on the tail, finding it would take
  * the poller a second line.)
  */
@@ -547,8 +547,7 @@ struct shm_qp {
  * A shared receive queue: a segment laid out as a QP segment's receive
  * queue (header, then entries), which every peer of its QPs maps and
  * claims from (one CAS per SEND on `rq_claim`). A sender completes the
- * entry in place and names the QP it arrived on (its tail's src_slot,
- * src_qpn); the
+ * entry in place and names the QP it arrived on (src_slot, src_qpn); the
  * poller of the recv CQ its QPs share reaps the entries in SRQ order.
  */
 struct shm_srq {
@@ -750,12 +749,11 @@ shm_rq_seq(uint64_t idx)
 /*
  * An SRQ entry on its way: the owner posts it, its seq and its claim word
  * (struct shm_srq_tail) both POSTED; the sender that claimed it moves the
- * claim word on with a CAS before it writes anything (FILLING, with its
- * QP named in the tail), then completes the entry (its seq
- * shm_rq_seq()). The owner may take an entry whose sender died back from
- * POSTED or FILLING with a CAS of its own on the claim word (TAKEN):
- * whichever CAS wins, the entry is completed once, by the sender or as
- * flushed.
+ * claim word on with a CAS before it writes anything (FILLING), then
+ * names its QP in the entry and completes it (its seq shm_rq_seq()). The
+ * owner may take an entry whose sender died back from POSTED or FILLING
+ * with a CAS of its own on the claim word (TAKEN): whichever CAS wins,
+ * the entry is completed once, by the sender or as flushed.
  */
 static inline uint32_t
 shm_srq_seq_posted(uint64_t idx)
