@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conf_pair.h"
 #include "rdp_dev.h"
 #include "rdp_mem.h"
 #include "rdp_pages.h"
@@ -182,5 +183,52 @@ RDP_TEST(huge, huge_pool_buffers_sit_on_hugepages_or_its_error_names_it_and_the_
 		       "%s", rdp_err_msg());
 	RDP_ASSERT_EQ(rdp_pd_free(pd), 0);
 	rdp_dev_close(dev);
+	return 0;
+}
+
+/*
+ * A region on hugepages whose length is no multiple of a hugepage (its
+ * file is rounded up to whole hugepages) is shared with a peer as any
+ * other: the peer's connect takes it, and a READ and a WRITE of its last
+ * bytes reach them.
+ */
+RDP_TEST(huge, huge_region_of_part_of_a_hugepage_is_shared_with_a_peer)
+{
+	size_t huge = rdp_hugepage_size();
+	uint32_t len = (uint32_t)(huge + huge / 2), off = len - 8;
+	uint64_t seen, word = UINT64_C(0x0123456789abcdef);
+	struct conf_pair p, q;
+	struct conf_opts o;
+	struct rdp_wc wc;
+	struct rdp_mr *mr;
+	int ret;
+
+	ret = huge_reserve(4);
+	if (ret != 0)
+		return ret;
+	conf_opts_default(&o);
+	conf_pair_open(&p, NULL, &o);
+	mr = rdp_mr_alloc(p.pd, len, -1, RDP_ACCESS_LOCAL_WRITE | RDP_ACCESS_REMOTE_READ |
+			  RDP_ACCESS_REMOTE_WRITE | RDP_ALLOC_HUGE_ONLY);
+	RDP_ASSERT_MSG(mr != NULL, "%s", rdp_err_msg());
+	RDP_ASSERT_EQ(mr->page_size, huge);
+	memcpy((uint8_t *)mr->addr + off, &word, 8);
+	/* a pair connected after the region exists: the peer maps it */
+	conf_pair_open_more(&q, &p, &o);
+	RDP_ASSERT_EQ(conf_post_send(&q.b, RDP_WR_RDMA_READ, RDP_SEND_SIGNALED, 1, 0, 8, 0,
+				     (uintptr_t)mr->addr + off, mr->rkey), 0);
+	RDP_ASSERT_EQ(conf_poll(&q.b, &wc, 1, 2000), 1);
+	RDP_ASSERT_EQ(wc.status, RDP_WC_SUCCESS);
+	memcpy(&seen, q.b.tx->addr, 8);
+	RDP_ASSERT_EQ(seen, word);
+	conf_tx_fill(&q.b, 0, 8, 7);
+	RDP_ASSERT_EQ(conf_post_send(&q.b, RDP_WR_RDMA_WRITE, RDP_SEND_SIGNALED, 2, 0, 8, 0,
+				     (uintptr_t)mr->addr + off, mr->rkey), 0);
+	RDP_ASSERT_EQ(conf_poll(&q.b, &wc, 1, 2000), 1);
+	RDP_ASSERT_EQ(wc.status, RDP_WC_SUCCESS);
+	RDP_ASSERT_EQ(memcmp((uint8_t *)mr->addr + off, q.b.tx->addr, 8), 0);
+	conf_pair_close_more(&q);
+	RDP_ASSERT_EQ(rdp_mr_free(mr), 0);
+	conf_pair_close(&p);
 	return 0;
 }

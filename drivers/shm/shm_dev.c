@@ -389,6 +389,7 @@ shm_dev_query(struct rdp_dev *dev, struct rdp_dev_attr *attr)
 	attr->fds_per_qp = SHM_FDS_PER_QP;
 	attr->max_srq_wr = SHM_MAX_WR;
 	attr->max_srq_sge = SHM_MAX_SGE;
+	attr->onesided_by_cpu = 1;
 	return 0;
 }
 
@@ -1038,6 +1039,23 @@ map_fd(struct shm_dev *sd, int fd, size_t min, size_t *len, struct shm_map **h)
 	return p;
 }
 
+/*
+ * Is @p len bytes the file of a peer MR of @p length bytes? Its owner sizes
+ * it to whole pages of the file's own: base pages, or hugepages on
+ * hugetlbfs (st_blksize), so an MR of part of a hugepage has a longer file.
+ */
+static bool
+mr_file_fits(int fd, uint64_t length, size_t len)
+{
+	struct stat st;
+
+	if (len == RTE_ALIGN_CEIL(length, (uint64_t)4096))
+		return true;
+	return fstat(fd, &st) == 0 && st.st_blksize > 4096 &&
+	       rte_is_power_of_2((uint64_t)st.st_blksize) &&
+	       len == RTE_ALIGN_CEIL(length, (uint64_t)st.st_blksize);
+}
+
 static int
 reply_send(int fd, int status, const char *fmt, ...) __rte_format_printf(3, 4);
 
@@ -1182,8 +1200,7 @@ peer_build(struct shm_dev *sd, const struct shm_hello *h, size_t hlen, const int
 				 hm->length);
 			goto fail;
 		}
-		/* unmap uses the page-rounded length; keep the mapping exactly that */
-		if (len != RTE_ALIGN_CEIL(hm->length, (uint64_t)4096)) {
+		if (!mr_file_fits(fds[3 + nsrq + i], hm->length, len)) {
 			map_put(sd, p->mr_map[hm->id]);
 			p->mr_map[hm->id] = NULL;
 			m->base = NULL;
