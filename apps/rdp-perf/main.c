@@ -227,6 +227,9 @@ fill_rdma(struct perf_ep *pe, enum perf_mode mode, uint32_t size, uint32_t windo
  * own completions freed buffers refills at once, in the bursts they freed:
  * queued behind the waiters, every endpoint would send a message or two
  * at a time once the pool runs short, as thousands of endpoints make it.
+ * A waiting endpoint's own completion serves the queue at once too: the
+ * library hands reports over before it starts reading received rendezvous
+ * messages, and a message sent from the report goes before that copy.
  */
 struct turn_queue {
 	struct perf_ep *head, *tail;
@@ -302,6 +305,8 @@ fill_window(struct perf_ep *pe, enum perf_mode mode, uint32_t size, uint32_t win
 	return true;
 }
 
+static unsigned int serve_turns(void);
+
 /* Keep the window full; runs where the endpoint's events are handled. */
 static void
 fill(struct perf_ep *pe, uint64_t now)
@@ -325,8 +330,13 @@ fill(struct perf_ep *pe, uint64_t now)
 		fill_window(pe, mode, size, window, now, &sent);
 		return;
 	}
-	if (pe->waiting || pe->inflight >= window)
-		return; /* its turn comes */
+	if (pe->waiting) {
+		/* its own message came back: what it freed goes to the queue's head now */
+		serve_turns();
+		return;
+	}
+	if (pe->inflight >= window)
+		return;
 	if (!fill_window(pe, mode, size, window, now, &sent))
 		turn_wait(q, pe);
 }
@@ -1742,8 +1752,10 @@ parse_args(int argc, char **argv)
 
 /*
  * Messages of the largest -s must be allowed: max_msg_size grows to it
- * (they go by rendezvous above rndv_threshold), with a rendezvous pool
- * of two of them at least. A server needs the same -s (loopback passes it).
+ * (they go by rendezvous above rndv_threshold). The library sizes its
+ * rendezvous arenas from max_msg_size (rndv_pool_size = 0); one given in
+ * the config grows to two of them at least. A server needs the same -s
+ * (loopback passes it).
  */
 static int
 sizes_fit(struct rdp_cfg *cfg)
@@ -1754,7 +1766,7 @@ sizes_fit(struct rdp_cfg *cfg)
 
 	if (g == NULL || largest <= g->max_msg_size)
 		return 0;
-	if ((uint64_t)2 * largest > g->rndv_pool_size) {
+	if (g->rndv_pool_size != 0 && (uint64_t)2 * largest > g->rndv_pool_size) {
 		snprintf(v, sizeof(v), "%llu", RTE_MIN(2ull * largest, 2147483648ull));
 		if (rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "rndv_pool_size", v, "--sizes") < 0)
 			return -1;

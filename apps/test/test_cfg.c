@@ -119,6 +119,8 @@ RDP_TEST(unit, cfg_defaults_are_the_documented_values)
 	RDP_ASSERT_EQ(g->cq_size, 0);
 	RDP_ASSERT_EQ(g->buf_size, 8192);
 	RDP_ASSERT_EQ(g->max_msg_size, 1048576);
+	RDP_ASSERT_EQ(g->rndv_threshold, 65536);
+	RDP_ASSERT_EQ(g->rndv_pool_size, 0);
 	RDP_ASSERT_EQ(g->signal_interval, 16);
 	RDP_ASSERT_EQ(g->ack_threshold, 16);
 	RDP_ASSERT_EQ(g->ack_reserve, 16);
@@ -599,11 +601,14 @@ RDP_TEST(unit, cfg_relations_blame_the_value_set_in_the_failing_section)
 			"buf_size, more than the 225 a receiver can hold and still ack "
 			"(rq_size-ack_reserve-ack_threshold+1) (max_msg_size=1048576, "
 			"rq_size=256, ack_reserve=16, ack_threshold=16)");
-	/* a rendezvous message must fit in the rendezvous pool */
-	EXPECT_REJECTED("[global]\nmax_msg_size = 16777216\n",
-			"bad.ini:2: [global] max_msg_size = 16777216: a message of max_msg_size "
+	/* a rendezvous message must fit in the rendezvous pool given */
+	EXPECT_REJECTED("[global]\nrndv_pool_size = 4194304\nmax_msg_size = 16777216\n",
+			"bad.ini:3: [global] max_msg_size = 16777216: a message of max_msg_size "
 			"goes by rendezvous into a buffer of the rendezvous pool, which must hold "
 			"at least one (rndv_threshold=65536, rndv_pool_size=4194304)");
+	EXPECT_REJECTED("[global]\nrndv_pool_size = 4095\n",
+			"bad.ini:2: [global] rndv_pool_size = 4095: must be 0 (automatic, sized "
+			"from max_msg_size and the device) or at least 4096 (one arena page)");
 	/* a leased receiver is sure of its floor only: chunked messages fit in it */
 	EXPECT_REJECTED("[global]\nsrq = on\n",
 			"bad.ini:2: [global] srq = on: with srq = on a chunked message has at most "

@@ -192,7 +192,7 @@ RDP_TEST(perf, rdp_perf_large_messages_go_by_rendezvous_in_every_message_mode)
 
 /*
  * Eight endpoints of one lcore streaming 1 MiB messages share its send
- * arena (4 MiB by default: four messages), so most of them find it full;
+ * arena (on shm one message by default), so most of them find it full;
  * each still gets its turn (an endpoint with nothing in flight gets no
  * completion to try again from): all eight complete messages, in both run
  * modes.

@@ -508,3 +508,204 @@ RDP_TEST(e2e, rndv_link_down_reports_every_message_once)
 	big_close(ep, cfg);
 	return 0;
 }
+
+/*
+ * The report of a finished rendezvous send and the descriptor of a message
+ * coming the other way, in one poll: the application hears of the send,
+ * and what it queues then leaves, before the endpoint starts reading the
+ * new message. On shm a READ is the poller's own copy of the whole message:
+ * read first, the application's next message (which the peer would read
+ * meanwhile) waits behind it, and two endpoints echoing large messages
+ * take turns copying instead of copying at once.
+ */
+struct order_probe {
+	struct rdp_ep *cli;       /* (atomic) */
+	struct rdp_ep *srv;       /* (atomic) */
+	int hold;                 /* (atomic) the client's poller waits in its hook */
+	int held;                 /* (atomic) it does */
+	int b_posted;             /* (atomic) the server's descriptor is out */
+	unsigned int srv_received; /* (atomic) */
+	unsigned int cli_received; /* (atomic) */
+	unsigned int reports;     /* (atomic) reports of the client's message */
+	int unread_at_report;     /* (atomic) 1: the descriptor waited unread at the report */
+};
+
+static struct order_probe op;
+
+static uint16_t
+order_srv_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	RTE_SET_USED(arg);
+	__atomic_fetch_add(&op.srv_received, n, __ATOMIC_RELEASE);
+	return stream_recv_free_all(ep, msgs, n, NULL);
+}
+
+static uint16_t
+order_cli_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	RTE_SET_USED(arg);
+	__atomic_fetch_add(&op.cli_received, n, __ATOMIC_RELEASE);
+	return stream_recv_free_all(ep, msgs, n, NULL);
+}
+
+static void
+order_cli_send(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	uint16_t i;
+
+	RTE_SET_USED(arg);
+	for (i = 0; i < n; i++) {
+		struct rdp_arena *a = ep->ld->rv_recv;
+		bool unread;
+
+		/* nothing of the receive arena taken: no READ has started */
+		pthread_mutex_lock(&a->lock);
+		unread = ep->rv_in_head != NULL && a->pages_free == a->nb_pages;
+		pthread_mutex_unlock(&a->lock);
+		__atomic_store_n(&op.unread_at_report, unread ? 1 : 0, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&op.reports, 1, __ATOMIC_RELEASE);
+		rdp_msg_free(msgs[i]);
+	}
+}
+
+static void
+order_srv_state(struct rdp_ep *ep, enum rdp_ep_state state, int err, void *arg)
+{
+	RTE_SET_USED(err);
+	RTE_SET_USED(arg);
+	if (state == RDP_EP_ESTABLISHED)
+		__atomic_store_n(&op.srv, ep, __ATOMIC_RELEASE);
+}
+
+/* The client's lcore: once its message went, wait while the test holds it. */
+static unsigned int
+order_cli_hook(void *arg)
+{
+	struct rdp_ep *cli = __atomic_load_n(&op.cli, __ATOMIC_ACQUIRE);
+
+	RTE_SET_USED(arg);
+	/* once only: the endpoint is not touched after (it is closed and freed) */
+	if (__atomic_load_n(&op.held, __ATOMIC_ACQUIRE) ||
+	    !__atomic_load_n(&op.hold, __ATOMIC_ACQUIRE) || cli == NULL || cli->rv_out_seq == 0)
+		return 0;
+	__atomic_store_n(&op.held, 1, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&op.hold, __ATOMIC_ACQUIRE))
+		usleep(50);
+	return 0;
+}
+
+/* The server's lcore: say when its descriptor went (posted on shm: arrived). */
+static unsigned int
+order_srv_hook(void *arg)
+{
+	struct rdp_ep *srv = __atomic_load_n(&op.srv, __ATOMIC_ACQUIRE);
+
+	RTE_SET_USED(arg);
+	if (__atomic_load_n(&op.b_posted, __ATOMIC_ACQUIRE))
+		return 0; /* the endpoint is not touched after */
+	if (srv != NULL && srv->rv_out_seq > 0)
+		__atomic_store_n(&op.b_posted, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static const struct rdp_ep_ops order_srv_ops = {
+	.on_recv = order_srv_recv, .on_state = order_srv_state,
+};
+static const struct rdp_ep_ops order_cli_ops = {
+	.on_recv = order_cli_recv, .on_send = order_cli_send,
+};
+
+RDP_TEST(e2e, rndv_send_report_reaches_the_application_before_a_read_starts)
+{
+	enum { LEN = 1u << 20 };
+	struct rdp_ep_params pcli = { .ops = &order_cli_ops, .lcore = 1, .notify_send_ok = true };
+	struct rdp_ep_params psrv = { .ops = &order_srv_ops, .lcore = 2 };
+	struct rdp_msg *a, *b;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *cli;
+
+	rdp_test_eal_init("0@0,1@0,2@1");
+	memset(&op, 0, sizeof(op));
+	cfg = rndv_cfg("shm", LEN, "65536", "4194304");
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_poll_hook_set(1, order_cli_hook, NULL), 0);
+	RDP_ASSERT_EQ(rdp_poll_hook_set(2, order_srv_hook, NULL), 0);
+	cli = stream_loopback_connect(&psrv, &pcli);
+	__atomic_store_n(&op.cli, cli, __ATOMIC_RELEASE);
+	WAIT_UNTIL(__atomic_load_n(&op.srv, __ATOMIC_ACQUIRE) != NULL, 5, "no server endpoint");
+	/* the client's message goes, then its poller waits */
+	__atomic_store_n(&op.hold, 1, __ATOMIC_RELEASE);
+	a = rdp_msg_alloc(cli, LEN);
+	RDP_ASSERT_MSG(a != NULL, "rdp_msg_alloc: errno %d", rte_errno);
+	RDP_ASSERT_EQ(rdp_ep_send_burst(cli, &a, 1), 1);
+	WAIT_UNTIL(__atomic_load_n(&op.held, __ATOMIC_ACQUIRE), 5, "the client's poller never held");
+	/* read by the server: its FIN is in the client's queue */
+	WAIT_UNTIL(__atomic_load_n(&op.srv_received, __ATOMIC_ACQUIRE) == 1, 5,
+		   "the server did not receive the message");
+	/* and the server's own message's descriptor behind it */
+	b = rdp_msg_alloc(__atomic_load_n(&op.srv, __ATOMIC_ACQUIRE), LEN);
+	RDP_ASSERT_MSG(b != NULL, "rdp_msg_alloc: errno %d", rte_errno);
+	RDP_ASSERT_EQ(rdp_ep_send_burst(op.srv, &b, 1), 1);
+	WAIT_UNTIL(__atomic_load_n(&op.b_posted, __ATOMIC_ACQUIRE), 5,
+		   "the server's descriptor did not go");
+	__atomic_store_n(&op.hold, 0, __ATOMIC_RELEASE);
+	WAIT_UNTIL(__atomic_load_n(&op.cli_received, __ATOMIC_ACQUIRE) == 1 &&
+		   __atomic_load_n(&op.reports, __ATOMIC_ACQUIRE) == 1, 5,
+		   "%u received, %u reports", op.cli_received, op.reports);
+	RDP_ASSERT_MSG(__atomic_load_n(&op.unread_at_report, __ATOMIC_ACQUIRE) == 1,
+		       "the client started reading the server's message before it reported "
+		       "its own as sent");
+	rdp_ep_close(cli);
+	rdp_ep_close(op.srv);
+	WAIT_UNTIL(rdp_endpoint_count() == 0, 10, "endpoints still alive");
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/* Bytes of lcore @p lcore's rendezvous arenas on the first device. */
+static void
+arena_bytes(unsigned int lcore, size_t *send, size_t *recv)
+{
+	const struct ep_lcore_dev *ld = &rdp_rt.lcores[lcore]->dev[0];
+
+	*send = rdp_arena_size(ld->rv_send);
+	*recv = rdp_arena_size(ld->rv_recv);
+}
+
+/*
+ * rndv_pool_size = 0 (the default) sizes the arenas itself: on shm, where
+ * a READ is the receiver's own copy, the send arena holds what a receiver
+ * reads at once (1 MiB) or one message of max_msg_size, the receive arena
+ * 4 MiB or one message; a size given is both arenas' size.
+ */
+RDP_TEST(e2e, rndv_arenas_sized_automatically_from_max_msg_size_and_the_device)
+{
+	static const struct {
+		uint32_t max_msg;
+		const char *pool;
+		size_t send, recv;
+	} cases[] = {
+		{ 1u << 20, "0", 1u << 20, 4u << 20 },
+		{ 256u << 10, "0", 1u << 20, 4u << 20 },
+		{ 16u << 20, "0", 16u << 20, 16u << 20 },
+		{ 1u << 20, "8388608", 8u << 20, 8u << 20 },
+	};
+	unsigned int i;
+
+	rdp_test_eal_init("0-1");
+	for (i = 0; i < RTE_DIM(cases); i++) {
+		struct rdp_cfg *cfg = rndv_cfg("shm", cases[i].max_msg, "65536", cases[i].pool);
+		size_t send, recv;
+
+		RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+		arena_bytes(1, &send, &recv);
+		printf("max_msg_size %u, rndv_pool_size %s: send arena %zu, receive arena %zu\n",
+		       cases[i].max_msg, cases[i].pool, send, recv);
+		RDP_ASSERT_EQ(send, cases[i].send);
+		RDP_ASSERT_EQ(recv, cases[i].recv);
+		RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+		rdp_cfg_free(cfg);
+	}
+	return 0;
+}

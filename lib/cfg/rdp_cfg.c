@@ -94,6 +94,9 @@ struct key {
 #define ENUM(f, E, names, def, fl) \
 	{ #f, T_ENUM, FIELD_OFF(f, E), FIELD_SIZE(f), def, 0, RTE_DIM(names) - 1, fl, names }
 
+/* The smallest rendezvous arena given: one page of an arena (rdp_arena.h). */
+#define RNDV_POOL_MIN 4096u
+
 static const char *const mode_names[] = { "rtc", "pipeline" };
 static const char *const switch_names[] = { "off", "on" };
 static const char *const hugepages_names[] = { "auto", "on", "off" };
@@ -110,7 +113,7 @@ static const struct key keys[] = {
 	U32(buf_size,             "8192",    64, 1048576,      F_ALIGN64),
 	U32(max_msg_size,         "1048576", 1, 1073741824,    0),
 	U32(rndv_threshold,       "65536",   1, 1073741824,    0),
-	U32(rndv_pool_size,       "4194304", 4096, 2147483648u, 0),
+	U32(rndv_pool_size,       "0",       0, 2147483648u,   0),
 	U32(signal_interval,      "16",      2, 16384,         F_CREDIT),
 	U32(ack_threshold,        "16",      1, 32768,         F_CREDIT),
 	U32(ack_reserve,          "16",      1, 32768,         F_CREDIT),
@@ -757,6 +760,7 @@ scope_check(const struct rdp_cfg *cfg, const struct scope *s)
 					 key_find("ack_threshold") };
 	const struct key *rndv_keys[] = { key_find("max_msg_size"), key_find("rndv_threshold"),
 					  key_find("rndv_pool_size") };
+	const struct key *pool_keys[] = { key_find("rndv_pool_size") };
 	const struct rdp_cfg_lcore *v = &s->v;
 	uint32_t chunked;
 	uint64_t chunks;
@@ -786,7 +790,13 @@ scope_check(const struct rdp_cfg *cfg, const struct scope *s)
 			 v->rq_size, rdp_credit_cq_budget(&p));
 		return relation_error(cfg, s, why, cq_keys, RTE_DIM(cq_keys));
 	}
-	if (v->read_depth > 0 && v->max_msg_size > v->rndv_threshold &&
+	if (v->rndv_pool_size != 0 && v->rndv_pool_size < RNDV_POOL_MIN) {
+		snprintf(why, sizeof(why), "rndv_pool_size=%u: must be 0 (automatic, sized from "
+			 "max_msg_size and the device) or at least %u (one arena page)",
+			 v->rndv_pool_size, RNDV_POOL_MIN);
+		return relation_error(cfg, s, why, pool_keys, RTE_DIM(pool_keys));
+	}
+	if (v->read_depth > 0 && v->max_msg_size > v->rndv_threshold && v->rndv_pool_size != 0 &&
 	    v->rndv_pool_size < v->max_msg_size) {
 		snprintf(why, sizeof(why), "max_msg_size=%u, rndv_threshold=%u, rndv_pool_size=%u: "
 			 "a message of max_msg_size goes by rendezvous into a buffer of the "

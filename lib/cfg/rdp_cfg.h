@@ -104,7 +104,8 @@ struct rdp_cfg_lcore {
 	uint32_t buf_size;     /**< receive buffer bytes (multiple of 64) */
 	uint32_t max_msg_size; /**< largest message in bytes */
 	uint32_t rndv_threshold; /**< larger messages go by rendezvous (RDMA READ) */
-	uint32_t rndv_pool_size; /**< bytes of each rendezvous arena (send, receive) per lcore */
+	uint32_t rndv_pool_size; /**< bytes of each rendezvous arena (send, receive) per lcore;
+				  *   0: automatic (ep_rndv_arena_size()) */
 	uint32_t signal_interval; /**< T_sig */
 	uint32_t ack_threshold;   /**< T_ack */
 	uint32_t ack_reserve;     /**< A_rq */

@@ -360,6 +360,9 @@ struct rdp_dev_attr {
 				   *   once, its setup included (0 for verbs) */
 	uint32_t max_srq_wr;      /**< deepest SRQ, 0 without SRQ support */
 	uint32_t max_srq_sge;     /**< SGEs per SRQ receive */
+	uint8_t onesided_by_cpu;  /**< 1: the initiator's CPU copies a one-sided
+				   *   operation's bytes as it is posted (shm);
+				   *   0: the device moves them (a NIC's DMA) */
 };
 
 /** Asynchronous event types, mirroring verbs' affiliated events. */

@@ -11,6 +11,38 @@
 
 #include "ep_private.h"
 
+/* Can the application's events go now? */
+static inline bool
+ep_deliverable(const struct rdp_ep *ep)
+{
+	return ep->ev_head != NULL && ep->app_visible && ep_get_state(ep) != RDP_EP_CONNECTING;
+}
+
+/*
+ * Received rendezvous messages to read: the application has its events
+ * first, and what it queued in its callbacks is posted, then the READs
+ * start. On shm a READ is the poller's own copy of the whole message, so
+ * a message the application sends on a report (the next one, a reply)
+ * would otherwise wait for that copy, and two endpoints streaming large
+ * messages at each other would take turns copying; on a NIC posting a
+ * READ costs the same either way. False when a callback moved the
+ * endpoint out of phase @p ph (closed, failed): its next turn goes on.
+ */
+static bool
+ep_rndv_turn(struct rdp_ep *ep, enum ep_phase ph, unsigned int *work)
+{
+	if (ep_deliverable(ep)) {
+		*work += ep_flush(ep, true);
+		*work += ep_deliver(ep, false);
+		if (ep_phase_get(ep) != ph) {
+			ep_busy(ep);
+			return false;
+		}
+	}
+	*work += ep_rndv_progress(ep);
+	return true;
+}
+
 /*
  * A busy endpoint's turn: post what waits while it runs, move its close or
  * its flush on, and deliver what is queued for the application.
@@ -23,13 +55,14 @@ ep_progress(void *client)
 
 	switch (ep_phase_get(ep)) {
 	case EP_PH_ESTABLISHED:
-		if (unlikely(ep->rv_in_head != NULL))
-			work += ep_rndv_progress(ep);
+		if (unlikely(ep->rv_in_head != NULL) &&
+		    !ep_rndv_turn(ep, EP_PH_ESTABLISHED, &work))
+			return work;
 		work += ep_flush(ep, true);
 		break;
 	case EP_PH_DRAINING:
-		if (unlikely(ep->rv_in_head != NULL))
-			work += ep_rndv_progress(ep);
+		if (unlikely(ep->rv_in_head != NULL) && !ep_rndv_turn(ep, EP_PH_DRAINING, &work))
+			return work;
 		work += ep_flush(ep, true);
 		/* what it accepted is out and known complete (a rendezvous message
 		 * once its FIN came), and so is the close notice behind it
@@ -57,7 +90,7 @@ ep_progress(void *client)
 		break;
 	}
 	/* messages may arrive before the admission: they wait for ESTABLISHED */
-	if (ep->ev_head != NULL && ep->app_visible && ep_get_state(ep) != RDP_EP_CONNECTING)
+	if (ep_deliverable(ep))
 		work += ep_deliver(ep, false);
 	return work;
 }

@@ -43,6 +43,32 @@ enum { RV_RTS = EP_CM_RTS, RV_FIN = EP_CM_FIN };
  */
 #define RV_READ_BUDGET (1u << 20)
 
+/*
+ * An arena holds this many bytes when rndv_pool_size = 0, or one message
+ * of max_msg_size when that is more: four messages of the default
+ * max_msg_size, enough to keep a NIC's pipe full towards a few peers.
+ */
+#define RV_ARENA_DEFAULT (4u << 20)
+
+size_t
+ep_rndv_arena_size(const struct ep_lcore_dev *ld, bool send)
+{
+	const struct rdp_cfg_lcore *c = &ld->lc->conf;
+	size_t want = RV_ARENA_DEFAULT;
+
+	if (c->rndv_pool_size != 0)
+		return c->rndv_pool_size;
+	/*
+	 * Where a READ is the receiving CPU's copy (shm), the send arena is
+	 * what the receivers copy from: one read budget of it stays in the
+	 * receiving core's caches with the message's destination, while a
+	 * buffer of four has left them by its turn.
+	 */
+	if (send && ld->dv->attr.onesided_by_cpu)
+		want = RV_READ_BUDGET;
+	return RTE_MAX(want, (size_t)c->max_msg_size);
+}
+
 /* What the receiver keeps of a descriptor, in its receive buffer. */
 struct rv_in {
 	uint64_t raddr;

@@ -477,14 +477,14 @@ rndv_arenas_create(struct ep_lcore_dev *ld)
 
 	if (ld->conn.max_dest_rd_atomic > 0) {
 		ep_pool_name(name, sizeof(name), "rv_tx", lc->lcore_id, ld->idx);
-		ld->rv_send = rdp_arena_create(name, ld->dv->pd, lc->conf.rndv_pool_size,
+		ld->rv_send = rdp_arena_create(name, ld->dv->pd, ep_rndv_arena_size(ld, true),
 					       lc->socket, RDP_ACCESS_REMOTE_READ | lc->pages);
 		if (ld->rv_send == NULL)
 			return -rte_errno;
 	}
 	if (ld->rd_init > 0) {
 		ep_pool_name(name, sizeof(name), "rv_rx", lc->lcore_id, ld->idx);
-		ld->rv_recv = rdp_arena_create(name, ld->dv->pd, lc->conf.rndv_pool_size,
+		ld->rv_recv = rdp_arena_create(name, ld->dv->pd, ep_rndv_arena_size(ld, false),
 					       lc->socket, RDP_ACCESS_LOCAL_WRITE | lc->pages);
 		if (ld->rv_recv == NULL)
 			return -rte_errno;
