@@ -61,6 +61,13 @@ void rdp_test_register(const char *suite, const char *name, rdp_test_fn fn);
  */
 int rdp_test_skip(const char *fmt, ...) __rte_format_printf(1, 2);
 
+/**
+ * Have @p fn run when an assertion fails: rdp_test_fail() leaves with
+ * _exit(), past atexit(), so a test that changes the machine (reserves
+ * hugepages) gives it back here too. Up to 4, run last registered first.
+ */
+void rdp_test_on_fail(void (*fn)(void));
+
 /** Print a failure with its location and end the process with status 1. */
 __rte_noreturn void rdp_test_fail(const char *file, int line, const char *fmt, ...)
 	__rte_format_printf(3, 4);

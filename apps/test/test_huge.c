@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "conf_pair.h"
@@ -68,11 +69,44 @@ huge_reserve(long n)
 	if (huge_old < 0) {
 		huge_old = nr_read();
 		atexit(huge_restore);
+		rdp_test_on_fail(huge_restore);
 	}
 	if (nr_write(n) < 0 || rdp_hugepages_free() != n)
 		return rdp_test_skip("asked the kernel for %ld free hugepages, %ld are free (in "
 				     "use elsewhere, or memory too fragmented)", n,
 				     rdp_hugepages_free());
+	return 0;
+}
+
+/*
+ * A test that fails after it reserved hugepages gives them back: an
+ * assertion ends the test at once, and the next test (or lane) must find
+ * the reservation as it was.
+ */
+RDP_TEST(huge, huge_reservation_is_given_back_when_a_test_fails)
+{
+	long before = nr_read();
+	int status, ret;
+	pid_t pid;
+
+	if (before < 0)
+		return rdp_test_skip("cannot read %s", NR_HUGEPAGES);
+	pid = fork();
+	RDP_ASSERT(pid >= 0);
+	if (pid == 0) {
+		/* a failing test of its own: its FAIL line is expected */
+		ret = huge_reserve(before + 3);
+		if (ret != 0)
+			_exit(ret == RDP_TEST_SKIPPED ? 77 : 2);
+		RDP_ASSERT_MSG(false, "failing on purpose with %ld hugepages reserved", before + 3);
+	}
+	RDP_ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+		return rdp_test_skip("the child could not reserve hugepages");
+	RDP_ASSERT_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+		       "the child did not fail as asked (status %d)", status);
+	RDP_ASSERT_MSG(nr_read() == before, "%s is %ld after the failed test, %ld before",
+		       NR_HUGEPAGES, nr_read(), before);
 	return 0;
 }
 

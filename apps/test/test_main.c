@@ -66,6 +66,18 @@ rdp_test_skip(const char *fmt, ...)
 	return RDP_TEST_SKIPPED;
 }
 
+static void (*on_fail[4])(void);
+static unsigned int nb_on_fail;
+
+void
+rdp_test_on_fail(void (*fn)(void))
+{
+	if (nb_on_fail == RTE_DIM(on_fail))
+		rdp_test_fail(__FILE__, __LINE__, "more than %zu rdp_test_on_fail() hooks",
+			      RTE_DIM(on_fail));
+	on_fail[nb_on_fail++] = fn;
+}
+
 void
 rdp_test_fail(const char *file, int line, const char *fmt, ...)
 {
@@ -78,6 +90,9 @@ rdp_test_fail(const char *file, int line, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\n");
 	fflush(stderr);
+	/* a hook that fails in turn ends here, once */
+	while (nb_on_fail > 0)
+		on_fail[--nb_on_fail]();
 	_exit(1);
 }
 
