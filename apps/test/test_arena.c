@@ -171,3 +171,51 @@ RDP_TEST(unit, arena_takes_the_lowest_fitting_run_as_a_page_model_does)
 	RDP_ASSERT_EQ(rdp_dev_close(dev), 0);
 	return 0;
 }
+
+/*
+ * An arena limited to a number of bytes in use holds runs up to it, then
+ * refuses (ENOBUFS) until runs are freed; when nothing is in use, a run of
+ * any length up to the arena's size fits, so one message larger than the
+ * limit still goes. The lowest fitting run is taken as without a limit.
+ */
+RDP_TEST(unit, arena_limit_caps_the_bytes_in_use_unless_none_is)
+{
+	struct rdp_dev *dev = rdp_dev_open("shm");
+	struct rdp_pd *pd;
+	struct rdp_arena *a;
+	uint8_t *p[4], *big;
+	unsigned int i;
+
+	RDP_ASSERT(dev != NULL);
+	pd = rdp_pd_alloc(dev);
+	RDP_ASSERT(pd != NULL);
+	a = rdp_arena_create("limit", pd, PAGES * RDP_ARENA_PAGE, -1, RDP_ACCESS_LOCAL_WRITE);
+	RDP_ASSERT_MSG(a != NULL, "%s", rdp_err_msg());
+	rdp_arena_limit(a, 16 * RDP_ARENA_PAGE - 1);
+	for (i = 0; i < 4; i++) {
+		p[i] = rdp_arena_alloc(a, 4 * RDP_ARENA_PAGE);
+		RDP_ASSERT_MSG(p[i] == a->base + (size_t)i * 4 * RDP_ARENA_PAGE, "run %u", i);
+	}
+	RDP_ASSERT(rdp_arena_alloc(a, 1) == NULL);
+	RDP_ASSERT_EQ(rte_errno, ENOBUFS);
+	rdp_arena_free(a, p[1], 4 * RDP_ARENA_PAGE);
+	RDP_ASSERT(rdp_arena_alloc(a, 5 * RDP_ARENA_PAGE) == NULL);
+	RDP_ASSERT_EQ(rte_errno, ENOBUFS);
+	RDP_ASSERT(rdp_arena_alloc(a, 4 * RDP_ARENA_PAGE) == p[1]);
+	for (i = 0; i < 4; i++)
+		rdp_arena_free(a, p[i], 4 * RDP_ARENA_PAGE);
+	/* nothing in use: a run past the limit goes, and nothing else with it */
+	big = rdp_arena_alloc(a, 40 * RDP_ARENA_PAGE);
+	RDP_ASSERT(big == a->base);
+	RDP_ASSERT(rdp_arena_alloc(a, 1) == NULL);
+	RDP_ASSERT_EQ(rte_errno, ENOBUFS);
+	rdp_arena_free(a, big, 40 * RDP_ARENA_PAGE);
+	/* no limit again */
+	rdp_arena_limit(a, 0);
+	for (i = 0; i < 4; i++)
+		RDP_ASSERT(rdp_arena_alloc(a, 16 * RDP_ARENA_PAGE) != NULL);
+	RDP_ASSERT_EQ(rdp_arena_destroy(a), 4 * 16 * RDP_ARENA_PAGE);
+	RDP_ASSERT_EQ(rdp_pd_free(pd), 0);
+	rdp_dev_close(dev);
+	return 0;
+}

@@ -663,47 +663,51 @@ RDP_TEST(e2e, rndv_send_report_reaches_the_application_before_a_read_starts)
 	return 0;
 }
 
-/* Bytes of lcore @p lcore's rendezvous arenas on the first device. */
+/* Bytes of lcore @p lcore's rendezvous arenas on the first device, and the send arena's limit. */
 static void
-arena_bytes(unsigned int lcore, size_t *send, size_t *recv)
+arena_bytes(unsigned int lcore, size_t *send, size_t *recv, size_t *limit)
 {
 	const struct ep_lcore_dev *ld = &rdp_rt.lcores[lcore]->dev[0];
 
 	*send = rdp_arena_size(ld->rv_send);
 	*recv = rdp_arena_size(ld->rv_recv);
+	*limit = (size_t)ld->rv_send->pages_limit * RDP_ARENA_PAGE;
 }
 
 /*
  * rndv_pool_size = 0 (the default) sizes the arenas itself: on shm, where
  * a READ is the receiver's own copy, the send arena holds what a receiver
- * reads at once (1 MiB) or one message of max_msg_size, the receive arena
- * 4 MiB or one message; a size given is both arenas' size.
+ * reads at once (1 MiB) or one message of max_msg_size, and holds no more
+ * than 1 MiB in use unless one message takes more; the receive arena 4 MiB
+ * or one message. A size given is both arenas' size, without a limit.
  */
 RDP_TEST(e2e, rndv_arenas_sized_automatically_from_max_msg_size_and_the_device)
 {
 	static const struct {
 		uint32_t max_msg;
 		const char *pool;
-		size_t send, recv;
+		size_t send, recv, limit;
 	} cases[] = {
-		{ 1u << 20, "0", 1u << 20, 4u << 20 },
-		{ 256u << 10, "0", 1u << 20, 4u << 20 },
-		{ 16u << 20, "0", 16u << 20, 16u << 20 },
-		{ 1u << 20, "8388608", 8u << 20, 8u << 20 },
+		{ 1u << 20, "0", 1u << 20, 4u << 20, 1u << 20 },
+		{ 256u << 10, "0", 1u << 20, 4u << 20, 1u << 20 },
+		{ 4u << 20, "0", 4u << 20, 4u << 20, 1u << 20 },
+		{ 16u << 20, "0", 16u << 20, 16u << 20, 1u << 20 },
+		{ 1u << 20, "8388608", 8u << 20, 8u << 20, 8u << 20 },
 	};
 	unsigned int i;
 
 	rdp_test_eal_init("0-1");
 	for (i = 0; i < RTE_DIM(cases); i++) {
 		struct rdp_cfg *cfg = rndv_cfg("shm", cases[i].max_msg, "65536", cases[i].pool);
-		size_t send, recv;
+		size_t send, recv, limit;
 
 		RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
-		arena_bytes(1, &send, &recv);
-		printf("max_msg_size %u, rndv_pool_size %s: send arena %zu, receive arena %zu\n",
-		       cases[i].max_msg, cases[i].pool, send, recv);
+		arena_bytes(1, &send, &recv, &limit);
+		printf("max_msg_size %u, rndv_pool_size %s: send arena %zu (%zu in use at most), "
+		       "receive arena %zu\n", cases[i].max_msg, cases[i].pool, send, limit, recv);
 		RDP_ASSERT_EQ(send, cases[i].send);
 		RDP_ASSERT_EQ(recv, cases[i].recv);
+		RDP_ASSERT_EQ(limit, cases[i].limit);
 		RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
 		rdp_cfg_free(cfg);
 	}

@@ -50,23 +50,34 @@ enum { RV_RTS = EP_CM_RTS, RV_FIN = EP_CM_FIN };
  */
 #define RV_ARENA_DEFAULT (4u << 20)
 
+/*
+ * Where a READ is the receiving CPU's copy (shm), the send arena is what
+ * the receivers copy from: one read budget of it stays in the receiving
+ * core's caches with the message's destination, while a buffer of four
+ * has left them by its turn. Its automatic size holds that budget, and no
+ * more of it is in use at once unless one message takes more.
+ */
+static bool
+send_arena_for_cpu(const struct ep_lcore_dev *ld)
+{
+	return ld->lc->conf.rndv_pool_size == 0 && ld->dv->attr.onesided_by_cpu;
+}
+
 size_t
 ep_rndv_arena_size(const struct ep_lcore_dev *ld, bool send)
 {
 	const struct rdp_cfg_lcore *c = &ld->lc->conf;
-	size_t want = RV_ARENA_DEFAULT;
 
 	if (c->rndv_pool_size != 0)
 		return c->rndv_pool_size;
-	/*
-	 * Where a READ is the receiving CPU's copy (shm), the send arena is
-	 * what the receivers copy from: one read budget of it stays in the
-	 * receiving core's caches with the message's destination, while a
-	 * buffer of four has left them by its turn.
-	 */
-	if (send && ld->dv->attr.onesided_by_cpu)
-		want = RV_READ_BUDGET;
-	return RTE_MAX(want, (size_t)c->max_msg_size);
+	return RTE_MAX(send && send_arena_for_cpu(ld) ? RV_READ_BUDGET : RV_ARENA_DEFAULT,
+		       (size_t)c->max_msg_size);
+}
+
+size_t
+ep_rndv_send_limit(const struct ep_lcore_dev *ld)
+{
+	return send_arena_for_cpu(ld) ? RV_READ_BUDGET : 0;
 }
 
 /* What the receiver keeps of a descriptor, in its receive buffer. */

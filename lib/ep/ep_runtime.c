@@ -481,6 +481,7 @@ rndv_arenas_create(struct ep_lcore_dev *ld)
 					       lc->socket, RDP_ACCESS_REMOTE_READ | lc->pages);
 		if (ld->rv_send == NULL)
 			return -rte_errno;
+		rdp_arena_limit(ld->rv_send, ep_rndv_send_limit(ld));
 	}
 	if (ld->rd_init > 0) {
 		ep_pool_name(name, sizeof(name), "rv_rx", lc->lcore_id, ld->idx);

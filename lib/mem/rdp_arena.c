@@ -92,6 +92,7 @@ rdp_arena_create(const char *name, struct rdp_pd *pd, size_t size, int socket,
 	pthread_mutex_init(&a->lock, NULL);
 	a->nb_pages = (uint32_t)pages;
 	a->pages_free = a->nb_pages;
+	a->pages_limit = a->nb_pages;
 	a->used = calloc((pages + WORD_BITS - 1) / WORD_BITS, sizeof(uint64_t));
 	if (a->used == NULL) {
 		rdp_err_set(ENOMEM, "arena %s: out of memory for its page map", name);
@@ -129,7 +130,9 @@ rdp_arena_alloc(struct rdp_arena *a, size_t len)
 	first = UINT32_MAX;
 	/* the lowest run that fits: the buffers last freed are reused while their
 	 * lines are still in the caches, as a pool's stack reuses its buffers */
-	if (n <= a->pages_free)
+	/* within the limit, or alone in the arena */
+	if (n <= a->pages_free &&
+	    (a->pages_free == a->nb_pages || a->nb_pages - a->pages_free + n <= a->pages_limit))
 		first = find_run(a, (uint32_t)n);
 	if (first != UINT32_MAX) {
 		mark(a, first, (uint32_t)n, true);
@@ -141,6 +144,14 @@ rdp_arena_alloc(struct rdp_arena *a, size_t len)
 		return NULL;
 	}
 	return a->base + (size_t)first * RDP_ARENA_PAGE;
+}
+
+void
+rdp_arena_limit(struct rdp_arena *a, size_t bytes)
+{
+	uint64_t n = ((uint64_t)bytes + RDP_ARENA_PAGE - 1) / RDP_ARENA_PAGE;
+
+	a->pages_limit = bytes == 0 || n > a->nb_pages ? a->nb_pages : (uint32_t)n;
 }
 
 void

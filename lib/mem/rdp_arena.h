@@ -31,6 +31,8 @@ struct rdp_arena {
 	uint64_t *used;        /**< one bit per page, set: allocated */
 	uint32_t nb_pages;
 	uint32_t pages_free;
+	uint32_t pages_limit;  /**< most pages in use at once, unless none is
+				*   (rdp_arena_limit(); nb_pages: no limit) */
 	uint8_t *base;         /**< first byte */
 	struct rdp_mr *mr;     /**< registration of the whole arena */
 	char name[32];         /**< for messages */
@@ -67,7 +69,8 @@ struct rdp_arena *rdp_arena_create(const char *name, struct rdp_pd *pd, size_t s
  * @return
  *   Its first byte (page-aligned within the registration), or NULL with
  *   rte_errno: EINVAL (0 bytes), EMSGSIZE (larger than the arena: never
- *   possible), ENOBUFS (no free run that long now: retry after a free).
+ *   possible), ENOBUFS (no free run that long now, or the arena's limit
+ *   reached: retry after a free).
  */
 void *rdp_arena_alloc(struct rdp_arena *a, size_t len);
 
@@ -82,6 +85,18 @@ void *rdp_arena_alloc(struct rdp_arena *a, size_t len);
  *   The length given to it.
  */
 void rdp_arena_free(struct rdp_arena *a, void *p, size_t len);
+
+/**
+ * Hold at most @p bytes in use at once: a run that would pass them is
+ * refused with ENOBUFS, unless nothing is in use, so that one run of any
+ * length up to the arena's size still fits.
+ *
+ * @param a
+ *   The arena, before it is shared with other threads.
+ * @param bytes
+ *   Rounded up to pages; 0: no limit.
+ */
+void rdp_arena_limit(struct rdp_arena *a, size_t bytes);
 
 /** Bytes free now (not necessarily contiguous). */
 size_t rdp_arena_avail(struct rdp_arena *a);

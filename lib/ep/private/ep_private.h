@@ -627,6 +627,8 @@ void ep_rdma_queue_internal(struct rdp_ep *ep, struct rdp_msg *c, struct rdp_msg
 /* ---- rendezvous (ep_rndv.c) ---- */
 /* Bytes of the send (@p send) or receive arena of @p ld: rndv_pool_size, or when 0 automatic. */
 size_t ep_rndv_arena_size(const struct ep_lcore_dev *ld, bool send);
+/* Bytes the send arena of @p ld holds in use at once (rdp_arena_limit()), 0: no limit. */
+size_t ep_rndv_send_limit(const struct ep_lcore_dev *ld);
 /* @p n messages of @p len bytes each in the send arena, all or none; 0 or -errno. */
 int ep_rndv_alloc(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t len);
 /* Give a rendezvous message's arena buffer back (any thread). */
