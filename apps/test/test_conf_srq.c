@@ -717,9 +717,9 @@ RDP_TEST(shm, shm_srq_entry_claimed_by_a_sender_that_died_is_flushed_and_the_srq
 }
 
 /*
- * The same, for a sender killed just after its CAS took the entry: the
- * claim word says FILLING and nothing else of the entry was written yet
- * (its QP is named only after the CAS, on the line the poller polls). The
+ * The same, for a sender killed just after it took the entry: the claim
+ * word says FILLING and nothing else of the entry was written yet (its QP
+ * is named only after the claim word, on the line the poller polls). The
  * owner finds the dead sender by its claim, as for an entry not taken
  * yet, and completes the entry flushed on QP 0 once the peer is gone.
  */
@@ -760,6 +760,51 @@ RDP_TEST(shm, shm_srq_entry_a_sender_died_filling_is_flushed_on_its_qp)
 		       wc.wr_id, rdp_wc_status_str(wc.status), wc.qp_num, idx, h.pair[0].a.qp_num);
 	expect_recv(&h, 1, idx + 1, 7, 12);
 	host_quiet(&h, Q_MS);
+	host_close(&h);
+	return 0;
+}
+
+/*
+ * A sender that finds the entry it claimed taken back by the owner (its
+ * claim word TAKEN, as srq_take_back() leaves it) writes nothing into it:
+ * its SEND fails RETRY_EXC_ERR, the entry keeps the owner's seq and names
+ * no QP, and its result is not written.
+ */
+RDP_TEST(shm, shm_srq_sender_finding_its_entry_taken_back_writes_nothing)
+{
+	struct shm_rq_ent *ent;
+	struct shm_srq *srq;
+	struct srq_host h;
+	struct rdp_wc wc;
+	uint64_t idx;
+	int ret;
+
+	ret = shm_host_open(&h, 16, 2, 4);
+	if (ret != 0)
+		return ret;
+	srq = to_ssrq(h.srq);
+	idx = __atomic_load_n(&srq->seg->rq_claim, __ATOMIC_ACQUIRE);
+	ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, idx);
+	ent->src_slot = 0xdead;
+	ent->src_qpn = 0xbeef;
+	ent->byte_len = 0xabcd;
+	ent->imm = 0xabcd;
+	__atomic_store_n(&shm_srq_ent_tail(ent, srq->rq_stride)->claim, shm_srq_seq_taken(idx),
+			 __ATOMIC_RELEASE);
+	conf_tx_fill(&h.pair[1].b, 0, 12, 0x5a);
+	RDP_ASSERT_EQ(conf_post_send(&h.pair[1].b, RDP_WR_SEND_WITH_IMM, RDP_SEND_SIGNALED, 7, 0,
+				     12, 7, 0, 0), 0);
+	RDP_ASSERT_EQ(conf_poll(&h.pair[1].b, &wc, 1, T_MS), 1);
+	RDP_ASSERT_MSG(wc.status == RDP_WC_RETRY_EXC_ERR, "a SEND into an entry its owner took "
+		       "back completed %s, expected RETRY_EXC_ERR", rdp_wc_status_str(wc.status));
+	RDP_ASSERT_MSG(__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) == shm_srq_seq_posted(idx),
+		       "the entry taken back was completed by its sender");
+	RDP_ASSERT_MSG(ent->src_slot == 0xdead && ent->src_qpn == 0xbeef,
+		       "the sender named its QP in an entry taken back");
+	RDP_ASSERT_EQ(__atomic_load_n(&shm_srq_ent_tail(ent, srq->rq_stride)->claim,
+				      __ATOMIC_ACQUIRE), shm_srq_seq_taken(idx));
+	RDP_ASSERT_MSG(ent->byte_len == 0xabcd && ent->imm == 0xabcd,
+		       "the sender wrote its result into an entry taken back");
 	host_close(&h);
 	return 0;
 }

@@ -344,8 +344,8 @@ srq_claim(struct shm_qp *qp, const struct shm_peer *peer, uint64_t want, uint64_
 
 /*
  * Ask for @p p's line in the exclusive state, as a store would (prefetchw;
- * a no-op on CPUs without it), so that a later CAS on it does not wait
- * for the line to come from another core.
+ * a no-op on CPUs without it), so that a later load and store to it do
+ * not wait for the line to come from another core or from memory.
  */
 static __rte_always_inline void
 prefetch_for_write(const void *p)
@@ -392,24 +392,26 @@ srq_claim_burst(struct shm_qp *qp, struct sq_batch *b)
 
 /*
  * Take entry @p idx of the peer's SRQ, claimed by this QP, for filling: it
- * is ours unless its owner took it back meanwhile (srq_take_back()). Names
- * the QP it arrives on first.
+ * is ours unless its owner took it back (srq_take_back()), which it does
+ * only once this sender is dead or, no QP of its own claiming the entry
+ * any more, SHM_SRQ_DRAIN_MS after it waited for it. A plain load and
+ * store, not a CAS: a locked instruction waits until the stores of the
+ * SEND before it (the seq the poller reads at every poll among them) have
+ * left the store buffer, and it made each SEND wait for the last one's
+ * line to come back from the poller. Names the QP it arrives on.
  */
 static __rte_always_inline bool
 srq_ent_take(const struct shm_peer *peer, struct shm_rq_ent *ent, uint64_t idx)
 {
 	struct shm_srq_tail *t = shm_srq_ent_tail(ent, peer->srq_stride);
-	uint32_t filling = shm_srq_seq_posted(idx);
 
-	if (!__atomic_compare_exchange_n(&t->claim, &filling, shm_srq_seq_filling(idx), false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&t->claim, __ATOMIC_RELAXED) != shm_srq_seq_posted(idx))
 		return false;
+	__atomic_store_n(&t->claim, shm_srq_seq_filling(idx), __ATOMIC_RELAXED);
 	SHM_SRQ_ENT_TAKEN(ent);
 	/*
-	 * After the CAS: stores to the line the poller polls, before it, would
-	 * make the CAS wait for them. Read with the entry once its seq says
-	 * complete; the owner finds a sender that died before that by its
-	 * claim (srq_claimer()).
+	 * Read with the entry once its seq says complete; the owner finds a
+	 * sender that died before that by its claim (srq_claimer()).
 	 */
 	__atomic_store_n(&ent->src_slot, (uint16_t)peer->bell_slot, __ATOMIC_RELAXED);
 	__atomic_store_n(&ent->src_qpn, peer->qpn, __ATOMIC_RELAXED);
@@ -427,7 +429,7 @@ exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 {
 	const struct shm_peer *peer = b->peer;
 	struct shm_rq_ent *ent, *next;
-	uint64_t idx;
+	uint64_t idx, next_idx;
 	uint8_t st;
 
 	if (qp->peer_srq_next == qp->peer_srq_end) {
@@ -444,16 +446,19 @@ exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	b->first = qp->peer_rq_ci; /* no entry of its RQ to publish (sq_publish_entries()) */
 	ent = shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, idx);
 	/*
-	 * The entry after it, which this QP's next SEND fills: its lines sit in
-	 * the owner's cache since it was posted, and fetching them now takes
-	 * those misses off the next SEND's CAS (on the claim word's line) and
-	 * stores. The owner's poller reads the first one only once this entry
-	 * is reaped.
+	 * The two entries after it, which this QP's next SENDs fill: their
+	 * lines were last written by the owner when it posted them, and a
+	 * burst's SENDs follow each other closer than one fetch takes. Asked
+	 * for now, they are here when the claim word is read and the entry
+	 * written. The owner's poller reads the first one only once this
+	 * entry is reaped.
 	 */
-	next = shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, idx + 1);
-	prefetch_for_write(next);
-	prefetch_for_write((const uint8_t *)next + 64);
-	prefetch_for_write(shm_srq_ent_tail(next, peer->srq_stride));
+	for (next_idx = idx + 1; next_idx != idx + 3; next_idx++) {
+		next = shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, next_idx);
+		prefetch_for_write(next);
+		prefetch_for_write((const uint8_t *)next + 64);
+		prefetch_for_write(shm_srq_ent_tail(next, peer->srq_stride));
+	}
 	if (unlikely(!srq_ent_take(peer, ent, idx)))
 		return RDP_WC_RETRY_EXC_ERR; /* no receive, as if the receiver never acked */
 	st = ent_fill(peer, peer->srq_max_sge, peer->srq_inline, ent, e);
@@ -501,8 +506,8 @@ srq_run_settle(struct shm_qp *qp, struct sq_batch *b)
 	/*
 	 * After the entries, before the doorbell: the owner's reap looks no
 	 * further than what is said filled. Once a run, not once a SEND: the
-	 * line is the owner's to read, and a store to it would hold up the
-	 * next SEND's CAS.
+	 * line is the owner's to read, and every store to it would make the
+	 * line travel back and forth.
 	 */
 	if (b->nremote > 0)
 		__atomic_store_n(&peer->qseg->srq_filled, qp->peer_srq_filled, __ATOMIC_RELEASE);
@@ -1753,10 +1758,12 @@ srq_claimer(struct shm_srq *srq, uint64_t idx)
  * ever, and every QP on the SRQ would wait behind it. Once the entry has
  * waited SHM_SRQ_STUCK_MS, and its sender's QP says the peer is dead (or
  * no QP owns it any more and SHM_SRQ_DRAIN_MS have passed), the owner
- * takes it back with a CAS on its claim word against the sender's own and
- * completes it as flushed on that QP. A sender that was only slow loses
- * that CAS before it wrote anything, and its SEND fails. True with @p w
- * filled.
+ * takes it back with a CAS on its claim word (POSTED or FILLING to
+ * TAKEN) and completes it as flushed on that QP. A sender that was only
+ * slow finds the entry TAKEN before it writes anything, and its SEND
+ * fails; one that had read the claim word already fills an entry its
+ * owner completed, as one that was filling it when it was taken
+ * (docs/drivers.md, "Shared receive queues"). True with @p w filled.
  */
 static bool
 srq_take_back(struct shm_srq *srq, struct shm_cq *cq, struct shm_rq_ent *ent, struct rdp_wc *w)
@@ -1951,6 +1958,8 @@ shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct r
 		}
 		first = false;
 		ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, srq->reaped);
+		/* a small payload's line, with its seq's (as rq_next_complete()) */
+		rte_prefetch0((const uint8_t *)ent + 64);
 		if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) == shm_rq_seq(srq->reaped)) {
 			struct shm_qp *qp;
 
