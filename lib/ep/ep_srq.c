@@ -201,6 +201,37 @@ ep_srq_give_back_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
 
 /* ---- completions ---- */
 
+/*
+ * The endpoints of @p n receives, into @p eps. A burst mostly comes from
+ * few QPs, in runs; a QP the poller found last is looked up without the
+ * lock: a locked instruction on every burst waits for the stores before it
+ * (the payloads just copied into cold buffers) to leave the store buffer.
+ */
+static inline void
+srq_lookup(struct ep_srq *q, const struct rdp_wc *wc, struct rdp_ep **eps, uint16_t n)
+{
+	bool locked = false;
+	uint16_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t qpn = wc[i].qp_num;
+
+		if (qpn == q->last_qpn && q->last_ep != NULL) {
+			eps[i] = q->last_ep;
+			continue;
+		}
+		if (!locked) {
+			pthread_spin_lock(&q->lock);
+			locked = true;
+		}
+		eps[i] = map_find(q, qpn);
+		q->last_qpn = qpn;
+		q->last_ep = eps[i];
+	}
+	if (locked)
+		pthread_spin_unlock(&q->lock);
+}
+
 void
 ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n)
 {
@@ -210,12 +241,7 @@ ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n)
 	while (done < n) {
 		uint16_t k = (uint16_t)RTE_MIN((unsigned int)RTE_DIM(eps), (unsigned int)(n - done));
 
-		pthread_spin_lock(&q->lock);
-		for (i = 0; i < k; i++)
-			/* a burst mostly comes from few QPs, in runs */
-			eps[i] = i > 0 && wc[done + i].qp_num == wc[done + i - 1].qp_num ?
-				 eps[i - 1] : map_find(q, wc[done + i].qp_num);
-		pthread_spin_unlock(&q->lock);
+		srq_lookup(q, &wc[done], eps, k);
 		for (i = 0; i < k; i++) {
 			const struct rdp_wc *w = &wc[done + i];
 			uint64_t idx = rdp_wrid_low(w->wr_id);
@@ -289,6 +315,8 @@ ep_srq_unmap(struct rdp_ep *ep)
 	pthread_spin_lock(&q->lock);
 	map_del(q, ep->local_hello.qp.qpn);
 	pthread_spin_unlock(&q->lock);
+	if (q->last_ep == ep)
+		q->last_ep = NULL;
 	ep->srq_mapped = false;
 	ep_srq_flush(q); /* its buffers back on the SRQ before its lease goes */
 }

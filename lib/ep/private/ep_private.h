@@ -142,6 +142,13 @@ struct ep_srq {
 	uint32_t *map_qpn;              /* QP number -> endpoint, open addressing */
 	struct rdp_ep **map_ep;
 	uint32_t map_mask;
+	/*
+	 * The poller's last lookup: only the poller deletes from the map
+	 * (ep_srq_unmap()), so the endpoint it found stays there until it
+	 * clears this itself, and a run of one QP's receives takes no lock.
+	 */
+	uint32_t last_qpn;
+	struct rdp_ep *last_ep;
 	struct ep_srq_stats stats;
 };
 
