@@ -16,7 +16,8 @@
  * control thread admits endpoints during their handshake. The lease pool
  * takes an admission from another thread as it is (rdp_lease.h,
  * CONCURRENCY): no lock on a message's way. The QP map is under the SRQ's
- * lock, taken once per batch of completions.
+ * lock, taken by a batch of completions only for a QP other than the one
+ * the poller looked up last (srq_lookup()).
  */
 #include <inttypes.h>
 
