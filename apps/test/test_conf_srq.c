@@ -717,6 +717,23 @@ RDP_TEST(shm, shm_srq_entry_claimed_by_a_sender_that_died_is_flushed_and_the_srq
 }
 
 /*
+ * The SRQ's next entry to be claimed (its index into @p idx), named as
+ * arrived on a QP that no sender names, so that a test sees whether a
+ * sender wrote it.
+ */
+static struct shm_rq_ent *
+srq_next_ent_marked(struct shm_srq *srq, uint64_t *idx)
+{
+	struct shm_rq_ent *ent;
+
+	*idx = __atomic_load_n(&srq->seg->rq_claim, __ATOMIC_ACQUIRE);
+	ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, *idx);
+	ent->src_slot = 0xdead;
+	ent->src_qpn = 0xbeef;
+	return ent;
+}
+
+/*
  * The same, for a sender killed just after it took the entry: the claim
  * word says FILLING and nothing else of the entry was written yet (its QP
  * is named only after the claim word, on the line the poller polls). The
@@ -739,14 +756,11 @@ RDP_TEST(shm, shm_srq_entry_a_sender_died_filling_is_flushed_on_its_qp)
 	srq = to_ssrq(h.srq);
 	qseg = to_sqp(h.pair[0].a.qp)->seg;
 	sseg = srq->seg;
-	idx = __atomic_load_n(&sseg->rq_claim, __ATOMIC_ACQUIRE);
+	ent = srq_next_ent_marked(srq, &idx);
 	__atomic_fetch_add(&qseg->rq_claim, 1, __ATOMIC_ACQ_REL);
 	__atomic_store_n(&qseg->srq_claim_n, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&qseg->srq_claim_at, idx, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&sseg->rq_claim, 1, __ATOMIC_ACQ_REL);
-	ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, idx);
-	ent->src_slot = 0xdead;
-	ent->src_qpn = 0xbeef;
 	__atomic_store_n(&shm_srq_ent_tail(ent, srq->rq_stride)->claim, shm_srq_seq_filling(idx),
 			 __ATOMIC_RELEASE);
 	peer_send(&h, 1, 12, 7);
@@ -783,10 +797,7 @@ RDP_TEST(shm, shm_srq_sender_finding_its_entry_taken_back_writes_nothing)
 	if (ret != 0)
 		return ret;
 	srq = to_ssrq(h.srq);
-	idx = __atomic_load_n(&srq->seg->rq_claim, __ATOMIC_ACQUIRE);
-	ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, idx);
-	ent->src_slot = 0xdead;
-	ent->src_qpn = 0xbeef;
+	ent = srq_next_ent_marked(srq, &idx);
 	ent->byte_len = 0xabcd;
 	ent->imm = 0xabcd;
 	__atomic_store_n(&shm_srq_ent_tail(ent, srq->rq_stride)->claim, shm_srq_seq_taken(idx),
