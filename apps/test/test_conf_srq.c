@@ -674,8 +674,8 @@ shm_host_open(struct srq_host *h, uint32_t max_wr, int nb, uint32_t posted)
  * the entry's completion leaves that entry claimed for ever, and the SRQ
  * completes its entries in order: every QP on it would wait behind the
  * dead one (the soak with srq = on lost every message of that poller from
- * there on). Here by hand, what such a sender leaves: QP 0's arrival
- * reserved, the SRQ's next entry claimed in its name, nothing completed.
+ * there on). Here by hand, what such a sender leaves: the SRQ's next
+ * entry claimed in QP 0's name, nothing completed.
  * While its peer lives, the entry is its peer's to complete and nothing
  * behind it comes; once the peer is gone, the entry completes flushed on
  * QP 0 and the SRQ goes on.
@@ -692,7 +692,6 @@ RDP_TEST(shm, shm_srq_entry_claimed_by_a_sender_that_died_is_flushed_and_the_srq
 		return ret;
 	qseg = to_sqp(h.pair[0].a.qp)->seg;
 	sseg = to_ssrq(h.srq)->seg;
-	__atomic_fetch_add(&qseg->rq_claim, 1, __ATOMIC_ACQ_REL);
 	__atomic_store_n(&qseg->srq_claim_n, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&qseg->srq_claim_at, __atomic_load_n(&sseg->rq_claim, __ATOMIC_ACQUIRE),
 			 __ATOMIC_RELEASE);
@@ -757,7 +756,6 @@ RDP_TEST(shm, shm_srq_entry_a_sender_died_filling_is_flushed_on_its_qp)
 	qseg = to_sqp(h.pair[0].a.qp)->seg;
 	sseg = srq->seg;
 	ent = srq_next_ent_marked(srq, &idx);
-	__atomic_fetch_add(&qseg->rq_claim, 1, __ATOMIC_ACQ_REL);
 	__atomic_store_n(&qseg->srq_claim_n, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&qseg->srq_claim_at, idx, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&sseg->rq_claim, 1, __ATOMIC_ACQ_REL);
@@ -816,6 +814,44 @@ RDP_TEST(shm, shm_srq_sender_finding_its_entry_taken_back_writes_nothing)
 				      __ATOMIC_ACQUIRE), shm_srq_seq_taken(idx));
 	RDP_ASSERT_MSG(ent->byte_len == 0xabcd && ent->imm == 0xabcd,
 		       "the sender wrote its result into an entry taken back");
+	host_close(&h);
+	return 0;
+}
+
+/*
+ * A SEND to a QP on an SRQ that its owner has put in error claims nothing
+ * of the SRQ: it fails RETRY_EXC_ERR (nobody acks it), the SRQ's claim
+ * index stays, no entry completes flushed in the closed QP's name, and the
+ * next SEND of another QP takes the receive that was next.
+ */
+RDP_TEST(shm, shm_srq_send_to_a_qp_closed_before_it_claims_no_receive)
+{
+	struct shm_srq *srq;
+	struct srq_host h;
+	struct rdp_wc wc;
+	uint64_t claim;
+	int ret;
+
+	ret = shm_host_open(&h, 16, 2, 4);
+	if (ret != 0)
+		return ret;
+	srq = to_ssrq(h.srq);
+	peer_send(&h, 0, 8, 1);
+	expect_recv(&h, 0, 0, 1, 8);
+	conf_qp_err(&h.pair[0].a);
+	host_quiet(&h, Q_MS);
+	claim = __atomic_load_n(&srq->seg->rq_claim, __ATOMIC_ACQUIRE);
+	conf_tx_fill(&h.pair[0].b, 0, 8, 2);
+	RDP_ASSERT_EQ(conf_post_send(&h.pair[0].b, RDP_WR_SEND_WITH_IMM, RDP_SEND_SIGNALED, 2, 0,
+				     8, 2, 0, 0), 0);
+	RDP_ASSERT_EQ(conf_poll(&h.pair[0].b, &wc, 1, T_MS), 1);
+	RDP_ASSERT_MSG(wc.status == RDP_WC_RETRY_EXC_ERR, "a SEND to a QP in error completed %s, "
+		       "expected RETRY_EXC_ERR", rdp_wc_status_str(wc.status));
+	RDP_ASSERT_MSG(__atomic_load_n(&srq->seg->rq_claim, __ATOMIC_ACQUIRE) == claim,
+		       "the SEND to a QP in error claimed %" PRIu64 " of the SRQ's receives",
+		       __atomic_load_n(&srq->seg->rq_claim, __ATOMIC_ACQUIRE) - claim);
+	peer_send(&h, 1, 12, 3);
+	expect_recv(&h, 1, 1, 3, 12);
 	host_close(&h);
 	return 0;
 }
@@ -1389,7 +1425,6 @@ RDP_TEST(shm, shm_srq_withdrawn_peek_still_reaps_an_entry_completed_without_a_do
 	sseg = srq->seg;
 	j = __atomic_load_n(&sseg->rq_claim, __ATOMIC_ACQUIRE);
 	RDP_ASSERT_EQ(j, (uint64_t)(SHM_ANNOUNCE_AFTER - 1));
-	__atomic_fetch_add(&qseg->rq_claim, 1, __ATOMIC_ACQ_REL);
 	__atomic_store_n(&qseg->srq_claim_n, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&qseg->srq_claim_at, j, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&sseg->rq_claim, 1, __ATOMIC_ACQ_REL);
@@ -1408,7 +1443,7 @@ RDP_TEST(shm, shm_srq_withdrawn_peek_still_reaps_an_entry_completed_without_a_do
 	ent->src_qpn = a0->head.qp_num;
 	__atomic_store_n(&ent->seq, shm_rq_seq(j), __ATOMIC_RELEASE);
 	__atomic_fetch_add(&qseg->srq_filled, 1, __ATOMIC_RELEASE);
-	__atomic_fetch_add(&qseg->rq_done, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&qseg->srq_claim_n, 0, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&to_scq(h.cq)->seg->added, 1, __ATOMIC_RELAXED);
 	got = host_poll(&h, wc, 2, T_MS);
 	RDP_ASSERT_MSG(got == 2, "%d of the 2 receives completed without a doorbell were "

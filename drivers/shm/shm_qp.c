@@ -361,8 +361,11 @@ shm_qp_set_error(struct shm_qp *qp)
 	} while (!__atomic_compare_exchange_n(&qp->state, &s, RDP_QPS_ERR, false,
 					      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
 	/* close the RQ: the peer claims nothing from now on; what it claimed
-	 * before [done, final) it completes, unless it is dead */
-	old = __atomic_fetch_or(&qp->seg->rq_claim, SHM_RQ_CLOSED, __ATOMIC_ACQ_REL);
+	 * before [done, final) it completes, unless it is dead. Sequentially
+	 * consistent: a sender to a QP on an SRQ reads it after its claim of
+	 * the SRQ's entries, and srq_arrivals_in() the SRQ's claim index after
+	 * this (srq_claim_burst()). */
+	old = __atomic_fetch_or(&qp->seg->rq_claim, SHM_RQ_CLOSED, __ATOMIC_SEQ_CST);
 	qp->rq_final = old & ~SHM_RQ_CLOSED;
 	__atomic_store_n(&qp->rq_closed, 1, __ATOMIC_RELEASE);
 	shm_bell_self(qp->rcq, qp->rslot);

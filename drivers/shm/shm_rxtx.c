@@ -287,6 +287,14 @@ send_status(uint8_t st)
 	return st == RDP_WC_LOC_LEN_ERR ? RDP_WC_REM_INV_REQ_ERR : RDP_WC_REM_OP_ERR;
 }
 
+/* Does the peer QP answer? One in error answers nothing: the transport gives up. */
+static __rte_always_inline bool
+peer_answers(const struct shm_qp *qp, const struct shm_peer *peer)
+{
+	return likely(__atomic_load_n(&peer->qseg->rq_claim, __ATOMIC_RELAXED) ==
+		      qp->peer_rq_claimed);
+}
+
 /*
  * Claim receives of the peer's SRQ for a burst of @p want SENDs: one CAS on
  * its claim index, which the SRQ's other senders share, takes as many as
@@ -332,7 +340,8 @@ srq_claim(struct shm_qp *qp, const struct shm_peer *peer, uint64_t want, uint64_
 		 * (srq_claimer()) */
 		__atomic_store_n(&peer->qseg->srq_claim_n, n, __ATOMIC_RELAXED);
 		__atomic_store_n(&peer->qseg->srq_claim_at, c, __ATOMIC_RELEASE);
-		if (__atomic_compare_exchange_n(&seg->rq_claim, &c, c + n, false, __ATOMIC_ACQUIRE,
+		/* sequentially consistent: srq_claim_burst() reads the QP's state after it */
+		if (__atomic_compare_exchange_n(&seg->rq_claim, &c, c + n, false, __ATOMIC_SEQ_CST,
 						__ATOMIC_RELAXED)) {
 			*idx = c;
 			*got = n;
@@ -358,35 +367,36 @@ prefetch_for_write(const void *p)
 }
 
 /*
- * Entries of the peer's SRQ for the SENDs of this run: an arrival reserved
- * on the receiving QP for each, with its RQ's claim index (once that QP is
- * in error it takes none: sq_exec_one() sees the index closed, no ack, the
- * sender times out; and it completes its flush only after every arrival
- * reserved before has landed and been reaped from the SRQ,
- * srq_arrivals_in()), then the entries themselves. Each takes one CAS for
- * the whole burst (b->srq_want, the SENDs the run will execute); what the
- * run does not use is settled at its end (srq_run_settle()).
+ * Entries of the peer's SRQ for the SENDs of this run (b->srq_want, the
+ * SENDs the run will execute), with one CAS on the SRQ's claim index;
+ * what the run does not use is settled at its end (srq_run_settle()).
+ *
+ * The receiving QP in error takes nothing more: its owner closes its claim
+ * index (a locked instruction) and only then reads the SRQ's claim index,
+ * up to which its flush waits for the SRQ to be reaped (srq_arrivals_in()).
+ * The sender reads the QP's index after its own claim: either it sees the
+ * QP closed, and the entries it claimed complete flushed at the run's end
+ * while the SEND fails as one nobody acked, or the owner's read comes after
+ * the claim and its flush waits for the entries. So a burst makes one
+ * locked instruction, which waits for the store buffer to drain, and
+ * reserves nothing on the receiving QP. A QP seen closed before the claim
+ * (exec_one()) claims nothing.
  */
 static uint8_t
 srq_claim_burst(struct shm_qp *qp, struct sq_batch *b)
 {
 	const struct shm_peer *peer = b->peer;
-	uint64_t c = qp->peer_rq_claimed, want = RTE_MAX(b->srq_want, 1u), idx = 0, got = 0;
+	uint64_t want = RTE_MAX(b->srq_want, 1u), idx = 0, got = 0;
 	uint8_t st;
 
-	if (qp->peer_rq_ci == c) {
-		if (!__atomic_compare_exchange_n(&peer->qseg->rq_claim, &c, c + want, false,
-						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-			return RDP_WC_RETRY_EXC_ERR;
-		qp->peer_rq_claimed = c + want;
-	} else {
-		want = RTE_MIN(want, c - qp->peer_rq_ci);
-	}
 	st = srq_claim(qp, peer, want, &idx, &got);
 	if (st != RDP_WC_SUCCESS)
 		return st;
 	qp->peer_srq_next = idx;
 	qp->peer_srq_end = idx + got;
+	if (unlikely(__atomic_load_n(&peer->qseg->rq_claim, __ATOMIC_SEQ_CST) !=
+		     qp->peer_rq_claimed))
+		return RDP_WC_RETRY_EXC_ERR;
 	return RDP_WC_SUCCESS;
 }
 
@@ -435,15 +445,12 @@ exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	if (qp->peer_srq_next == qp->peer_srq_end) {
 		st = srq_claim_burst(qp, b);
 		if (st != RDP_WC_SUCCESS)
-			return st; /* the reservations end with the run */
+			return st; /* what it claimed settles with the run */
 	}
 	qp->rnr_waiting = 0;
 	idx = qp->peer_srq_next++;
 	if (b->srq_want > 0)
 		b->srq_want--;
-	/* the arrival lands now, or ends here if the entry was taken back */
-	qp->peer_rq_ci++;
-	b->first = qp->peer_rq_ci; /* no entry of its RQ to publish (sq_publish_entries()) */
 	ent = shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, idx);
 	/*
 	 * The two entries after it, which this QP's next SENDs fill: their
@@ -477,9 +484,8 @@ exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
  * (a SEND of the burst failed, or the QP went to error) cannot go back:
  * other senders have claimed past them, and the owner reaps in order. They
  * complete as flushed receives of the receiving QP, which its sender's
- * failure takes down anyway. Arrivals reserved and not used end without
- * landing. Then srq_filled counts the entries the run completed, and
- * rq_done says every arrival of the run has landed.
+ * failure takes down anyway. Then srq_filled counts the entries the run
+ * completed, and the claim it announced ends.
  */
 static void
 srq_run_settle(struct shm_qp *qp, struct sq_batch *b)
@@ -491,7 +497,6 @@ srq_run_settle(struct shm_qp *qp, struct sq_batch *b)
 		struct shm_rq_ent *ent = shm_rq_ent(peer->sents, peer->srq_mask,
 						    peer->srq_stride, idx);
 
-		qp->peer_rq_ci++;
 		if (!srq_ent_take(peer, ent, idx))
 			continue; /* taken back by its owner, who completes it */
 		ent->byte_len = 0;
@@ -511,11 +516,8 @@ srq_run_settle(struct shm_qp *qp, struct sq_batch *b)
 	 */
 	if (b->nremote > 0)
 		__atomic_store_n(&peer->qseg->srq_filled, qp->peer_srq_filled, __ATOMIC_RELEASE);
-	qp->peer_rq_ci = qp->peer_rq_claimed;
-	/* sq_publish() stores it with the run's completions */
-	if (b->nremote == 0)
-		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
-	b->first = qp->peer_rq_ci;
+	/* every entry it claimed is complete: it claims none now (srq_claimer()) */
+	__atomic_store_n(&peer->qseg->srq_claim_n, 0, __ATOMIC_RELEASE);
 	b->srq_want = 0;
 }
 
@@ -682,14 +684,6 @@ onesided_move(struct shm_qp *qp, const struct shm_peer *peer, const struct shm_s
 	return RDP_WC_SUCCESS;
 }
 
-/* Does the peer QP answer? One in error answers nothing: the transport gives up. */
-static __rte_always_inline bool
-peer_answers(const struct shm_qp *qp, const struct shm_peer *peer)
-{
-	return likely(__atomic_load_n(&peer->qseg->rq_claim, __ATOMIC_RELAXED) ==
-		      qp->peer_rq_claimed);
-}
-
 static __rte_always_inline uint8_t
 exec_one(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 {
@@ -732,7 +726,9 @@ dup_send(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 						SHM_MAX_SGE * sizeof(struct shm_lsge)];
 	struct shm_swqe *ghost = (struct shm_swqe *)store;
 
-	if (e->opcode > RDP_WR_SEND_WITH_IMM || ++qp->dup_count < qp->dup_every)
+	/* not to a QP on an SRQ (docs/drivers.md) */
+	if (e->opcode > RDP_WR_SEND_WITH_IMM || b->peer->sseg != NULL ||
+	    ++qp->dup_count < qp->dup_every)
 		return;
 	qp->dup_count = 0;
 	if (__atomic_load_n(&b->peer->qseg->rq_posted, __ATOMIC_ACQUIRE) - qp->peer_rq_ci < 2)
@@ -865,7 +861,8 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 		sq_claims_return(qp, b);
 	if (b->nremote > 0) {
 		sq_publish_entries(qp, b);
-		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
+		if (likely(peer->sseg == NULL))
+			__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
 		cq_count_remote(peer->cseg, b->nremote);
 		/*
 		 * A poller that announces it looks at this RQ on every poll needs
@@ -887,7 +884,7 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 	 * on the message's path (docs/performance.md, "The next entry is read
 	 * after a burst").
 	 */
-	if (b->nremote > 0 && qp->peer_rq_ci != qp->peer_rq_posted)
+	if (b->nremote > 0 && peer->sseg == NULL && qp->peer_rq_ci != qp->peer_rq_posted)
 		rte_prefetch0(shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride,
 					 qp->peer_rq_ci));
 	if (b->nlocal > 0)
@@ -923,11 +920,12 @@ sq_can_run(struct shm_qp *qp, struct sq_batch *b)
 
 /* The sender's engine: execute queued WRs, then ring one doorbell. */
 /*
- * A QP on an SRQ, in error: have all the SENDs its peer reserved before the
- * close landed, and has the SRQ been reaped past them? Its receive
- * completions then precede its flush, as they do on one CQ of a device (an
- * SRQ has no per-QP receives to flush that would say so). A dead peer
- * lands nothing more, but what it landed is still to be reaped.
+ * A QP on an SRQ, in error: has the SRQ been reaped past every entry its
+ * peer claimed before the close? Its receive completions then precede its
+ * flush, as they do on one CQ of a device (an SRQ has no per-QP receives to
+ * flush that would say so). The SRQ's claim index, read once the close is
+ * done, covers them all (srq_claim_burst()). A dead peer lands nothing
+ * more, but what it landed is still to be reaped.
  */
 static bool
 srq_arrivals_in(struct shm_qp *qp)
@@ -951,11 +949,11 @@ srq_arrivals_in(struct shm_qp *qp)
 	/* the reap must look at the SRQ's next entry, filled or not (its take-back) */
 	__atomic_fetch_add(&qp->srq->looks_owed, 1, __ATOMIC_RELAXED);
 	if (qp->srq_wait == 0) {
-		if (!__atomic_load_n(&qp->peer_dead, __ATOMIC_ACQUIRE) &&
-		    __atomic_load_n(&qp->seg->rq_done, __ATOMIC_ACQUIRE) < qp->rq_final)
+		/* the error may be another thread's, its close not done yet */
+		if (!__atomic_load_n(&qp->rq_closed, __ATOMIC_ACQUIRE))
 			return false;
-		/* they are all among the SRQ's entries claimed by now */
-		qp->srq_wait = 1 + __atomic_load_n(&qp->srq->seg->rq_claim, __ATOMIC_ACQUIRE);
+		/* after the close: sequentially consistent with the senders' claims */
+		qp->srq_wait = 1 + __atomic_load_n(&qp->srq->seg->rq_claim, __ATOMIC_SEQ_CST);
 	}
 	if (__atomic_load_n(&qp->srq->reaped, __ATOMIC_ACQUIRE) + 1 < qp->srq_wait)
 		return false;
@@ -1725,7 +1723,7 @@ srq_wc(struct shm_srq *srq, struct shm_cq *cq, const struct shm_rq_ent *ent, str
 
 /*
  * The QP on @p srq whose burst was claiming entry @p idx when it stopped:
- * its arrivals still reserved, the claim it announced covering @p idx.
+ * the claim it announced, not ended by its run's end, covers @p idx.
  * NULL if none is (any more) on the SRQ.
  */
 static struct shm_qp *
@@ -1740,9 +1738,7 @@ srq_claimer(struct shm_srq *srq, uint64_t idx)
 		uint64_t at = __atomic_load_n(&seg->srq_claim_at, __ATOMIC_ACQUIRE);
 
 		if (qp->srq != srq ||
-		    idx - at >= __atomic_load_n(&seg->srq_claim_n, __ATOMIC_RELAXED) ||
-		    (__atomic_load_n(&seg->rq_claim, __ATOMIC_ACQUIRE) & ~SHM_RQ_CLOSED) ==
-		    __atomic_load_n(&seg->rq_done, __ATOMIC_ACQUIRE))
+		    idx - at >= __atomic_load_n(&seg->srq_claim_n, __ATOMIC_RELAXED))
 			continue;
 		found = qp;
 		break;

@@ -513,13 +513,12 @@ struct shm_qp {
 	uint64_t rq_checked;        /**< rq_reaped when rq_done was last checked */
 	/* error state (atomic) */
 	int state;                  /**< enum rdp_qp_state */
-	uint8_t rq_closed;          /**< rq_final is valid */
+	uint8_t rq_closed;          /**< the RQ's claim index is closed, rq_final valid */
 	uint8_t peer_dead;          /**< the peer can no longer write anything */
 	uint8_t sq_flushed;         /**< owner: flush done for [sq_exec, sq_pi) */
-	uint64_t rq_final;          /**< claim index when the RQ was closed; with an SRQ,
-				     *   the arrivals the peer had reserved by then */
+	uint64_t rq_final;          /**< claim index when the RQ was closed */
 	uint64_t srq_wait;          /**< owner, SRQ QP in error: 1 + the SRQ's claim index
-				     *   once every reserved arrival landed (0: not yet) */
+				     *   read once the RQ was closed (0: not yet) */
 	uint8_t srq_drained;        /**< owner: every arrival of this QP was reaped from
 				     *   the SRQ, its flush may complete */
 	uint64_t srq_wait_since;    /**< owner: ns of the first look (0: none yet) */
