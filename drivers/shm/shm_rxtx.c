@@ -453,14 +453,17 @@ exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 		b->srq_want--;
 	ent = shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, idx);
 	/*
-	 * The two entries after it, which this QP's next SENDs fill: their
-	 * lines were last written by the owner when it posted them, and a
-	 * burst's SENDs follow each other closer than one fetch takes. Asked
-	 * for now, they are here when the claim word is read and the entry
-	 * written. The owner's poller reads the first one only once this
-	 * entry is reaped.
+	 * Up to two entries after it that this burst claimed, which its next
+	 * SENDs fill: their lines were last written by the owner when it
+	 * posted them, and a burst's SENDs follow each other closer than one
+	 * fetch takes. Asked for now, they are here when the claim word is
+	 * read and the entry written. Not the entry after the burst: the
+	 * owner's poller reads that one at every poll once it has reaped this
+	 * one, and a line fetched for writing would go straight back to it;
+	 * the run's end reads it instead (sq_publish()).
 	 */
-	for (next_idx = idx + 1; next_idx != idx + 3; next_idx++) {
+	for (next_idx = idx + 1; next_idx != idx + 3 && next_idx != qp->peer_srq_end;
+	     next_idx++) {
 		next = shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride, next_idx);
 		prefetch_for_write(next);
 		prefetch_for_write((const uint8_t *)next + 64);
@@ -882,11 +885,21 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 	 * peer's repost left its line modified in the peer's cache, and the
 	 * next SEND then only upgrades a line it shares instead of fetching it
 	 * on the message's path (docs/performance.md, "The next entry is read
-	 * after a burst").
+	 * after a burst"). To an SRQ: the entry after the run's claim, which
+	 * this QP's next SEND takes unless another sender claims it first,
+	 * both its lines (its payload and claim word are on the second).
 	 */
-	if (b->nremote > 0 && peer->sseg == NULL && qp->peer_rq_ci != qp->peer_rq_posted)
+	if (b->nremote > 0 && peer->sseg == NULL && qp->peer_rq_ci != qp->peer_rq_posted) {
 		rte_prefetch0(shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride,
 					 qp->peer_rq_ci));
+	} else if (b->nremote > 0 && peer->sseg != NULL) {
+		const uint8_t *next = (const uint8_t *)shm_rq_ent(peer->sents, peer->srq_mask,
+								  peer->srq_stride,
+								  qp->peer_srq_end);
+
+		rte_prefetch0(next);
+		rte_prefetch0(next + 64);
+	}
 	if (b->nlocal > 0)
 		cq_count_local(qp->scq, b->nlocal);
 	if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == RDP_QPS_ERR))
