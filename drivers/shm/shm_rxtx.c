@@ -864,8 +864,7 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 		sq_claims_return(qp, b);
 	if (b->nremote > 0) {
 		sq_publish_entries(qp, b);
-		if (likely(peer->sseg == NULL))
-			__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
+		__atomic_store_n(&peer->qseg->rq_done, qp->peer_rq_ci, __ATOMIC_RELEASE);
 		cq_count_remote(peer->cseg, b->nremote);
 		/*
 		 * A poller that announces it looks at this RQ on every poll needs
@@ -889,10 +888,10 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 	 * this QP's next SEND takes unless another sender claims it first,
 	 * both its lines (its payload and claim word are on the second).
 	 */
-	if (b->nremote > 0 && peer->sseg == NULL && qp->peer_rq_ci != qp->peer_rq_posted) {
+	if (b->nremote > 0 && qp->peer_rq_ci != qp->peer_rq_posted)
 		rte_prefetch0(shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride,
 					 qp->peer_rq_ci));
-	} else if (b->nremote > 0 && peer->sseg != NULL) {
+	if (unlikely(peer->sseg != NULL) && b->nremote > 0) {
 		const uint8_t *next = (const uint8_t *)shm_rq_ent(peer->sents, peer->srq_mask,
 								  peer->srq_stride,
 								  qp->peer_srq_end);
