@@ -42,6 +42,8 @@
 
 #define MAX_SIZES 16
 #define MAX_EPS 4096
+/* Once an endpoint failed, how long without news from the others ends the run, s. */
+#define FAIL_SETTLE_S 1.0
 
 enum perf_mode {
 	MODE_LAT = 0, MODE_BW, MODE_BIDIR, MODE_WRITE, MODE_READ, MODE_WRITE_LAT, MODE_READ_LAT,
@@ -905,21 +907,52 @@ sum_counts(uint64_t *msgs, uint64_t *bytes, uint64_t *failed)
 	}
 }
 
+/* Endpoints failed so far. */
+static unsigned int
+failed_count(void)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < opt.endpoints; i++)
+		n += __atomic_load_n(&peps[i].err, __ATOMIC_ACQUIRE) != 0;
+	return n;
+}
+
+/*
+ * Has an endpoint failed? Then every endpoint that fails with it is
+ * reported: when the server goes, each endpoint hears of it in its own time
+ * (its control connection, its QP), and the run ends only once no more
+ * news has come for FAIL_SETTLE_S (or all have failed), each failed one
+ * said.
+ */
 static bool
 any_failed(void)
 {
-	unsigned int i;
+	unsigned int i, n = failed_count(), now;
+	double quiet_until;
 
+	if (n == 0)
+		return false;
+	quiet_until = rdp_clock_s() + FAIL_SETTLE_S;
+	while (n < opt.endpoints && rdp_clock_s() < quiet_until) {
+		if (opt.pipeline)
+			pump_events();
+		else
+			usleep(1000);
+		now = failed_count();
+		if (now != n) {
+			n = now;
+			quiet_until = rdp_clock_s() + FAIL_SETTLE_S;
+		}
+	}
 	for (i = 0; i < opt.endpoints; i++) {
 		int err = __atomic_load_n(&peps[i].err, __ATOMIC_ACQUIRE);
 
-		if (err != 0) {
+		if (err != 0)
 			fprintf(stderr, "rdp-perf: endpoint %u (peer %s) failed: %s\n",
 				rdp_ep_id(peps[i].ep), rdp_ep_peer(peps[i].ep), strerror(-err));
-			return true;
-		}
 	}
-	return false;
+	return true;
 }
 
 /* The largest of the -s sizes. */
