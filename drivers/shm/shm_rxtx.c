@@ -1990,8 +1990,14 @@ shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct r
 		}
 		first = false;
 		ent = shm_rq_ent(sh.ents, sh.mask, sh.stride, r);
-		/* a small payload's line, with its seq's (as rq_next_complete()) */
-		rte_prefetch0((const uint8_t *)ent + 64);
+		/*
+		 * A small payload's line, with its seq's (as rq_next_complete()),
+		 * unless the reap is about to stop: an entry not complete there is
+		 * the one its sender fills next, and a read of its payload line
+		 * would make that SEND fetch the line back.
+		 */
+		if (!stop_if_open)
+			rte_prefetch0((const uint8_t *)ent + 64);
 		if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) == shm_rq_seq(r)) {
 			struct shm_qp *qp;
 
