@@ -1495,15 +1495,20 @@ shm_post_srq_recv(struct rdp_srq *r, const struct rdp_recv_wr *wr, uint16_t n, i
 
 /*
  * The next entry to reap when the peer has completed it, else NULL. A small
- * payload sits in the entry's next line: it is asked for at the same time.
+ * payload sits in the entry's next line: with @p payload_too it is asked
+ * for at the same time. Only where the entry is likely complete: one that
+ * is not is the one its sender fills next, and a read of its payload line
+ * makes that SEND fetch the line back from us (the seq's line, read at
+ * every poll, it fetches anyway).
  */
 static inline const struct shm_rq_ent *
-rq_next_complete(const struct shm_qp *qp)
+rq_next_complete(const struct shm_qp *qp, bool payload_too)
 {
 	const struct shm_rq_ent *ent = shm_rq_ent(qp->ents, qp->rq_mask, qp->rq_stride,
 						   qp->rq_reaped);
 
-	rte_prefetch0((const uint8_t *)ent + 64);
+	if (payload_too)
+		rte_prefetch0((const uint8_t *)ent + 64);
 	if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) != shm_rq_seq(qp->rq_reaped))
 		return NULL;
 	return ent;
@@ -1573,7 +1578,8 @@ rq_reap(struct shm_qp *qp, struct rdp_wc *wc, int n)
 	int k = 0;
 
 	while (qp->rq_reaped != limit && k < n) {
-		const struct shm_rq_ent *ent = rq_next_complete(qp);
+		/* the first was flagged (or peeked complete); after it, the seq first */
+		const struct shm_rq_ent *ent = rq_next_complete(qp, k == 0);
 		const struct shm_rpost *post;
 		struct rdp_wc *w;
 		uint8_t st, flags;
@@ -2176,7 +2182,7 @@ peek_slot(struct shm_cq *cq, uint32_t slot)
 	if (slot == SHM_NO_SLOT)
 		return;
 	qp = __atomic_load_n(&cq->slot[slot], __ATOMIC_ACQUIRE);
-	if (qp != NULL && qp->rq_reaped != shm_rq_posted(qp) && rq_next_complete(qp) != NULL)
+	if (qp != NULL && qp->rq_reaped != shm_rq_posted(qp) && rq_next_complete(qp, false) != NULL)
 		shm_cq_pend_set(cq, slot);
 }
 
