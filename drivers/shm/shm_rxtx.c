@@ -880,24 +880,30 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 			qp->bells_skipped++;
 	}
 	/*
-	 * Read the entry the next SEND writes while this burst is out: the
-	 * peer's repost left its line modified in the peer's cache, and the
-	 * next SEND then only upgrades a line it shares instead of fetching it
-	 * on the message's path (docs/performance.md, "The next entry is read
-	 * after a burst"). To an SRQ: the entry after the run's claim, which
-	 * this QP's next SEND takes unless another sender claims it first,
-	 * both its lines (its payload and claim word are on the second).
+	 * Ask for the entry the next SEND writes while this burst is out
+	 * (docs/performance.md, "The next entry is read after a burst"): its
+	 * seq's line is read, as the peer's poller reads it at every poll and
+	 * a line fetched for writing would go straight back; the next SEND then
+	 * only upgrades a line it shares. Its second line (the payload's rest,
+	 * on an SRQ the claim word) the poller reads only once the entry is
+	 * complete: that one is fetched for writing, and the SEND finds it
+	 * ours. To an SRQ: the entry after the run's claim, which this QP's
+	 * next SEND takes unless another sender claims it first.
 	 */
-	if (b->nremote > 0 && qp->peer_rq_ci != qp->peer_rq_posted)
-		rte_prefetch0(shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride,
-					 qp->peer_rq_ci));
+	if (b->nremote > 0 && qp->peer_rq_ci != qp->peer_rq_posted) {
+		const uint8_t *next = (const uint8_t *)shm_rq_ent(peer->ents, peer->rq_mask,
+								  peer->rq_stride, qp->peer_rq_ci);
+
+		rte_prefetch0(next);
+		prefetch_for_write(next + 64);
+	}
 	if (unlikely(peer->sseg != NULL) && b->nremote > 0) {
 		const uint8_t *next = (const uint8_t *)shm_rq_ent(peer->sents, peer->srq_mask,
 								  peer->srq_stride,
 								  qp->peer_srq_end);
 
 		rte_prefetch0(next);
-		rte_prefetch0(next + 64);
+		prefetch_for_write(next + 64);
 	}
 	if (b->nlocal > 0)
 		cq_count_local(qp->scq, b->nlocal);
