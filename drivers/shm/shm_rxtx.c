@@ -1439,6 +1439,13 @@ shm_post_recv(struct rdp_qp *q, const struct rdp_recv_wr *wr, uint16_t n, int *e
 	return i;
 }
 
+/* Our own copy of the SGEs posted at SRQ entry @p idx (max_sge of them). */
+static inline struct shm_lsge *
+srq_lsge(const struct shm_srq *srq, uint64_t idx)
+{
+	return &srq->rq_sge[(size_t)(idx & srq->rq_mask) * srq->max_sge];
+}
+
 uint16_t
 shm_post_srq_recv(struct rdp_srq *r, const struct rdp_recv_wr *wr, uint16_t n, int *err)
 {
@@ -1704,46 +1711,13 @@ srq_ent_qp(const struct shm_srq *srq, struct shm_cq *cq, uint32_t slot, uint32_t
 }
 
 /*
- * The SRQ's shape for a reap, read once: the reap's stores (the completions,
- * the QPs' counts) may alias anything, and the fields would be read again
- * after each of them.
+ * The completion of the SRQ entry at srq->reaped, which a peer completed;
+ * returns the QP it arrived on (NULL: one gone since, or garbage).
  */
-struct srq_shape {
-	uint8_t *ents;
-	const struct shm_rpost *post;
-	const struct shm_lsge *sge;
-	uint32_t mask, stride, max_sge, rq_inline;
-};
-
-static __rte_always_inline void
-srq_shape_read(const struct shm_srq *srq, struct srq_shape *sh)
+static struct shm_qp *
+srq_wc(struct shm_srq *srq, struct shm_cq *cq, const struct shm_rq_ent *ent, struct rdp_wc *w)
 {
-	sh->ents = srq->ents;
-	sh->post = srq->rq_post;
-	sh->sge = srq->rq_sge;
-	sh->mask = srq->rq_mask;
-	sh->stride = srq->rq_stride;
-	sh->max_sge = srq->max_sge;
-	sh->rq_inline = srq->rq_inline;
-}
-
-/* Our own copy of the SGEs posted at SRQ entry @p idx (max_sge of them). */
-static __rte_always_inline const struct shm_lsge *
-srq_shape_sge(const struct srq_shape *sh, uint64_t idx)
-{
-	return &sh->sge[(size_t)(idx & sh->mask) * sh->max_sge];
-}
-
-/*
- * The completion of the SRQ entry at @p idx (the next to reap), which a
- * peer completed; returns the QP it arrived on (NULL: one gone since, or
- * garbage).
- */
-static __rte_always_inline struct shm_qp *
-srq_wc(const struct shm_srq *srq, const struct srq_shape *sh, struct shm_cq *cq,
-       const struct shm_rq_ent *ent, uint64_t idx, struct rdp_wc *w)
-{
-	const struct shm_rpost *post = &sh->post[idx & sh->mask];
+	const struct shm_rpost *post = &srq->rq_post[srq->reaped & srq->rq_mask];
 	uint8_t st = __atomic_load_n(&ent->status, __ATOMIC_RELAXED);
 	uint32_t bl = __atomic_load_n(&ent->byte_len, __ATOMIC_RELAXED);
 	uint8_t flags = __atomic_load_n(&ent->wc_flags, __ATOMIC_RELAXED);
@@ -1755,7 +1729,8 @@ srq_wc(const struct shm_srq *srq, const struct srq_shape *sh, struct shm_cq *cq,
 	if (unlikely(st >= RDP_WC_STATUS_MAX || (st == RDP_WC_SUCCESS && bl > post->total_len)))
 		st = RDP_WC_GENERAL_ERR;
 	else if ((flags & SHM_ENT_INLINE) && st == RDP_WC_SUCCESS)
-		st = rq_copy_in(srq_shape_sge(sh, idx), sh->max_sge, sh->rq_inline, post, ent, bl);
+		st = rq_copy_in(srq_lsge(srq, srq->reaped), srq->max_sge, srq->rq_inline, post,
+				ent, bl);
 	w->wr_id = post->wr_id;
 	w->status = st;
 	w->opcode = RDP_WC_RECV;
@@ -1899,17 +1874,17 @@ srq_note_fills(struct shm_srq *srq, struct shm_qp *qp)
  * on, while this one completes.
  */
 static __rte_always_inline void
-srq_prefetch_ahead(const struct srq_shape *sh, uint64_t reaped, uint64_t posted)
+srq_prefetch_ahead(const struct shm_srq *srq, uint64_t posted)
 {
-	uint64_t idx = reaped + SHM_SRQ_AHEAD, far = idx + SHM_SRQ_AHEAD;
+	uint64_t idx = srq->reaped + SHM_SRQ_AHEAD, far = idx + SHM_SRQ_AHEAD;
 
 	/* the record twice as far: its address is read when it comes SHM_SRQ_AHEAD on */
-	if (posted - far - 1 <= sh->mask) {
-		rte_prefetch0(&sh->post[far & sh->mask]);
-		rte_prefetch0(srq_shape_sge(sh, far));
+	if (posted - far - 1 <= srq->rq_mask) {
+		rte_prefetch0(&srq->rq_post[far & srq->rq_mask]);
+		rte_prefetch0(srq_lsge(srq, far));
 	}
-	if (posted - idx - 1 <= sh->mask)
-		rte_prefetch0(srq_shape_sge(sh, idx)->addr);
+	if (posted - idx - 1 <= srq->rq_mask)
+		rte_prefetch0(srq_lsge(srq, idx)->addr);
 }
 
 /*
@@ -1960,17 +1935,14 @@ int
 shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct rdp_wc *wc, int n,
 	     bool *waiting)
 {
-	uint64_t posted = shm_srq_posted(srq), r = srq->reaped;
+	uint64_t posted = shm_srq_posted(srq);
 	uint32_t owed = __atomic_load_n(&srq->looks_owed, __ATOMIC_RELAXED);
 	bool must_look = owed != srq->looks_paid || srq->look_on, first = true, noted = false;
 	bool peeking = __atomic_load_n(&srq->peeking, __ATOMIC_RELAXED);
-	struct srq_shape sh;
 	int k = 0;
 
-	srq_shape_read(srq, &sh);
 	*waiting = false;
-	while (r != posted && k < n) {
-		bool stop_if_open = false;
+	while (srq->reaped != posted && k < n) {
 		struct shm_rq_ent *ent;
 
 		/*
@@ -1982,15 +1954,19 @@ shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct r
 		 * line that sender writes next.
 		 */
 		if (!first && srq->unreaped == 0 && !must_look && !(peeking && srq->mixed) &&
-		    srq->stuck_at != r + 1 && (int64_t)(srq->look_until - r) <= 0) {
+		    srq->stuck_at != srq->reaped + 1 &&
+		    (int64_t)(srq->look_until - srq->reaped) <= 0) {
 			if (peeking) {
 				/*
 				 * One sender on a peeked SRQ: the next poll's peek
 				 * reads its next entry anyway, and its count's line
-				 * is the one it writes at every run. An entry not
-				 * complete ends the reap (no take-back look).
+				 * is the one it writes at every run.
 				 */
-				stop_if_open = true;
+				ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride,
+						 srq->reaped);
+				if (__atomic_load_n(&ent->seq, __ATOMIC_RELAXED) !=
+				    shm_rq_seq(srq->reaped))
+					break;
 			} else {
 				if (noted)
 					break;
@@ -2001,55 +1977,42 @@ shm_srq_reap(struct shm_srq *srq, struct shm_qp *by, struct shm_cq *cq, struct r
 			}
 		}
 		first = false;
-		ent = shm_rq_ent(sh.ents, sh.mask, sh.stride, r);
-		/*
-		 * A small payload's line, with its seq's (as rq_next_complete()),
-		 * unless the reap is about to stop: an entry not complete there is
-		 * the one its sender fills next, and a read of its payload line
-		 * would make that SEND fetch the line back.
-		 */
-		if (!stop_if_open)
-			rte_prefetch0((const uint8_t *)ent + 64);
-		if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) == shm_rq_seq(r)) {
+		ent = shm_rq_ent(srq->ents, srq->rq_mask, srq->rq_stride, srq->reaped);
+		/* a small payload's line, with its seq's (as rq_next_complete()) */
+		rte_prefetch0((const uint8_t *)ent + 64);
+		if (__atomic_load_n(&ent->seq, __ATOMIC_ACQUIRE) == shm_rq_seq(srq->reaped)) {
 			struct shm_qp *qp;
 
-			srq_prefetch_ahead(&sh, r, posted);
-			qp = srq_wc(srq, &sh, cq, ent, r, &wc[k++]);
-			if (likely(qp != NULL && qp == srq->last_src && peeking)) {
-				/* the peeked SRQ's one sender again: it stays peeked */
-				srq->mixed = 0;
-				srq->streak = 0;
-			} else {
-				srq->mixed = qp != srq->last_src || qp == NULL;
-				srq->last_src = qp;
-				srq_peek_adjust(srq, cq);
-				peeking = __atomic_load_n(&srq->peeking, __ATOMIC_RELAXED);
-			}
+			srq_prefetch_ahead(srq, posted);
+			qp = srq_wc(srq, cq, ent, &wc[k++]);
+			srq->mixed = qp != srq->last_src || qp == NULL;
+			srq->last_src = qp;
+			srq_peek_adjust(srq, cq);
+			peeking = __atomic_load_n(&srq->peeking, __ATOMIC_RELAXED);
+
 			if (qp != NULL) {
-				/* one entry of those its sender said it filled is reaped */
-				if ((int64_t)(qp->srq_fills_seen - qp->srq_fills_reaped) > 0)
-					srq->unreaped--;
+				uint64_t before = qp_unreaped(qp);
+
 				qp->srq_fills_reaped++;
+				srq->unreaped -= before - qp_unreaped(qp);
 			} else {
 				/* from a QP gone: what else its sender filled is counted
 				 * nowhere, so look on, in later reaps too */
 				srq->look_on = 1;
 				must_look = true;
 			}
-		} else if (stop_if_open) {
-			break;
 		} else if (unlikely(srq_take_back(srq, cq, ent, &wc[k]))) {
 			k++;
 		} else {
 			/* claimed and on its way, or its sender being looked at: again */
-			*waiting = srq->stuck_at == r + 1;
+			*waiting = srq->stuck_at == srq->reaped + 1;
 			/* a look that found nothing more done pays what was owed */
 			srq->looks_paid = owed;
 			srq->look_on = 0;
 			break;
 		}
 		/* after reading the entry and its record: the poster may reuse them */
-		__atomic_store_n(&srq->reaped, ++r, __ATOMIC_RELEASE);
+		__atomic_store_n(&srq->reaped, srq->reaped + 1, __ATOMIC_RELEASE);
 	}
 	if (k > 0)
 		srq_limit_check(srq);
