@@ -458,9 +458,9 @@ exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 	 * posted them, and a burst's SENDs follow each other closer than one
 	 * fetch takes. Asked for now, they are here when the claim word is
 	 * read and the entry written. Not the entry after the burst: the
-	 * owner's poller reads that one at every poll once it has reaped this
-	 * one, and a line fetched for writing would go straight back to it;
-	 * the run's end reads it instead (sq_publish()).
+	 * owner's poller reads its seq's line at every poll once it has reaped
+	 * this one, and that line fetched for writing would go straight back
+	 * to it; the run's end asks for it instead (next_entry_ask()).
 	 */
 	for (next_idx = idx + 1; next_idx != idx + 3 && next_idx != qp->peer_srq_end;
 	     next_idx++) {
@@ -849,6 +849,23 @@ sq_claims_return(struct shm_qp *qp, struct sq_batch *b)
 }
 
 /*
+ * The entry a sender's next SEND writes, asked for while a burst is out
+ * (docs/performance.md, "The next entry is read after a burst"); the
+ * peer's repost left it modified in the peer's cache. Its seq's line is
+ * read: the peer's poller reads it at every poll, and fetched for writing
+ * it would go straight back; the SEND then only upgrades a line it
+ * shares. Its second line (the payload's rest, on an SRQ the claim word)
+ * the poller reads only once the entry is complete: that one is fetched
+ * for writing, and the SEND finds it ours.
+ */
+static __rte_always_inline void
+next_entry_ask(const struct shm_rq_ent *ent)
+{
+	rte_prefetch0(ent);
+	prefetch_for_write((const uint8_t *)ent + 64);
+}
+
+/*
  * Publish a run: complete the entries (seq) an eager run has not, count
  * them in the peer's CQ, then one doorbell unless the peer's poller
  * announced this RQ.
@@ -879,32 +896,14 @@ sq_publish(struct shm_qp *qp, struct sq_batch *b)
 		else
 			qp->bells_skipped++;
 	}
-	/*
-	 * Ask for the entry the next SEND writes while this burst is out
-	 * (docs/performance.md, "The next entry is read after a burst"): its
-	 * seq's line is read, as the peer's poller reads it at every poll and
-	 * a line fetched for writing would go straight back; the next SEND then
-	 * only upgrades a line it shares. Its second line (the payload's rest,
-	 * on an SRQ the claim word) the poller reads only once the entry is
-	 * complete: that one is fetched for writing, and the SEND finds it
-	 * ours. To an SRQ: the entry after the run's claim, which this QP's
-	 * next SEND takes unless another sender claims it first.
-	 */
-	if (b->nremote > 0 && qp->peer_rq_ci != qp->peer_rq_posted) {
-		const uint8_t *next = (const uint8_t *)shm_rq_ent(peer->ents, peer->rq_mask,
-								  peer->rq_stride, qp->peer_rq_ci);
-
-		rte_prefetch0(next);
-		prefetch_for_write(next + 64);
-	}
-	if (unlikely(peer->sseg != NULL) && b->nremote > 0) {
-		const uint8_t *next = (const uint8_t *)shm_rq_ent(peer->sents, peer->srq_mask,
-								  peer->srq_stride,
-								  qp->peer_srq_end);
-
-		rte_prefetch0(next);
-		prefetch_for_write(next + 64);
-	}
+	/* to an SRQ: the entry after the run's claim, which this QP's next
+	 * SEND takes unless another sender claims it first */
+	if (b->nremote > 0 && qp->peer_rq_ci != qp->peer_rq_posted)
+		next_entry_ask(shm_rq_ent(peer->ents, peer->rq_mask, peer->rq_stride,
+					  qp->peer_rq_ci));
+	if (unlikely(peer->sseg != NULL) && b->nremote > 0)
+		next_entry_ask(shm_rq_ent(peer->sents, peer->srq_mask, peer->srq_stride,
+					  qp->peer_srq_end));
 	if (b->nlocal > 0)
 		cq_count_local(qp->scq, b->nlocal);
 	if (unlikely(__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == RDP_QPS_ERR))
