@@ -373,6 +373,8 @@ RDP_TEST(model, model_unsignaled_reads_deadlock_waiting_for_a_read_slot)
  */
 #define LEASE1 "-DK=3 -DFLOOR=1 -DLMAX=3 -DGRANT=2 -DTACK=1 -DNSRQ=5 -DN=2"
 #define LEASE2 "-DK=3 -DFLOOR=1 -DLMAX=2 -DGRANT=1 -DTACK=2 -DNSRQ=4 -DN=2"
+/* the peers' pure acks in the SRQ's reserve, the poller's in each peer's RQ */
+#define LEASE_ACKS "-DK=2 -DN=2 -DNX=2 -DYACKS -DCY=1 -DTACKY=1 -DGRANT=1"
 
 RDP_TEST(model, model_leased_srq_credits_never_rnr_and_come_back_to_the_floor)
 {
@@ -398,6 +400,25 @@ RDP_TEST(model, model_leases_beyond_the_srq_find_it_empty)
 	return 0;
 }
 
+/*
+ * Owed credits that leave while their buffers wait to be posted, though the
+ * pool does not cover those buffers, lend the SRQ beyond what is posted:
+ * both with the peers' data alone and with pure acks both ways.
+ */
+RDP_TEST(model, model_leased_credits_named_before_their_buffers_are_posted_find_the_srq_empty)
+{
+	struct spin_result res;
+	int skip = skip_without_spin();
+
+	if (skip != 0)
+		return skip;
+	model_finds("lease", LEASE1 " -DMUTANT_UNPOSTED_CREDIT", SAFETY_AND_LIVENESS,
+		    "L1_no_rnr", &res);
+	model_finds("lease", LEASE_ACKS " -DLMAX=2 -DTACK=1 -DNSRQ=5 -DMUTANT_UNPOSTED_CREDIT",
+		    SAFETY_AND_LIVENESS, "L1_no_rnr", &res);
+	return 0;
+}
+
 /* A quiet sender that keeps its excess strands the credits it was lent. */
 RDP_TEST(model, model_leases_without_give_back_strand_on_a_quiet_sender)
 {
@@ -415,8 +436,6 @@ RDP_TEST(model, model_leases_without_give_back_strand_on_a_quiet_sender)
  * The peers' pure acks land in the SRQ's reserve, the poller's in each
  * peer's RQ: two endpoints that stream both ways.
  */
-#define LEASE_ACKS "-DK=2 -DN=2 -DNX=2 -DYACKS -DCY=1 -DTACKY=1 -DGRANT=1"
-
 RDP_TEST(model, model_leased_srq_pure_acks_fit_both_reserves)
 {
 	int skip = skip_without_spin();

@@ -276,6 +276,29 @@ RDP_TEST(e2e, srq_256_endpoints_stream_exact_pipeline)
 }
 
 /*
+ * Pair @p i of the checked streams: the server side on lcore 1, the client
+ * on lcore 2, @p count messages of up to @p max_size each way, connected.
+ */
+static void
+pair_on_lcores_1_and_2(unsigned int i, uint64_t count, uint32_t max_size)
+{
+	struct rdp_ep_params psrv, pcli;
+	char addr[64];
+	int port;
+
+	stream_side_init(&srv[i], "server", 1, 2, count, max_size, 16, false);
+	stream_side_init(&cli[i], "client", 2, 1, count, max_size, 16, false);
+	stream_params(&srv[i], &psrv);
+	stream_params(&cli[i], &pcli);
+	psrv.lcore = 1;
+	pcli.lcore = 2;
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	RDP_ASSERT_MSG(rdp_connect(addr, &pcli) != NULL, "rdp_connect: %s", rdp_err_msg());
+}
+
+/*
  * EAL with lcore 1 leasing (srq = on, an SRQ of 64) and lcore 2 not, whose
  * endpoints give back after @p give_back_us: the validated configuration.
  */
@@ -301,24 +324,13 @@ leasing_and_not_cfg(const char *max_endpoints, const char *give_back_us)
 RDP_TEST(e2e, srq_leasing_side_and_a_peer_that_does_not_lease_stream_exact)
 {
 	struct stream_side *sides[2] = { &srv[0], &cli[0] };
-	struct rdp_ep_params psrv, pcli;
 	struct rdp_srq_stats q;
 	struct rdp_cfg *cfg;
-	char addr[64];
-	int port;
 
 	cfg = leasing_and_not_cfg("8", "200");
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
 	RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(2, &q), -ENOTSUP);
-	stream_side_init(&srv[0], "server", 1, 2, 3000, SRQ_MAX_MSG, 16, false);
-	stream_side_init(&cli[0], "client", 2, 1, 3000, SRQ_MAX_MSG, 16, false);
-	stream_params(&srv[0], &psrv);
-	stream_params(&cli[0], &pcli);
-	psrv.lcore = 1;
-	pcli.lcore = 2;
-	port = rdp_listen("127.0.0.1:0", &psrv);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	RDP_ASSERT(rdp_connect(addr, &pcli) != NULL);
+	pair_on_lcores_1_and_2(0, 3000, SRQ_MAX_MSG);
 	RDP_ASSERT_EQ(pump_or_dump(sides, 2, 120), 0);
 	assert_side_clean(&srv[0]);
 	assert_side_clean(&cli[0]);
@@ -338,6 +350,55 @@ RDP_TEST(e2e, srq_leasing_side_and_a_peer_that_does_not_lease_stream_exact)
 }
 
 /*
+ * SRQs with no credit to spare, one per side (lcores 1 and 2, on CPUs of
+ * their own): srq_size is the one endpoint's floor and its peer's ack
+ * reserve, lease_max the floor. A buffer a freed message leaves must be back
+ * on the SRQ before a SEND names its credit: with the pool empty nothing
+ * else covers it, and the peer's SEND that spends that credit would find the
+ * SRQ empty (rnr_retry = 0 makes that an error). The sides send from their
+ * receive callbacks, RDP_SRQ_COUNT messages each way (20000). The rule
+ * itself is proved by lease.pml and the simulator of test_lease.c: here it
+ * runs end to end where the pool never covers a buffer.
+ */
+RDP_TEST(e2e, srq_without_slack_posts_a_buffer_before_a_send_names_its_credit)
+{
+	static const char *const kv[][2] = {
+		{ "srq_floor", "4" }, { "srq_lease_max", "4" }, { "rnr_retry", "0" },
+		{ NULL, NULL },
+	};
+	struct stream_side *sides[2] = { &srv[0], &cli[0] };
+	struct rdp_srq_stats q;
+	struct rdp_cfg *cfg;
+	unsigned int lc;
+
+	rdp_test_eal_init("0@0,1@0,2@1");
+	srq_extra = kv;
+	cfg = srq_cfg("5", "8");
+	srq_extra = NULL;
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	pair_on_lcores_1_and_2(0, rdp_test_env_u64("RDP_SRQ_COUNT", 20000), 16384);
+	RDP_ASSERT_EQ(pump_or_dump(sides, 2, 120), 0);
+	assert_side_clean(&srv[0]);
+	assert_side_clean(&cli[0]);
+	for (lc = 1; lc <= 2; lc++) {
+		RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(lc, &q), 0);
+		RDP_ASSERT_EQ(q.free, 0);
+		RDP_ASSERT_EQ(q.leased + q.reserved, 5);
+		print_srq("after the stream", lc);
+	}
+	rdp_ep_close(stream_ep(&cli[0]));
+	rdp_ep_close(stream_ep(&srv[0]));
+	stream_wait_closed(&cli[0]);
+	stream_wait_closed(&srv[0]);
+	assert_srq_whole(1);
+	assert_srq_whole(2);
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/*
  * An endpoint whose peer leases keeps the credits it holds above the
  * peer's floor while it has nothing to send for less than
  * srq_give_back_us (a stream that pauses between bursts would otherwise
@@ -348,15 +409,12 @@ RDP_TEST(e2e, srq_idle_peer_gives_credits_back_only_after_srq_give_back_us)
 {
 	enum { ATTEMPTS = 8 };
 	struct stream_side *sides[2];
-	struct rdp_ep_params psrv, pcli;
 	struct rdp_ep_stats st;
 	struct rdp_srq_stats q0, q;
 	struct rdp_cfg *cfg;
 	double t0 = 0, t_back;
 	uint32_t held = 0;
 	unsigned int i, k;
-	char addr[64];
-	int port;
 
 	cfg = leasing_and_not_cfg("20", "300000");
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
@@ -367,16 +425,7 @@ RDP_TEST(e2e, srq_idle_peer_gives_credits_back_only_after_srq_give_back_us)
 	 * with more than the floor is watched.
 	 */
 	for (i = 0; i < ATTEMPTS && held <= 4; i++) {
-		stream_side_init(&srv[i], "server", 1, 2, 2000, SRQ_MAX_MSG, 16, false);
-		stream_side_init(&cli[i], "client", 2, 1, 2000, SRQ_MAX_MSG, 16, false);
-		stream_params(&srv[i], &psrv);
-		stream_params(&cli[i], &pcli);
-		psrv.lcore = 1;
-		pcli.lcore = 2;
-		port = rdp_listen("127.0.0.1:0", &psrv);
-		RDP_ASSERT_MSG(port > 0, "rdp_listen: %s", rdp_err_msg());
-		snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-		RDP_ASSERT_MSG(rdp_connect(addr, &pcli) != NULL, "rdp_connect: %s", rdp_err_msg());
+		pair_on_lcores_1_and_2(i, 2000, SRQ_MAX_MSG);
 		sides[0] = &srv[i];
 		sides[1] = &cli[i];
 		RDP_ASSERT_EQ(pump_or_dump(sides, 2, 120), 0);

@@ -273,6 +273,29 @@ rdp_lease_take_owed(struct rdp_lease *l, uint32_t ack_threshold)
 }
 
 /**
+ * Whether owed credits may leave while @p unposted buffers that came back
+ * (freed messages, give-backs, pure acks) still wait to be posted on the
+ * SRQ again: only if the pool's free credits cover all of them. The
+ * receives posted then cover every credit leased and every reserve
+ * without those buffers; otherwise they are posted first
+ * (lib/credit/model/lease.pml, POST_FIRST). An admission may take free
+ * credits at any time: what this said covered stays covered for the
+ * members admitted before it.
+ *
+ * @param p
+ *   The pool.
+ * @param unposted
+ *   Buffers that wait to be posted.
+ * @return
+ *   true if they may go on waiting while owed credits leave.
+ */
+static inline bool
+rdp_lease_covers(const struct rdp_lease_pool *p, uint32_t unposted)
+{
+	return __atomic_load_n(&p->free, __ATOMIC_RELAXED) >= unposted;
+}
+
+/**
  * The peer's rule for WANT on a data SEND.
  *
  * @param backlog

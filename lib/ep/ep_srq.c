@@ -268,7 +268,6 @@ ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n)
 		}
 		done += k;
 	}
-	ep_srq_flush(q);
 	RDP_HOP_MARK(RDP_HOP_DISPATCHED);
 	for (i = 0; i < n; i++) {
 		/* what this batch received goes to the application now (ep_complete()) */
@@ -278,6 +277,8 @@ ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n)
 		    ep_get_state(ep) == RDP_EP_ESTABLISHED)
 			ep_deliver(ep, true);
 	}
+	/* the batch's buffers, and those its callbacks freed, after the replies */
+	ep_srq_flush(q);
 }
 
 /* ---- admission and leaving ---- */

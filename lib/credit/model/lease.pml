@@ -16,6 +16,14 @@
  *     credits on their way back in immediate data.
  * NSRQ = pool + sum(lease). Every buffer a message consumes was posted.
  *
+ * A buffer that comes back (freed by the application, or a give-back's or
+ * pure ack's, at once) waits to be posted again: the poller posts such
+ * buffers in batches, whenever it likes (Repost). Before a SEND of the
+ * poller (owed credits; with -DYACKS its data too, which the peer's pure
+ * acks answer), the waiting buffers are posted, unless the pool's free
+ * credits cover them all (pool >= unposted): then the posted buffers
+ * cover every credit leased and every reserve without them.
+ *
  * The rules (docs/credit-protocol.md, "Leased credits on a shared receive
  * queue"):
  *   - A sender spends one credit per data SEND and sets WANT on it when its
@@ -29,7 +37,7 @@
  *     data SEND without WANT also sends the owed credits above FLOOR there.
  *   - A sender with no backlog and rc above FLOOR gives the excess back:
  *     one SEND that spends one credit and carries rc - FLOOR - 1 more. The
- *     poller reposts its buffer at once and puts all rc - FLOOR into the
+ *     poller gives its buffer back at once and puts all rc - FLOOR into the
  *     pool (the lease shrinks where the sender is).
  *   - Owed credits travel in immediate data once owed >= TACK, or at once
  *     when the sender holds none and none are on the wire (out == 0).
@@ -58,6 +66,8 @@
  *   -DMUTANT_OVERCOMMIT   grants do not wait for the pool (the SRQ is lent
  *                         beyond its buffers, as RNR-retry designs do): L1
  *   -DMUTANT_NO_GIVEBACK  a quiet sender keeps its excess: L3 (stranded)
+ *   -DMUTANT_UNPOSTED_CREDIT  owed credits leave while their buffers wait
+ *                         to be posted, whatever the pool holds: L1
  *   -DMUTANT_SHORT_AY     (with -DYACKS) the peer keeps one entry fewer
  *                         for the poller's pure acks: L1 at the peer
  *   -DMUTANT_NO_DIVERT    freed credits always go back to their endpoint:
@@ -137,6 +147,7 @@ hidden byte L2_credits_conserved = 1;
 
 /* ---- the poller ---- */
 byte posted = NSRQ;	/* SRQ buffers posted */
+byte unposted;		/* buffers back, waiting to be posted again */
 byte pool = NSRQ - K * (FLOOR + AX);
 byte lease[K];
 byte owed[K];		/* freed, reposted, not yet sent back */
@@ -260,6 +271,7 @@ init {
 			k++
 		:: else -> break
 		od;
+		run Repost();
 		k = 0
 	}
 }
@@ -368,12 +380,12 @@ proctype Poll(byte i)
 			:: else -> skip
 			fi
 		:: v == GB ->	/* a give-back: its buffer goes back at once */
-			posted++;
+			unposted++;
 			out[i] = out[i] - g - 1;
 			lease[i] = lease[i] - g - 1;
 			pool = pool + g + 1
 		:: v == ACK ->	/* the peer's pure ack: its buffer goes back at once */
-			posted++
+			unposted++
 		fi;
 		serve();
 		CHECK_L2();
@@ -381,13 +393,13 @@ proctype Poll(byte i)
 	od
 }
 
-/* the application frees a message of endpoint i; its buffer is posted again */
+/* the application frees a message of endpoint i; its buffer waits to be posted */
 proctype Free(byte i)
 {
 	do
 	:: d_step { held[i] > 0 ->
 		held[i]--;
-		posted++;
+		unposted++;
 #ifdef INF
 		par[i] = !par[i];
 #else
@@ -402,6 +414,25 @@ proctype Free(byte i)
 	od
 }
 
+/* the poller posts the buffers that wait, at any time */
+proctype Repost()
+{
+	do
+	:: d_step { unposted > 0 -> posted = posted + unposted; unposted = 0 }
+	od
+}
+
+/* before owed credits leave: the waiting buffers posted, unless the pool covers them */
+#ifdef MUTANT_UNPOSTED_CREDIT
+#define POST_FIRST() skip
+#else
+#define POST_FIRST() \
+	if \
+	:: unposted > pool -> posted = posted + unposted; unposted = 0 \
+	:: else -> skip \
+	fi
+#endif
+
 /*
  * Owed credits go back in immediate data (a pure ack here, the worst case
  * for the peer's RQ); with -DYACKS the poller also streams to the peer.
@@ -410,6 +441,7 @@ proctype Credit(byte i)
 {
 	do
 	:: d_step { owed[i] > 0 && (owed[i] >= TACK || out[i] == 0) && nfull(back[i]) ->
+		POST_FIRST();
 #ifdef YACKS
 		back[i]!ACK,owed[i];
 #else
@@ -419,6 +451,7 @@ proctype Credit(byte i)
 		owed[i] = 0 }
 #ifdef YACKS
 	:: d_step { xleft[i] > 0 && xrc[i] > 0 && nfull(back[i]) ->
+		POST_FIRST();
 		xleft[i]--; xrc[i]--; back[i]!DATA,0 }
 #endif
 	od

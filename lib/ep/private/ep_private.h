@@ -705,14 +705,18 @@ ep_srq_take_owed(struct rdp_ep *ep, bool data)
 
 /*
  * Before a SEND of @p ep (on an SRQ) names credits: the buffers waiting to
- * go back on the SRQ go first, then the leased credits owed are taken;
- * each only when there is something to do.
+ * go back on the SRQ go first unless the pool covers them
+ * (rdp_lease_covers()), then the leased credits owed are taken; each only
+ * when there is something to do. A reply from a receive callback so
+ * leaves before the buffer of the message it answers is posted.
  */
 static inline void
 ep_srq_before_send(struct rdp_ep *ep)
 {
-	if (ep->ld->srq->rp_n > 0)
-		ep_srq_flush(ep->ld->srq);
+	struct ep_srq *q = ep->ld->srq;
+
+	if (q->rp_n > 0 && !rdp_lease_covers(&q->lease, q->rp_n))
+		ep_srq_flush(q);
 	if (ep->lease.owed != 0)
 		ep_srq_take_owed(ep, false);
 }
@@ -742,7 +746,9 @@ ep_recv_drop(struct rdp_ep *ep, struct rdp_msg *m)
  * data that spends the credits the ack brought leaves, or the peer's next
  * ack could find the reserve short (docs/credit-protocol.md). With
  * @p all_reposts the buffers that only owe credits go too (the poller's
- * pass); a send made from a callback leaves before those.
+ * pass); a send made from a callback leaves before those. The SRQ's
+ * buffers go in the pass; before a send, ep_srq_before_send() posts them
+ * where the pool does not cover them.
  */
 static inline unsigned int
 ep_flush(struct rdp_ep *ep, bool all_reposts)
@@ -751,7 +757,7 @@ ep_flush(struct rdp_ep *ep, bool all_reposts)
 
 	if (ep->rp_head != NULL && (all_reposts || ep->rp_acks > 0))
 		work += ep_post_recvs(ep);
-	if (ep->ld->srq != NULL && ep->ld->srq->rp_n > 0)
+	if (all_reposts && ep->ld->srq != NULL && ep->ld->srq->rp_n > 0)
 		ep_srq_flush(ep->ld->srq);
 	if (!ep_tearing_down(ep))
 		work += ep_post_sends(ep);
