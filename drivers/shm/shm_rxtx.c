@@ -434,7 +434,7 @@ srq_ent_take(const struct shm_peer *peer, struct shm_rq_ent *ent, uint64_t idx)
  * are not contiguous) and names the QP it arrived on; the count and the
  * doorbell come at the end of the run, on that QP's CQ, as for an RQ.
  */
-static uint8_t
+static __rte_always_inline uint8_t
 exec_send_srq(struct shm_qp *qp, struct sq_batch *b, const struct shm_swqe *e)
 {
 	const struct shm_peer *peer = b->peer;
