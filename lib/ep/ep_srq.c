@@ -233,12 +233,46 @@ srq_lookup(struct ep_srq *q, const struct rdp_wc *wc, struct rdp_ep **eps, uint1
 		pthread_spin_unlock(&q->lock);
 }
 
+/* A receive of @p ep on the SRQ's buffer @p m, found by its QP. */
+static inline void
+srq_recv(struct rdp_ep *ep, const struct rdp_wc *w, struct rdp_msg *m)
+{
+	RDP_HANDOFF_ACQUIRE(ep); /* what connect_qp() set up (ThreadSanitizer) */
+	ep_recv_one(ep, w, m);
+	if (ep_tearing_down(ep))
+		ep_busy(ep);
+}
+
+/* What a batch received goes to the application now (ep_complete()). */
+static inline void
+srq_deliver(struct rdp_ep *ep)
+{
+	if (ep != NULL && ep->ev_head != NULL && ep->app_visible &&
+	    ep_get_state(ep) == RDP_EP_ESTABLISHED)
+		ep_deliver(ep, true);
+}
+
 void
 ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n)
 {
 	struct rdp_ep *eps[256];
 	uint16_t i, done = 0;
 
+	/*
+	 * One receive of the endpoint found last (every message of a
+	 * ping-pong): neither the lookup nor the batch's loops.
+	 */
+	if (n == 1 && wc->qp_num == q->last_qpn && q->last_ep != NULL &&
+	    rdp_wrid_low(wc->wr_id) < q->pool->nb_bufs) {
+		struct rdp_ep *ep = q->last_ep;
+
+		RDP_STAT_ADD(q->stats.posted, -1);
+		srq_recv(ep, wc, rdp_pool_msg(q->pool, (uint32_t)rdp_wrid_low(wc->wr_id)));
+		RDP_HOP_MARK(RDP_HOP_DISPATCHED);
+		srq_deliver(ep);
+		ep_srq_flush(q);
+		return;
+	}
 	while (done < n) {
 		uint16_t k = (uint16_t)RTE_MIN((unsigned int)RTE_DIM(eps), (unsigned int)(n - done));
 
@@ -261,22 +295,13 @@ ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n)
 				ep_srq_queue(q, m);
 				continue;
 			}
-			RDP_HANDOFF_ACQUIRE(eps[i]); /* what connect_qp() set up (ThreadSanitizer) */
-			ep_recv_one(eps[i], w, m);
-			if (ep_tearing_down(eps[i]))
-				ep_busy(eps[i]);
+			srq_recv(eps[i], w, m);
 		}
 		done += k;
 	}
 	RDP_HOP_MARK(RDP_HOP_DISPATCHED);
-	for (i = 0; i < n; i++) {
-		/* what this batch received goes to the application now (ep_complete()) */
-		struct rdp_ep *ep = i < RTE_DIM(eps) ? eps[i] : NULL;
-
-		if (ep != NULL && ep->ev_head != NULL && ep->app_visible &&
-		    ep_get_state(ep) == RDP_EP_ESTABLISHED)
-			ep_deliver(ep, true);
-	}
+	for (i = 0; i < n; i++)
+		srq_deliver(i < RTE_DIM(eps) ? eps[i] : NULL);
 	/* the batch's buffers, and those its callbacks freed, after the replies */
 	ep_srq_flush(q);
 }
