@@ -24,6 +24,9 @@
  *   `extra + 1` leave the lease for the pool.
  * - Owed credits go back once `owed >= T_ack`, or at once when nothing of
  *   the lease is at the peer or on the wire (`out == 0`).
+ * - Buffers that come back wait to be posted in batches; before a SEND
+ *   of the poller they are posted unless the pool's free credits cover
+ *   them all (rdp_lease_covers()).
  *
  * The peer's side is two inline rules: rdp_lease_want() and
  * rdp_lease_give_back_due().
