@@ -254,6 +254,39 @@ RDP_TEST(unit, lease_buffers_may_wait_to_be_posted_while_the_pool_covers_them)
 	return 0;
 }
 
+/*
+ * An admission leaves the pool the credits kept for buffers waiting to be
+ * posted (rdp_lease_pool_keep()): whatever it takes, what waits stays
+ * covered, and a refusal names what is kept.
+ */
+RDP_TEST(unit, lease_admission_leaves_the_pool_what_covers_the_waiting_buffers)
+{
+	struct rdp_lease_pool p;
+	struct rdp_lease l[3];
+	char why[256];
+
+	pool_init(&p, 10, 2, 4, 1, 3);
+	rdp_lease_pool_keep(&p, 3);
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &l[0], why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &l[1], why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(p.free, 6u);
+	RDP_ASSERT(rdp_lease_covers(&p, 3));
+	/* 2 more would leave 4 >= 3 */
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &l[2], why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(p.free, 4u);
+	rdp_lease_leave(&p, &l[2]);
+	/* a reserve of 2 beside the floor would leave 2, below the 3 kept */
+	RDP_ASSERT_EQ(rdp_lease_admit_reserve(&p, &l[2], 2, why, sizeof(why)), -ENOSPC);
+	RDP_ASSERT_MSG(strstr(why, "srq_size=10: 6 credits free, an endpoint needs 4") != NULL &&
+		       strstr(why, "3 kept") != NULL, "%s", why);
+	RDP_ASSERT(rdp_lease_covers(&p, 3));
+	/* the poller's grants may still take them: a grant is not an admission */
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &l[0], true), 0);
+	RDP_ASSERT_EQ(l[0].lease, 3u);
+	RDP_ASSERT_EQ(p.free, 5u);
+	return 0;
+}
+
 RDP_TEST(unit, lease_peer_rules_want_and_give_back)
 {
 	RDP_ASSERT(rdp_lease_want(3, 2));

@@ -86,6 +86,12 @@ rdp_lease_pool_init(struct rdp_lease_pool *p, uint32_t size, uint32_t floor,
 	return 0;
 }
 
+void
+rdp_lease_pool_keep(struct rdp_lease_pool *p, uint32_t keep)
+{
+	p->keep = keep;
+}
+
 int
 rdp_lease_admit_reserve(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t reserve,
 			char *why, size_t len)
@@ -98,11 +104,16 @@ rdp_lease_admit_reserve(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t 
 		return -EUSERS;
 	}
 	do {
-		if (f < need) {
+		if (f < need + p->keep) {
+			char kept[64] = "";
+
+			if (p->keep > 0)
+				snprintf(kept, sizeof(kept), "; %u kept for receives waiting to be "
+					 "posted", p->keep);
 			snprintf(why, len, "srq_size=%u: %u credits free, an endpoint needs %u "
 				 "(srq_floor=%u + a reserve of %u for its peer's pure acks; %u "
-				 "endpoints hold the other %u)", p->size, f, p->floor + reserve,
-				 p->floor, reserve, ld32(&p->members), p->size - f);
+				 "endpoints hold the other %u%s)", p->size, f, p->floor + reserve,
+				 p->floor, reserve, ld32(&p->members), p->size - f, kept);
 			return -ENOSPC;
 		}
 	} while (!__atomic_compare_exchange_n(&p->free, &f, f - (uint32_t)need, false,

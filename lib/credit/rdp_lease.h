@@ -13,7 +13,8 @@
  *
  * - Every credit of an SRQ of `size` buffers is in the pool or in exactly
  *   one member's lease; a lease stays within `[floor, lease_max]`.
- * - A member is admitted only if its floor is free in the pool.
+ * - A member is admitted only if its floor is free in the pool, beside
+ *   what the pool keeps for the buffers that wait to be posted.
  * - A data SEND whose immediate data says WANT queues its member (FIFO)
  *   for one grant of up to `grant` credits; a data SEND without WANT
  *   withdraws it.
@@ -62,6 +63,7 @@ struct rdp_lease_pool {
 	uint32_t grant;		/**< most credits one grant gives */
 	uint32_t members;	/**< members admitted */
 	uint32_t reserved;	/**< credits kept out of the pool for the members' reserves */
+	uint32_t keep;		/**< credits an admission leaves in the pool (rdp_lease_pool_keep()) */
 	struct rdp_lease **wq;	/**< FIFO of wanting members, `wq_cap` slots */
 	uint32_t wq_cap;	/**< members at most */
 	uint32_t wq_head;	/**< oldest waiter */
@@ -109,6 +111,21 @@ struct rdp_lease {
 int rdp_lease_pool_init(struct rdp_lease_pool *p, uint32_t size, uint32_t floor,
 			uint32_t lease_max, uint32_t grant, struct rdp_lease **wq,
 			uint32_t max_members, char *why, size_t len);
+
+/**
+ * Set the credits an admission leaves in the pool: at least the most
+ * buffers that may wait to be posted again at once. The caller covers
+ * those with the pool's free credits (rdp_lease_covers()); an admission,
+ * which may run on another thread at any time, then never takes that cover
+ * away. Grants, on the poller, may: it sees them before it relies on the
+ * cover. 0 (the default) when every buffer is posted as it comes back.
+ *
+ * @param p
+ *   The pool, before its first admission.
+ * @param keep
+ *   Credits to leave.
+ */
+void rdp_lease_pool_keep(struct rdp_lease_pool *p, uint32_t keep);
 
 /**
  * Admit a member: its floor leaves the pool. The peer starts with `floor`
@@ -281,9 +298,10 @@ rdp_lease_take_owed(struct rdp_lease *l, uint32_t ack_threshold)
  * SRQ again: only if the pool's free credits cover all of them. The
  * receives posted then cover every credit leased and every reserve
  * without those buffers; otherwise they are posted first
- * (lib/credit/model/lease.pml, POST_FIRST). An admission may take free
- * credits at any time: what this said covered stays covered for the
- * members admitted before it.
+ * (lib/credit/model/lease.pml, POST_FIRST). An admission, which may run
+ * on another thread at any time, leaves the pool what rdp_lease_pool_keep()
+ * set: with no more buffers waiting than that, what this said covered stays
+ * covered.
  *
  * @param p
  *   The pool.

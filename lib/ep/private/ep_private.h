@@ -133,6 +133,8 @@ struct ep_srq {
 	struct rdp_pool *pool;          /* srq_size buffers of buf_size */
 	uint32_t slot;                  /* poller slot in its receives' wr_id */
 	uint16_t rp_n;                  /* buffers waiting to be posted again */
+	uint16_t rp_cap;                /* most that wait at once; the lease pool keeps as
+					 * many credits from admissions to cover them */
 	struct rdp_msg *rp[EP_SRQ_BURST];
 	pthread_spinlock_t lock;        /* lease and map (a pthread lock: ThreadSanitizer
 					 * sees it) */
@@ -779,7 +781,7 @@ ep_srq_queue(struct ep_srq *q, struct rdp_msg *m)
 	m->flags = 0;
 	m->next = NULL;
 	q->rp[q->rp_n++] = m;
-	if (q->rp_n == EP_SRQ_BURST)
+	if (q->rp_n >= q->rp_cap)
 		ep_srq_flush(q);
 }
 
