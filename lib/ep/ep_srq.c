@@ -408,11 +408,11 @@ ep_srq_create(struct ep_lcore_dev *ld)
 		return rdp_err_set(EINVAL, "lcore %u: %s", lc->lcore_id, why);
 	/*
 	 * Buffers that come back wait to be posted, up to EP_SRQ_BURST and at
-	 * most 1/64 of the SRQ (none on a small one: each is posted as it comes
+	 * most 1/16 of the SRQ (none on a small one: each is posted as it comes
 	 * back); admissions leave as many credits in the pool, which covers
 	 * them (docs/credit-protocol.md, "What lib/ep does").
 	 */
-	q->rp_cap = (uint16_t)RTE_MIN((uint32_t)EP_SRQ_BURST, c->srq_size / 64);
+	q->rp_cap = (uint16_t)RTE_MIN((uint32_t)EP_SRQ_BURST, c->srq_size / 16);
 	rdp_lease_pool_keep(&q->lease, q->rp_cap);
 	ep_pool_name(name, sizeof(name), "srq", lc->lcore_id, ld->idx);
 	q->pool = rdp_pool_create(name, ld->dv->pd, c->srq_size, c->buf_size, lc->socket,
