@@ -233,23 +233,32 @@ srq_lookup(struct ep_srq *q, const struct rdp_wc *wc, struct rdp_ep **eps, uint1
 		pthread_spin_unlock(&q->lock);
 }
 
-/* A receive of @p ep on the SRQ's buffer @p m, found by its QP. */
+/*
+ * One receive completion on the SRQ's buffers, for @p ep, the endpoint of
+ * its QP (NULL: the QP is gone, and the buffer goes back undelivered).
+ */
 static inline void
-srq_recv(struct rdp_ep *ep, const struct rdp_wc *w, struct rdp_msg *m)
+srq_complete_one(struct ep_srq *q, struct rdp_ep *ep, const struct rdp_wc *w)
 {
+	uint64_t idx = rdp_wrid_low(w->wr_id);
+	struct rdp_msg *m;
+
+	if (unlikely(idx >= q->pool->nb_bufs)) {
+		EP_LOG(ERR, "SRQ receive completion for buffer %" PRIu64 " of %u (QP %u): dropped",
+		       idx, q->pool->nb_bufs, w->qp_num);
+		return;
+	}
+	m = rdp_pool_msg(q->pool, (uint32_t)idx);
+	RDP_STAT_ADD(q->stats.posted, -1);
+	if (unlikely(ep == NULL)) {
+		RDP_STAT_ADD(q->stats.strays, 1);
+		ep_srq_queue(q, m);
+		return;
+	}
 	RDP_HANDOFF_ACQUIRE(ep); /* what connect_qp() set up (ThreadSanitizer) */
 	ep_recv_one(ep, w, m);
 	if (ep_tearing_down(ep))
 		ep_busy(ep);
-}
-
-/* What a batch received goes to the application now (ep_complete()). */
-static inline void
-srq_deliver(struct rdp_ep *ep)
-{
-	if (ep != NULL && ep->ev_head != NULL && ep->app_visible &&
-	    ep_get_state(ep) == RDP_EP_ESTABLISHED)
-		ep_deliver(ep, true);
 }
 
 void
@@ -258,50 +267,30 @@ ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n)
 	struct rdp_ep *eps[256];
 	uint16_t i, done = 0;
 
-	/*
-	 * One receive of the endpoint found last (every message of a
-	 * ping-pong): neither the lookup nor the batch's loops.
-	 */
-	if (n == 1 && wc->qp_num == q->last_qpn && q->last_ep != NULL &&
-	    rdp_wrid_low(wc->wr_id) < q->pool->nb_bufs) {
-		struct rdp_ep *ep = q->last_ep;
+	if (n == 1 && wc->qp_num == q->last_qpn && q->last_ep != NULL) {
+		/* one receive of the endpoint found last (a ping-pong's): no lookup */
+		eps[0] = q->last_ep;
+		srq_complete_one(q, eps[0], wc);
+	} else {
+		while (done < n) {
+			uint16_t k = (uint16_t)RTE_MIN((unsigned int)RTE_DIM(eps),
+						       (unsigned int)(n - done));
 
-		RDP_STAT_ADD(q->stats.posted, -1);
-		srq_recv(ep, wc, rdp_pool_msg(q->pool, (uint32_t)rdp_wrid_low(wc->wr_id)));
-		RDP_HOP_MARK(RDP_HOP_DISPATCHED);
-		srq_deliver(ep);
-		ep_srq_flush(q);
-		return;
-	}
-	while (done < n) {
-		uint16_t k = (uint16_t)RTE_MIN((unsigned int)RTE_DIM(eps), (unsigned int)(n - done));
-
-		srq_lookup(q, &wc[done], eps, k);
-		for (i = 0; i < k; i++) {
-			const struct rdp_wc *w = &wc[done + i];
-			uint64_t idx = rdp_wrid_low(w->wr_id);
-			struct rdp_msg *m;
-
-			if (unlikely(idx >= q->pool->nb_bufs)) {
-				EP_LOG(ERR, "SRQ receive completion for buffer %" PRIu64 " of %u "
-				       "(QP %u): dropped", idx, q->pool->nb_bufs, w->qp_num);
-				continue;
-			}
-			m = rdp_pool_msg(q->pool, (uint32_t)idx);
-			RDP_STAT_ADD(q->stats.posted, -1);
-			if (unlikely(eps[i] == NULL)) {
-				/* its QP is gone: the buffer goes back, nothing delivered */
-				RDP_STAT_ADD(q->stats.strays, 1);
-				ep_srq_queue(q, m);
-				continue;
-			}
-			srq_recv(eps[i], w, m);
+			srq_lookup(q, &wc[done], eps, k);
+			for (i = 0; i < k; i++)
+				srq_complete_one(q, eps[i], &wc[done + i]);
+			done += k;
 		}
-		done += k;
 	}
 	RDP_HOP_MARK(RDP_HOP_DISPATCHED);
-	for (i = 0; i < n; i++)
-		srq_deliver(i < RTE_DIM(eps) ? eps[i] : NULL);
+	for (i = 0; i < RTE_MIN(n, (uint16_t)RTE_DIM(eps)); i++) {
+		/* what this batch received goes to the application now (ep_complete()) */
+		struct rdp_ep *ep = eps[i];
+
+		if (ep != NULL && ep->ev_head != NULL && ep->app_visible &&
+		    ep_get_state(ep) == RDP_EP_ESTABLISHED)
+			ep_deliver(ep, true);
+	}
 	/* the batch's buffers, and those its callbacks freed, after the replies */
 	ep_srq_flush(q);
 }
