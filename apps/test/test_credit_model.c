@@ -419,6 +419,41 @@ RDP_TEST(model, model_leased_credits_named_before_their_buffers_are_posted_find_
 	return 0;
 }
 
+/*
+ * An endpoint admitted while the others stream (-DLATE: the last one, by
+ * another thread, at any step), the waiting buffers posted once KEEP of
+ * them are back: the admission leaves KEEP credits in the pool, and no
+ * SEND finds the SRQ empty. An admission that takes the pool's last
+ * credits takes the cover of buffers that wait, whose credits have left
+ * already: the late endpoint's first SENDs find the SRQ empty.
+ */
+#define LEASE_LATE "-DK=2 -DFLOOR=1 -DLMAX=3 -DGRANT=2 -DTACK=1 -DNSRQ=4 -DN=4 -DLATE -DKEEP=2"
+
+RDP_TEST(model, model_an_endpoint_admitted_mid_stream_leaves_the_pool_the_waiting_buffers_cover)
+{
+	int skip = skip_without_spin();
+
+	if (skip != 0)
+		return skip;
+	model_verifies("lease", LEASE_LATE, SAFETY_AND_LIVENESS);
+	model_verifies("lease", LEASE1 " -DLATE -DKEEP=2", SAFETY_AND_LIVENESS);
+	model_verifies("lease", LEASE_ACKS " -DLMAX=2 -DTACK=1 -DNSRQ=6 -DLATE -DKEEP=2",
+		       SAFETY_AND_LIVENESS);
+	return 0;
+}
+
+RDP_TEST(model, model_an_admission_that_takes_the_cover_of_waiting_buffers_finds_the_srq_empty)
+{
+	struct spin_result res;
+	int skip = skip_without_spin();
+
+	if (skip != 0)
+		return skip;
+	model_finds("lease", LEASE_LATE " -DMUTANT_ADMIT_NO_KEEP", SAFETY_AND_LIVENESS,
+		    "L1_no_rnr", &res);
+	return 0;
+}
+
 /* A quiet sender that keeps its excess strands the credits it was lent. */
 RDP_TEST(model, model_leases_without_give_back_strand_on_a_quiet_sender)
 {

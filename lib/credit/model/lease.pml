@@ -62,12 +62,22 @@
  * I2 bound of credit.pml; the poller's own credits go back in pure acks
  * only (the worst case for the peer). L1 then covers the peer's RQ too.
  *
+ * Admission mid-stream (-DLATE): endpoint K-1 is admitted by another
+ * thread (Admit) at any step while the others stream, its floor (and
+ * reserve) taken from the pool only if KEEP credits stay there; its peer
+ * may send as soon as it is admitted, before the poller has seen
+ * anything of it. The poller posts the waiting buffers once KEEP of them
+ * are back (its batch holds fewer), so the pool's cover of them survives
+ * any admission.
+ *
  * Mutants, each a check that the model can fail:
  *   -DMUTANT_OVERCOMMIT   grants do not wait for the pool (the SRQ is lent
  *                         beyond its buffers, as RNR-retry designs do): L1
  *   -DMUTANT_NO_GIVEBACK  a quiet sender keeps its excess: L3 (stranded)
  *   -DMUTANT_UNPOSTED_CREDIT  owed credits leave while their buffers wait
  *                         to be posted, whatever the pool holds: L1
+ *   -DMUTANT_ADMIT_NO_KEEP  (with -DLATE) the admission takes the pool's
+ *                         last credits, the waiting buffers' cover: L1
  *   -DMUTANT_SHORT_AY     (with -DYACKS) the peer keeps one entry fewer
  *                         for the poller's pure acks: L1 at the peer
  *   -DMUTANT_NO_DIVERT    freed credits always go back to their endpoint:
@@ -148,7 +158,11 @@ hidden byte L2_credits_conserved = 1;
 /* ---- the poller ---- */
 byte posted = NSRQ;	/* SRQ buffers posted */
 byte unposted;		/* buffers back, waiting to be posted again */
+#ifdef LATE
+byte pool = NSRQ - (K - 1) * (FLOOR + AX);
+#else
 byte pool = NSRQ - K * (FLOOR + AX);
+#endif
 byte lease[K];
 byte owed[K];		/* freed, reposted, not yet sent back */
 byte held[K];		/* received messages the application holds */
@@ -184,21 +198,51 @@ byte dlv[K];		/* delivered and freed */
 
 hidden byte k, g, v, w, x;	/* scratch, dead between steps */
 
+#ifdef LATE
+#ifndef KEEP
+#define KEEP 2		/* the batch posts at KEEP buffers; an admission leaves KEEP */
+#endif
+#ifdef MUTANT_ADMIT_NO_KEEP
+#define ADMIT_LEAVES 0
+#else
+#define ADMIT_LEAVES KEEP
+#endif
+bit admitted[K];	/* endpoint K-1 waits for Admit; the others are admitted at start */
+#define MEMBER(k) admitted[k]
+#define MEMBERS (K - 1 + admitted[K - 1])
+#else
+#define MEMBER(k) true
+#define MEMBERS K
+#endif
+
 /* an overcommitting design conserves nothing: leave it to L1 to catch it */
 #ifdef MUTANT_OVERCOMMIT
 #define CONSERVED() skip
 #else
-#define CONSERVED() assert(L2_credits_conserved && x + pool + K * AX == NSRQ)
+#define CONSERVED() assert(L2_credits_conserved && x + pool + MEMBERS * AX == NSRQ)
 #endif
 #define CHECK_L2() \
 	x = 0; w = 0; \
 	do \
-	:: w < K -> assert(L2_credits_conserved && lease[w] >= FLOOR && lease[w] <= LMAX); \
+	:: w < K -> assert(L2_credits_conserved && \
+			  (!MEMBER(w) || (lease[w] >= FLOOR && lease[w] <= LMAX))); \
 		x = x + lease[w]; w++ \
 	:: else -> break \
 	od; \
 	CONSERVED(); \
 	x = 0; w = 0
+
+/* a buffer back waits to be posted; with -DLATE the batch posts at KEEP */
+#ifdef LATE
+#define QUEUE_BUF() \
+	unposted++; \
+	if \
+	:: unposted >= KEEP -> posted = posted + unposted; unposted = 0 \
+	:: else -> skip \
+	fi
+#else
+#define QUEUE_BUF() unposted++
+#endif
 
 /* one grant to the oldest waiter, while the pool has credit */
 #ifdef MUTANT_OVERCOMMIT
@@ -251,9 +295,18 @@ init {
 		k = 0;
 		do
 		:: k < K ->
-			lease[k] = FLOOR;
-			rc[k] = FLOOR;
-			out[k] = FLOOR;
+#ifdef LATE
+			if
+			:: k < K - 1 ->
+				admitted[k] = 1;
+#endif
+				lease[k] = FLOOR;
+				rc[k] = FLOOR;
+				out[k] = FLOOR;
+#ifdef LATE
+			:: else -> skip
+			fi;
+#endif
 #ifndef INF
 			left[k] = N;
 #endif
@@ -272,6 +325,9 @@ init {
 		:: else -> break
 		od;
 		run Repost();
+#ifdef LATE
+		run Admit();
+#endif
 		k = 0
 	}
 }
@@ -380,12 +436,12 @@ proctype Poll(byte i)
 			:: else -> skip
 			fi
 		:: v == GB ->	/* a give-back: its buffer goes back at once */
-			unposted++;
+			QUEUE_BUF();
 			out[i] = out[i] - g - 1;
 			lease[i] = lease[i] - g - 1;
 			pool = pool + g + 1
 		:: v == ACK ->	/* the peer's pure ack: its buffer goes back at once */
-			unposted++
+			QUEUE_BUF()
 		fi;
 		serve();
 		CHECK_L2();
@@ -399,7 +455,7 @@ proctype Free(byte i)
 	do
 	:: d_step { held[i] > 0 ->
 		held[i]--;
-		unposted++;
+		QUEUE_BUF();
 #ifdef INF
 		par[i] = !par[i];
 #else
@@ -421,6 +477,23 @@ proctype Repost()
 	:: d_step { unposted > 0 -> posted = posted + unposted; unposted = 0 }
 	od
 }
+
+#ifdef LATE
+/*
+ * The control thread admits endpoint K-1 while the others stream: its
+ * floor and reserve leave the pool if ADMIT_LEAVES credits stay, and its
+ * peer holds the floor at once.
+ */
+proctype Admit()
+{
+	d_step { pool >= FLOOR + AX + ADMIT_LEAVES ->
+		pool = pool - FLOOR - AX;
+		lease[K - 1] = FLOOR;
+		out[K - 1] = FLOOR;
+		admitted[K - 1] = 1;
+		rc[K - 1] = FLOOR }
+}
+#endif
 
 /* before owed credits leave: the waiting buffers posted, unless the pool covers them */
 #ifdef MUTANT_UNPOSTED_CREDIT
@@ -450,7 +523,7 @@ proctype Credit(byte i)
 		out[i] = out[i] + owed[i];
 		owed[i] = 0 }
 #ifdef YACKS
-	:: d_step { xleft[i] > 0 && xrc[i] > 0 && nfull(back[i]) ->
+	:: d_step { xleft[i] > 0 && xrc[i] > 0 && MEMBER(i) && nfull(back[i]) ->
 		POST_FIRST();
 		xleft[i]--; xrc[i]--; back[i]!DATA,0 }
 #endif
