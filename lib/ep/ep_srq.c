@@ -139,6 +139,30 @@ ep_srq_flush(struct ep_srq *q)
 		rdp_pool_put_bulk(q->pool, &q->rp[k], n - k);
 	}
 	q->rp_n = 0;
+	q->rp_looks = 0;
+}
+
+/*
+ * Buffers wait to be posted while the pool's free credits cover them
+ * (rdp_lease_covers()): a ping-pong then posts once per batch, not once
+ * per message. A batch that has not filled goes after EP_SRQ_WAIT_LOOKS
+ * looks, one every EP_SRQ_LOOK_POLLS polls (ep_lcore_hook()), so that an
+ * idle poller has every buffer it does not hold posted.
+ */
+unsigned int
+ep_srq_age(struct ep_lcore *lc)
+{
+	unsigned int i, work = 0;
+
+	for (i = 0; i < lc->nb_srqs; i++) {
+		struct ep_srq *q = lc->srqs[i];
+
+		if (q->rp_n > 0 && ++q->rp_looks >= EP_SRQ_WAIT_LOOKS) {
+			ep_srq_flush(q);
+			work++;
+		}
+	}
+	return work;
 }
 
 void
@@ -291,8 +315,9 @@ ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n)
 		    ep_get_state(ep) == RDP_EP_ESTABLISHED)
 			ep_deliver(ep, true);
 	}
-	/* the batch's buffers, and those its callbacks freed, after the replies */
-	ep_srq_flush(q);
+	/* the batch's buffers, and those its callbacks freed, after the replies (if due) */
+	if (q->rp_n > 0 && !rdp_lease_covers(&q->lease, q->rp_n))
+		ep_srq_flush(q);
 }
 
 /* ---- admission and leaving ---- */
@@ -431,6 +456,7 @@ ep_srq_create(struct ep_lcore_dev *ld)
 		return rdp_err_set(EIO, "lcore %u: %" PRIu64 " of the SRQ's %u receives posted",
 				   lc->lcore_id, RDP_STAT_READ(q->stats.posted), c->srq_size);
 	q->stats.reposted = 0;
+	lc->srqs[lc->nb_srqs++] = q;
 	return 0;
 }
 
@@ -439,9 +465,16 @@ ep_srq_destroy(struct ep_lcore_dev *ld)
 {
 	struct ep_lcore *lc = ld->lc;
 	struct ep_srq *q = ld->srq;
+	unsigned int i;
 
 	if (q == NULL)
 		return;
+	for (i = 0; i < lc->nb_srqs; i++) {
+		if (lc->srqs[i] == q) {
+			lc->srqs[i] = lc->srqs[--lc->nb_srqs];
+			break;
+		}
+	}
 	if (q->slot != UINT32_MAX)
 		rdp_poller_slot_free(lc->poller, q->slot);
 	if (q->srq != NULL && rdp_srq_destroy(q->srq) < 0)

@@ -122,6 +122,12 @@ struct ep_srq_stats {
 };
 
 #define EP_SRQ_BURST 32
+/*
+ * Buffers that wait to be posted go after at most EP_SRQ_WAIT_LOOKS looks,
+ * full batch or not; ep_srq_age() looks once every EP_SRQ_LOOK_POLLS polls.
+ */
+#define EP_SRQ_LOOK_POLLS 64u
+#define EP_SRQ_WAIT_LOOKS 8u
 
 /*
  * The poller's shared receive queue (srq = on). The poller owns the SRQ,
@@ -135,6 +141,7 @@ struct ep_srq {
 	uint16_t rp_n;                  /* buffers waiting to be posted again */
 	uint16_t rp_cap;                /* most that wait at once; the lease pool keeps as
 					 * many credits from admissions to cover them */
+	uint32_t rp_looks;              /* looks the batch has waited (ep_srq_age()) */
 	struct rdp_msg *rp[EP_SRQ_BURST];
 	pthread_spinlock_t lock;        /* lease and map (a pthread lock: ThreadSanitizer
 					 * sees it) */
@@ -209,6 +216,9 @@ struct ep_lcore {
 	uint64_t give_back_tsc;           /* srq_give_back_us in TSC cycles */
 	unsigned int pages;               /* RDP_ALLOC_* of its pools and arenas (hugepages) */
 	struct ep_lcore_dev dev[EP_MAX_DEVS]; /* one per device of the process */
+	struct ep_srq *srqs[EP_MAX_DEVS]; /* its devices' SRQs, nb_srqs of them (srq = on) */
+	unsigned int nb_srqs;
+	unsigned int hook_polls;          /* ep_lcore_hook() calls, for ep_srq_age() */
 	unsigned int dflt;                /* its endpoints' device when nothing else picks */
 	bool hook_set;                    /* rdp_poll_hook_set() was called (rdp_rt.lock) */
 	struct rdp_ep_counters counters;  /* how its endpoints ended (the poller writes) */
@@ -722,6 +732,8 @@ ep_srq_before_send(struct rdp_ep *ep)
 	if (ep->lease.owed != 0)
 		ep_srq_take_owed(ep, false);
 }
+/* Post the batches that waited EP_SRQ_WAIT_LOOKS looks; every EP_SRQ_LOOK_POLLS polls. */
+unsigned int ep_srq_age(struct ep_lcore *lc);
 /* Telemetry (any thread). */
 void ep_srq_snapshot(const struct ep_lcore_dev *ld, struct rdp_srq_stats *s);
 
@@ -749,8 +761,9 @@ ep_recv_drop(struct rdp_ep *ep, struct rdp_msg *m)
  * ack could find the reserve short (docs/credit-protocol.md). With
  * @p all_reposts the buffers that only owe credits go too (the poller's
  * pass); a send made from a callback leaves before those. The SRQ's
- * buffers go in the pass; before a send, ep_srq_before_send() posts them
- * where the pool does not cover them.
+ * buffers go in the pass only where the pool does not cover them, as
+ * before a send (ep_srq_before_send()); else they wait for a full batch
+ * or a few hundred polls (ep_srq_age()).
  */
 static inline unsigned int
 ep_flush(struct rdp_ep *ep, bool all_reposts)
@@ -759,7 +772,8 @@ ep_flush(struct rdp_ep *ep, bool all_reposts)
 
 	if (ep->rp_head != NULL && (all_reposts || ep->rp_acks > 0))
 		work += ep_post_recvs(ep);
-	if (all_reposts && ep->ld->srq != NULL && ep->ld->srq->rp_n > 0)
+	if (all_reposts && ep->ld->srq != NULL && ep->ld->srq->rp_n > 0 &&
+	    !rdp_lease_covers(&ep->ld->srq->lease, ep->ld->srq->rp_n))
 		ep_srq_flush(ep->ld->srq);
 	if (!ep_tearing_down(ep))
 		work += ep_post_sends(ep);
