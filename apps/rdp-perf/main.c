@@ -32,6 +32,7 @@
 #include <rte_ring.h>
 
 #include "rdp_clock.h"
+#include "rdp_common.h"
 #include "app_launch.h"
 #include "perf_hist.h"
 #include "perf_wire.h"
@@ -682,9 +683,7 @@ srv_msgs_add(uint64_t n)
 	unsigned int lc = rte_lcore_id();
 
 	if (lc < RTE_MAX_LCORE)
-		__atomic_store_n(&srv_msgs[lc].n,
-				 __atomic_load_n(&srv_msgs[lc].n, __ATOMIC_RELAXED) + n,
-				 __ATOMIC_RELAXED);
+		RDP_STAT_ADD(srv_msgs[lc].n, n);
 	else
 		__atomic_fetch_add(&srv_msgs[RTE_MAX_LCORE].n, n, __ATOMIC_RELAXED);
 }

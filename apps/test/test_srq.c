@@ -78,21 +78,32 @@ print_srq(const char *when, unsigned int lcore)
 	       q.grants, q.diverted, q.given_back, q.refused);
 }
 
+/*
+ * Wait (5 s at most) until every buffer of the SRQ of @p lcore is posted
+ * and, with @p no_members, no endpoint leases from it; its stats in @p q.
+ */
+static void
+srq_wait_posted(unsigned int lcore, bool no_members, struct rdp_srq_stats *q)
+{
+	double deadline = rdp_clock_s() + 5;
+
+	for (;;) {
+		RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(lcore, q), 0);
+		if (q->posted == q->size && (!no_members || q->members == 0))
+			break;
+		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "lcore %u: %u members, %u of %u posted",
+			       lcore, q->members, q->posted, q->size);
+		usleep(1000);
+	}
+}
+
 /* Every endpoint gone: every credit back in the pool, every buffer on the SRQ. */
 static void
 assert_srq_whole(unsigned int lcore)
 {
-	double deadline = rdp_clock_s() + 5;
 	struct rdp_srq_stats q;
 
-	for (;;) {
-		RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(lcore, &q), 0);
-		if (q.members == 0 && q.posted == q.size)
-			break;
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "lcore %u: %u members, %u of %u posted",
-			       lcore, q.members, q.posted, q.size);
-		usleep(1000);
-	}
+	srq_wait_posted(lcore, true, &q);
 	RDP_ASSERT_EQ(q.free, q.size);
 	RDP_ASSERT_EQ(q.leased, 0);
 	RDP_ASSERT_EQ(q.reserved, 0);
@@ -107,17 +118,9 @@ assert_srq_whole(unsigned int lcore)
 static void
 assert_srq_posted_when_idle(unsigned int lcore)
 {
-	double deadline = rdp_clock_s() + 5;
 	struct rdp_srq_stats q;
 
-	for (;;) {
-		RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(lcore, &q), 0);
-		if (q.posted == q.size)
-			break;
-		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "lcore %u idle with %u members: %u of %u "
-			       "posted", lcore, q.members, q.posted, q.size);
-		usleep(1000);
-	}
+	srq_wait_posted(lcore, false, &q);
 }
 
 static struct stream_side srv[SRQ_PAIRS_MAX], cli[SRQ_PAIRS_MAX];
