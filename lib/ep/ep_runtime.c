@@ -646,6 +646,10 @@ teardown(void)
 	for (i = 0; i < rdp_rt.nb_lcores; i++) {
 		struct ep_lcore *lc = rdp_rt.lcores[rdp_rt.order[i]];
 
+		/* the loop has returned (rdp_fini() waited for the lcore): what it did
+		 * happens before the SRQs, which its hook looks at, go */
+		if (lc->poller != NULL && rdp_poller_running(lc->poller))
+			EP_LOG(ERR, "lcore %u: torn down while its poller runs", lc->lcore_id);
 		for (d = 0; d < EP_MAX_DEVS; d++)
 			ep_srq_destroy(&lc->dev[d]);
 		if (lc->poller != NULL && rdp_poller_destroy(lc->poller) < 0)

@@ -396,6 +396,12 @@ rdp_poller_stop(struct rdp_poller *p)
 	__atomic_store_n(&p->stop, true, __ATOMIC_RELAXED);
 }
 
+bool
+rdp_poller_running(const struct rdp_poller *p)
+{
+	return __atomic_load_n(&p->running, __ATOMIC_ACQUIRE);
+}
+
 unsigned int
 rdp_poller_inbox_put(struct rdp_poller *p, void *const *items, unsigned int n)
 {

@@ -227,6 +227,19 @@ int rdp_poller_run(void *arg);
 void rdp_poller_stop(struct rdp_poller *p);
 
 /**
+ * Is the loop of rdp_poller_run() still running? An acquire: once it says
+ * no, everything the loop did happens before what the caller does next
+ * (a thread that waited for the lcore with rte_eal_wait_lcore() may then
+ * free what the loop touched).
+ *
+ * @param p
+ *   The poller.
+ * @return
+ *   true while the loop runs.
+ */
+bool rdp_poller_running(const struct rdp_poller *p);
+
+/**
  * Hand an item to the poller (any thread).
  *
  * @param p
