@@ -514,7 +514,7 @@ ep_lcore_hook(void *arg)
 			}
 		}
 	}
-	if (unlikely((++lc->hook_polls & (EP_SRQ_LOOK_POLLS - 1)) == 0) && lc->nb_srqs > 0)
+	if (unlikely((++lc->hook_polls & (EP_SRQ_LOOK_POLLS - 1)) == 0))
 		work += ep_srq_age(lc);
 	if (app != NULL)
 		work += app(lc->app_hook_arg);

@@ -152,12 +152,12 @@ ep_srq_flush(struct ep_srq *q)
 unsigned int
 ep_srq_age(struct ep_lcore *lc)
 {
-	unsigned int i, work = 0;
+	unsigned int d, work = 0;
 
-	for (i = 0; i < lc->nb_srqs; i++) {
-		struct ep_srq *q = lc->srqs[i];
+	for (d = 0; d < rdp_rt.nb_devs; d++) {
+		struct ep_srq *q = lc->dev[d].srq;
 
-		if (q->rp_n > 0 && ++q->rp_looks >= EP_SRQ_WAIT_LOOKS) {
+		if (q != NULL && q->rp_n > 0 && ++q->rp_looks >= EP_SRQ_WAIT_LOOKS) {
 			ep_srq_flush(q);
 			work++;
 		}
@@ -316,8 +316,7 @@ ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n)
 			ep_deliver(ep, true);
 	}
 	/* the batch's buffers, and those its callbacks freed, after the replies (if due) */
-	if (q->rp_n > 0 && !rdp_lease_covers(&q->lease, q->rp_n))
-		ep_srq_flush(q);
+	ep_srq_flush_uncovered(q);
 }
 
 /* ---- admission and leaving ---- */
@@ -456,7 +455,6 @@ ep_srq_create(struct ep_lcore_dev *ld)
 		return rdp_err_set(EIO, "lcore %u: %" PRIu64 " of the SRQ's %u receives posted",
 				   lc->lcore_id, RDP_STAT_READ(q->stats.posted), c->srq_size);
 	q->stats.reposted = 0;
-	lc->srqs[lc->nb_srqs++] = q;
 	return 0;
 }
 
@@ -465,16 +463,9 @@ ep_srq_destroy(struct ep_lcore_dev *ld)
 {
 	struct ep_lcore *lc = ld->lc;
 	struct ep_srq *q = ld->srq;
-	unsigned int i;
 
 	if (q == NULL)
 		return;
-	for (i = 0; i < lc->nb_srqs; i++) {
-		if (lc->srqs[i] == q) {
-			lc->srqs[i] = lc->srqs[--lc->nb_srqs];
-			break;
-		}
-	}
 	if (q->slot != UINT32_MAX)
 		rdp_poller_slot_free(lc->poller, q->slot);
 	if (q->srq != NULL && rdp_srq_destroy(q->srq) < 0)

@@ -216,8 +216,6 @@ struct ep_lcore {
 	uint64_t give_back_tsc;           /* srq_give_back_us in TSC cycles */
 	unsigned int pages;               /* RDP_ALLOC_* of its pools and arenas (hugepages) */
 	struct ep_lcore_dev dev[EP_MAX_DEVS]; /* one per device of the process */
-	struct ep_srq *srqs[EP_MAX_DEVS]; /* its devices' SRQs, nb_srqs of them (srq = on) */
-	unsigned int nb_srqs;
 	unsigned int hook_polls;          /* ep_lcore_hook() calls, for ep_srq_age() */
 	unsigned int dflt;                /* its endpoints' device when nothing else picks */
 	bool hook_set;                    /* rdp_poll_hook_set() was called (rdp_rt.lock) */
@@ -687,6 +685,13 @@ void ep_srq_settle(struct rdp_ep *ep);
 void ep_srq_complete(struct ep_srq *q, const struct rdp_wc *wc, uint16_t n);
 /* Post the buffers waiting to go back to the SRQ. */
 void ep_srq_flush(struct ep_srq *q);
+/* Post the batch waiting unless the pool's free credits cover it (the posting rule). */
+static inline void
+ep_srq_flush_uncovered(struct ep_srq *q)
+{
+	if (q->rp_n > 0 && !rdp_lease_covers(&q->lease, q->rp_n))
+		ep_srq_flush(q);
+}
 /* A buffer goes back to the SRQ; with @p freed its credit goes by rdp_lease_on_free(). */
 static inline void ep_srq_repost(struct rdp_ep *ep, struct rdp_msg *m, bool freed);
 /* The endpoints the lease pool served since @p served (its FIFO at @p head then) may owe. */
@@ -727,8 +732,7 @@ ep_srq_before_send(struct rdp_ep *ep)
 {
 	struct ep_srq *q = ep->ld->srq;
 
-	if (q->rp_n > 0 && !rdp_lease_covers(&q->lease, q->rp_n))
-		ep_srq_flush(q);
+	ep_srq_flush_uncovered(q);
 	if (ep->lease.owed != 0)
 		ep_srq_take_owed(ep, false);
 }
@@ -772,9 +776,8 @@ ep_flush(struct rdp_ep *ep, bool all_reposts)
 
 	if (ep->rp_head != NULL && (all_reposts || ep->rp_acks > 0))
 		work += ep_post_recvs(ep);
-	if (all_reposts && ep->ld->srq != NULL && ep->ld->srq->rp_n > 0 &&
-	    !rdp_lease_covers(&ep->ld->srq->lease, ep->ld->srq->rp_n))
-		ep_srq_flush(ep->ld->srq);
+	if (all_reposts && ep->ld->srq != NULL)
+		ep_srq_flush_uncovered(ep->ld->srq);
 	if (!ep_tearing_down(ep))
 		work += ep_post_sends(ep);
 	return work;
