@@ -2,6 +2,8 @@
 """Report of an ab.sh run: rates per variant and machine state, and each
 variant against the reference as the median of the ratios within rounds,
 with a bootstrap 90 % interval (its half-width is what the run resolves).
+Runs of a latency mode carry their p50 too (lat_p50_ns): it gets the same
+report, its ratio the variant's p50 over the reference's (above 1 is slower).
 
 A run is fast when the cache-line probes on both sides of it read fast by
 report.py's rule, slow when both read slow; a run between two states counts
@@ -43,20 +45,23 @@ def interval(values, rng):
     return meds[int(0.05 * BOOTSTRAP)], meds[int(0.95 * BOOTSTRAP) - 1]
 
 
-def analyse(runs, ref, fast_below):
+def analyse(runs, ref, fast_below, key='msg_rate'):
+    """Variants' medians of @key by state, and their ratios to @ref's."""
+    runs = [r for r in runs if r.get(key, 0) > 0]
     names = list(dict.fromkeys(r['name'] for r in runs))
     if ref is None:
         ref = names[0]
     if ref not in names:
-        raise SystemExit('ab.py: no run of the reference %s' % ref)
+        raise SystemExit('ab.py: no run of the reference %s with %s' % (ref, key))
     for r in runs:
         r['state'] = state_of(r, fast_below)
     rng = random.Random(1)
-    out = {'ref': ref, 'fast_below_ns': fast_below, 'variants': {}, 'against_ref': {}}
+    out = {'ref': ref, 'key': key, 'fast_below_ns': fast_below, 'variants': {},
+           'against_ref': {}}
     for name in names:
         per = {}
         for st in ('fast', 'slow'):
-            rates = [r['msg_rate'] for r in runs if r['name'] == name and r['state'] == st]
+            rates = [r[key] for r in runs if r['name'] == name and r['state'] == st]
             if rates:
                 per[st] = {'runs': len(rates), 'median': statistics.median(rates),
                            'min': min(rates), 'max': max(rates)}
@@ -70,9 +75,9 @@ def analyse(runs, ref, fast_below):
             continue
         res = {}
         for st in ('fast', 'slow'):
-            ratios = [rd[name]['msg_rate'] / rd[ref]['msg_rate'] for rd in by_round.values()
+            ratios = [rd[name][key] / rd[ref][key] for rd in by_round.values()
                       if name in rd and ref in rd and rd[name]['state'] == st and
-                      rd[ref]['state'] == st and rd[ref]['msg_rate'] > 0]
+                      rd[ref]['state'] == st]
             if ratios:
                 lo, hi = interval(ratios, rng)
                 res[st] = {'rounds': len(ratios), 'median': statistics.median(ratios),
@@ -81,19 +86,24 @@ def analyse(runs, ref, fast_below):
     return out
 
 
+UNITS = {'msg_rate': ('median M msg/s', 1e6), 'lat_p50_ns': ('median p50 ns ', 1)}
+
+
 def render(rep):
-    lines = ['variant          state  runs  median M msg/s  (min-max)']
+    head, scale = UNITS[rep['key']]
+    lines = ['variant          state  runs  %s  (min-max)' % head]
     for name, per in rep['variants'].items():
         for st in ('fast', 'slow'):
             if st in per:
                 v = per[st]
                 lines.append('%-16s %-5s %5d  %14.2f  (%.2f-%.2f)' % (
-                    name, st, v['runs'], v['median'] / 1e6, v['min'] / 1e6, v['max'] / 1e6))
+                    name, st, v['runs'], v['median'] / scale, v['min'] / scale,
+                    v['max'] / scale))
         if not any(st in per for st in ('fast', 'slow')):
             lines.append('%-16s every run changed state (%d runs)' % (name, per['runs']))
     lines.append('')
-    lines.append('against %s: median of the ratios within rounds, bootstrap 90 %% interval'
-                 % rep['ref'])
+    lines.append('against %s: median of the ratios within rounds%s, bootstrap 90 %% interval'
+                 % (rep['ref'], ' (p50 over p50)' if rep['key'] == 'lat_p50_ns' else ''))
     for name, res in rep['against_ref'].items():
         for st in ('fast', 'slow'):
             if st in res:
@@ -110,10 +120,15 @@ def render(rep):
     return '\n'.join(lines)
 
 
+def has_key(runs, key):
+    return any(r.get(key, 0) > 0 for r in runs)
+
+
 def self_test():
     """The pairing by round and state, on made-up runs with known ratios."""
     def run(rnd, name, rate, before, after):
-        return {'round': rnd, 'name': name, 'msg_rate': rate,
+        # a ping-pong's p50 follows its rate: a round trip is 2 p50s
+        return {'round': rnd, 'name': name, 'msg_rate': rate, 'lat_p50_ns': 0.5e9 / rate,
                 'probe_before_ns': before, 'probe_after_ns': after}
     runs = []
     for rnd in range(1, 7):  # fast rounds: b is 1.10x a
@@ -132,6 +147,15 @@ def self_test():
         (abs(slow['median'] - 1.2) < 1e-9, 'slow ratio %.4f, expected 1.2' % slow['median']),
         (rep['variants']['b']['fast']['max'] < 20e6, 'a run between states was counted'),
     ]
+    lat = analyse(runs, 'a', FAST_BELOW_NS, 'lat_p50_ns')['against_ref']['b']['fast']
+    checks += [
+        (lat['rounds'] == 6, 'fast p50 rounds %d, expected 6' % lat['rounds']),
+        (abs(lat['median'] - 1 / 1.1) < 1e-9, 'fast p50 ratio %.4f, expected 1/1.1'
+         % lat['median']),
+    ]
+    # runs without a p50 (a stream) report none
+    streams = [dict(r, lat_p50_ns=0) for r in runs]
+    checks.append((not has_key(streams, 'lat_p50_ns'), 'a stream reported a p50'))
     failed = [why for ok, why in checks if not ok]
     for why in failed:
         print('ab.py self-test: ' + why)
@@ -159,6 +183,10 @@ def main():
         raise SystemExit('ab.py: no run with a rate for %s' % ', '.join(missing))
     rep = analyse(runs, args.ref, args.fast_below)
     print(render(rep))
+    if has_key(runs, 'lat_p50_ns'):
+        rep['p50'] = analyse(runs, args.ref, args.fast_below, 'lat_p50_ns')
+        print('')
+        print(render(rep['p50']))
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(rep, f, indent=1)

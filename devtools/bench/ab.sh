@@ -33,7 +33,9 @@
 # per variant and machine state the median rate, and for each variant
 # against the reference the median of the ratios within rounds, with a
 # bootstrap 90 % interval. The interval's half-width is what the run
-# resolves; a difference inside it is noise.
+# resolves; a difference inside it is noise. In a latency mode (`-m lat`)
+# the same report follows for the p50, its ratio the variant's p50 over the
+# reference's.
 #
 # --smoke (the test command's): one round of 0.2 s runs of one endpoint,
 # any state; ab.py must report every variant.
@@ -122,8 +124,9 @@ for round in $(seq "$rounds"); do
 		after=$(one_way_ns)
 		python3 - "$json" "$round" "${names[$i]}" "$before" "$after" >>"$out.jsonl" <<'PY'
 import json, sys
-rate = json.load(open(sys.argv[1]))['results'][0]['msg_rate']
-print(json.dumps({'round': int(sys.argv[2]), 'name': sys.argv[3], 'msg_rate': rate,
+res = json.load(open(sys.argv[1]))['results'][0]
+print(json.dumps({'round': int(sys.argv[2]), 'name': sys.argv[3], 'msg_rate': res['msg_rate'],
+                  'lat_p50_ns': res.get('lat_p50_ns', 0),
                   'probe_before_ns': float(sys.argv[4]), 'probe_after_ns': float(sys.argv[5])}))
 PY
 		before=$after
