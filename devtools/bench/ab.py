@@ -47,7 +47,8 @@ def interval(values, rng):
 
 def analyse(runs, ref, fast_below, key='msg_rate'):
     """Variants' medians of @key by state, and their ratios to @ref's."""
-    runs = [r for r in runs if r.get(key, 0) > 0]
+    if key != 'msg_rate':
+        runs = [r for r in runs if r.get(key, 0) > 0]  # a p50 only where one was measured
     names = list(dict.fromkeys(r['name'] for r in runs))
     if ref is None:
         ref = names[0]
@@ -77,7 +78,7 @@ def analyse(runs, ref, fast_below, key='msg_rate'):
         for st in ('fast', 'slow'):
             ratios = [rd[name][key] / rd[ref][key] for rd in by_round.values()
                       if name in rd and ref in rd and rd[name]['state'] == st and
-                      rd[ref]['state'] == st]
+                      rd[ref]['state'] == st and rd[ref][key] > 0]
             if ratios:
                 lo, hi = interval(ratios, rng)
                 res[st] = {'rounds': len(ratios), 'median': statistics.median(ratios),
