@@ -112,7 +112,7 @@ def diff_rows(a, b, top):
     return rows[:top]
 
 
-def against(a, f, msgs, polls, self_):
+def against(a, msgs, polls, self_):
     """Print the self instructions a message of every function, here and in
     the --against profile, and their difference."""
     g, other_files = thread_files(a.against)
@@ -205,7 +205,7 @@ def main():
     print('  calls the hot path must not make, whole thread (setup included): %s' %
           (', '.join('%s x%d' % kv for kv in sorted(bad.items())) or 'none'))
     if a.against:
-        against(a, f, msgs, polls, self_)
+        against(a, msgs, polls, self_)
     if a.json:
         with open(a.json, 'w') as fh:
             json.dump(doc, fh, indent=1)
