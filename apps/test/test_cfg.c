@@ -610,10 +610,10 @@ RDP_TEST(unit, cfg_relations_blame_the_value_set_in_the_failing_section)
 			"bad.ini:2: [global] rndv_pool_size = 4095: must be 0 (automatic, sized "
 			"from max_msg_size and the device) or at least 4096 (one arena page)");
 	/* a leased receiver is sure of its floor only: chunked messages fit in it */
-	EXPECT_REJECTED("[global]\nsrq = on\n",
-			"bad.ini:2: [global] srq = on: with srq = on a chunked message has at most "
-			"srq_floor chunks, so rndv_threshold must be at most srq_floor*buf_size = "
-			"8192 (rndv_threshold=65536, srq_floor=1, buf_size=8192)");
+	EXPECT_REJECTED("[global]\nsrq = on\nrndv_threshold = 65536\n",
+			"bad.ini:3: [global] rndv_threshold = 65536: with srq = on a chunked "
+			"message has at most srq_floor chunks, so rndv_threshold must be at most "
+			"srq_floor*buf_size = 8192 (srq_floor=1, buf_size=8192, srq=on)");
 	EXPECT_REJECTED("[global]\nsrq = on\nrndv_threshold = 8192\nsrq_floor = 2\n"
 			"srq_lease_max = 1\n",
 			"bad.ini:4: [global] srq_floor = 2: an endpoint's floor must fit in the "
@@ -625,6 +625,63 @@ RDP_TEST(unit, cfg_relations_blame_the_value_set_in_the_failing_section)
 	EXPECT_REJECTED("[global]\nmode = pipeline\napp_lcore = 3\n[lcore.3]\n",
 			"bad.ini:3: [global] app_lcore = 3 (as inherited by [lcore.3]): must name "
 			"another lcore than the poller itself (mode=pipeline)");
+	tmp_leave();
+	return 0;
+}
+
+/*
+ * rndv_threshold left at its default follows srq = on: at most
+ * srq_floor*buf_size, in each section from that section's values; one set
+ * in a file stays as set (and is refused when too large).
+ */
+RDP_TEST(unit, cfg_srq_on_derives_the_default_rndv_threshold_from_the_floor)
+{
+	struct rdp_cfg *cfg;
+	static char out[32768];
+	size_t n;
+	FILE *f;
+
+	tmp_enter();
+	cfg = load_text("srq.ini", "[global]\nsrq = on\n[lcore.2]\nsrq_floor = 2\n"
+			"srq_lease_max = 64\n[lcore.3]\nbuf_size = 65536\n[lcore.4]\n"
+			"rndv_threshold = 4096\n");
+	RDP_ASSERT_MSG(cfg != NULL, "%s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL)->rndv_threshold, 8192);
+	RDP_ASSERT_EQ(rdp_cfg_lcore(cfg, 2)->rndv_threshold, 16384);
+	/* never above the default */
+	RDP_ASSERT_EQ(rdp_cfg_lcore(cfg, 3)->rndv_threshold, 65536);
+	RDP_ASSERT_EQ(rdp_cfg_lcore(cfg, 4)->rndv_threshold, 4096);
+
+	/* later overrides move it, in the sections that inherit them */
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "buf_size", "4096", "--buf"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL)->rndv_threshold, 4096);
+	RDP_ASSERT_EQ(rdp_cfg_lcore(cfg, 2)->rndv_threshold, 8192);
+	RDP_ASSERT_EQ(rdp_cfg_lcore(cfg, 3)->rndv_threshold, 65536);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "read_depth", "0", "--rd"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_lcore(cfg, 2)->rndv_threshold, 65536); /* no rendezvous */
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "read_depth", "16", "--rd"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, 2, "srq", "off", "--srq"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_lcore(cfg, 2)->rndv_threshold, 65536);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+
+	/* the dump says where the value comes from */
+	f = tmpfile();
+	RDP_ASSERT(f != NULL);
+	RDP_ASSERT_EQ(rdp_cfg_dump(cfg, f), 0);
+	rewind(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	fclose(f);
+	RDP_ASSERT_MSG(strstr(out, "\nrndv_threshold       = 4096                   # default "
+				   "(srq_floor*buf_size with srq = on)\n") != NULL,
+		       "dump:\n%.2000s", out);
+	rdp_cfg_free(cfg);
+
+	/* with the default floor, srq = on alone is a valid configuration */
+	cfg = load_text("alone.ini", "[global]\nsrq = on\n");
+	RDP_ASSERT_MSG(cfg != NULL, "%s", rdp_err_msg());
+	RDP_ASSERT_EQ(rdp_cfg_lcore(cfg, RDP_CFG_GLOBAL)->rndv_threshold, 8192);
+	rdp_cfg_free(cfg);
 	tmp_leave();
 	return 0;
 }

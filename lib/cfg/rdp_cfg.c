@@ -534,6 +534,34 @@ scope_lcore(struct rdp_cfg *cfg, unsigned int lcore_id, unsigned int line)
 	return s;
 }
 
+/*
+ * Defaults that follow other keys. rndv_threshold: with srq = on a leased
+ * receiver is sure of its floor only, so a chunked message has at most
+ * srq_floor chunks (srq_check()); left at its default, the threshold is
+ * then srq_floor*buf_size when that is smaller. Each section from its own
+ * values; a value set anywhere stays as set.
+ */
+static const char *
+derived_note(const struct key *k, const struct rdp_cfg_lcore *v)
+{
+	if (strcmp(k->name, "rndv_threshold") == 0 && v->srq == RDP_CFG_ON && v->read_depth > 0 &&
+	    (uint64_t)v->srq_floor * v->buf_size < strtoull(k->def, NULL, 10))
+		return "srq_floor*buf_size with srq = on";
+	return NULL;
+}
+
+static void
+scope_derive(struct scope *s)
+{
+	const struct key *k = key_find("rndv_threshold");
+	struct rdp_cfg_lcore *v = &s->v;
+
+	if (s->org[key_index(k)].kind != ORIGIN_DEFAULT)
+		return;
+	v->rndv_threshold = derived_note(k, v) != NULL ? v->srq_floor * v->buf_size :
+							 (uint32_t)strtoul(k->def, NULL, 10);
+}
+
 /* Set key @p k of scope @p s from text; a global value reaches lcores that do not set it. */
 static int
 scope_set(struct rdp_cfg *cfg, struct scope *s, const struct key *k, const char *value,
@@ -550,10 +578,14 @@ scope_set(struct rdp_cfg *cfg, struct scope *s, const struct key *k, const char 
 	memcpy((char *)&s->v + k->off, (char *)&scratch + k->off, k->size);
 	s->set[i] = true;
 	s->org[i] = *o;
+	scope_derive(s);
 	if (s == &cfg->global)
 		for (l = 0; l < RTE_MAX_LCORE; l++)
-			if (cfg->lcore[l] != NULL && !cfg->lcore[l]->set[i])
-				scope_inherit(cfg->lcore[l], s, i);
+			if (cfg->lcore[l] != NULL) {
+				if (!cfg->lcore[l]->set[i])
+					scope_inherit(cfg->lcore[l], s, i);
+				scope_derive(cfg->lcore[l]);
+			}
 	return 0;
 }
 
@@ -1309,6 +1341,8 @@ scope_dump(const struct rdp_cfg *cfg, const struct scope *s, FILE *out)
 		if (s != &cfg->global && !s->set[i] && s->org[i].kind != ORIGIN_DEFAULT)
 			from = "[global] ";
 		origin_text(cfg, &s->org[i], where, sizeof(where));
+		if (s->org[i].kind == ORIGIN_DEFAULT && derived_note(k, &s->v) != NULL)
+			snprintf(where, sizeof(where), "default (%s)", derived_note(k, &s->v));
 		value_format(k, &s->v, value, sizeof(value));
 		if ((k->flags & F_SECRET) && value[0] != '\0')
 			fprintf(out, "# %s is set (%zu characters, not shown)  # %s%s\n",

@@ -25,7 +25,9 @@
  *   pipeline `app_lcore` other than the
  *   lcore itself, and with `srq = on` `srq_floor <= srq_lease_max`,
  *   `srq_floor <= srq_size` and `rndv_threshold <= srq_floor*buf_size`
- *   (`max_msg_size` when `read_depth = 0`).
+ *   (`max_msg_size` when `read_depth = 0`). A `rndv_threshold` no section
+ *   sets follows that rule: with `srq = on` it is `srq_floor*buf_size`
+ *   when that is below its default.
  * - **Messages** say where and why, in one shape:
  *   `WHERE: [SECTION] KEY = VALUE: RULE`, where WHERE is `FILE:LINE` for a
  *   value read from a file, the origin given to rdp_cfg_set() for an
