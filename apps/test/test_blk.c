@@ -470,6 +470,47 @@ RDP_TEST(e2e, blk_verify_512_byte_and_1_mib_blocks)
 	return 0;
 }
 
+/*
+ * Reads of 128 KiB go back by rendezvous, out of the server's send arena,
+ * and the server holds the requests it has no reply buffer for. With more
+ * requests in flight than the loader has credits (300 against a receive
+ * queue of 256; 16 against an SRQ floor of 8), every credit can sit in a
+ * held request while the arena waits for FINs, which need credits: the
+ * FINs must go first and keep credits set aside for them, or the run
+ * stops dead.
+ */
+RDP_TEST(e2e, blk_rendezvous_replies_beyond_the_loaders_credits_keep_flowing)
+{
+	static const char *const configs[][2] = {
+		{ "[global]\n", "300" },
+		{ "[global]\nsrq = on\nsrq_floor = 8\nsrq_lease_max = 64\n", "16" },
+	};
+	const char *log = path_of("load.log"), *json = path_of("load.json");
+	const char *cfg = path_of("rv.conf");
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(configs); i++) {
+		FILE *f = fopen(cfg, "w");
+		uint64_t ios;
+
+		RDP_ASSERT(f != NULL);
+		fputs(configs[i][0], f);
+		RDP_ASSERT(fclose(f) == 0);
+		assert_exit(run_blk(log, 60, "load", "--in-process", "-c", cfg, "--rw", "randread",
+				    "--bs", "128k", "--iodepth", configs[i][1], "--size", "16M",
+				    "--runtime", "1", "--output-format=json", "--output", json, NULL),
+			    0, log);
+		ios = json_u64(slurp(json), "read", "total_ios");
+		/* a stall completes one window at most */
+		RDP_ASSERT_MSG(ios > 1000, "%s, iodepth %s: %" PRIu64 " reads\n%s",
+			       configs[i][0], configs[i][1], ios, slurp(log));
+		printf("ok: %s iodepth %s: %" PRIu64 " reads of 128 KiB\n", i == 0 ? "RQ" : "SRQ",
+		       configs[i][1], ios);
+	}
+	scratch_remove();
+	return 0;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Durability across a server crash                                       */
 /* ---------------------------------------------------------------------- */

@@ -201,6 +201,17 @@ rdp_lease_enqueue_(struct rdp_lease_pool *p, struct rdp_lease *l)
 	l->queued = true;
 }
 
+uint32_t
+rdp_lease_grant_for_fin(struct rdp_lease_pool *p, struct rdp_lease *l)
+{
+	if (l->lease >= p->lease_max || free_take(p, 1) == 0)
+		return 0;
+	l->lease++;
+	l->owed++;
+	count(&p->grants, 1);
+	return 1;
+}
+
 int
 rdp_lease_on_give_back(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t extra)
 {

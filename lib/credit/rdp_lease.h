@@ -243,6 +243,23 @@ rdp_lease_on_data(struct rdp_lease_pool *p, struct rdp_lease *l, bool want)
 int rdp_lease_on_give_back(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t extra);
 
 /**
+ * A rendezvous descriptor is about to go to the member's peer, which will
+ * owe a FIN for it: one credit from the pool for that FIN, owed to the
+ * member so that the descriptor carries it. Without it the peer's FIN
+ * could find every credit of the lease held in messages the application
+ * keeps until its send arena frees, which only FINs do. Nothing when the
+ * lease is at lease_max or the pool has no free credit.
+ *
+ * @param p
+ *   The pool.
+ * @param l
+ *   The member.
+ * @return
+ *   1 when the credit was granted, else 0.
+ */
+uint32_t rdp_lease_grant_for_fin(struct rdp_lease_pool *p, struct rdp_lease *l);
+
+/**
  * The application freed a message of the member and its buffer went back
  * to the SRQ: the credit is owed to the member or goes to the pool.
  *

@@ -324,6 +324,8 @@ ep_finalize(struct rdp_ep *ep)
 		ep_send_done(ep, txq_pop(&ep->txq), err);
 	while (ep->rd_head != NULL)
 		ep_send_done(ep, ep_q_pop(&ep->rd_head, &ep->rd_tail), err);
+	while (ep->fin_head != NULL)
+		ep_send_done(ep, ep_q_pop(&ep->fin_head, &ep->fin_tail), err);
 	ep->tx_seg = NULL;
 	ep_rndv_finalize(ep, err);
 	if (ep->rx_head != NULL) {

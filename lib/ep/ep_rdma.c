@@ -395,16 +395,12 @@ ep_rdma_queue_internal(struct rdp_ep *ep, struct rdp_msg *c, struct rdp_msg *own
 {
 	carrier_fill(ep, c, RDP_RDMA_READ, laddr, lkey, raddr, rkey, len);
 	rdma_of(c)->owner = owner;
-	if (ep->ld->srq != NULL) {
-		/*
-		 * A leased receiver's READs go before its sends: its data may wait
-		 * for credits the peer returns only once these READs free the
-		 * messages queued behind their descriptors (ep_post_sends()).
-		 */
-		ep_q_push(&ep->rd_head, &ep->rd_tail, c);
-	} else {
-		txq_push(&ep->txq, c);
-	}
+	/*
+	 * A receiver's READs go before its sends: its data may wait for
+	 * credits the peer returns only once these READs and their FINs free
+	 * the peer's send arena (ep_rndv.c).
+	 */
+	ep_q_push(&ep->rd_head, &ep->rd_tail, c);
 	ep_busy(ep);
 }
 

@@ -14,6 +14,12 @@
  * numbered with the endpoint's SENDs. Descriptors and FINs carry numbers
  * of their own, which must come in order: RC keeps them in order, and
  * READs complete in order, so both sides keep plain FIFOs.
+ *
+ * The receiver's READs and FINs do not wait behind its own messages. The
+ * peer may hold every credit in messages it cannot answer until its send
+ * arena frees, which only FINs do: so READs (no credit) and FINs go
+ * before the send queue, and from the moment a descriptor arrives the
+ * send queue leaves one credit for its FIN (ep->fins_due, ep_post_sends()).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -290,7 +296,7 @@ fin_queue(struct rdp_ep *ep, uint32_t token)
 	c->pkt_len = RV_FIN_LEN;
 	c->flags = MSG_F_CTRL;
 	c->ep = ep;
-	txq_push(&ep->txq, c);
+	ep_q_push(&ep->fin_head, &ep->fin_tail, c);
 	ep_busy(ep);
 	return true;
 }
@@ -334,6 +340,7 @@ rts_received(struct rdp_ep *ep, struct rdp_msg *m)
 	};
 
 	ep->rv_in_seq++;
+	ep->fins_due++;
 	if (ep->closing) {
 		/* closed by the application: nobody to give it to; the FIN lets the
 		 * peer's message go (as a chunked one's completion would) */
@@ -584,4 +591,5 @@ ep_rndv_finalize(struct rdp_ep *ep, int err)
 	ep->rv_in_head = ep->rv_in_tail = NULL;
 	ep->rv_reads = 0;
 	ep->rv_read_bytes = 0;
+	ep->fins_due = 0;
 }

@@ -239,7 +239,7 @@ ep_recv_one(struct rdp_ep *ep, const struct rdp_wc *wc, struct rdp_msg *m)
 	if (credits > 0) {
 		rdp_credit_granted(&ep->credit, credits);
 		/* to send, or, towards a leasing peer, perhaps to give back */
-		if (!txq_empty(&ep->txq) || ep->peer_leases)
+		if (!txq_empty(&ep->txq) || ep->fin_head != NULL || ep->peer_leases)
 			ep_busy(ep);
 	}
 	if (wc->imm & IMM_ACK) {

@@ -53,14 +53,41 @@ ends_what_can_go(const struct rdp_ep *ep, uint32_t rc_after)
 {
 	const struct rdp_msg *next = txq_second(&ep->txq);
 
-	return next == NULL || (rc_after == 0 && !(next->flags & MSG_F_RDMA));
+	return next == NULL || (rc_after <= ep->fins_due && !(next->flags & MSG_F_RDMA));
+}
+
+/* Chunks of queued message @p m (a descriptor is one). */
+static inline uint32_t
+msg_chunks(const struct rdp_msg *m)
+{
+	uint32_t n = 1;
+
+	if (m->flags & (MSG_F_RNDV | MSG_F_CTRL))
+		return 1;
+	for (m = m->next; m != NULL; m = m->next)
+		n++;
+	return n;
+}
+
+/*
+ * May the send queue start message @p m? While FINs are due it leaves a
+ * credit for each (ep_rndv.c): the peer may answer nothing until they
+ * come, and hold every credit the queue would spend. A message started
+ * ends first: a FIN may not go inside one.
+ */
+static inline bool
+fins_leave_room(const struct rdp_ep *ep, const struct rdp_msg *m)
+{
+	return likely(ep->fins_due == 0) ||
+	       (uint64_t)ep->credit.rc >= (uint64_t)ep->fins_due + msg_chunks(m);
 }
 
 /*
  * The data WR of segment @p seg, after a GO verdict: accounted (it carries
  * every owed credit) and built, its position flags (IMM_FIRST, IMM_LAST)
  * in @p pos; to a leasing peer it says WANT when more is queued than the
- * credits left (@p backlog SENDs after it). Returns its sequence number.
+ * credits left (@p backlog SENDs after it, and the FINs due, which need
+ * credits of their own). Returns its sequence number.
  */
 static inline uint64_t
 wr_send(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge, uint64_t addr,
@@ -74,7 +101,7 @@ wr_send(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge, uint64_t
 		ep_srq_take_owed(ep, true);
 	seq = rdp_credit_data_posted(&ep->credit, signaled, &piggyback);
 
-	if (unlikely(ep->peer_leases) && rdp_lease_want(backlog, ep->credit.rc))
+	if (unlikely(ep->peer_leases) && rdp_lease_want(backlog + ep->fins_due, ep->credit.rc))
 		pos |= IMM_WANT;
 	sge->addr = addr;
 	sge->length = len;
@@ -106,16 +133,19 @@ wr_data(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
 		       signaled, pos, txq_backlog(&ep->txq, seg->next != NULL));
 }
 
-/* A rendezvous descriptor or FIN, after a GO verdict (ep_rndv.c). */
+/*
+ * A rendezvous descriptor or FIN, after a GO verdict (ep_rndv.c), with
+ * @p backlog SENDs queued after it.
+ */
 static uint64_t
 wr_rndv(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge, struct rdp_msg *m,
-	bool signaled)
+	bool signaled, uint64_t backlog)
 {
 	uint64_t addr;
 	uint32_t lkey, len = ep_rndv_payload(ep, m, &addr, &lkey);
 
 	return wr_send(ep, wr, sge, addr, len, lkey, signaled, IMM_ACK | IMM_FIRST | IMM_LAST,
-		       txq_backlog(&ep->txq, false));
+		       backlog);
 }
 
 /*
@@ -290,7 +320,7 @@ send_now(struct rdp_ep *ep, struct rdp_msg *m)
 	struct rdp_sge sge;
 	uint64_t seq;
 
-	if (m->next != NULL || ep->rp_acks > 0 || (m->flags & MSG_F_RNDV))
+	if (m->next != NULL || ep->rp_acks > 0 || (m->flags & MSG_F_RNDV) || ep->fins_due > 0)
 		return false;
 	/* buffers back on the SRQ before the credits that name them leave */
 	if (ep->ld->srq != NULL)
@@ -334,6 +364,25 @@ ep_post_sends(struct rdp_ep *ep)
 		n++;
 		ep->track[seq & ep->track_mask].msg = ep_q_pop(&ep->rd_head, &ep->rd_tail);
 	}
+	/* FINs next, between messages (ep_rndv.c); the last one that leaves
+	 * the send queue nothing it may start is signaled, as a message is */
+	while (unlikely(ep->fin_head != NULL) && ep->tx_seg == NULL && n < TX_BURST) {
+		struct rdp_msg *f = ep->fin_head;
+		bool signaled;
+
+		v = rdp_credit_data_check(c);
+		if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
+			break;
+		ep->fins_due--;
+		signaled = v == RDP_CREDIT_GO_SIGNALED ||
+			   (f->link == NULL &&
+			    (txq_empty(&ep->txq) ||
+			     c->rc - 1 < ep->fins_due + msg_chunks(txq_first(&ep->txq))));
+		seq = wr_rndv(ep, &wr[n], &sge[n], f, signaled, txq_backlog(&ep->txq, false) +
+			      !txq_empty(&ep->txq));
+		n++;
+		ep->track[seq & ep->track_mask].msg = ep_q_pop(&ep->fin_head, &ep->fin_tail);
+	}
 	v = RDP_CREDIT_NONE;
 	txq_prefetch(&ep->txq, TX_BURST);
 	while (!txq_empty(&ep->txq) && n < TX_BURST) {
@@ -342,6 +391,9 @@ ep_post_sends(struct rdp_ep *ep)
 		bool first = seg == head, last = seg->next == NULL;
 		bool signaled;
 
+		if (unlikely(ep->fins_due > 0) && seg == head && !(head->flags & MSG_F_RDMA) &&
+		    !fins_leave_room(ep, head))
+			break;
 		if (unlikely(head->flags & (MSG_F_RDMA | MSG_F_RNDV | MSG_F_CTRL))) {
 			bool rdma = head->flags & MSG_F_RDMA;
 
@@ -353,8 +405,12 @@ ep_post_sends(struct rdp_ep *ep)
 				break;
 			signaled = v == RDP_CREDIT_GO_SIGNALED ||
 				   ends_what_can_go(ep, rdma ? c->rc : c->rc - 1);
+			/* a descriptor to a peer we lease to brings a credit for its FIN */
+			if (unlikely(ep->srq_member) && (head->flags & MSG_F_RNDV))
+				rdp_lease_grant_for_fin(&ep->ld->srq->lease, &ep->lease);
 			seq = rdma ? ep_wr_rdma(ep, &wr[n], &sge[n], head, signaled) :
-				wr_rndv(ep, &wr[n], &sge[n], head, signaled);
+				wr_rndv(ep, &wr[n], &sge[n], head, signaled,
+					txq_backlog(&ep->txq, false));
 			n++;
 			ep->track[seq & ep->track_mask].msg = txq_pop(&ep->txq);
 			continue;
@@ -376,7 +432,7 @@ ep_post_sends(struct rdp_ep *ep)
 	}
 	/* credits held above a leasing peer's floor with nothing to send go back */
 	if (unlikely(ep->peer_leases) && !draining) {
-		if (txq_empty(&ep->txq) && n < TX_BURST)
+		if (txq_empty(&ep->txq) && ep->fins_due == 0 && n < TX_BURST)
 			n += wr_give_back(ep, &wr[n], &sge[n]);
 		else
 			ep->idle_since = 0;
@@ -473,7 +529,7 @@ ep_send_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 	if (unlikely(ep->peer_leases))
 		ep->idle_since = 0;
 	if (!txq_empty(&ep->txq) || rdp_credit_ack_due(&ep->credit) || ph == EP_PH_DRAINING ||
-	    ep->rd_head != NULL)
+	    ep->rd_head != NULL || ep->fin_head != NULL)
 		ep_busy(ep);
 }
 

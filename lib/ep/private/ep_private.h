@@ -438,9 +438,14 @@ struct rdp_ep {
 	uint32_t rv_reads;              /* READs of received descriptors in the queue */
 	uint64_t rv_read_bytes;         /* the bytes they move */
 	uint32_t rv_fin_early;          /* FINs that came before their descriptor's completion */
-	struct rdp_msg *rd_head;        /* srq = on: internal READs, posted before the send
-					 * queue (through link) */
+	struct rdp_msg *rd_head;        /* internal READs, posted before the send queue
+					 * (through link) */
 	struct rdp_msg *rd_tail;
+	struct rdp_msg *fin_head;       /* FINs to send, in order, before the send queue
+					 * and between its messages (through link) */
+	struct rdp_msg *fin_tail;
+	uint32_t fins_due;              /* descriptors received whose FIN is not posted:
+					 * the send queue leaves that many credits */
 	/* leased credits (ep_srq.c) */
 	struct rdp_lease lease;         /* we lease: our peer's credits on the SRQ */
 	bool srq_member;                /* admitted to the SRQ's lease pool, not left yet */
@@ -664,7 +669,7 @@ unsigned int ep_rndv_progress(struct rdp_ep *ep);
 static inline bool
 ep_rndv_idle(const struct rdp_ep *ep)
 {
-	return ep->rv_out_head == NULL && ep->rv_in_head == NULL;
+	return ep->rv_out_head == NULL && ep->rv_in_head == NULL && ep->fin_head == NULL;
 }
 /* The endpoint is done: waiting messages failed, pending ones dropped. */
 void ep_rndv_finalize(struct rdp_ep *ep, int err);
