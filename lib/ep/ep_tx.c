@@ -40,22 +40,6 @@ txq_backlog(const struct ep_txq *q, bool more_chunks)
 	return (n > 0 ? n - 1 : 0) + more_chunks;
 }
 
-/*
- * Is the WR being built for the first queued message the last that can go
- * now? So when nothing is queued after it, or what is needs remote credit
- * and none is left once it goes (@p rc_after): nothing might follow it to
- * make its success visible for as long as the peer holds its credits, and
- * the application waits for its event (a WRITE or READ ahead of a message
- * the peer has no room for). Such a WR is signaled.
- */
-static inline bool
-ends_what_can_go(const struct rdp_ep *ep, uint32_t rc_after)
-{
-	const struct rdp_msg *next = txq_second(&ep->txq);
-
-	return next == NULL || (rc_after <= ep->fins_due && !(next->flags & MSG_F_RDMA));
-}
-
 /* Chunks of queued message @p m (a descriptor is one). */
 static inline uint32_t
 msg_chunks(const struct rdp_msg *m)
@@ -80,6 +64,28 @@ fins_leave_room(const struct rdp_ep *ep, const struct rdp_msg *m)
 {
 	return likely(ep->fins_due == 0) ||
 	       (uint64_t)ep->credit.rc >= (uint64_t)ep->fins_due + msg_chunks(m);
+}
+
+/*
+ * Is the WR being built for the first queued message the last that can go
+ * now? So when nothing is queued after it, or what is needs remote credit
+ * and too little is left once it goes (@p rc_after; FINs due keep theirs):
+ * nothing might follow it to make its success visible for as long as the
+ * peer holds its credits, and the application waits for its event (a
+ * WRITE or READ ahead of a message the peer has no room for). Such a WR
+ * is signaled.
+ */
+static inline bool
+ends_what_can_go(const struct rdp_ep *ep, uint32_t rc_after)
+{
+	const struct rdp_msg *next = txq_second(&ep->txq);
+
+	if (next == NULL)
+		return true;
+	if (next->flags & MSG_F_RDMA)
+		return false;
+	return likely(ep->fins_due == 0) ? rc_after == 0 :
+	       (uint64_t)rc_after < (uint64_t)ep->fins_due + msg_chunks(next);
 }
 
 /*
