@@ -262,7 +262,7 @@ RDP_TEST(e2e, srq_pure_acks_of_a_leasing_peer_fit_one_buffer_each)
 	return ret;
 }
 
-/* RDP_SRQ_COUNT messages each way per pair (the rxe lane: 6250, 100 000 in all) */
+/* RDP_SRQ_COUNT messages each way per pair (the rxe lane: 150, 2400 in all) */
 RDP_TEST(e2e, srq_16_endpoints_stream_exact_rtc)
 {
 	return srq_pairs(8, false, rdp_test_env_u64("RDP_SRQ_COUNT", 400), 8, "512", SRQ_MAX_MSG);
