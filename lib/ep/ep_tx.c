@@ -40,13 +40,13 @@ txq_backlog(const struct ep_txq *q, bool more_chunks)
 	return (n > 0 ? n - 1 : 0) + more_chunks;
 }
 
-/* Chunks of queued message @p m (a descriptor is one). */
+/* Chunks of queued message @p m (a descriptor is one; so is a one-sided operation). */
 static inline uint32_t
 msg_chunks(const struct rdp_msg *m)
 {
 	uint32_t n = 1;
 
-	if (m->flags & (MSG_F_RNDV | MSG_F_CTRL))
+	if (m->flags & (MSG_F_RNDV | MSG_F_CTRL | MSG_F_RDMA))
 		return 1;
 	for (m = m->next; m != NULL; m = m->next)
 		n++;
