@@ -72,6 +72,21 @@ load_text(const char *name, const char *text)
 	return cfg;
 }
 
+/* The whole dump of @p cfg, into @p buf. */
+static void
+dump_text(const struct rdp_cfg *cfg, char *buf, size_t len)
+{
+	FILE *f = tmpfile();
+	size_t n;
+
+	RDP_ASSERT(f != NULL);
+	RDP_ASSERT_EQ(rdp_cfg_dump(cfg, f), 0);
+	rewind(f);
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
 static void
 expect_rejected(int line, const char *text, const char *msg)
 {
@@ -638,8 +653,6 @@ RDP_TEST(unit, cfg_srq_on_derives_the_default_rndv_threshold_from_the_floor)
 {
 	struct rdp_cfg *cfg;
 	static char out[32768];
-	size_t n;
-	FILE *f;
 
 	tmp_enter();
 	cfg = load_text("srq.ini", "[global]\nsrq = on\n[lcore.2]\nsrq_floor = 2\n"
@@ -665,13 +678,7 @@ RDP_TEST(unit, cfg_srq_on_derives_the_default_rndv_threshold_from_the_floor)
 	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
 
 	/* the dump says where the value comes from */
-	f = tmpfile();
-	RDP_ASSERT(f != NULL);
-	RDP_ASSERT_EQ(rdp_cfg_dump(cfg, f), 0);
-	rewind(f);
-	n = fread(out, 1, sizeof(out) - 1, f);
-	out[n] = '\0';
-	fclose(f);
+	dump_text(cfg, out, sizeof(out));
 	RDP_ASSERT_MSG(strstr(out, "\nrndv_threshold       = 4096                   # default "
 				   "(srq_floor*buf_size with srq = on)\n") != NULL,
 		       "dump:\n%.2000s", out);
@@ -839,8 +846,6 @@ RDP_TEST(unit, cfg_dump_says_where_each_value_comes_from)
 {
 	static char out[32768];
 	struct rdp_cfg *cfg;
-	size_t n;
-	FILE *f;
 
 	tmp_enter();
 	cfg = load_text("src.ini", "[global]\nsq_size = 128\n[lcore.1]\nrq_size = 512\n"
@@ -848,13 +853,7 @@ RDP_TEST(unit, cfg_dump_says_where_each_value_comes_from)
 	RDP_ASSERT_MSG(cfg != NULL, "%s", rdp_err_msg());
 	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "driver", "shm", "--driver"), 0);
 	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "secret", "abcd", "--secret"), 0);
-	f = tmpfile();
-	RDP_ASSERT(f != NULL);
-	RDP_ASSERT_EQ(rdp_cfg_dump(cfg, f), 0);
-	rewind(f);
-	n = fread(out, 1, sizeof(out) - 1, f);
-	out[n] = '\0';
-	fclose(f);
+	dump_text(cfg, out, sizeof(out));
 	RDP_ASSERT_MSG(strncmp(out, "# resolved configuration of src.ini\n[global]\n", 45) == 0,
 		       "dump starts with:\n%.300s", out);
 	RDP_ASSERT(strstr(out, "\ndriver               = shm                    # --driver\n"));

@@ -310,6 +310,33 @@ rdp_credit_returnable(const struct rdp_credit *c)
 }
 
 /**
+ * May a message of @p chunks chunks start once @p used more credits are
+ * spent, with @p kept credits set aside (the FINs of rendezvous messages
+ * being read, which the peer may wait for before it returns any)? With
+ * none set aside one credit starts it and the rest follow as credits come
+ * back; with some, all its chunks must fit beside them, since a FIN may
+ * not go inside a message.
+ *
+ * @param c
+ *   State.
+ * @param used
+ *   Credits spent before the message (by WRs being built now).
+ * @param kept
+ *   Credits set aside.
+ * @param chunks
+ *   Its chunks (read only when @p kept is not 0).
+ * @return
+ *   True when it may start.
+ */
+static inline bool
+rdp_credit_may_start(const struct rdp_credit *c, uint32_t used, uint32_t kept, uint32_t chunks)
+{
+	uint64_t left = c->rc > used ? c->rc - used : 0;
+
+	return kept == 0 ? left > 0 : left >= (uint64_t)kept + chunks;
+}
+
+/**
  * Closing: must a reclaim be posted so that the last unsignaled WRs' success
  * becomes visible, and is there a slot for it? Nothing else will be posted
  * after them, so no later signaled WR would cover them.

@@ -54,38 +54,34 @@ msg_chunks(const struct rdp_msg *m)
 }
 
 /*
- * May the send queue start message @p m? While FINs are due it leaves a
- * credit for each (ep_rndv.c): the peer may answer nothing until they
- * come, and hold every credit the queue would spend. A message started
- * ends first: a FIN may not go inside one.
+ * May queued message @p m start once @p used more credits are spent? A
+ * one-sided operation needs none; a message leaves a credit for every FIN
+ * due (ep_rndv.c): the peer may answer nothing until they come, and hold
+ * every credit the queue would spend (rdp_credit_may_start()).
  */
 static inline bool
-fins_leave_room(const struct rdp_ep *ep, const struct rdp_msg *m)
+may_start(const struct rdp_ep *ep, const struct rdp_msg *m, uint32_t used)
 {
-	return likely(ep->fins_due == 0) ||
-	       (uint64_t)ep->credit.rc >= (uint64_t)ep->fins_due + msg_chunks(m);
+	if (m->flags & MSG_F_RDMA)
+		return true;
+	return rdp_credit_may_start(&ep->credit, used, ep->fins_due,
+				    unlikely(ep->fins_due > 0) ? msg_chunks(m) : 1);
 }
 
 /*
  * Is the WR being built for the first queued message the last that can go
- * now? So when nothing is queued after it, or what is needs remote credit
- * and too little is left once it goes (@p rc_after; FINs due keep theirs):
- * nothing might follow it to make its success visible for as long as the
- * peer holds its credits, and the application waits for its event (a
- * WRITE or READ ahead of a message the peer has no room for). Such a WR
- * is signaled.
+ * now (@p used credits spent by it)? So when nothing is queued after it, or
+ * what is cannot start: nothing might follow it to make its success
+ * visible for as long as the peer holds its credits, and the application
+ * waits for its event (a WRITE or READ ahead of a message the peer has no
+ * room for). Such a WR is signaled.
  */
 static inline bool
-ends_what_can_go(const struct rdp_ep *ep, uint32_t rc_after)
+ends_what_can_go(const struct rdp_ep *ep, uint32_t used)
 {
 	const struct rdp_msg *next = txq_second(&ep->txq);
 
-	if (next == NULL)
-		return true;
-	if (next->flags & MSG_F_RDMA)
-		return false;
-	return likely(ep->fins_due == 0) ? rc_after == 0 :
-	       (uint64_t)rc_after < (uint64_t)ep->fins_due + msg_chunks(next);
+	return next == NULL || !may_start(ep, next, used);
 }
 
 /*
@@ -382,8 +378,7 @@ ep_post_sends(struct rdp_ep *ep)
 		ep->fins_due--;
 		signaled = v == RDP_CREDIT_GO_SIGNALED ||
 			   (f->link == NULL &&
-			    (txq_empty(&ep->txq) ||
-			     c->rc - 1 < ep->fins_due + msg_chunks(txq_first(&ep->txq))));
+			    (txq_empty(&ep->txq) || !may_start(ep, txq_first(&ep->txq), 1)));
 		seq = wr_rndv(ep, &wr[n], &sge[n], f, signaled, txq_backlog(&ep->txq, false) +
 			      !txq_empty(&ep->txq));
 		n++;
@@ -397,8 +392,8 @@ ep_post_sends(struct rdp_ep *ep)
 		bool first = seg == head, last = seg->next == NULL;
 		bool signaled;
 
-		if (unlikely(ep->fins_due > 0) && seg == head && !(head->flags & MSG_F_RDMA) &&
-		    !fins_leave_room(ep, head))
+		/* (with no FIN due the credit check below decides, and counts a stall) */
+		if (unlikely(ep->fins_due > 0) && seg == head && !may_start(ep, head, 0))
 			break;
 		if (unlikely(head->flags & (MSG_F_RDMA | MSG_F_RNDV | MSG_F_CTRL))) {
 			bool rdma = head->flags & MSG_F_RDMA;
@@ -410,7 +405,7 @@ ep_post_sends(struct rdp_ep *ep)
 			if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
 				break;
 			signaled = v == RDP_CREDIT_GO_SIGNALED ||
-				   ends_what_can_go(ep, rdma ? c->rc : c->rc - 1);
+				   ends_what_can_go(ep, rdma ? 0 : 1);
 			/* a descriptor to a peer we lease to brings a credit for its FIN */
 			if (unlikely(ep->srq_member) && (head->flags & MSG_F_RNDV))
 				rdp_lease_grant_for_fin(&ep->ld->srq->lease, &ep->lease);
@@ -425,7 +420,7 @@ ep_post_sends(struct rdp_ep *ep)
 		if (v != RDP_CREDIT_GO_SIGNALED && v != RDP_CREDIT_GO_UNSIGNALED)
 			break;
 		signaled = v == RDP_CREDIT_GO_SIGNALED ||
-			   (last && ends_what_can_go(ep, c->rc - 1));
+			   (last && ends_what_can_go(ep, 1));
 		seq = wr_data(ep, &wr[n], &sge[n], seg, signaled,
 			      (first ? IMM_FIRST : 0) | (last ? IMM_LAST : 0));
 		n++;
