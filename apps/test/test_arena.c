@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The registered arena of lib/mem (rdp_arena.h), on the shm device. */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -215,6 +216,188 @@ RDP_TEST(unit, arena_limit_caps_the_bytes_in_use_unless_none_is)
 	for (i = 0; i < 4; i++)
 		RDP_ASSERT(rdp_arena_alloc(a, 16 * RDP_ARENA_PAGE) != NULL);
 	RDP_ASSERT_EQ(rdp_arena_destroy(a), 4 * 16 * RDP_ARENA_PAGE);
+	RDP_ASSERT_EQ(rdp_pd_free(pd), 0);
+	rdp_dev_close(dev);
+	return 0;
+}
+
+/* A fresh arena of @p pages pages for the line's tests. */
+static struct rdp_arena *
+line_arena(struct rdp_dev **dev, struct rdp_pd **pd, uint32_t pages)
+{
+	struct rdp_arena *a;
+
+	*dev = rdp_dev_open("shm");
+	RDP_ASSERT(*dev != NULL);
+	*pd = rdp_pd_alloc(*dev);
+	RDP_ASSERT(*pd != NULL);
+	a = rdp_arena_create("line", *pd, pages * RDP_ARENA_PAGE, -1, RDP_ACCESS_LOCAL_WRITE);
+	RDP_ASSERT_MSG(a != NULL, "%s", rdp_err_msg());
+	return a;
+}
+
+/*
+ * Takers refused get the room in the order they were refused: the one
+ * whose free made it asks again at once and is refused (it joins the
+ * line), a taker without a place is refused while anyone waits, and one
+ * at the head still waits while its run does not fit.
+ */
+RDP_TEST(unit, arena_gives_freed_room_to_the_takers_in_the_order_they_were_refused)
+{
+	struct rdp_arena_turn ta = { 0 }, tb = { 0 }, tc = { 0 };
+	struct rdp_dev *dev;
+	struct rdp_pd *pd;
+	struct rdp_arena *a = line_arena(&dev, &pd, 4);
+	uint8_t *pa, *pb, *pc;
+
+	/* no clock: nobody loses a place */
+	pa = rdp_arena_alloc_in_turn(a, 4 * RDP_ARENA_PAGE, &ta);
+	RDP_ASSERT(pa == a->base && !ta.queued);
+	RDP_ASSERT(rdp_arena_alloc_in_turn(a, 4 * RDP_ARENA_PAGE, &tb) == NULL);
+	RDP_ASSERT_EQ(rte_errno, ENOBUFS);
+	RDP_ASSERT(tb.queued && a->line == &tb);
+	RDP_ASSERT(rdp_arena_alloc_in_turn(a, 2 * RDP_ARENA_PAGE, &tc) == NULL);
+	RDP_ASSERT(tc.queued && tb.next == &tc && a->line_tail == &tc);
+	/* A frees and asks again first: B's turn */
+	rdp_arena_free(a, pa, 4 * RDP_ARENA_PAGE);
+	RDP_ASSERT(rdp_arena_alloc_in_turn(a, 4 * RDP_ARENA_PAGE, &ta) == NULL);
+	RDP_ASSERT_EQ(rte_errno, ENOBUFS);
+	RDP_ASSERT(ta.queued && a->line_tail == &ta);
+	RDP_ASSERT(rdp_arena_alloc(a, 1) == NULL);
+	RDP_ASSERT_EQ(rte_errno, ENOBUFS);
+	pb = rdp_arena_alloc_in_turn(a, 4 * RDP_ARENA_PAGE, &tb);
+	RDP_ASSERT(pb == a->base && !tb.queued && a->line == &tc);
+	/* C's run does not fit yet: it keeps the head, A behind it */
+	RDP_ASSERT(rdp_arena_alloc_in_turn(a, 2 * RDP_ARENA_PAGE, &tc) == NULL);
+	RDP_ASSERT(a->line == &tc && tc.next == &ta);
+	rdp_arena_free(a, pb, 4 * RDP_ARENA_PAGE);
+	RDP_ASSERT(rdp_arena_alloc_in_turn(a, 4 * RDP_ARENA_PAGE, &ta) == NULL);
+	pc = rdp_arena_alloc_in_turn(a, 2 * RDP_ARENA_PAGE, &tc);
+	RDP_ASSERT(pc == a->base && a->line == &ta);
+	/* A's four pages do not fit beside C's two: it waits for C's free */
+	RDP_ASSERT(rdp_arena_alloc_in_turn(a, 4 * RDP_ARENA_PAGE, &ta) == NULL);
+	rdp_arena_free(a, pc, 2 * RDP_ARENA_PAGE);
+	pa = rdp_arena_alloc_in_turn(a, 4 * RDP_ARENA_PAGE, &ta);
+	RDP_ASSERT(pa == a->base && a->line == NULL && a->line_tail == NULL);
+	rdp_arena_free(a, pa, 4 * RDP_ARENA_PAGE);
+	/* nobody in line: no place needed */
+	pa = rdp_arena_alloc(a, RDP_ARENA_PAGE);
+	RDP_ASSERT(pa != NULL);
+	RDP_ASSERT_EQ(rdp_arena_destroy(a), RDP_ARENA_PAGE);
+	RDP_ASSERT_EQ(rdp_pd_free(pd), 0);
+	rdp_dev_close(dev);
+	return 0;
+}
+
+/*
+ * With a clock, a head whose room is free and who does not come back
+ * within the lapse (2 ticks here) loses its place, counted from the
+ * first time another taker finds the room free, however often it looks;
+ * the next in line keeps its own. A taker that leaves the line makes way
+ * at once, from the head or from the middle.
+ */
+RDP_TEST(unit, arena_line_head_that_does_not_come_back_or_leaves_makes_way)
+{
+	struct rdp_arena_turn ta = { 0 }, tb = { 0 }, tc = { 0 };
+	struct rdp_dev *dev;
+	struct rdp_pd *pd;
+	struct rdp_arena *a = line_arena(&dev, &pd, 4);
+	unsigned int clock = UINT_MAX - 1; /* it may wrap */
+	uint8_t *pa, *pc;
+
+	rdp_arena_turn_clock(a, &clock, 2);
+	pa = rdp_arena_alloc_in_turn(a, 4 * RDP_ARENA_PAGE, &ta);
+	RDP_ASSERT(pa != NULL);
+	RDP_ASSERT(rdp_arena_alloc_in_turn(a, 4 * RDP_ARENA_PAGE, &tb) == NULL);
+	RDP_ASSERT(rdp_arena_alloc_in_turn(a, 2 * RDP_ARENA_PAGE, &tc) == NULL);
+	/* while B's room is not free, it keeps its place however long */
+	RDP_ASSERT(rdp_arena_alloc_in_turn(a, RDP_ARENA_PAGE, &tc) == NULL);
+	clock += 5;
+	RDP_ASSERT(rdp_arena_alloc_in_turn(a, RDP_ARENA_PAGE, &tc) == NULL);
+	RDP_ASSERT(a->line == &tb);
+	rdp_arena_free(a, pa, 4 * RDP_ARENA_PAGE);
+	/* B's room is free: C's first look starts B's lapse, across the wrap */
+	clock = UINT_MAX;
+	RDP_ASSERT(rdp_arena_alloc_in_turn(a, RDP_ARENA_PAGE, &tc) == NULL);
+	clock++;
+	RDP_ASSERT(rdp_arena_alloc_in_turn(a, RDP_ARENA_PAGE, &tc) == NULL);
+	RDP_ASSERT(rdp_arena_alloc_in_turn(a, RDP_ARENA_PAGE, &tc) == NULL);
+	RDP_ASSERT(a->line == &tb && tb.queued);
+	clock++;
+	pc = rdp_arena_alloc_in_turn(a, RDP_ARENA_PAGE, &tc);
+	RDP_ASSERT(pc == a->base && !tb.queued && !tc.queued && a->line == NULL);
+	/* B comes back later: at the end of the line, like anyone */
+	pa = rdp_arena_alloc_in_turn(a, 3 * RDP_ARENA_PAGE, &ta);
+	RDP_ASSERT(pa != NULL);
+	RDP_ASSERT(rdp_arena_alloc_in_turn(a, 4 * RDP_ARENA_PAGE, &tb) == NULL);
+	RDP_ASSERT(rdp_arena_alloc_in_turn(a, RDP_ARENA_PAGE, &tc) == NULL);
+	RDP_ASSERT(a->line == &tb && tb.next == &tc);
+	/* C leaves from behind B, then B from the head: A's free room is anyone's */
+	rdp_arena_turn_leave(a, &tc);
+	RDP_ASSERT(!tc.queued && a->line == &tb && a->line_tail == &tb && tb.next == NULL);
+	rdp_arena_turn_leave(a, &tb);
+	RDP_ASSERT(!tb.queued && a->line == NULL && a->line_tail == NULL);
+	rdp_arena_turn_leave(a, &tb); /* not in line: nothing */
+	rdp_arena_free(a, pc, RDP_ARENA_PAGE);
+	pc = rdp_arena_alloc(a, RDP_ARENA_PAGE);
+	RDP_ASSERT(pc == a->base);
+	rdp_arena_free(a, pc, RDP_ARENA_PAGE);
+	rdp_arena_free(a, pa, 3 * RDP_ARENA_PAGE);
+	RDP_ASSERT_EQ(rdp_arena_destroy(a), 0);
+	RDP_ASSERT_EQ(rdp_pd_free(pd), 0);
+	rdp_dev_close(dev);
+	return 0;
+}
+
+/*
+ * A bulk is all or none, and in turn: a taker refused keeps its place
+ * with what it asks now, so an application that asks for fewer next
+ * (one after a refused burst) is still first; a bulk the arena never
+ * lends at once is refused without a place in line, where it would stop
+ * everyone behind it.
+ */
+RDP_TEST(unit, arena_bulk_is_all_or_none_and_keeps_the_takers_place)
+{
+	struct rdp_arena_turn ta = { 0 }, tb = { 0 };
+	struct rdp_dev *dev;
+	struct rdp_pd *pd;
+	struct rdp_arena *a = line_arena(&dev, &pd, 8);
+	void *pa[4], *pb[8];
+	unsigned int i;
+
+	RDP_ASSERT_EQ(rdp_arena_alloc_bulk_in_turn(a, RDP_ARENA_PAGE, pa, 0, &ta), -EINVAL);
+	RDP_ASSERT_EQ(rdp_arena_alloc_bulk_in_turn(a, RDP_ARENA_PAGE, pa, RDP_ARENA_BULK_MAX + 1,
+						   &ta), -EINVAL);
+	RDP_ASSERT_EQ(rdp_arena_alloc_bulk_in_turn(a, 9 * RDP_ARENA_PAGE, pa, 1, &ta), -EMSGSIZE);
+	RDP_ASSERT_EQ(rdp_arena_alloc_bulk_in_turn(a, 2 * RDP_ARENA_PAGE, pa, 4, &ta), 0);
+	for (i = 0; i < 4; i++)
+		RDP_ASSERT(pa[i] == a->base + (size_t)i * 2 * RDP_ARENA_PAGE);
+	/* nothing taken of a bulk that does not fit whole */
+	RDP_ASSERT_EQ(rdp_arena_alloc_bulk_in_turn(a, RDP_ARENA_PAGE, pb, 3, &tb), -ENOBUFS);
+	RDP_ASSERT_EQ(rdp_arena_avail(a), 0);
+	RDP_ASSERT(tb.queued && tb.pages == 1 && tb.count == 3);
+	rdp_arena_free(a, pa[0], 2 * RDP_ARENA_PAGE);
+	/* A asks first: B's turn, though B's three do not fit in two pages */
+	RDP_ASSERT_EQ(rdp_arena_alloc_bulk_in_turn(a, RDP_ARENA_PAGE, pa, 1, &ta), -ENOBUFS);
+	RDP_ASSERT_EQ(rdp_arena_avail(a), 2 * RDP_ARENA_PAGE);
+	/* B asks for three again and is refused: it keeps the head, asking for one now gets it */
+	RDP_ASSERT_EQ(rdp_arena_alloc_bulk_in_turn(a, RDP_ARENA_PAGE, pb, 3, &tb), -ENOBUFS);
+	RDP_ASSERT(a->line == &tb && tb.next == &ta);
+	RDP_ASSERT_EQ(rdp_arena_alloc_bulk_in_turn(a, RDP_ARENA_PAGE, pb, 1, &tb), 0);
+	RDP_ASSERT(pb[0] == a->base && !tb.queued && a->line == &ta);
+	rdp_arena_free(a, pb[0], RDP_ARENA_PAGE);
+	for (i = 1; i < 4; i++)
+		rdp_arena_free(a, pa[i], 2 * RDP_ARENA_PAGE);
+	RDP_ASSERT_EQ(rdp_arena_alloc_bulk_in_turn(a, RDP_ARENA_PAGE, pa, 1, &ta), 0);
+	rdp_arena_free(a, pa[0], RDP_ARENA_PAGE);
+	/* more than the arena lends at once: refused, in nobody's way */
+	rdp_arena_limit(a, 4 * RDP_ARENA_PAGE);
+	RDP_ASSERT_EQ(rdp_arena_alloc_bulk_in_turn(a, 2 * RDP_ARENA_PAGE, pb, 3, &tb), -ENOBUFS);
+	RDP_ASSERT(!tb.queued && a->line == NULL);
+	RDP_ASSERT_EQ(rdp_arena_alloc_bulk_in_turn(a, 2 * RDP_ARENA_PAGE, pb, 2, &tb), 0);
+	for (i = 0; i < 2; i++)
+		rdp_arena_free(a, pb[i], 2 * RDP_ARENA_PAGE);
+	RDP_ASSERT_EQ(rdp_arena_destroy(a), 0);
 	RDP_ASSERT_EQ(rdp_pd_free(pd), 0);
 	rdp_dev_close(dev);
 	return 0;

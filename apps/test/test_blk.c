@@ -511,6 +511,35 @@ RDP_TEST(e2e, blk_rendezvous_replies_beyond_the_loaders_credits_keep_flowing)
 	return 0;
 }
 
+/*
+ * The send arena is the poller's, shared by its endpoints. A reply of
+ * 1 MiB on shm takes the whole of its in-use budget: when a FIN frees it,
+ * the endpoint that FIN arrived on is offered its held requests first and
+ * would take the room again at once, every time, while the other waits
+ * the whole run. Freed room goes to the endpoints in the order they
+ * waited, so no read waits anywhere near half the run.
+ */
+RDP_TEST(e2e, blk_arena_room_goes_to_the_endpoints_in_the_order_they_waited)
+{
+	const char *log = path_of("load.log"), *json = path_of("load.json");
+	const char *j;
+	uint64_t max_ns;
+
+	assert_exit(run_blk(log, 60, "load", "--in-process", "--rw", "randread", "--bs", "1m",
+			    "--numjobs", "2", "--iodepth", "64", "--size", "64M", "--runtime", "2",
+			    "--output-format=json", "--output", json, NULL),
+		    0, log);
+	j = slurp(json);
+	max_ns = json_u64(j, "read", "max");
+	printf("%" PRIu64 " reads of 1 MiB from 2 endpoints in 2 s, the longest %.1f ms\n",
+	       json_u64(j, "read", "total_ios"), (double)max_ns / 1e6);
+	RDP_ASSERT_MSG(json_u64(j, "read", "total_ios") > 100, "barely moved:\n%s", slurp(log));
+	RDP_ASSERT_MSG(max_ns < 1000000000ull, "a read waited %.1f ms of a 2 s run:\n%s",
+		       (double)max_ns / 1e6, slurp(log));
+	scratch_remove();
+	return 0;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Durability across a server crash                                       */
 /* ---------------------------------------------------------------------- */

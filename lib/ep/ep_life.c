@@ -479,6 +479,7 @@ ep_free(struct rdp_ep *ep)
 	int missing;
 
 	ep_phase_set(ep, EP_PH_RELEASED);
+	ep_rndv_leave_lines(ep);
 	pthread_mutex_lock(&rdp_rt.lock);
 	TAILQ_REMOVE(&rdp_rt.all, ep, all_next);
 	pthread_mutex_unlock(&rdp_rt.lock);

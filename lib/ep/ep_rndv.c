@@ -151,7 +151,8 @@ int
 ep_rndv_alloc(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t len)
 {
 	struct rdp_arena *a = ep->ld->rv_send;
-	uint16_t i;
+	void *bufs[RDP_ARENA_BULK_MAX];
+	uint16_t i, k;
 
 	if (a == NULL) {
 		rte_errno = EMSGSIZE;
@@ -161,23 +162,29 @@ ep_rndv_alloc(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, uint32_t len
 		rte_errno = ENOBUFS;
 		return -ENOBUFS;
 	}
-	for (i = 0; i < n; i++) {
-		void *p = rdp_arena_alloc(a, len);
+	/* all at once (up to the arena's bulk), in turn with the lcore's other endpoints */
+	for (i = 0; i < n; i += k) {
+		uint16_t j;
+		int ret;
 
-		if (p == NULL) {
-			int err = rte_errno == EMSGSIZE ? EMSGSIZE : ENOBUFS;
-
+		k = (uint16_t)RTE_MIN((unsigned int)(n - i), RDP_ARENA_BULK_MAX);
+		ret = rdp_arena_alloc_bulk_in_turn(a, len, bufs, k, &ep->rv_send_turn);
+		if (ret < 0) {
 			while (i-- > 0)
 				rdp_arena_free(a, msgs[i]->data, len);
 			rdp_pool_put_bulk(ep->ld->send_pool, msgs, n);
-			rte_errno = err;
-			return -err;
+			rte_errno = -ret;
+			return ret;
 		}
-		msgs[i]->data = p;
-		msgs[i]->data_len = len;
-		msgs[i]->pkt_len = len;
-		msgs[i]->flags = MSG_F_RNDV;
-		msgs[i]->ep = ep;
+		for (j = 0; j < k; j++) {
+			struct rdp_msg *m = msgs[i + j];
+
+			m->data = bufs[j];
+			m->data_len = len;
+			m->pkt_len = len;
+			m->flags = MSG_F_RNDV;
+			m->ep = ep;
+		}
 	}
 	return 0;
 }
@@ -498,7 +505,7 @@ issue_reads(struct rdp_ep *ep, struct rdp_msg *m)
 		if (ep->rv_reads > 0 &&
 		    ep->rv_read_bytes + RTE_MIN((uint64_t)RV_READ_PART, in->len) > RV_READ_BUDGET)
 			return false; /* a READ done brings it on (ep_rndv_read_done()) */
-		p = rdp_arena_alloc(ep->ld->rv_recv, in->len);
+		p = rdp_arena_alloc_in_turn(ep->ld->rv_recv, in->len, &ep->rv_recv_turn);
 
 		if (p == NULL)
 			return false; /* freed buffers make room: try on the next pass */
@@ -592,4 +599,14 @@ ep_rndv_finalize(struct rdp_ep *ep, int err)
 	ep->rv_reads = 0;
 	ep->rv_read_bytes = 0;
 	ep->fins_due = 0;
+	ep_rndv_leave_lines(ep);
+}
+
+void
+ep_rndv_leave_lines(struct rdp_ep *ep)
+{
+	if (ep->ld->rv_send != NULL)
+		rdp_arena_turn_leave(ep->ld->rv_send, &ep->rv_send_turn);
+	if (ep->ld->rv_recv != NULL)
+		rdp_arena_turn_leave(ep->ld->rv_recv, &ep->rv_recv_turn);
 }

@@ -482,6 +482,7 @@ rndv_arenas_create(struct ep_lcore_dev *ld)
 		if (ld->rv_send == NULL)
 			return -rte_errno;
 		rdp_arena_limit(ld->rv_send, ep_rndv_send_limit(ld));
+		rdp_arena_turn_clock(ld->rv_send, &lc->hook_polls, EP_ARENA_LAPSE_POLLS);
 	}
 	if (ld->rd_init > 0) {
 		ep_pool_name(name, sizeof(name), "rv_rx", lc->lcore_id, ld->idx);
@@ -489,6 +490,7 @@ rndv_arenas_create(struct ep_lcore_dev *ld)
 					       lc->socket, RDP_ACCESS_LOCAL_WRITE | lc->pages);
 		if (ld->rv_recv == NULL)
 			return -rte_errno;
+		rdp_arena_turn_clock(ld->rv_recv, &lc->hook_polls, EP_ARENA_LAPSE_POLLS);
 	}
 	return 0;
 }

@@ -514,7 +514,9 @@ ep_lcore_hook(void *arg)
 			}
 		}
 	}
-	if (unlikely((++lc->hook_polls & (EP_SRQ_LOOK_POLLS - 1)) == 0))
+	/* atomic: the arenas read it on any thread (their line's lapse) */
+	__atomic_store_n(&lc->hook_polls, lc->hook_polls + 1, __ATOMIC_RELAXED);
+	if (unlikely((lc->hook_polls & (EP_SRQ_LOOK_POLLS - 1)) == 0))
 		work += ep_srq_age(lc);
 	if (app != NULL)
 		work += app(lc->app_hook_arg);

@@ -318,11 +318,16 @@ int rdp_ep_close(struct rdp_ep *ep);
  *   The message (segments of chunk size, `pkt_len` = @p len; above
  *   `rndv_threshold`, one contiguous segment of the send arena), or NULL
  *   with rte_errno: EMSGSIZE (larger than the endpoint's max message size),
- *   ENOBUFS (pool or arena empty: retry later). The send pool and the send
- *   arena are the poller's, shared by all its endpoints: an endpoint with
- *   nothing in flight gets no completion to retry from, so retry from the
- *   lcore's poll hook (rdp_poll_hook_set()) or the application's own loop,
- *   and take turns between endpoints, as rdp-perf does.
+ *   ENOBUFS (pool or arena empty, or other endpoints were refused
+ *   the arena first and wait for it: retry later). The send pool and the
+ *   send arena are the poller's, shared by all its endpoints; the arena's
+ *   room goes to them in the order they were refused (an endpoint that
+ *   does not retry within two passes of its poller once its room is free
+ *   loses its place). An
+ *   endpoint with nothing in flight gets no completion to retry from, so
+ *   retry from the lcore's poll hook (rdp_poll_hook_set()) or the
+ *   application's own loop, and take turns between endpoints, as rdp-perf
+ *   does.
  */
 struct rdp_msg *rdp_msg_alloc(struct rdp_ep *ep, uint32_t len);
 

@@ -112,38 +112,188 @@ rdp_arena_create(const char *name, struct rdp_pd *pd, size_t size, int socket,
 	return a;
 }
 
-void *
-rdp_arena_alloc(struct rdp_arena *a, size_t len)
+/* Where @p n pages fit now, within the limit (or alone), or UINT32_MAX. */
+static uint32_t
+fit(const struct rdp_arena *a, uint32_t n)
+{
+	if (n <= a->pages_free &&
+	    (a->pages_free == a->nb_pages || a->nb_pages - a->pages_free + n <= a->pages_limit))
+		return find_run(a, n);
+	return UINT32_MAX;
+}
+
+static void
+line_push(struct rdp_arena *a, struct rdp_arena_turn *t)
+{
+	t->next = NULL;
+	t->queued = true;
+	if (a->line_tail != NULL)
+		a->line_tail->next = t;
+	else
+		a->line = t;
+	a->line_tail = t;
+}
+
+static void
+line_remove(struct rdp_arena *a, struct rdp_arena_turn *t)
+{
+	struct rdp_arena_turn **pp = &a->line, *prev = NULL;
+
+	while (*pp != t) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	*pp = t->next;
+	if (a->line_tail == t)
+		a->line_tail = prev;
+	if (prev == NULL)
+		a->lapse_armed = false; /* a new head: its own lapse */
+	t->next = NULL;
+	t->queued = false;
+}
+
+/*
+ * Take @p count runs of @p n pages into @p bufs, all or none: the lowest
+ * that fit, in turn (the buffers last freed are reused while their lines
+ * are still in the caches, as a pool's stack reuses its buffers).
+ */
+static bool
+take(struct rdp_arena *a, uint32_t n, void **bufs, unsigned int count)
+{
+	unsigned int i;
+
+	for (i = 0; i < count; i++) {
+		uint32_t first = fit(a, n);
+
+		if (first == UINT32_MAX)
+			break;
+		mark(a, first, n, true);
+		a->pages_free -= n;
+		bufs[i] = a->base + (size_t)first * RDP_ARENA_PAGE;
+	}
+	if (i == count)
+		return true;
+	while (i-- > 0) {
+		mark(a, (uint32_t)(((uint8_t *)bufs[i] - a->base) / RDP_ARENA_PAGE), n, false);
+		a->pages_free += n;
+	}
+	return false;
+}
+
+/* Whether @p count runs of @p n pages fit now: taken and given back. */
+static bool
+fits(struct rdp_arena *a, uint32_t n, unsigned int count)
+{
+	void *bufs[RDP_ARENA_BULK_MAX];
+
+	if (!take(a, n, bufs, count))
+		return false;
+	while (count-- > 0) {
+		mark(a, (uint32_t)(((uint8_t *)bufs[count] - a->base) / RDP_ARENA_PAGE), n, false);
+		a->pages_free += n;
+	}
+	return true;
+}
+
+/*
+ * Whether a taker ahead of @p t keeps its turn. With a clock, a head
+ * whose room is free gets the lapse to come back for it, counted from the
+ * first time another taker finds it free; then it loses its place.
+ */
+static bool
+others_turn(struct rdp_arena *a, const struct rdp_arena_turn *t)
+{
+	while (a->line != NULL && a->line != t) {
+		unsigned int now;
+
+		if (a->clock == NULL)
+			return true;
+		if (!fits(a, a->line->pages, a->line->count)) {
+			a->lapse_armed = false;
+			return true;
+		}
+		now = __atomic_load_n(a->clock, __ATOMIC_RELAXED);
+		if (!a->lapse_armed) {
+			a->lapse_armed = true;
+			a->lapse_at = now + a->turn_lapse;
+			return true;
+		}
+		if ((int)(now - a->lapse_at) < 0)
+			return true;
+		line_remove(a, a->line);
+	}
+	return false;
+}
+
+void
+rdp_arena_turn_clock(struct rdp_arena *a, const unsigned int *clock, unsigned int lapse)
+{
+	a->clock = clock;
+	a->turn_lapse = lapse;
+}
+
+int
+rdp_arena_alloc_bulk_in_turn(struct rdp_arena *a, size_t len, void **bufs, unsigned int count,
+			     struct rdp_arena_turn *turn)
 {
 	uint64_t n = ((uint64_t)len + RDP_ARENA_PAGE - 1) / RDP_ARENA_PAGE;
-	uint32_t first;
+	bool ok = false;
 
-	if (len == 0) {
+	if (len == 0 || count == 0 || count > RDP_ARENA_BULK_MAX) {
 		rte_errno = EINVAL;
-		return NULL;
+		return -EINVAL;
 	}
 	if (n > a->nb_pages) {
 		rte_errno = EMSGSIZE;
-		return NULL;
+		return -EMSGSIZE;
+	}
+	if (count > 1 && n * count > a->pages_limit) {
+		/* never lent at once: no place in line, where it would stop everyone */
+		rte_errno = ENOBUFS;
+		return -ENOBUFS;
 	}
 	pthread_mutex_lock(&a->lock);
-	first = UINT32_MAX;
-	/* the lowest run that fits: the buffers last freed are reused while their
-	 * lines are still in the caches, as a pool's stack reuses its buffers */
-	/* within the limit, or alone in the arena */
-	if (n <= a->pages_free &&
-	    (a->pages_free == a->nb_pages || a->nb_pages - a->pages_free + n <= a->pages_limit))
-		first = find_run(a, (uint32_t)n);
-	if (first != UINT32_MAX) {
-		mark(a, first, (uint32_t)n, true);
-		a->pages_free -= (uint32_t)n;
+	if (!others_turn(a, turn))
+		ok = take(a, (uint32_t)n, bufs, count);
+	if (ok) {
+		if (turn != NULL && turn->queued)
+			line_remove(a, turn);
+	} else if (turn != NULL) {
+		/* a taker already in line keeps its place, and says what it needs now */
+		turn->pages = (uint32_t)n;
+		turn->count = count;
+		if (!turn->queued)
+			line_push(a, turn);
 	}
 	pthread_mutex_unlock(&a->lock);
-	if (first == UINT32_MAX) {
+	if (!ok) {
 		rte_errno = ENOBUFS;
-		return NULL;
+		return -ENOBUFS;
 	}
-	return a->base + (size_t)first * RDP_ARENA_PAGE;
+	return 0;
+}
+
+void *
+rdp_arena_alloc_in_turn(struct rdp_arena *a, size_t len, struct rdp_arena_turn *turn)
+{
+	void *p;
+
+	return rdp_arena_alloc_bulk_in_turn(a, len, &p, 1, turn) == 0 ? p : NULL;
+}
+
+void *
+rdp_arena_alloc(struct rdp_arena *a, size_t len)
+{
+	return rdp_arena_alloc_in_turn(a, len, NULL);
+}
+
+void
+rdp_arena_turn_leave(struct rdp_arena *a, struct rdp_arena_turn *turn)
+{
+	pthread_mutex_lock(&a->lock);
+	if (turn->queued)
+		line_remove(a, turn);
+	pthread_mutex_unlock(&a->lock);
 }
 
 void

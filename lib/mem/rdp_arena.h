@@ -9,6 +9,14 @@
  * messages of lib/ep). Lowest fit (what was freed last is reused while it
  * is still in the caches); any thread may
  * allocate and free (a mutex: large buffers are few and slow anyway).
+ *
+ * Takers that were refused wait in a line, and freed room goes to them in
+ * the order they were refused: while anyone waits, an allocation by
+ * another taker is refused (and puts it in line). Without the line, a
+ * taker whose own free makes the room (a completion on its endpoint) asks
+ * again first, every time, and the others wait for ever. With a clock
+ * (rdp_arena_turn_clock()), a taker at the head that does not come back
+ * within the lapse once its room is there loses its place.
  */
 
 #include <stddef.h>
@@ -25,6 +33,17 @@ extern "C" {
 /** Bytes of an arena page: allocations are rounded up to it. */
 #define RDP_ARENA_PAGE 4096u
 
+/** A taker's place in an arena's line (rdp_arena_alloc_in_turn()). Zeroed: not in line. */
+struct rdp_arena_turn {
+	struct rdp_arena_turn *next; /**< behind it in line */
+	uint32_t pages;              /**< what it last asked for: pages a run */
+	uint32_t count;              /**< and runs */
+	bool queued;                 /**< in line */
+};
+
+/** Most runs one rdp_arena_alloc_bulk_in_turn() takes. */
+#define RDP_ARENA_BULK_MAX 64u
+
 /** A registered arena. */
 struct rdp_arena {
 	pthread_mutex_t lock;  /**< (a mutex: ThreadSanitizer sees it) */
@@ -35,6 +54,12 @@ struct rdp_arena {
 				*   (rdp_arena_limit(); nb_pages: no limit) */
 	uint8_t *base;         /**< first byte */
 	struct rdp_mr *mr;     /**< registration of the whole arena */
+	struct rdp_arena_turn *line;      /**< takers refused, first first */
+	struct rdp_arena_turn *line_tail;
+	const unsigned int *clock; /**< ticks the lapse counts, NULL: none (rdp_arena_turn_clock()) */
+	unsigned int turn_lapse;   /**< ticks the head keeps its place once its room is free */
+	unsigned int lapse_at;     /**< the tick it loses it, when lapse_armed */
+	bool lapse_armed;          /**< the head's room was seen free by another taker */
 	char name[32];         /**< for messages */
 };
 
@@ -60,19 +85,88 @@ struct rdp_arena *rdp_arena_create(const char *name, struct rdp_pd *pd, size_t s
 				   unsigned int access);
 
 /**
- * Take a contiguous buffer.
+ * Take a contiguous buffer, in turn with the takers that were refused
+ * before: while one waits that is not @p turn, the answer is ENOBUFS and
+ * @p turn joins the line; a refusal for want of room puts @p turn in line
+ * too. Ask again after a free: @p turn leaves the line when it succeeds.
  *
  * @param a
  *   The arena.
  * @param len
  *   Bytes (rounded up to pages), at least 1.
+ * @param turn
+ *   The taker's place, alive until it leaves the line (success or
+ *   rdp_arena_turn_leave()); NULL: a taker that does not wait in line
+ *   (refused while anyone does).
  * @return
  *   Its first byte (page-aligned within the registration), or NULL with
  *   rte_errno: EINVAL (0 bytes), EMSGSIZE (larger than the arena: never
- *   possible), ENOBUFS (no free run that long now, or the arena's limit
- *   reached: retry after a free).
+ *   possible), ENOBUFS (no free run that long now, the arena's limit
+ *   reached, or another taker's turn: retry after a free).
+ */
+void *rdp_arena_alloc_in_turn(struct rdp_arena *a, size_t len, struct rdp_arena_turn *turn);
+
+/**
+ * Take @p count buffers of @p len bytes each, all or none, in turn as
+ * rdp_arena_alloc_in_turn() takes one: a taker refused keeps its place
+ * in line (or joins it) with this request, and a later one replaces it.
+ *
+ * @param a
+ *   The arena.
+ * @param len
+ *   Bytes of each (rounded up to pages), at least 1.
+ * @param bufs
+ *   Receives the first byte of each.
+ * @param count
+ *   1 to RDP_ARENA_BULK_MAX.
+ * @param turn
+ *   The taker's place, or NULL (as for rdp_arena_alloc_in_turn()).
+ * @return
+ *   0, or a negative errno (also in rte_errno): -EINVAL (0 bytes, or
+ *   @p count out of range), -EMSGSIZE (one buffer larger than the arena:
+ *   never possible), -ENOBUFS (no room now, or another taker's turn:
+ *   retry after a free; or more than the arena lends at once, which
+ *   takes no place in line: ask for fewer).
+ */
+int rdp_arena_alloc_bulk_in_turn(struct rdp_arena *a, size_t len, void **bufs, unsigned int count,
+				 struct rdp_arena_turn *turn);
+
+/**
+ * Take a contiguous buffer without a place in line:
+ * rdp_arena_alloc_in_turn(@p a, @p len, NULL).
+ *
+ * @return
+ *   As rdp_arena_alloc_in_turn(): NULL with rte_errno EINVAL, EMSGSIZE or
+ *   ENOBUFS.
  */
 void *rdp_arena_alloc(struct rdp_arena *a, size_t len);
+
+/**
+ * Let the head of the line lose its place when it does not come back for
+ * its room: @p lapse ticks of @p clock after another taker first finds
+ * the room free. Without a clock the head keeps its place until it takes
+ * its room or leaves.
+ *
+ * @param a
+ *   The arena, before it is shared with other threads.
+ * @param clock
+ *   A counter its owner advances (lib/ep: the poller's passes), read
+ *   with an atomic load; it may wrap.
+ * @param lapse
+ *   Ticks, at least 1.
+ */
+void rdp_arena_turn_clock(struct rdp_arena *a, const unsigned int *clock, unsigned int lapse);
+
+/**
+ * Leave the line without taking anything (a taker that will not ask
+ * again: its endpoint failed or is released). Nothing when not in line.
+ *
+ * @param a
+ *   The arena.
+ * @param turn
+ *   The taker's place.
+ */
+void rdp_arena_turn_leave(struct rdp_arena *a, struct rdp_arena_turn *turn);
 
 /**
  * Give a buffer back.

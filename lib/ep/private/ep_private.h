@@ -216,7 +216,8 @@ struct ep_lcore {
 	uint64_t give_back_tsc;           /* srq_give_back_us in TSC cycles */
 	unsigned int pages;               /* RDP_ALLOC_* of its pools and arenas (hugepages) */
 	struct ep_lcore_dev dev[EP_MAX_DEVS]; /* one per device of the process */
-	unsigned int hook_polls;          /* ep_lcore_hook() calls, for ep_srq_age() */
+	unsigned int hook_polls;          /* ep_lcore_hook() calls: its passes, for
+					   * ep_srq_age() and the arenas' lapse */
 	unsigned int dflt;                /* its endpoints' device when nothing else picks */
 	bool hook_set;                    /* rdp_poll_hook_set() was called (rdp_rt.lock) */
 	struct rdp_ep_counters counters;  /* how its endpoints ended (the poller writes) */
@@ -446,6 +447,8 @@ struct rdp_ep {
 	struct rdp_msg *fin_tail;
 	uint32_t fins_due;              /* descriptors received whose FIN is not posted:
 					 * the send queue leaves that many credits */
+	struct rdp_arena_turn rv_send_turn; /* its place in the send arena's line */
+	struct rdp_arena_turn rv_recv_turn; /* and in the receive arena's */
 	/* leased credits (ep_srq.c) */
 	struct rdp_lease lease;         /* we lease: our peer's credits on the SRQ */
 	bool srq_member;                /* admitted to the SRQ's lease pool, not left yet */
@@ -671,8 +674,17 @@ ep_rndv_idle(const struct rdp_ep *ep)
 {
 	return ep->rv_out_head == NULL && ep->rv_in_head == NULL && ep->fin_head == NULL;
 }
+/*
+ * Passes of its poller the head of an arena's line keeps its place once
+ * another taker finds its room free: an endpoint offered its held
+ * requests again (the busy pass) or retried from the poll hook asks in
+ * that pass or the next. A longer wait costs every taker behind it.
+ */
+#define EP_ARENA_LAPSE_POLLS 2u
 /* The endpoint is done: waiting messages failed, pending ones dropped. */
 void ep_rndv_finalize(struct rdp_ep *ep, int err);
+/* It takes nothing more from the arenas: out of their lines (finalize, release). */
+void ep_rndv_leave_lines(struct rdp_ep *ep);
 
 /* ---- the shared receive queue (ep_srq.c) ---- */
 /* Create the lcore's SRQ on a device, its pool and slot; post every buffer (rdp_init). */
