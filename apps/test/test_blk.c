@@ -477,35 +477,46 @@ RDP_TEST(e2e, blk_verify_512_byte_and_1_mib_blocks)
  * queue of 256; 16 against an SRQ floor of 8), every credit can sit in a
  * held request while the arena waits for FINs, which need credits: the
  * FINs must go first and keep credits set aside for them, or the run
- * stops dead.
+ * stops dead. Against a lease held at srq_lease_max (4 endpoints of 16
+ * requests against a lease_max of 16, writes of 1 MiB both ways), the
+ * credit a descriptor brings for its FIN comes beyond lease_max.
  */
 RDP_TEST(e2e, blk_rendezvous_replies_beyond_the_loaders_credits_keep_flowing)
 {
-	static const char *const configs[][2] = {
-		{ "[global]\n", "300" },
-		{ "[global]\nsrq = on\nsrq_floor = 8\nsrq_lease_max = 64\n", "16" },
+	static const struct {
+		const char *conf, *rw, *bs, *numjobs, *iodepth, *what;
+		uint64_t min_ios;
+	} runs[] = {
+		{ "[global]\n", "randread", "128k", "1", "300", "RQ", 1000 },
+		{ "[global]\nsrq = on\nsrq_floor = 8\nsrq_lease_max = 64\n", "randread", "128k",
+		  "1", "16", "SRQ", 1000 },
+		{ "[global]\nsrq = on\nsrq_floor = 8\nsrq_lease_max = 16\n", "randrw", "1m", "4",
+		  "16", "SRQ at lease_max", 200 },
 	};
 	const char *log = path_of("load.log"), *json = path_of("load.json");
 	const char *cfg = path_of("rv.conf");
 	unsigned int i;
 
-	for (i = 0; i < RTE_DIM(configs); i++) {
+	for (i = 0; i < RTE_DIM(runs); i++) {
 		FILE *f = fopen(cfg, "w");
 		uint64_t ios;
 
 		RDP_ASSERT(f != NULL);
-		fputs(configs[i][0], f);
+		fputs(runs[i].conf, f);
 		RDP_ASSERT(fclose(f) == 0);
-		assert_exit(run_blk(log, 60, "load", "--in-process", "-c", cfg, "--rw", "randread",
-				    "--bs", "128k", "--iodepth", configs[i][1], "--size", "16M",
-				    "--runtime", "1", "--output-format=json", "--output", json, NULL),
+		assert_exit(run_blk(log, 60, "load", "--in-process", "-c", cfg, "--rw", runs[i].rw,
+				    "--bs", runs[i].bs, "--numjobs", runs[i].numjobs, "--iodepth",
+				    runs[i].iodepth, "--size", "64M", "--runtime", "1",
+				    "--output-format=json", "--output", json, NULL),
 			    0, log);
-		ios = json_u64(slurp(json), "read", "total_ios");
+		ios = json_u64(slurp(json), "read", "total_ios") +
+		      json_u64(slurp(json), "write", "total_ios");
 		/* a stall completes one window at most */
-		RDP_ASSERT_MSG(ios > 1000, "%s, iodepth %s: %" PRIu64 " reads\n%s",
-			       configs[i][0], configs[i][1], ios, slurp(log));
-		printf("ok: %s iodepth %s: %" PRIu64 " reads of 128 KiB\n", i == 0 ? "RQ" : "SRQ",
-		       configs[i][1], ios);
+		RDP_ASSERT_MSG(ios > runs[i].min_ios, "%s, %s %s x%s iodepth %s: %" PRIu64 " I/Os\n%s",
+			       runs[i].what, runs[i].rw, runs[i].bs, runs[i].numjobs, runs[i].iodepth,
+			       ios, slurp(log));
+		printf("ok: %s, %s %s x%s iodepth %s: %" PRIu64 " I/Os\n", runs[i].what, runs[i].rw,
+		       runs[i].bs, runs[i].numjobs, runs[i].iodepth, ios);
 	}
 	scratch_remove();
 	return 0;

@@ -712,16 +712,22 @@ RDP_TEST(unit, credit_returnable_counts_data_wrs_no_credit_answered_yet)
 
 	/* R = 1024, A_rq = 512: the peer starts with nothing to return */
 	endpoint(&c, 64, 4, 1);
-	RDP_ASSERT_EQ(rdp_credit_returnable(&c), 0);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0), 0);
 	post_data(&c);
 	post_data(&c);
 	post_data(&c);
-	RDP_ASSERT_EQ(rdp_credit_returnable(&c), 3);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0), 3);
 	rdp_credit_granted(&c, 2);
-	RDP_ASSERT_EQ(rdp_credit_returnable(&c), 1);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0), 1);
 	rdp_credit_granted(&c, 1);
-	RDP_ASSERT_EQ(rdp_credit_returnable(&c), 0);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0), 0);
 	RDP_ASSERT_EQ(c.rc, 512);
+	/* a leasing peer's FIN credits come beside the window, and rc above
+	 * what the check allows leaves nothing returnable (no wrap) */
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 2), 2);
+	rdp_credit_granted(&c, 2);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 2), 0);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0), 0);
 	return 0;
 }
 

@@ -183,35 +183,44 @@ RDP_TEST(unit, lease_wanting_endpoint_at_lease_max_is_not_queued_until_it_is_bel
 }
 
 /* A descriptor's FIN credit is a grant: from the pool, owed, never past lease_max. */
-RDP_TEST(unit, lease_fin_credit_comes_from_the_pool_up_to_lease_max)
+RDP_TEST(unit, lease_fin_credit_comes_from_the_pool_beyond_lease_max_and_goes_back)
 {
 	struct rdp_lease_pool p;
 	struct rdp_lease a;
 	char why[256];
 
-	pool_init(&p, 4, 1, 3, 2, 1);
+	pool_init(&p, 5, 1, 3, 2, 1);
 	RDP_ASSERT_EQ(rdp_lease_admit(&p, &a, why, sizeof(why)), 0);
-	RDP_ASSERT_EQ(p.free, 3u);
+	RDP_ASSERT_EQ(p.free, 4u);
 	RDP_ASSERT_EQ(rdp_lease_grant_for_fin(&p, &a), 1u);
 	RDP_ASSERT_EQ(a.lease, 2u);
 	RDP_ASSERT_EQ(a.owed, 1u);	/* rides on the descriptor */
-	RDP_ASSERT_EQ(p.free, 2u);
+	RDP_ASSERT_EQ(p.free, 3u);
 	RDP_ASSERT_EQ(rdp_lease_grant_for_fin(&p, &a), 1u);
-	RDP_ASSERT_EQ(rdp_lease_grant_for_fin(&p, &a), 0u);	/* at lease_max */
-	RDP_ASSERT_EQ(a.lease, 3u);
+	/* at lease_max: the peer's credits may all sit in messages held */
+	RDP_ASSERT_EQ(rdp_lease_grant_for_fin(&p, &a), 1u);
+	RDP_ASSERT_EQ(a.lease, 4u);
 	RDP_ASSERT_EQ(p.free, 1u);
-	/* the FINs came and their buffers went back: the lease shrinks again */
-	RDP_ASSERT_EQ(rdp_lease_take_owed(&a, 1), 2u);
+	/* the FINs came and their buffers went back: above lease_max every
+	 * credit freed goes to the pool, wanting or not */
+	RDP_ASSERT_EQ(rdp_lease_take_owed(&a, 1), 3u);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, true), 0);
+	RDP_ASSERT(rdp_lease_on_free(&p, &a));
+	RDP_ASSERT_EQ(a.lease, 3u);
+	RDP_ASSERT_EQ(a.owed, 0u);
+	/* at lease_max a wanting peer keeps what it frees */
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, true), 0);
+	RDP_ASSERT(!rdp_lease_on_free(&p, &a));
+	RDP_ASSERT_EQ(a.owed, 1u);
+	RDP_ASSERT_EQ(rdp_lease_take_owed(&a, 1), 1u);
 	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, false), 0);
 	RDP_ASSERT(rdp_lease_on_free(&p, &a));
-	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, false), 0);
-	RDP_ASSERT(rdp_lease_on_free(&p, &a));
-	RDP_ASSERT_EQ(a.lease, 1u);
+	RDP_ASSERT_EQ(a.lease, 2u);
 	RDP_ASSERT_EQ(p.free, 3u);
 	/* an empty pool grants nothing */
 	p.free = 0;
 	RDP_ASSERT_EQ(rdp_lease_grant_for_fin(&p, &a), 0u);
-	RDP_ASSERT_EQ(a.lease, 1u);
+	RDP_ASSERT_EQ(a.lease, 2u);
 	return 0;
 }
 

@@ -295,18 +295,25 @@ rdp_credit_ack_due(const struct rdp_credit *c)
 
 /**
  * Credits the peer may still return: data WRs we posted that no credit in
- * its immediate data has answered yet (`C_peer - rc`). Immediate data that
- * returns more breaks the protocol.
+ * its immediate data has answered yet (`C_peer - rc`), and beyond them
+ * @p fin_credits, the credits a leasing peer grants past its lease_max
+ * for the FINs it waits for (one with each rendezvous descriptor).
+ * Immediate data that returns more breaks the protocol.
  *
  * @param c
  *   State.
+ * @param fin_credits
+ *   Credits granted for FINs, beside the window; 0 from a peer that does
+ *   not lease.
  * @return
- *   `rc_max - rc`.
+ *   `rc_max + fin_credits - rc`, or 0 when rc is above that.
  */
-static inline uint32_t
-rdp_credit_returnable(const struct rdp_credit *c)
+static inline uint64_t
+rdp_credit_returnable(const struct rdp_credit *c, uint32_t fin_credits)
 {
-	return c->rc_max - c->rc;
+	uint64_t top = (uint64_t)c->rc_max + fin_credits;
+
+	return top > c->rc ? top - c->rc : 0;
 }
 
 /**

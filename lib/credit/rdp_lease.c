@@ -204,7 +204,7 @@ rdp_lease_enqueue_(struct rdp_lease_pool *p, struct rdp_lease *l)
 uint32_t
 rdp_lease_grant_for_fin(struct rdp_lease_pool *p, struct rdp_lease *l)
 {
-	if (l->lease >= p->lease_max || free_take(p, 1) == 0)
+	if (free_take(p, 1) == 0)
 		return 0;
 	l->lease++;
 	l->owed++;

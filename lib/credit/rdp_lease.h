@@ -247,8 +247,11 @@ int rdp_lease_on_give_back(struct rdp_lease_pool *p, struct rdp_lease *l, uint32
  * owe a FIN for it: one credit from the pool for that FIN, owed to the
  * member so that the descriptor carries it. Without it the peer's FIN
  * could find every credit of the lease held in messages the application
- * keeps until its send arena frees, which only FINs do. Nothing when the
- * lease is at lease_max or the pool has no free credit.
+ * keeps until its send arena frees, which only FINs do. Granted beyond
+ * lease_max too (the lease may be all in those messages): a lease above
+ * lease_max gives every credit freed to the pool (rdp_lease_on_free()),
+ * so it exceeds lease_max by FIN credits alone, which no pure ack
+ * carries. Nothing when the pool has no free credit.
  *
  * @param p
  *   The pool.
@@ -261,7 +264,8 @@ uint32_t rdp_lease_grant_for_fin(struct rdp_lease_pool *p, struct rdp_lease *l);
 
 /**
  * The application freed a message of the member and its buffer went back
- * to the SRQ: the credit is owed to the member or goes to the pool.
+ * to the SRQ: the credit is owed to the member or goes to the pool (always
+ * while the lease is above lease_max: FIN credits, rdp_lease_grant_for_fin()).
  *
  * @param p
  *   The pool.
@@ -273,7 +277,8 @@ uint32_t rdp_lease_grant_for_fin(struct rdp_lease_pool *p, struct rdp_lease *l);
 static inline bool
 rdp_lease_on_free(struct rdp_lease_pool *p, struct rdp_lease *l)
 {
-	bool divert = l->lease > p->floor && (!l->wanting || p->wq_len > 0);
+	bool divert = l->lease > p->lease_max ||
+		      (l->lease > p->floor && (!l->wanting || p->wq_len > 0));
 
 	if (divert) {
 		l->lease--;
