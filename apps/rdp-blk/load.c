@@ -88,6 +88,8 @@ struct load_ep {
 	uint64_t seq;
 	uint64_t rng;
 	bool starved;         /* a request could not start: retry on the next event */
+	bool op_kept;         /* next_op is what that request was: retried as it was */
+	uint8_t next_op;
 	bool stopped;         /* its lcore saw the run end: it starts no request (release) */
 	bool established;     /* connected once */
 	bool closed;
@@ -349,9 +351,17 @@ send_req(struct load_ep *le, uint8_t op)
 static void
 fill(struct load_ep *le)
 {
-	while (le->nb_idle > 0 && __atomic_load_n(&ld.running, __ATOMIC_ACQUIRE) &&
-	       send_req(le, pick_op(le)))
-		;
+	while (le->nb_idle > 0 && __atomic_load_n(&ld.running, __ATOMIC_ACQUIRE)) {
+		/* a request that could not start keeps its operation, so that the
+		 * mix is what was asked however long one kind waits (as fio) */
+		uint8_t op = le->op_kept ? le->next_op : pick_op(le);
+
+		le->op_kept = !send_req(le, op);
+		if (le->op_kept) {
+			le->next_op = op;
+			break;
+		}
+	}
 }
 
 /* Requests of this lcore's endpoints that could not start: try again. */

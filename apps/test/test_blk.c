@@ -551,6 +551,34 @@ RDP_TEST(e2e, blk_arena_room_goes_to_the_endpoints_in_the_order_they_waited)
 	return 0;
 }
 
+/*
+ * --rwmixread is the mix of requests issued, as fio's: a request that
+ * waits for a send buffer keeps its operation. Writes of 1 MiB wait for
+ * the loader's send arena, reads do not; a slot that chose again at each
+ * retry would turn most waiting writes into reads (1 in 8 writes at 50).
+ */
+RDP_TEST(e2e, blk_rwmix_holds_when_writes_wait_for_send_buffers)
+{
+	const char *log = path_of("load.log"), *json = path_of("load.json");
+	uint64_t reads, writes;
+	const char *j;
+
+	assert_exit(run_blk(log, 60, "load", "--in-process", "--rw", "randrw", "--bs", "1m",
+			    "--numjobs", "2", "--iodepth", "16", "--size", "64M", "--runtime", "1",
+			    "--output-format=json", "--output", json, NULL),
+		    0, log);
+	j = slurp(json);
+	reads = json_u64(j, "read", "total_ios");
+	writes = json_u64(j, "write", "total_ios");
+	printf("%" PRIu64 " reads, %" PRIu64 " writes of 1 MiB at --rwmixread 50\n", reads, writes);
+	RDP_ASSERT_MSG(reads + writes > 50, "barely moved:\n%s", slurp(log));
+	RDP_ASSERT_MSG(writes * 10 >= (reads + writes) * 3 && reads * 10 >= (reads + writes) * 3,
+		       "%" PRIu64 " reads against %" PRIu64 " writes at --rwmixread 50:\n%s", reads,
+		       writes, slurp(log));
+	scratch_remove();
+	return 0;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Durability across a server crash                                       */
 /* ---------------------------------------------------------------------- */
