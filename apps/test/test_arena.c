@@ -258,6 +258,13 @@ RDP_TEST(unit, arena_gives_freed_room_to_the_takers_in_the_order_they_were_refus
 	RDP_ASSERT(tb.queued && a->line == &tb);
 	RDP_ASSERT(rdp_arena_alloc_in_turn(a, 2 * RDP_ARENA_PAGE, &tc) == NULL);
 	RDP_ASSERT(tc.queued && tb.next == &tc && a->line_tail == &tc);
+	{
+		struct rdp_arena_stats st;
+
+		rdp_arena_stats_get(a, &st);
+		RDP_ASSERT(st.size == 4 * RDP_ARENA_PAGE && st.avail == 0 && st.waiting == 2 &&
+			   st.refused == 2 && st.lapsed == 0);
+	}
 	/* A frees and asks again first: B's turn */
 	rdp_arena_free(a, pa, 4 * RDP_ARENA_PAGE);
 	RDP_ASSERT(rdp_arena_alloc_in_turn(a, 4 * RDP_ARENA_PAGE, &ta) == NULL);
@@ -326,6 +333,7 @@ RDP_TEST(unit, arena_line_head_that_does_not_come_back_or_leaves_makes_way)
 	clock++;
 	pc = rdp_arena_alloc_in_turn(a, RDP_ARENA_PAGE, &tc);
 	RDP_ASSERT(pc == a->base && !tb.queued && !tc.queued && a->line == NULL);
+	RDP_ASSERT(a->lapsed == 1 && a->line_len == 0);
 	/* B comes back later: at the end of the line, like anyone */
 	pa = rdp_arena_alloc_in_turn(a, 3 * RDP_ARENA_PAGE, &ta);
 	RDP_ASSERT(pa != NULL);

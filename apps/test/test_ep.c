@@ -990,6 +990,10 @@ RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
 	telemetry_query(prefix, "/rdp/lcores", out, sizeof(out));
 	printf("%s\n", out);
 	RDP_ASSERT_MSG(strstr(out, "\"endpoints\":2") != NULL, "%s", out);
+	/* the rendezvous arenas: nothing in use or waiting in a stream of small messages */
+	RDP_ASSERT_MSG(strstr(out, "\"rndv_send\":{\"size\":") != NULL &&
+		       strstr(out, "\"rndv_recv\":{\"size\":") != NULL &&
+		       strstr(out, "\"waiting\":0,\"refused\":0,\"lapsed\":0}") != NULL, "%s", out);
 	telemetry_query(prefix, "/rdp/handshakes", out, sizeof(out));
 	printf("%s\n", out);
 	RDP_ASSERT_MSG(strstr(out, "\"accepted\":1,\"hello_timeouts\":0,\"refused_per_peer\":0,"

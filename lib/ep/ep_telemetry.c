@@ -120,6 +120,38 @@ counters_tel(struct rte_tel_data *o, const struct rdp_ep_counters *c)
 /* Telemetry                                                              */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * A rendezvous arena of an lcore's device into @p o as @p what (the first
+ * device's) or "@p what_DEVICE"; nothing when the device has none.
+ */
+static int
+tel_arena(struct rte_tel_data *o, struct rdp_arena *a, const char *what, unsigned int d,
+	  const struct ep_lcore_dev *ld)
+{
+	char key[RTE_TEL_MAX_STRING_LEN];
+	struct rdp_arena_stats st;
+	struct rte_tel_data *t;
+
+	if (a == NULL)
+		return 0;
+	t = rte_tel_data_alloc();
+	if (t == NULL)
+		return -ENOMEM;
+	rdp_arena_stats_get(a, &st);
+	rte_tel_data_start_dict(t);
+	rte_tel_data_add_dict_u64(t, "size", st.size);
+	rte_tel_data_add_dict_u64(t, "avail", st.avail);
+	rte_tel_data_add_dict_u64(t, "waiting", st.waiting);
+	rte_tel_data_add_dict_u64(t, "refused", st.refused);
+	rte_tel_data_add_dict_u64(t, "lapsed", st.lapsed);
+	if (d == 0)
+		snprintf(key, sizeof(key), "%s", what);
+	else
+		snprintf(key, sizeof(key), "%s_%s", what, ld->dv->attr.name);
+	rte_tel_data_add_dict_container(o, key, t, 0);
+	return 0;
+}
+
 static int
 tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
 {
@@ -179,6 +211,11 @@ tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
 			struct rdp_srq_stats ss;
 			char qkey[RTE_TEL_MAX_STRING_LEN];
 
+			if (tel_arena(o, ld->rv_send, "rndv_send", d, ld) < 0 ||
+			    tel_arena(o, ld->rv_recv, "rndv_recv", d, ld) < 0) {
+				rte_tel_data_free(o);
+				return -ENOMEM;
+			}
 			if (ld->srq == NULL)
 				continue;
 			q = rte_tel_data_alloc();

@@ -127,6 +127,7 @@ line_push(struct rdp_arena *a, struct rdp_arena_turn *t)
 {
 	t->next = NULL;
 	t->queued = true;
+	a->line_len++;
 	if (a->line_tail != NULL)
 		a->line_tail->next = t;
 	else
@@ -150,6 +151,7 @@ line_remove(struct rdp_arena *a, struct rdp_arena_turn *t)
 		a->lapse_armed = false; /* a new head: its own lapse */
 	t->next = NULL;
 	t->queued = false;
+	a->line_len--;
 }
 
 /*
@@ -220,6 +222,7 @@ others_turn(struct rdp_arena *a, const struct rdp_arena_turn *t)
 		}
 		if ((int)(now - a->lapse_at) < 0)
 			return true;
+		a->lapsed++;
 		line_remove(a, a->line);
 	}
 	return false;
@@ -247,12 +250,14 @@ rdp_arena_alloc_bulk_in_turn(struct rdp_arena *a, size_t len, void **bufs, unsig
 		rte_errno = EMSGSIZE;
 		return -EMSGSIZE;
 	}
+	pthread_mutex_lock(&a->lock);
 	if (count > 1 && n * count > a->pages_limit) {
 		/* never lent at once: no place in line, where it would stop everyone */
+		a->refused++;
+		pthread_mutex_unlock(&a->lock);
 		rte_errno = ENOBUFS;
 		return -ENOBUFS;
 	}
-	pthread_mutex_lock(&a->lock);
 	if (!others_turn(a, turn))
 		ok = take(a, (uint32_t)n, bufs, count);
 	if (ok) {
@@ -265,12 +270,26 @@ rdp_arena_alloc_bulk_in_turn(struct rdp_arena *a, size_t len, void **bufs, unsig
 		if (!turn->queued)
 			line_push(a, turn);
 	}
+	if (!ok)
+		a->refused++;
 	pthread_mutex_unlock(&a->lock);
 	if (!ok) {
 		rte_errno = ENOBUFS;
 		return -ENOBUFS;
 	}
 	return 0;
+}
+
+void
+rdp_arena_stats_get(struct rdp_arena *a, struct rdp_arena_stats *st)
+{
+	pthread_mutex_lock(&a->lock);
+	st->size = (uint64_t)a->nb_pages * RDP_ARENA_PAGE;
+	st->avail = (uint64_t)a->pages_free * RDP_ARENA_PAGE;
+	st->waiting = a->line_len;
+	st->refused = a->refused;
+	st->lapsed = a->lapsed;
+	pthread_mutex_unlock(&a->lock);
 }
 
 void *

@@ -60,6 +60,9 @@ struct rdp_arena {
 	unsigned int turn_lapse;   /**< ticks the head keeps its place once its room is free */
 	unsigned int lapse_at;     /**< the tick it loses it, when lapse_armed */
 	bool lapse_armed;          /**< the head's room was seen free by another taker */
+	uint32_t line_len;         /**< takers in line */
+	uint64_t refused;          /**< allocations refused (ENOBUFS) */
+	uint64_t lapsed;           /**< heads that lost their place */
 	char name[32];         /**< for messages */
 };
 
@@ -201,6 +204,25 @@ rdp_arena_size(const struct rdp_arena *a)
 {
 	return (size_t)a->nb_pages * RDP_ARENA_PAGE;
 }
+
+/** What rdp_arena_stats_get() reports. */
+struct rdp_arena_stats {
+	uint64_t size;      /**< bytes of the arena */
+	uint64_t avail;     /**< bytes free now */
+	uint32_t waiting;   /**< takers in line */
+	uint64_t refused;   /**< allocations refused with ENOBUFS */
+	uint64_t lapsed;    /**< heads of the line that lost their place */
+};
+
+/**
+ * Read an arena's counters (any thread).
+ *
+ * @param a
+ *   The arena.
+ * @param st
+ *   Filled in.
+ */
+void rdp_arena_stats_get(struct rdp_arena *a, struct rdp_arena_stats *st);
 
 /**
  * Deregister and free an arena.
