@@ -523,6 +523,22 @@ RDP_TEST(e2e, blk_rendezvous_replies_beyond_the_loaders_credits_keep_flowing)
 }
 
 /*
+ * `load --in-process` of 1 MiB requests from two endpoints, @p iodepth
+ * each, for @p runtime seconds: its JSON (the log in load.log).
+ */
+static const char *
+two_loaders_of_1m(const char *rw, const char *iodepth, const char *runtime)
+{
+	const char *log = path_of("load.log"), *json = path_of("load.json");
+
+	assert_exit(run_blk(log, 60, "load", "--in-process", "--rw", rw, "--bs", "1m",
+			    "--numjobs", "2", "--iodepth", iodepth, "--size", "64M", "--runtime",
+			    runtime, "--output-format=json", "--output", json, NULL),
+		    0, log);
+	return slurp(json);
+}
+
+/*
  * The send arena is the poller's, shared by its endpoints. A reply of
  * 1 MiB on shm takes the whole of its in-use budget: when a FIN frees it,
  * the endpoint that FIN arrived on is offered its held requests first and
@@ -532,15 +548,10 @@ RDP_TEST(e2e, blk_rendezvous_replies_beyond_the_loaders_credits_keep_flowing)
  */
 RDP_TEST(e2e, blk_arena_room_goes_to_the_endpoints_in_the_order_they_waited)
 {
-	const char *log = path_of("load.log"), *json = path_of("load.json");
-	const char *j;
+	const char *j = two_loaders_of_1m("randread", "64", "2");
+	const char *log = path_of("load.log");
 	uint64_t max_ns;
 
-	assert_exit(run_blk(log, 60, "load", "--in-process", "--rw", "randread", "--bs", "1m",
-			    "--numjobs", "2", "--iodepth", "64", "--size", "64M", "--runtime", "2",
-			    "--output-format=json", "--output", json, NULL),
-		    0, log);
-	j = slurp(json);
 	max_ns = json_u64(j, "read", "max");
 	printf("%" PRIu64 " reads of 1 MiB from 2 endpoints in 2 s, the longest %.1f ms\n",
 	       json_u64(j, "read", "total_ios"), (double)max_ns / 1e6);
@@ -559,15 +570,10 @@ RDP_TEST(e2e, blk_arena_room_goes_to_the_endpoints_in_the_order_they_waited)
  */
 RDP_TEST(e2e, blk_rwmix_holds_when_writes_wait_for_send_buffers)
 {
-	const char *log = path_of("load.log"), *json = path_of("load.json");
+	const char *j = two_loaders_of_1m("randrw", "16", "1");
+	const char *log = path_of("load.log");
 	uint64_t reads, writes;
-	const char *j;
 
-	assert_exit(run_blk(log, 60, "load", "--in-process", "--rw", "randrw", "--bs", "1m",
-			    "--numjobs", "2", "--iodepth", "16", "--size", "64M", "--runtime", "1",
-			    "--output-format=json", "--output", json, NULL),
-		    0, log);
-	j = slurp(json);
 	reads = json_u64(j, "read", "total_ios");
 	writes = json_u64(j, "write", "total_ios");
 	printf("%" PRIu64 " reads, %" PRIu64 " writes of 1 MiB at --rwmixread 50\n", reads, writes);

@@ -120,6 +120,16 @@ counters_tel(struct rte_tel_data *o, const struct rdp_ep_counters *c)
 /* Telemetry                                                              */
 /* ---------------------------------------------------------------------- */
 
+/* The key of device @p d's @p what: the first device's is @p what, the others' what_DEVICE. */
+static void
+dev_key(char *key, size_t len, const char *what, unsigned int d, const struct ep_lcore_dev *ld)
+{
+	if (d == 0)
+		snprintf(key, len, "%s", what);
+	else
+		snprintf(key, len, "%s_%s", what, ld->dv->attr.name);
+}
+
 /*
  * A rendezvous arena of an lcore's device into @p o as @p what (the first
  * device's) or "@p what_DEVICE"; nothing when the device has none.
@@ -144,10 +154,7 @@ tel_arena(struct rte_tel_data *o, struct rdp_arena *a, const char *what, unsigne
 	rte_tel_data_add_dict_u64(t, "waiting", st.waiting);
 	rte_tel_data_add_dict_u64(t, "refused", st.refused);
 	rte_tel_data_add_dict_u64(t, "lapsed", st.lapsed);
-	if (d == 0)
-		snprintf(key, sizeof(key), "%s", what);
-	else
-		snprintf(key, sizeof(key), "%s_%s", what, ld->dv->attr.name);
+	dev_key(key, sizeof(key), what, d, ld);
 	rte_tel_data_add_dict_container(o, key, t, 0);
 	return 0;
 }
@@ -238,11 +245,7 @@ tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
 			rte_tel_data_add_dict_u64(q, "given_back", ss.given_back);
 			rte_tel_data_add_dict_u64(q, "refused", ss.refused);
 			rte_tel_data_add_dict_u64(q, "strays", ss.strays);
-			/* the first device's is "srq"; the others' "srq_" and the device */
-			if (d == 0)
-				snprintf(qkey, sizeof(qkey), "srq");
-			else
-				snprintf(qkey, sizeof(qkey), "srq_%s", ld->dv->attr.name);
+			dev_key(qkey, sizeof(qkey), "srq", d, ld);
 			rte_tel_data_add_dict_container(o, qkey, q, 0);
 		}
 		snprintf(key, sizeof(key), "%u", lc->lcore_id);

@@ -154,6 +154,16 @@ line_remove(struct rdp_arena *a, struct rdp_arena_turn *t)
 	a->line_len--;
 }
 
+/* Give back the runs of @p n pages at @p bufs[0, count). */
+static void
+give(struct rdp_arena *a, uint32_t n, void *const *bufs, unsigned int count)
+{
+	while (count-- > 0) {
+		mark(a, (uint32_t)(((uint8_t *)bufs[count] - a->base) / RDP_ARENA_PAGE), n, false);
+		a->pages_free += n;
+	}
+}
+
 /*
  * Take @p count runs of @p n pages into @p bufs, all or none: the lowest
  * that fit, in turn (the buffers last freed are reused while their lines
@@ -175,10 +185,7 @@ take(struct rdp_arena *a, uint32_t n, void **bufs, unsigned int count)
 	}
 	if (i == count)
 		return true;
-	while (i-- > 0) {
-		mark(a, (uint32_t)(((uint8_t *)bufs[i] - a->base) / RDP_ARENA_PAGE), n, false);
-		a->pages_free += n;
-	}
+	give(a, n, bufs, i);
 	return false;
 }
 
@@ -190,10 +197,7 @@ fits(struct rdp_arena *a, uint32_t n, unsigned int count)
 
 	if (!take(a, n, bufs, count))
 		return false;
-	while (count-- > 0) {
-		mark(a, (uint32_t)(((uint8_t *)bufs[count] - a->base) / RDP_ARENA_PAGE), n, false);
-		a->pages_free += n;
-	}
+	give(a, n, bufs, count);
 	return true;
 }
 
