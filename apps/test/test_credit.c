@@ -712,22 +712,27 @@ RDP_TEST(unit, credit_returnable_counts_data_wrs_no_credit_answered_yet)
 
 	/* R = 1024, A_rq = 512: the peer starts with nothing to return */
 	endpoint(&c, 64, 4, 1);
-	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0), 0);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0, false), 0);
 	post_data(&c);
 	post_data(&c);
 	post_data(&c);
-	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0), 3);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0, false), 3);
 	rdp_credit_granted(&c, 2);
-	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0), 1);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0, false), 1);
 	rdp_credit_granted(&c, 1);
-	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0), 0);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0, false), 0);
 	RDP_ASSERT_EQ(c.rc, 512);
-	/* a leasing peer's FIN credits come beside the window, and rc above
-	 * what the check allows leaves nothing returnable (no wrap) */
-	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 2), 2);
-	rdp_credit_granted(&c, 2);
-	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 2), 0);
-	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0), 0);
+	/* a peer that does not lease grants nothing for FINs */
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 2, true), 0);
+	/* a leasing peer's FIN credits come beside the window, one more on a
+	 * control message, and rc above what the check allows leaves nothing
+	 * returnable (no wrap) */
+	c.peer_lease_tack = 1;
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 2, false), 2);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 2, true), 3);
+	rdp_credit_granted(&c, 3);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 2, true), 0);
+	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0, false), 0);
 	return 0;
 }
 

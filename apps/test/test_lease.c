@@ -182,7 +182,10 @@ RDP_TEST(unit, lease_wanting_endpoint_at_lease_max_is_not_queued_until_it_is_bel
 	return 0;
 }
 
-/* A descriptor's FIN credit is a grant: from the pool, owed, never past lease_max. */
+/*
+ * A descriptor's FIN credit is a grant from the pool, owed, at lease_max
+ * too; above lease_max every credit freed goes back to the pool.
+ */
 RDP_TEST(unit, lease_fin_credit_comes_from_the_pool_beyond_lease_max_and_goes_back)
 {
 	struct rdp_lease_pool p;

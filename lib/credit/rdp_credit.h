@@ -295,24 +295,28 @@ rdp_credit_ack_due(const struct rdp_credit *c)
 
 /**
  * Credits the peer may still return: data WRs we posted that no credit in
- * its immediate data has answered yet (`C_peer - rc`), and beyond them
- * @p fin_credits, the credits a leasing peer grants past its lease_max
- * for the FINs it waits for (one with each rendezvous descriptor).
- * Immediate data that returns more breaks the protocol.
+ * its immediate data has answered yet (`C_peer - rc`). A leasing peer
+ * (`peer_lease_tack` not 0) may grant beyond that one credit for each FIN
+ * we owe it, and one more with a rendezvous control message (a descriptor
+ * brings its FIN's credit before its FIN is due). Immediate data that
+ * returns more breaks the protocol.
  *
  * @param c
  *   State.
- * @param fin_credits
- *   Credits granted for FINs, beside the window; 0 from a peer that does
- *   not lease.
+ * @param fins_due
+ *   FINs we owe the peer.
+ * @param control
+ *   The immediate data is a rendezvous control message's.
  * @return
- *   `rc_max + fin_credits - rc`, or 0 when rc is above that.
+ *   What the peer may return, 0 when rc is at or above it.
  */
 static inline uint64_t
-rdp_credit_returnable(const struct rdp_credit *c, uint32_t fin_credits)
+rdp_credit_returnable(const struct rdp_credit *c, uint32_t fins_due, bool control)
 {
-	uint64_t top = (uint64_t)c->rc_max + fin_credits;
+	uint64_t top = c->rc_max;
 
+	if (c->peer_lease_tack != 0)
+		top += (uint64_t)fins_due + control;
 	return top > c->rc ? top - c->rc : 0;
 }
 

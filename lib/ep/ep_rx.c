@@ -173,21 +173,6 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 }
 
 /*
- * Credits a leasing peer may have granted beyond its lease_max: one for
- * each FIN we owe it, and one more on a rendezvous control message (it
- * may be a descriptor, which brings its FIN's credit before we count its
- * FIN as due). docs/credit-protocol.md, "Rendezvous".
- */
-static inline uint32_t
-fin_credits(const struct rdp_ep *ep, uint32_t imm)
-{
-	if (likely(!ep->peer_leases))
-		return 0;
-	return ep->fins_due + ((imm & (IMM_ACK | IMM_FIRST | IMM_LAST)) ==
-			       (IMM_ACK | IMM_FIRST | IMM_LAST));
-}
-
-/*
  * A data SEND or control message of a leased peer spent a credit of its
  * lease (a give-back accounts for itself, ep_srq_give_back_recv()).
  * False when that broke the rules: the endpoint failed, the buffer went back.
@@ -232,7 +217,8 @@ ep_recv_one(struct rdp_ep *ep, const struct rdp_wc *wc, struct rdp_msg *m)
 		}
 	}
 	violation = ep_frame_check(&ep->frame, wc->wc_flags & RDP_WC_WITH_IMM, wc->imm,
-				   wc->byte_len, rdp_credit_returnable(&ep->credit, fin_credits(ep, wc->imm)),
+				   wc->byte_len, rdp_credit_returnable(&ep->credit, ep->fins_due,
+							     (wc->imm & IMM_CTRL) == IMM_CTRL),
 				   &value);
 	if (unlikely(violation != NULL)) {
 		ep_recv_drop(ep, m);

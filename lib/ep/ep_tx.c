@@ -146,7 +146,7 @@ wr_rndv(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge, struct r
 	uint64_t addr;
 	uint32_t lkey, len = ep_rndv_payload(ep, m, &addr, &lkey);
 
-	return wr_send(ep, wr, sge, addr, len, lkey, signaled, IMM_ACK | IMM_FIRST | IMM_LAST,
+	return wr_send(ep, wr, sge, addr, len, lkey, signaled, IMM_CTRL,
 		       backlog);
 }
 
@@ -175,7 +175,7 @@ wr_own_control(struct rdp_ep *ep, struct rdp_send_wr *wr, struct rdp_sge *sge,
 	m->ep = ep;
 	/* signaled: nothing may follow to free its carrier */
 	seq = wr_send(ep, wr, sge, (uintptr_t)m->data, len, m->pool->lkey, true,
-		      IMM_ACK | IMM_FIRST | IMM_LAST, 0);
+		      IMM_CTRL, 0);
 	ep->track[seq & ep->track_mask].msg = m;
 	if (seq_out != NULL)
 		*seq_out = seq;

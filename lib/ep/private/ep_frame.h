@@ -25,6 +25,8 @@
 #define IMM_ACK (1u << 16)           /* pure ack: no payload */
 #define IMM_FIRST (1u << 17)         /* first chunk of a message */
 #define IMM_LAST (1u << 18)          /* last chunk of a message */
+/* a rendezvous control message (a whole message of one chunk): all three */
+#define IMM_CTRL (IMM_ACK | IMM_FIRST | IMM_LAST)
 #define IMM_SEQ_SHIFT 19             /* the SEND's number, from this bit up */
 #define IMM_SEQ_MASK 0x1fffu         /* ... of this many bits */
 /* The number field for the SEND numbered @p n. */
@@ -101,8 +103,7 @@ ep_frame_check(const struct ep_frame *f, bool with_imm, uint32_t imm, uint32_t b
 			return "WANT on a pure ack";
 	}
 	if (imm & IMM_ACK) {
-		if ((imm & (IMM_FIRST | IMM_LAST)) == (IMM_FIRST | IMM_LAST)) {
-			/* a rendezvous control message: a whole message of one chunk */
+		if ((imm & IMM_CTRL) == IMM_CTRL) {
 			*value = byte_len;
 			if (byte_len == 0 || byte_len > f->chunk_size)
 				return "rendezvous control message of no bytes or over a chunk";
