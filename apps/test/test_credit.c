@@ -722,12 +722,9 @@ RDP_TEST(unit, credit_returnable_counts_data_wrs_no_credit_answered_yet)
 	rdp_credit_granted(&c, 1);
 	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0, false), 0);
 	RDP_ASSERT_EQ(c.rc, 512);
-	/* a peer that does not lease grants nothing for FINs */
-	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 2, true), 0);
-	/* a leasing peer's FIN credits come beside the window, one more on a
-	 * control message, and rc above what the check allows leaves nothing
-	 * returnable (no wrap) */
-	c.peer_lease_tack = 1;
+	/* FIN credits (of a leasing peer's pool or of an RQ's FIN reserve)
+	 * come beside the window, one more on a control message, and rc above
+	 * what the check allows leaves nothing returnable (no wrap) */
 	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 2, false), 2);
 	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 2, true), 3);
 	rdp_credit_granted(&c, 3);

@@ -713,3 +713,163 @@ RDP_TEST(e2e, rndv_arenas_sized_automatically_from_max_msg_size_and_the_device)
 	}
 	return 0;
 }
+
+/* ---------------------------------------------------------------------- */
+/* A server that holds each request until its reply is done              */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * The way SPDK's targets keep a request: its receive buffer goes back when
+ * the response's send completes. Here the responses go by rendezvous, so
+ * each completes only when the requester's FIN arrives, while every credit
+ * the requester had sits in the requests the server holds.
+ */
+struct hold_probe {
+	unsigned int requests;  /* (atomic) requests the server took */
+	unsigned int refused;   /* (atomic) requests refused for want of a reply buffer */
+	unsigned int replies;   /* (atomic) replies the client received */
+	unsigned int done;      /* (atomic) replies the server saw done */
+	unsigned int failed;    /* (atomic) replies or requests that failed */
+	uint32_t reply_len;
+	struct rdp_ep *srv;     /* (atomic) the server's endpoint */
+};
+
+static struct hold_probe hp;
+
+static uint16_t
+hold_srv_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	uint16_t i;
+
+	RTE_SET_USED(arg);
+	__atomic_store_n(&hp.srv, ep, __ATOMIC_RELEASE);
+	for (i = 0; i < n; i++) {
+		struct rdp_msg *r = rdp_msg_alloc(ep, hp.reply_len);
+
+		if (r == NULL) {
+			__atomic_fetch_add(&hp.refused, 1, __ATOMIC_RELAXED);
+			break; /* offered again later */
+		}
+		memset(r->data, 0x5a, 64);
+		/* the request is freed when its reply is done (hold_srv_send()) */
+		r->user_data = (uint64_t)(uintptr_t)msgs[i];
+		if (rdp_ep_send_burst(ep, &r, 1) != 1) {
+			rdp_msg_free(r);
+			break;
+		}
+		__atomic_fetch_add(&hp.requests, 1, __ATOMIC_RELEASE);
+	}
+	return i;
+}
+
+static void
+hold_srv_send(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	uint16_t i;
+
+	RTE_SET_USED(ep);
+	RTE_SET_USED(arg);
+	for (i = 0; i < n; i++) {
+		if (msgs[i]->event == RDP_EV_SEND_DONE)
+			__atomic_fetch_add(&hp.done, 1, __ATOMIC_RELEASE);
+		else
+			__atomic_fetch_add(&hp.failed, 1, __ATOMIC_RELEASE);
+		rdp_msg_free((struct rdp_msg *)(uintptr_t)msgs[i]->user_data);
+		rdp_msg_free(msgs[i]);
+	}
+}
+
+static uint16_t
+hold_cli_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	RTE_SET_USED(arg);
+	__atomic_fetch_add(&hp.replies, n, __ATOMIC_RELEASE);
+	return stream_recv_free_all(ep, msgs, n, NULL);
+}
+
+static void
+hold_cli_send(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
+{
+	uint16_t i;
+
+	RTE_SET_USED(ep);
+	RTE_SET_USED(arg);
+	for (i = 0; i < n; i++) {
+		if (msgs[i]->event != RDP_EV_SEND_DONE)
+			__atomic_fetch_add(&hp.failed, 1, __ATOMIC_RELEASE);
+		rdp_msg_free(msgs[i]);
+	}
+}
+
+static const struct rdp_ep_ops hold_srv_ops = { .on_recv = hold_srv_recv,
+						 .on_send = hold_srv_send };
+static const struct rdp_ep_ops hold_cli_ops = { .on_recv = hold_cli_recv,
+						 .on_send = hold_cli_send };
+
+/*
+ * More requests at once than the server's credits, each held by the
+ * server until its rendezvous reply is done: every reply arrives and is
+ * done, though every credit of the client sits in requests held when the
+ * replies' FINs are due.
+ */
+static int
+requests_held_until_reply_done(bool srq)
+{
+	enum { N = 200, REPLY = 65536 };
+	struct rdp_ep_params pcli = { .ops = &hold_cli_ops, .lcore = 1, .notify_send_ok = true };
+	struct rdp_ep_params psrv = { .ops = &hold_srv_ops, .lcore = 1, .notify_send_ok = true };
+	struct rdp_msg *reqs[N];
+	struct rdp_cfg *cfg;
+	struct rdp_ep *cli;
+	unsigned int i, sent = 0;
+
+	rdp_test_eal_init("0-1");
+	memset(&hp, 0, sizeof(hp));
+	hp.reply_len = REPLY;
+	cfg = rndv_cfg("shm", REPLY, "16384", "33554432");
+	if (srq) {
+		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "srq", "on", "test"), 0);
+		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "srq_size", "256", "test"), 0);
+		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "srq_floor", "8", "test"), 0);
+		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "srq_lease_max", "32", "test"), 0);
+		RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	}
+	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
+	cli = stream_loopback_connect(&psrv, &pcli);
+	for (i = 0; i < N; i++) {
+		reqs[i] = rdp_msg_alloc(cli, 64);
+		RDP_ASSERT_MSG(reqs[i] != NULL, "rdp_msg_alloc: errno %d", rte_errno);
+		memset(reqs[i]->data, 0xa5, 64);
+	}
+	while (sent < N) {
+		unsigned int k = rdp_ep_send_burst(cli, &reqs[sent], (uint16_t)(N - sent));
+
+		sent += k;
+		if (k == 0)
+			usleep(100);
+	}
+	WAIT_UNTIL(__atomic_load_n(&hp.srv, __ATOMIC_ACQUIRE) != NULL, 5, "no request arrived");
+	/* C = 64 - 8: a quarter of it kept for FINs on an RQ; the SRQ's pool grants them */
+	RDP_ASSERT_EQ(hp.srv->fin_reserve, srq ? 0 : 14);
+	WAIT_UNTIL(__atomic_load_n(&hp.replies, __ATOMIC_ACQUIRE) == N &&
+		   __atomic_load_n(&hp.done, __ATOMIC_ACQUIRE) == N, 20,
+		   "%u of %d requests taken, %u replies received, %u done, %u failed, %u refused",
+		   hp.requests, N, hp.replies, hp.done, hp.failed, hp.refused);
+	RDP_ASSERT_EQ(__atomic_load_n(&hp.failed, __ATOMIC_ACQUIRE), 0);
+	rdp_ep_close(cli);
+	rdp_ep_close(__atomic_load_n(&hp.srv, __ATOMIC_ACQUIRE));
+	WAIT_UNTIL(rdp_endpoint_count() == 0, 10, "endpoints still alive");
+	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_all_complete)
+{
+	return requests_held_until_reply_done(false);
+}
+
+RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_all_complete_srq)
+{
+	return requests_held_until_reply_done(true);
+}

@@ -295,11 +295,11 @@ rdp_credit_ack_due(const struct rdp_credit *c)
 
 /**
  * Credits the peer may still return: data WRs we posted that no credit in
- * its immediate data has answered yet (`C_peer - rc`). A leasing peer
- * (`peer_lease_tack` not 0) may grant beyond that one credit for each FIN
- * we owe it, and one more with a rendezvous control message (a descriptor
- * brings its FIN's credit before its FIN is due). Immediate data that
- * returns more breaks the protocol.
+ * its immediate data has answered yet (`C_peer - rc`). Beyond that the
+ * peer may grant one credit for each FIN we owe it, and one more with a
+ * rendezvous control message (a descriptor brings its FIN's credit before
+ * its FIN is due), from its SRQ's pool or its RQ's FIN reserve. Immediate
+ * data that returns more breaks the protocol.
  *
  * @param c
  *   State.
@@ -313,10 +313,8 @@ rdp_credit_ack_due(const struct rdp_credit *c)
 static inline uint64_t
 rdp_credit_returnable(const struct rdp_credit *c, uint32_t fins_due, bool control)
 {
-	uint64_t top = c->rc_max;
+	uint64_t top = (uint64_t)c->rc_max + fins_due + control;
 
-	if (c->peer_lease_tack != 0)
-		top += (uint64_t)fins_due + control;
 	return top > c->rc ? top - c->rc : 0;
 }
 
@@ -712,6 +710,25 @@ rdp_credit_bench_bypass(struct rdp_credit *c)
  */
 static inline void
 rdp_credit_recv_reposted(struct rdp_credit *c, uint32_t n)
+{
+	c->owed += n;
+}
+
+/**
+ * Grant the peer @p n credits of receives kept beyond its window `C`
+ * (an endpoint's FIN reserve: a rendezvous descriptor brings the credit
+ * its FIN spends; docs/credit-protocol.md, "Rendezvous"). They go with the
+ * next immediate data, as owed credits do. The caller takes them back when
+ * the message they paid for arrives: its receive is posted again without
+ * being owed.
+ *
+ * @param c
+ *   State.
+ * @param n
+ *   Credits granted.
+ */
+static inline void
+rdp_credit_grant_reserved(struct rdp_credit *c, uint32_t n)
 {
 	c->owed += n;
 }

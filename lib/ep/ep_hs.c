@@ -141,6 +141,31 @@ setup_qp(struct rdp_ep *ep)
 	return rdp_qp_local_addr(ep->qp, &ep->local_hello.qp);
 }
 
+/*
+ * Receives an endpoint on its own RQ keeps for the FINs of its rendezvous
+ * descriptors, beyond the credits it announces (docs/credit-protocol.md,
+ * "Rendezvous"): EP_FIN_RESERVE, at most a quarter of the window, fewer
+ * where the window would then no longer carry a message of rndv_threshold
+ * bytes in chunks, none where it
+ * sends no descriptor (no send arena, its peer cannot READ from it, or
+ * every message goes in chunks) or receives on an SRQ (the pool grants
+ * FIN credits).
+ */
+static uint32_t
+fin_reserve(const struct ep_lcore *lc, const struct rdp_hello *h, bool srq, bool rndv)
+{
+	const struct rdp_credit_params *p = &lc->credit;
+	uint64_t chunked = RTE_MIN(lc->conf.rndv_threshold, lc->conf.max_msg_size);
+	uint64_t chunks = (chunked + lc->conf.buf_size - 1) / lc->conf.buf_size;
+	uint64_t spare = (uint64_t)p->rq_size - p->ack_reserve - p->ack_threshold + 1;
+
+	if (srq || !rndv || h->rd_dest == 0 || lc->conf.max_msg_size <= lc->conf.rndv_threshold ||
+	    spare <= chunks)
+		return 0;
+	return (uint32_t)RTE_MIN(RTE_MIN(spare - chunks, (uint64_t)EP_FIN_RESERVE),
+				 (uint64_t)(p->rq_size - p->ack_reserve) / 4);
+}
+
 /* What we announce, before any resource exists (the QP address comes later). */
 static void
 hello_local(struct rdp_ep *ep)
@@ -157,6 +182,10 @@ hello_local(struct rdp_ep *ep)
 	h->link_layer = ep->ld->dv->attr.link_layer;
 	h->qp.mtu = ep->ld->dv->attr.active_mtu;
 	snprintf(h->driver, sizeof(h->driver), "%s", ep->ld->dv->attr.driver);
+	/* the peer's window leaves them out */
+	ep->fin_reserve = fin_reserve(lc, h, ep->ld->srq != NULL, ep->ld->rv_send != NULL);
+	ep->fin_credits = ep->fin_reserve;
+	h->credit.rq_size -= ep->fin_reserve;
 	if (ep->ld->srq != NULL) {
 		h->flags |= RDP_HELLO_F_LEASE;
 		h->lease.floor = lc->conf.srq_floor;
@@ -501,7 +530,8 @@ connect_qp(struct rdp_ep *ep, const struct rdp_hello *peer)
 
 	ret = rdp_hello_negotiate(&ep->local_hello, peer, &agreed, why, sizeof(why));
 	if (ret == 0)
-		ret = rdp_credit_init_lease(&ep->credit, &lc->credit, &ep->local_hello.lease,
+		ret = rdp_credit_init_lease(&ep->credit, &ep->local_hello.credit,
+					    &ep->local_hello.lease,
 					    &peer->credit, &peer->lease, why, sizeof(why));
 	if (ret < 0) {
 		hs_fail(ep, -EPROTO, "%s", why);

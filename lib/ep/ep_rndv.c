@@ -17,9 +17,12 @@
  *
  * The receiver's READs and FINs do not wait behind its own messages. The
  * peer may hold every credit in messages it cannot answer until its send
- * arena frees, which only FINs do: so READs (no credit) and FINs go
- * before the send queue, and from the moment a descriptor arrives the
- * send queue leaves one credit for its FIN (ep->fins_due, ep_post_sends()).
+ * arena frees, which only FINs do, or until the message its descriptor
+ * answers is done, which only its FIN does: so READs (no credit) and FINs
+ * go before the send queue, a descriptor brings the credit its FIN spends
+ * (from the sender's SRQ pool, or from receives its RQ keeps beyond the
+ * window, ep->fin_reserve), and from the moment a descriptor arrives the
+ * send queue leaves that credit for its FIN (ep->fins_due, ep_post_sends()).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -271,6 +274,8 @@ fin_received(struct rdp_ep *ep, uint32_t token)
 		return;
 	}
 	ep->rv_fin_seq++;
+	if (ep->fin_reserve > 0)
+		ep->fin_credits++; /* the next descriptor may bring it again */
 	if (ep->rv_out_head == NULL) {
 		ep->rv_fin_early++;
 		return;
@@ -407,7 +412,12 @@ ep_rndv_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
 		uint32_t token = byte_len == RV_FIN_LEN ? get32(b + 4) : 0;
 		bool pad_ok = byte_len == RV_FIN_LEN && b[1] == 0 && b[2] == 0 && b[3] == 0;
 
-		ep_recv_return(ep, m);
+		/* on an RQ with a FIN reserve it spent the credit its descriptor
+		 * brought, which stays here (fin_received()) */
+		if (ep->fin_reserve > 0)
+			ep_recv_return_reserved(ep, m);
+		else
+			ep_recv_return(ep, m);
 		if (!pad_ok) {
 			ep_fail(ep, -EPROTO, "peer %s broke the rendezvous protocol: FIN of %u "
 				"bytes (field 'length' or 'padding'), expected %u zero-padded",

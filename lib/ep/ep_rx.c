@@ -48,15 +48,28 @@ recv_freed(struct rdp_ep *ep, struct rdp_msg *m)
 	ep_held_sub(ep, 1);
 }
 
-void
-ep_recv_return(struct rdp_ep *ep, struct rdp_msg *m)
+/* A receive buffer the library consumed goes back, owing a credit or not. */
+static void
+recv_return(struct rdp_ep *ep, struct rdp_msg *m, bool owed)
 {
 	m->flags = 0;
 	m->next = NULL;
 	if (!ep_tearing_down(ep))
-		repost(ep, m, true);
+		repost(ep, m, owed);
 	else
 		ep_recv_drop(ep, m);
+}
+
+void
+ep_recv_return(struct rdp_ep *ep, struct rdp_msg *m)
+{
+	recv_return(ep, m, true);
+}
+
+void
+ep_recv_return_reserved(struct rdp_ep *ep, struct rdp_msg *m)
+{
+	recv_return(ep, m, false);
 }
 
 /*

@@ -398,6 +398,11 @@ ep_post_sends(struct rdp_ep *ep)
 		if (unlikely(head->flags & (MSG_F_RDMA | MSG_F_RNDV | MSG_F_CTRL))) {
 			bool rdma = head->flags & MSG_F_RDMA;
 
+			/* a descriptor brings its FIN's credit: none left, it waits
+			 * for a FIN (fin_received()) */
+			if ((head->flags & MSG_F_RNDV) && ep->fin_reserve > 0 &&
+			    ep->fin_credits == 0)
+				break;
 			/* one-sided: an SQ slot (and a read slot), no remote credit;
 			 * a rendezvous descriptor or FIN: what a one-chunk message takes */
 			v = rdma ? rdp_credit_rdma_check(c, ep_rdma_is_read(head)) :
@@ -406,9 +411,14 @@ ep_post_sends(struct rdp_ep *ep)
 				break;
 			signaled = v == RDP_CREDIT_GO_SIGNALED ||
 				   ends_what_can_go(ep, rdma ? 0 : 1);
-			/* a descriptor to a peer we lease to brings a credit for its FIN */
-			if (unlikely(ep->srq_member) && (head->flags & MSG_F_RNDV))
+			/* a descriptor brings a credit for its FIN: from the pool of
+			 * the SRQ we lease from, or from our RQ's FIN reserve */
+			if (unlikely(ep->srq_member) && (head->flags & MSG_F_RNDV)) {
 				rdp_lease_grant_for_fin(&ep->ld->srq->lease, &ep->lease);
+			} else if ((head->flags & MSG_F_RNDV) && ep->fin_reserve > 0) {
+				ep->fin_credits--;
+				rdp_credit_grant_reserved(c, 1);
+			}
 			seq = rdma ? ep_wr_rdma(ep, &wr[n], &sge[n], head, signaled) :
 				wr_rndv(ep, &wr[n], &sge[n], head, signaled,
 					txq_backlog(&ep->txq, false));

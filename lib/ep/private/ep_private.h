@@ -109,6 +109,8 @@ enum ep_cm_kind {
 };
 /* A close notice: kind and 3 zero bytes. */
 #define EP_CM_CLOSE_LEN 4u
+/* Receives an endpoint on an RQ keeps for its descriptors' FINs, at most (ep_hs.c) */
+#define EP_FIN_RESERVE 16u
 /* A give-back: kind, 3 zero bytes, extra (u32, little-endian). */
 #define EP_CM_GIVEBACK_LEN 8u
 
@@ -447,6 +449,11 @@ struct rdp_ep {
 	struct rdp_msg *fin_tail;
 	uint32_t fins_due;              /* descriptors received whose FIN is not posted:
 					 * the send queue leaves that many credits */
+	uint32_t fin_reserve;           /* receives kept beyond the peer's credits for
+					 * the FINs of our descriptors (RQ only; 0: none,
+					 * hello_local()) */
+	uint32_t fin_credits;           /* of those, the FIN credits a descriptor may
+					 * still bring: one descriptor waits at 0 */
 	struct rdp_arena_turn rv_send_turn; /* its place in the send arena's line */
 	struct rdp_arena_turn rv_recv_turn; /* and in the receive arena's */
 	/* leased credits (ep_srq.c) */
@@ -569,6 +576,11 @@ void ep_recv_drop_reposts(struct rdp_ep *ep);
 void ep_recv_freed(struct rdp_msg *m);
 /* A receive buffer the library consumed: back to the queue, its credit owed. */
 void ep_recv_return(struct rdp_ep *ep, struct rdp_msg *m);
+/*
+ * A receive buffer of a reserve beyond the peer's window (a FIN's): back to
+ * the queue, posted before the next send, no credit owed.
+ */
+void ep_recv_return_reserved(struct rdp_ep *ep, struct rdp_msg *m);
 /* A receive completion of the endpoint, into buffer @p m of its receive pool. */
 void ep_recv_one(struct rdp_ep *ep, const struct rdp_wc *wc, struct rdp_msg *m);
 
