@@ -733,6 +733,30 @@ RDP_TEST(unit, credit_returnable_counts_data_wrs_no_credit_answered_yet)
 	return 0;
 }
 
+/*
+ * A credit of the FIN reserve goes with the next immediate data, beside the
+ * credits owed, and not before: the data WR that carries it takes it.
+ */
+RDP_TEST(unit, credit_reserved_grant_goes_with_the_next_data_wr)
+{
+	struct rdp_credit c;
+	enum rdp_credit_verdict v;
+	uint32_t piggyback;
+
+	endpoint(&c, 64, 4, 8);
+	rdp_credit_recv_reposted(&c, 2);
+	rdp_credit_grant_reserved(&c, 1);
+	RDP_ASSERT_EQ(c.owed, 3);
+	/* below T_ack: no pure ack for it alone */
+	RDP_ASSERT(!rdp_credit_ack_due(&c));
+	v = rdp_credit_data_check(&c);
+	RDP_ASSERT(v == RDP_CREDIT_GO_SIGNALED || v == RDP_CREDIT_GO_UNSIGNALED);
+	rdp_credit_data_posted(&c, v == RDP_CREDIT_GO_SIGNALED, &piggyback);
+	RDP_ASSERT_EQ(piggyback, 3);
+	RDP_ASSERT_EQ(c.owed, 0);
+	return 0;
+}
+
 RDP_TEST(unit, credit_closing_side_acks_only_while_it_has_sends_left)
 {
 	struct rdp_credit c;

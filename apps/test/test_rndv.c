@@ -826,7 +826,7 @@ requests_held_until_reply_done(bool srq)
 	rdp_test_eal_init("0-1");
 	memset(&hp, 0, sizeof(hp));
 	hp.reply_len = REPLY;
-	cfg = rndv_cfg("shm", REPLY, "16384", "33554432");
+	cfg = rndv_cfg(rdp_test_driver_or("shm"), REPLY, "16384", "33554432");
 	if (srq) {
 		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "srq", "on", "test"), 0);
 		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "srq_size", "256", "test"), 0);

@@ -27,7 +27,10 @@
  *   lcore go through the poller's inbox).
  * - Back-pressure, never drops: a message the application does not accept
  *   keeps its receive buffer, so its credit is not returned and the peer
- *   slows down.
+ *   slows down. An accepted message may be held as long as the application
+ *   likes, a request until its reply is done for one: the FIN that
+ *   completes a reply sent by rendezvous spends a credit its descriptor
+ *   brought, not one the held requests keep.
  * - Every message accepted by rdp_ep_send_burst() comes back exactly once:
  *   as RDP_EV_SEND_DONE (when `notify_send_ok` is set; otherwise it is
  *   freed) or as RDP_EV_SEND_FAILED with `status` < 0. Failures come from
