@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "app_hash.h"
@@ -810,66 +811,141 @@ static const struct rdp_ep_ops hold_cli_ops = { .on_recv = hold_cli_recv,
  * More requests at once than the server's credits, each held by the
  * server until its rendezvous reply is done: every reply arrives and is
  * done, though every credit of the client sits in requests held when the
- * replies' FINs are due.
+ * replies' FINs are due. @p reserve is the server's FIN reserve expected,
+ * or -1 for any; both sides' counters say no RNR and no ENOMEM.
  */
 static int
-requests_held_until_reply_done(bool srq)
+requests_held_until_reply_done(struct rdp_cfg *cfg, unsigned int n, uint32_t reply_len,
+			       int reserve)
 {
-	enum { N = 200, REPLY = 65536 };
 	struct rdp_ep_params pcli = { .ops = &hold_cli_ops, .lcore = 1, .notify_send_ok = true };
 	struct rdp_ep_params psrv = { .ops = &hold_srv_ops, .lcore = 1, .notify_send_ok = true };
-	struct rdp_msg *reqs[N];
-	struct rdp_cfg *cfg;
+	struct rdp_msg **reqs = calloc(n, sizeof(*reqs));
+	struct rdp_ep_stats st;
 	struct rdp_ep *cli;
 	unsigned int i, sent = 0;
 
-	rdp_test_eal_init("0-1");
+	RDP_ASSERT(reqs != NULL);
 	memset(&hp, 0, sizeof(hp));
-	hp.reply_len = REPLY;
-	cfg = rndv_cfg(rdp_test_driver_or("shm"), REPLY, "16384", "33554432");
-	if (srq) {
-		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "srq", "on", "test"), 0);
-		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "srq_size", "256", "test"), 0);
-		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "srq_floor", "8", "test"), 0);
-		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "srq_lease_max", "32", "test"), 0);
-		RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
-	}
+	hp.reply_len = reply_len;
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
 	cli = stream_loopback_connect(&psrv, &pcli);
-	for (i = 0; i < N; i++) {
+	for (i = 0; i < n; i++) {
 		reqs[i] = rdp_msg_alloc(cli, 64);
 		RDP_ASSERT_MSG(reqs[i] != NULL, "rdp_msg_alloc: errno %d", rte_errno);
 		memset(reqs[i]->data, 0xa5, 64);
 	}
-	while (sent < N) {
-		unsigned int k = rdp_ep_send_burst(cli, &reqs[sent], (uint16_t)(N - sent));
+	while (sent < n) {
+		unsigned int k = rdp_ep_send_burst(cli, &reqs[sent], (uint16_t)RTE_MIN(n - sent,
+										  64u));
 
 		sent += k;
 		if (k == 0)
 			usleep(100);
 	}
 	WAIT_UNTIL(__atomic_load_n(&hp.srv, __ATOMIC_ACQUIRE) != NULL, 5, "no request arrived");
-	/* C = 64 - 8: a quarter of it kept for FINs on an RQ; the SRQ's pool grants them */
-	RDP_ASSERT_EQ(hp.srv->fin_reserve, srq ? 0 : 14);
-	WAIT_UNTIL(__atomic_load_n(&hp.replies, __ATOMIC_ACQUIRE) == N &&
-		   __atomic_load_n(&hp.done, __ATOMIC_ACQUIRE) == N, 20,
-		   "%u of %d requests taken, %u replies received, %u done, %u failed, %u refused",
-		   hp.requests, N, hp.replies, hp.done, hp.failed, hp.refused);
+	if (reserve >= 0)
+		RDP_ASSERT_EQ(hp.srv->fin_reserve, (uint32_t)reserve);
+	WAIT_UNTIL(__atomic_load_n(&hp.replies, __ATOMIC_ACQUIRE) == n &&
+		   __atomic_load_n(&hp.done, __ATOMIC_ACQUIRE) == n, 20,
+		   "%u of %u requests taken, %u replies received, %u done, %u failed, %u refused "
+		   "(FIN reserve %u)", hp.requests, n, hp.replies, hp.done, hp.failed, hp.refused,
+		   hp.srv->fin_reserve);
 	RDP_ASSERT_EQ(__atomic_load_n(&hp.failed, __ATOMIC_ACQUIRE), 0);
+	rdp_ep_stats_get(cli, &st);
+	RDP_ASSERT_EQ(st.rnr, 0);
+	RDP_ASSERT_EQ(st.enomem, 0);
+	rdp_ep_stats_get(hp.srv, &st);
+	RDP_ASSERT_EQ(st.rnr, 0);
+	RDP_ASSERT_EQ(st.enomem, 0);
 	rdp_ep_close(cli);
 	rdp_ep_close(__atomic_load_n(&hp.srv, __ATOMIC_ACQUIRE));
 	WAIT_UNTIL(rdp_endpoint_count() == 0, 10, "endpoints still alive");
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());
+	free(reqs);
+	return 0;
+}
+
+static void
+srq_set(struct rdp_cfg *cfg, const char *size, const char *floor, const char *lease_max)
+{
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "srq", "on", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "srq_size", size, "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "srq_floor", floor, "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "srq_lease_max", lease_max, "test"), 0);
+}
+
+/* 200 requests, replies of 64 KiB: C = 64 - 8, a quarter of it kept for FINs on an RQ */
+RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_all_complete)
+{
+	struct rdp_cfg *cfg;
+
+	rdp_test_eal_init("0-1");
+	cfg = rndv_cfg(rdp_test_driver_or("shm"), 65536, "16384", "33554432");
+	requests_held_until_reply_done(cfg, 200, 65536, 14);
 	rdp_cfg_free(cfg);
 	return 0;
 }
 
-RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_all_complete)
-{
-	return requests_held_until_reply_done(false);
-}
-
+/* The same on an SRQ: its pool grants the FINs' credits, the RQ keeps none */
 RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_all_complete_srq)
 {
-	return requests_held_until_reply_done(true);
+	struct rdp_cfg *cfg;
+
+	rdp_test_eal_init("0-1");
+	cfg = rndv_cfg(rdp_test_driver_or("shm"), 65536, "16384", "33554432");
+	srq_set(cfg, "256", "8", "32");
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	requests_held_until_reply_done(cfg, 200, 65536, 0);
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/*
+ * Random windows, thresholds, reply sizes, RQ or SRQ, completions in random
+ * order: three windows' worth of requests, each held until its reply is
+ * done, all complete with no RNR (rnr_retry = 0) and no ENOMEM. The seed
+ * comes from RDP_SEED, else the clock; it is printed.
+ */
+RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_random_windows)
+{
+	const char *env = getenv("RDP_SEED");
+	uint64_t seed = env != NULL && env[0] != '\0' ? strtoull(env, NULL, 0) :
+		(uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
+	unsigned int round;
+
+	rdp_test_eal_init("0-1");
+	printf("seed %" PRIu64 " (RDP_SEED=%" PRIu64 " reruns this test)\n", seed, seed);
+	for (round = 0; round < 6; round++) {
+		uint64_t r = app_mix64(seed * 16 + round);
+		uint32_t c = 4 + (uint32_t)(r % 97), t_ack = 1 + (uint32_t)((r >> 8) % c);
+		uint32_t a = (c + t_ack - 1) / t_ack + (uint32_t)((r >> 16) & 1);
+		uint32_t chunks = 1 + (uint32_t)((r >> 20) % RTE_MIN(c - t_ack + 1, 8u));
+		uint32_t thr = 4096 * chunks, reply = thr + 1 + (uint32_t)((r >> 28) % (262144 - thr));
+		bool srq = (r >> 48) % 3 == 0;
+		char driver[64], v[16], t[16], rq[16], ar[16], ta[16];
+		struct rdp_cfg *cfg;
+
+		snprintf(driver, sizeof(driver), "shm:cqe_order=random:%u", (unsigned int)(r >> 40));
+		snprintf(t, sizeof(t), "%u", thr);
+		snprintf(rq, sizeof(rq), "%u", c + a);
+		snprintf(ar, sizeof(ar), "%u", a);
+		snprintf(ta, sizeof(ta), "%u", t_ack);
+		cfg = rndv_cfg(rdp_test_driver_or(driver), 262144, t, "33554432");
+		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "rq_size", rq, "test"), 0);
+		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "ack_reserve", ar, "test"), 0);
+		RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "ack_threshold", ta, "test"), 0);
+		if (srq) {
+			snprintf(v, sizeof(v), "%u", RTE_MAX(chunks, 2u));
+			srq_set(cfg, "512", v, "64");
+		}
+		printf("round %u: %s, rq_size %s, ack_reserve %s, ack_threshold %s, "
+		       "rndv_threshold %s, replies of %u bytes\n", round, srq ? "SRQ" : "RQ", rq,
+		       ar, ta, t, reply);
+		fflush(stdout);
+		RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+		requests_held_until_reply_done(cfg, 3 * c, reply, -1);
+		rdp_cfg_free(cfg);
+	}
+	return 0;
 }

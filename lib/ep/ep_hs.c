@@ -146,10 +146,11 @@ setup_qp(struct rdp_ep *ep)
  * descriptors, beyond the credits it announces (docs/credit-protocol.md,
  * "Rendezvous"): EP_FIN_RESERVE, at most a quarter of the window, fewer
  * where the window would then no longer carry a message of rndv_threshold
- * bytes in chunks, none where it
- * sends no descriptor (no send arena, its peer cannot READ from it, or
- * every message goes in chunks) or receives on an SRQ (the pool grants
- * FIN credits).
+ * bytes in chunks, but one at least (longer messages then go by
+ * rendezvous); none where it sends no descriptor (no send arena, its peer
+ * cannot READ from it, or every message goes in chunks), where the window
+ * is a single credit, or where it receives on an SRQ (the pool grants FIN
+ * credits).
  */
 static uint32_t
 fin_reserve(const struct ep_lcore *lc, const struct rdp_hello *h, bool srq, bool rndv)
@@ -157,13 +158,15 @@ fin_reserve(const struct ep_lcore *lc, const struct rdp_hello *h, bool srq, bool
 	const struct rdp_credit_params *p = &lc->credit;
 	uint64_t chunked = RTE_MIN(lc->conf.rndv_threshold, lc->conf.max_msg_size);
 	uint64_t chunks = (chunked + lc->conf.buf_size - 1) / lc->conf.buf_size;
-	uint64_t spare = (uint64_t)p->rq_size - p->ack_reserve - p->ack_threshold + 1;
+	uint32_t c = p->rq_size - p->ack_reserve;
+	uint64_t spare = (uint64_t)c - p->ack_threshold + 1, f;
 
 	if (srq || !rndv || h->rd_dest == 0 || lc->conf.max_msg_size <= lc->conf.rndv_threshold ||
-	    spare <= chunks)
+	    c < 2)
 		return 0;
-	return (uint32_t)RTE_MIN(RTE_MIN(spare - chunks, (uint64_t)EP_FIN_RESERVE),
-				 (uint64_t)(p->rq_size - p->ack_reserve) / 4);
+	f = RTE_MIN((uint64_t)EP_FIN_RESERVE, (uint64_t)c / 4);
+	f = RTE_MIN(f, spare > chunks ? spare - chunks : 0);
+	return (uint32_t)RTE_MAX(f, 1u);
 }
 
 /* What we announce, before any resource exists (the QP address comes later). */
@@ -186,6 +189,9 @@ hello_local(struct rdp_ep *ep)
 	ep->fin_reserve = fin_reserve(lc, h, ep->ld->srq != NULL, ep->ld->rv_send != NULL);
 	ep->fin_credits = ep->fin_reserve;
 	h->credit.rq_size -= ep->fin_reserve;
+	/* a pure ack returns no more than the window holds */
+	h->credit.ack_threshold = RTE_MIN(h->credit.ack_threshold,
+					  h->credit.rq_size - h->credit.ack_reserve);
 	if (ep->ld->srq != NULL) {
 		h->flags |= RDP_HELLO_F_LEASE;
 		h->lease.floor = lc->conf.srq_floor;
