@@ -7,7 +7,9 @@
  * request/response traffic, bursts, pauses and slow frees in any order,
  * and one-sided WRITEs and READs mixed with the messages (a random read
  * depth; a READ that takes the last read slot signaled, none beyond the
- * depth, each operation completed once).
+ * depth, each operation completed once). Apart: requests held until the
+ * FIN of their rendezvous reply, with the FIN reserve and two mutants of
+ * it that must break.
  *
  * After every step: no post ever fails (SQ occupancy <= S), no RNR, the CQ
  * holds at most S + R completions (2S + R when send completions reorder), the policy's SQ count equals the NIC's,
@@ -23,6 +25,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,9 +34,20 @@
 #include "rdp_credit.h"
 #include "rdp_test.h"
 
-enum traffic { ONE_WAY, TWO_WAY, REQ_RESP };
+enum traffic { ONE_WAY, TWO_WAY, REQ_RESP, REQ_HELD };
 
-static const char *const traffic_name[] = { "one-way", "two-way", "req/resp" };
+static const char *const traffic_name[] = { "one-way", "two-way", "req/resp",
+					    "requests held until their rendezvous reply" };
+
+/*
+ * REQ_HELD: side 1 holds each request until the FIN of its reply, a
+ * rendezvous descriptor, arrives (docs/credit-protocol.md, "Rendezvous").
+ * HELD_RESERVE is lib/ep's rule: the holder announces R - F and each
+ * descriptor brings one of the F credits; the mutants must break: one
+ * grants FIN credits without keeping the receives (an RNR), the other
+ * keeps and grants none (a deadlock once requests hold every credit).
+ */
+enum held_mode { HELD_OFF, HELD_RESERVE, HELD_MUTANT_NO_RESERVE, HELD_MUTANT_NO_GRANT };
 static const char *const order_name[] = { "fifo", "recv-first", "random" };
 
 /* How the applications and the poller behave during one segment. */
@@ -50,7 +64,7 @@ struct behaviour {
 	uint32_t req_depth;	/* req/resp: requests outstanding, at most */
 };
 
-enum wr_kind { WR_DATA, WR_ACK, WR_RECLAIM, WR_WRITE, WR_READ };
+enum wr_kind { WR_DATA, WR_ACK, WR_RECLAIM, WR_WRITE, WR_READ, WR_FIN };
 #define KIND_SHIFT RDP_CREDIT_SEQ_BITS
 
 enum rbuf_state { RBUF_POSTED = 1, RBUF_CONSUMED, RBUF_HELD };
@@ -100,6 +114,18 @@ struct sim_ep {
 	bool next_read;			/* the next operation is a READ */
 	uint64_t overflow_at;		/* legacy: message posted into a full SQ, or 0 */
 	bool overflow_by_ack;		/* legacy: that post was a pure ack */
+	/* REQ_HELD */
+	uint32_t window;		/* C it announced: R - A_rq, less its FIN reserve */
+	bool holder;			/* holds requests until their reply's FIN */
+	bool grants_fin;		/* a descriptor brings a FIN credit */
+	uint32_t fin_reserve;		/* F: receives kept beyond the window */
+	uint32_t fin_credits;		/* of those, what descriptors may still bring */
+	uint32_t fins_due;		/* requester: descriptors whose FIN is not posted */
+	uint32_t *reqs;			/* holder: requests held, oldest first (a ring) */
+	uint32_t req_head, req_count;
+	uint64_t descs_sent, fins_sent, fins_got;
+	uint64_t fin_waits;		/* holder: a descriptor waited for a FIN credit */
+	uint32_t reqs_most;		/* holder: most requests held at once */
 };
 
 struct run {
@@ -110,6 +136,8 @@ struct run {
 	uint64_t round;
 	uint64_t progress_round;	/* last round anything was delivered */
 	uint32_t cq_budget[2];		/* S + R; 2S + R if send completions reorder */
+	enum held_mode held;
+	const char *broke;		/* a mutant's run: how it broke, or NULL */
 };
 
 static uint64_t base_seed;
@@ -242,11 +270,13 @@ post(struct sim_ep *e, uint64_t seq, enum wr_kind kind, bool signaled, uint32_t 
 	struct qp_sim_wr wr = {
 		.wr_id = (seq & RDP_CREDIT_SEQ_MASK) | (uint64_t)kind << KIND_SHIFT,
 		/* one-sided WRs have no remote effect the protocol sees: as a reclaim */
-		.opcode = kind == WR_DATA || kind == WR_ACK ? QP_SIM_SEND_IMM : QP_SIM_WRITE_ZERO,
+		.opcode = kind == WR_DATA || kind == WR_ACK || kind == WR_FIN ? QP_SIM_SEND_IMM :
+			  QP_SIM_WRITE_ZERO,
 		.signaled = signaled,
 		.imm = imm,
-		.len = kind == WR_DATA ? 8 : 0,
-		.payload = kind == WR_DATA ? e->tx_msg : 0,
+		/* a FIN is told by its length */
+		.len = kind == WR_DATA ? 8 : kind == WR_FIN ? 4 : 0,
+		.payload = kind == WR_DATA ? e->tx_msg : kind == WR_FIN ? e->fins_sent : 0,
 	};
 
 	if (qp_sim_post_send(e->qp, &wr) != 0) {
@@ -255,9 +285,13 @@ post(struct sim_ep *e, uint64_t seq, enum wr_kind kind, bool signaled, uint32_t 
 		return false;
 	}
 	slot_take(e, seq, kind);
-	if (kind == WR_DATA || kind == WR_ACK)
+	if (kind == WR_DATA || kind == WR_ACK || kind == WR_FIN)
 		e->credits_in_flight += imm;
-	if (kind == WR_DATA) {
+	if (kind == WR_FIN) {
+		/* a data SEND in the peer's RQ, not a message of ours */
+		e->data_in_flight++;
+		e->fins_sent++;
+	} else if (kind == WR_DATA) {
 		e->data_in_flight++;
 		e->tx_msg++;
 		e->backlog--;
@@ -277,6 +311,17 @@ tx_ours(struct sim_ep *e, uint32_t budget)
 	for (n = 0; n < budget; n++) {
 		enum rdp_credit_verdict v;
 
+		if (e->fins_due > 0) {
+			/* FINs first, on any credit: the descriptor brought one */
+			v = rdp_credit_data_check(&e->cr);
+			if (v == RDP_CREDIT_GO_SIGNALED || v == RDP_CREDIT_GO_UNSIGNALED) {
+				seq = rdp_credit_data_posted(&e->cr, v == RDP_CREDIT_GO_SIGNALED,
+							     &credits);
+				post(e, seq, WR_FIN, v == RDP_CREDIT_GO_SIGNALED, credits);
+				e->fins_due--;
+				continue;
+			}
+		}
 		if (e->ops_backlog > 0) {
 			/* a one-sided operation: an SQ slot, and for a READ a read slot */
 			bool read = e->next_read;
@@ -300,9 +345,20 @@ tx_ours(struct sim_ep *e, uint32_t budget)
 				continue;
 			}
 		}
-		if (e->backlog > 0) {
+		/* the credits of the FINs due stay for them; a descriptor waits
+		 * for a FIN credit to bring */
+		if (e->backlog > 0 && e->grants_fin && e->fin_credits == 0)
+			e->fin_waits++;
+		if (e->backlog > 0 && rdp_credit_may_start(&e->cr, 0, e->fins_due, 1) &&
+		    !(e->grants_fin && e->fin_credits == 0)) {
 			v = rdp_credit_data_check(&e->cr);
 			if (v == RDP_CREDIT_GO_SIGNALED || v == RDP_CREDIT_GO_UNSIGNALED) {
+				if (e->grants_fin) {
+					e->fin_credits--;
+					rdp_credit_grant_reserved(&e->cr, 1);
+				}
+				if (e->holder)
+					e->descs_sent++;
 				seq = rdp_credit_data_posted(&e->cr, v == RDP_CREDIT_GO_SIGNALED,
 							     &credits);
 				post(e, seq, WR_DATA, v == RDP_CREDIT_GO_SIGNALED, credits);
@@ -312,7 +368,7 @@ tx_ours(struct sim_ep *e, uint32_t budget)
 		v = rdp_credit_ack_check(&e->cr);
 		if (v == RDP_CREDIT_GO_UNSIGNALED) {
 			seq = rdp_credit_ack_posted(&e->cr, &credits);
-			SIM_ASSERT(credits >= e->p.ack_threshold, "ack carries %u", credits);
+			SIM_ASSERT(credits >= e->cr.ack_threshold, "ack carries %u", credits);
 			post(e, seq, WR_ACK, false, credits);
 		} else if (v == RDP_CREDIT_RECLAIM_FIRST) {
 			seq = rdp_credit_reclaim_posted(&e->cr);
@@ -405,14 +461,52 @@ on_recv(struct run *r, struct sim_ep *e, const struct qp_sim_wc *wc)
 		SIM_ASSERT(qp_sim_post_recv(e->qp, buf) == 0, "repost failed");
 		return;
 	}
+	if (wc->len == 4) {
+		/* a FIN: its entry goes back at once, owing nothing (the credit
+		 * it spent stays in the reserve), and the request its reply
+		 * answered is freed */
+		SIM_ASSERT(e->holder && wc->payload == e->fins_got && e->fins_got < e->descs_sent,
+			   "side %u: FIN %" PRIu64 " after %" PRIu64 " FINs for %" PRIu64
+			   " descriptors", e->id, wc->payload, e->fins_got, e->descs_sent);
+		e->fins_got++;
+		f->data_in_flight--;
+		e->rbuf[buf] = RBUF_POSTED;
+		SIM_ASSERT(qp_sim_post_recv(e->qp, buf) == 0, "repost failed");
+		if (e->grants_fin)
+			e->fin_credits++;
+		else
+			rdp_credit_recv_reposted(&e->cr, 1); /* it spent a credit of the window */
+		SIM_ASSERT(e->req_count > 0, "side %u: a FIN with no request held", e->id);
+		buf = e->reqs[e->req_head];
+		e->req_head = (e->req_head + 1) % e->p.rq_size;
+		e->req_count--;
+		e->rbuf[buf] = RBUF_POSTED;
+		SIM_ASSERT(qp_sim_post_recv(e->qp, buf) == 0, "repost failed");
+		rdp_credit_recv_reposted(&e->cr, 1);
+		r->progress_round = r->round;
+		return;
+	}
 	SIM_ASSERT(wc->payload == e->rx_msg, "side %u: got message %" PRIu64 ", expected %"
 		   PRIu64 " (lost, duplicated or reordered)", e->id, wc->payload, e->rx_msg);
 	e->rx_msg++;
 	e->delivered++;
 	f->data_in_flight--;
 	e->rbuf[buf] = RBUF_HELD;
-	e->held[e->n_held++] = buf;
 	r->progress_round = r->round;
+	if (e->holder) {
+		/* held until its reply's FIN; the reply is a descriptor */
+		e->reqs[(e->req_head + e->req_count++) % e->p.rq_size] = buf;
+		e->reqs_most = RTE_MAX(e->reqs_most, e->req_count);
+		e->backlog++;
+		return;
+	}
+	e->held[e->n_held++] = buf;
+	if (r->b.traffic == REQ_HELD) {
+		/* a descriptor: read, then its FIN */
+		e->outstanding--;
+		e->fins_due++;
+		return;
+	}
 	if (r->b.traffic == REQ_RESP) {
 		if (e->responder)
 			e->backlog++;
@@ -476,11 +570,11 @@ app_produce(struct run *r, struct sim_ep *e)
 		return;
 	}
 	n = RTE_MIN((uint64_t)between(&r->rng, 1, r->b.burst_max), e->to_hand);
-	if (r->b.traffic == REQ_RESP)
+	if (r->b.traffic == REQ_RESP || r->b.traffic == REQ_HELD)
 		n = RTE_MIN(n, r->b.req_depth - RTE_MIN(e->outstanding, r->b.req_depth));
 	e->to_hand -= n;
 	e->backlog += n;
-	if (r->b.traffic == REQ_RESP)
+	if (r->b.traffic == REQ_RESP || r->b.traffic == REQ_HELD)
 		e->outstanding += n;
 	n = RTE_MIN((uint64_t)between(&r->rng, 0, r->b.burst_max), e->ops_to_hand);
 	e->ops_to_hand -= n;
@@ -501,8 +595,13 @@ check(struct run *r)
 		struct sim_ep *e = &r->ep[i], *f = e->peer;
 		uint64_t rc = e->legacy ? e->lw.window : e->cr.rc;
 		uint64_t owed = f->legacy ? f->lg_owed : f->cr.owed;
-		uint32_t c_f = f->p.rq_size - f->p.ack_reserve;
+		/* the window f announced, and the FIN credits its descriptors brought */
+		uint64_t c_f = (uint64_t)f->window + f->fin_reserve - f->fin_credits;
 
+		if (r->held >= HELD_MUTANT_NO_RESERVE && e->qp->err.rnr > 0) {
+			r->broke = "an RNR";
+			return;
+		}
 		SIM_ASSERT(e->qp->err.enomem == 0, "side %u: a post failed", i);
 		SIM_ASSERT(e->qp->err.rnr == 0, "side %u: a message found an empty RQ (RNR)", i);
 		SIM_ASSERT(e->qp->err.cq_overrun == 0, "side %u: CQ overrun", i);
@@ -515,12 +614,14 @@ check(struct run *r)
 				   "side %u: policy counts %u WRs in the SQ, the NIC %u", i,
 				   rdp_credit_sq_inflight(&e->cr), qp_sim_sq_used(e->qp));
 		/* every credit of f's RQ is in exactly one place */
-		SIM_ASSERT(rc + e->data_in_flight + f->n_held + owed + f->credits_in_flight == c_f,
+		SIM_ASSERT(rc + e->data_in_flight + f->n_held + f->req_count + owed +
+			   f->credits_in_flight == c_f,
 			   "credits of side %u's RQ: %" PRIu64 " window + %" PRIu64 " data + %u held"
-			   " + %" PRIu64 " owed + %" PRIu64 " returning != %u", f->id, rc,
-			   e->data_in_flight, f->n_held, owed, f->credits_in_flight, c_f);
-		SIM_ASSERT(f->qp->rq_count + f->qp->rcq_count + f->n_held == f->p.rq_size,
-			   "side %u: receive buffers lost", f->id);
+			   " + %u requests held + %" PRIu64 " owed + %" PRIu64 " returning != %"
+			   PRIu64, f->id, rc, e->data_in_flight, f->n_held, f->req_count, owed,
+			   f->credits_in_flight, c_f);
+		SIM_ASSERT(f->qp->rq_count + f->qp->rcq_count + f->n_held + f->req_count ==
+			   f->p.rq_size, "side %u: receive buffers lost", f->id);
 		SIM_ASSERT(e->acks_in_flight <= f->p.ack_reserve,
 			   "side %u: %" PRIu64 " pure acks in flight, peer reserve %u", i,
 			   e->acks_in_flight, f->p.ack_reserve);
@@ -530,7 +631,8 @@ check(struct run *r)
 /* ---- a segment: one configuration, one behaviour, n messages ---- */
 
 static void
-ep_init(struct run *r, unsigned int i, const struct rdp_credit_params p[2], bool legacy)
+ep_init(struct run *r, unsigned int i, const struct rdp_credit_params p[2],
+	const struct rdp_credit_params adv[2], bool legacy)
 {
 	struct sim_ep *e = &r->ep[i];
 	char why[256];
@@ -542,13 +644,18 @@ ep_init(struct run *r, unsigned int i, const struct rdp_credit_params p[2], bool
 	e->peer = &r->ep[1 - i];
 	e->legacy = legacy;
 	e->p = p[i];
-	SIM_ASSERT(rdp_credit_init(&e->cr, &p[i], &p[1 - i], why, sizeof(why)) == 0, "%s", why);
+	/* what each side announced (a holder: R - F), as lib/ep's HELLO */
+	SIM_ASSERT(rdp_credit_init(&e->cr, &adv[i], &adv[1 - i], why, sizeof(why)) == 0, "%s",
+		   why);
+	e->window = adv[i].rq_size - adv[i].ack_reserve;
 	legacy_window_init(&e->lw, p[1 - i].rq_size - p[1 - i].ack_reserve,
 			   p[i].signal_interval);
 	e->slot = calloc(p[i].sq_size, sizeof(*e->slot));
 	e->rbuf = calloc(p[i].rq_size, sizeof(*e->rbuf));
 	e->held = calloc(p[i].rq_size, sizeof(*e->held));
-	SIM_ASSERT(e->slot != NULL && e->rbuf != NULL && e->held != NULL, "out of memory");
+	e->reqs = calloc(p[i].rq_size, sizeof(*e->reqs));
+	SIM_ASSERT(e->slot != NULL && e->rbuf != NULL && e->held != NULL && e->reqs != NULL,
+		   "out of memory");
 	for (b = 0; b < p[i].rq_size; b++) {
 		e->rbuf[b] = RBUF_POSTED;
 		SIM_ASSERT(qp_sim_post_recv(e->qp, b) == 0, "initial post_recv");
@@ -561,6 +668,7 @@ ep_fini(struct sim_ep *e)
 	free(e->slot);
 	free(e->rbuf);
 	free(e->held);
+	free(e->reqs);
 }
 
 /* One round: each side, in random order, produces, sends, executes, polls, frees. */
@@ -584,6 +692,8 @@ round_once(struct run *r, bool produce)
 		check(r);
 		app_free(r, e, !produce && qp_sim_below(&r->rng, 8) == 0);
 		check(r);
+		if (r->broke != NULL)
+			return;
 	}
 }
 
@@ -602,7 +712,7 @@ quiet(const struct run *r)
 		const struct sim_ep *e = &r->ep[i];
 
 		if (e->to_hand > 0 || e->backlog > 0 || e->ops_backlog > 0 || e->n_held > 0 ||
-		    e->data_in_flight > 0 ||
+		    e->data_in_flight > 0 || e->fins_due > 0 || e->req_count > 0 ||
 		    e->acks_in_flight > 0 || e->qp->sq_tx < e->qp->sq_pi ||
 		    qp_sim_cq_used(e->qp) > 0 ||
 		    (e->legacy ? e->lg_owed : e->cr.owed) >= e->p.ack_threshold)
@@ -625,6 +735,12 @@ drain(struct run *r)
 	}
 	while (!quiet(r)) {
 		round_once(r, false);
+		if (r->broke != NULL)
+			return;
+		if (r->held >= HELD_MUTANT_NO_RESERVE && r->round - r->progress_round >= 100000) {
+			r->broke = "a deadlock";
+			return;
+		}
 		SIM_ASSERT(r->round - r->progress_round < 1000000 && r->round < limit,
 			   "no progress for a million rounds: deadlock");
 	}
@@ -657,19 +773,36 @@ drain(struct run *r)
 }
 
 struct segment_result {
+	const char *broke;	/* a mutant's run: how it broke, or NULL */
+	uint64_t fin_waits;	/* REQ_HELD: descriptors that waited for a FIN credit */
+	bool window_held;	/* REQ_HELD: requests held filled the holder's window */
 	uint64_t messages;
 	uint64_t overflow_at;	/* legacy: message index of the failed post, 0 if none */
 	bool overflow_by_ack;	/* legacy: the failed post was a pure ack */
 	struct rdp_credit_stats stats[2];
 };
 
+/*
+ * The FIN reserve lib/ep keeps (ep_hs.c, fin_reserve()): 16, at most a
+ * quarter of the window, 1 at least; none for a window of 1.
+ */
+static uint32_t
+fin_reserve_of(const struct rdp_credit_params *p)
+{
+	uint32_t c = p->rq_size - p->ack_reserve;
+
+	return c < 2 ? 0 : RTE_MAX(RTE_MIN(16u, c / 4), 1u);
+}
+
 static void
 run_segment(uint64_t seed, unsigned int segment, enum qp_sim_order order, uint32_t ooo_pct,
-	    uint64_t n_msgs, bool legacy, uint32_t max_q, struct segment_result *res)
+	    uint64_t n_msgs, bool legacy, uint32_t max_q, enum held_mode held,
+	    struct segment_result *res)
 {
-	struct rdp_credit_params p[2];
+	struct rdp_credit_params p[2], adv[2];
 	struct qp_sim_cfg cfg[2];
 	struct run *r = calloc(1, sizeof(*r));
+	uint32_t f = 0;
 	unsigned int i;
 
 	RDP_ASSERT(r != NULL);
@@ -678,12 +811,32 @@ run_segment(uint64_t seed, unsigned int segment, enum qp_sim_order order, uint32
 	random_behaviour(&r->rng, &r->b);
 	if (legacy)
 		r->b.traffic = qp_sim_below(&r->rng, 2) ? ONE_WAY : TWO_WAY;
+	r->held = held;
+	adv[0] = p[0];
+	adv[1] = p[1];
+	if (held != HELD_OFF) {
+		/* the holder's window of 2 at least, and more requests than it */
+		while (p[1].rq_size - p[1].ack_reserve < 2)
+			random_params(&r->rng, p, max_q);
+		adv[0] = p[0];
+		adv[1] = p[1];
+		r->b.traffic = REQ_HELD;
+		f = fin_reserve_of(&p[1]);
+		r->b.req_depth = between(&r->rng, 1, 3 * (p[1].rq_size - p[1].ack_reserve));
+		if (held != HELD_MUTANT_NO_RESERVE)
+			adv[1].rq_size -= held == HELD_RESERVE ? f : 0;
+		adv[1].ack_threshold = RTE_MIN(adv[1].ack_threshold,
+					       adv[1].rq_size - adv[1].ack_reserve);
+	}
 	snprintf(where, sizeof(where),
 		 "RDP_SEED=%" PRIu64 " segment %u: %s order, %s, S=%u/%u T_sig=%u/%u R=%u/%u "
 		 "A_rq=%u/%u T_ack=%u/%u", base_seed, segment, order_name[order],
 		 traffic_name[r->b.traffic], p[0].sq_size, p[1].sq_size, p[0].signal_interval,
 		 p[1].signal_interval, p[0].rq_size, p[1].rq_size, p[0].ack_reserve,
 		 p[1].ack_reserve, p[0].ack_threshold, p[1].ack_threshold);
+	if (held != HELD_OFF)
+		snprintf(where + strlen(where), sizeof(where) - strlen(where),
+			 " FIN reserve %u, requests up to %u", f, r->b.req_depth);
 	for (i = 0; i < 2; i++) {
 		/* stale send completions come from WRs posted at most S earlier */
 		r->cq_budget[i] = rdp_credit_cq_budget(&p[i]) + (ooo_pct > 0 ? p[i].sq_size : 0);
@@ -691,8 +844,14 @@ run_segment(uint64_t seed, unsigned int segment, enum qp_sim_order order, uint32
 	}
 	SIM_ASSERT(qp_sim_create(&r->sim, cfg, order, ooo_pct, mix(seed + 1)) == 0,
 		   "qp_sim_create");
-	ep_init(r, 0, p, legacy);
-	ep_init(r, 1, p, legacy);
+	ep_init(r, 0, p, adv, legacy);
+	ep_init(r, 1, p, adv, legacy);
+	if (held != HELD_OFF) {
+		r->ep[1].holder = true;
+		r->ep[1].grants_fin = held != HELD_MUTANT_NO_GRANT;
+		r->ep[1].fin_reserve = r->ep[1].grants_fin ? f : 0;
+		r->ep[1].fin_credits = r->ep[1].fin_reserve;
+	}
 	switch (r->b.traffic) {
 	case ONE_WAY:
 		r->ep[0].to_hand = n_msgs;
@@ -705,8 +864,11 @@ run_segment(uint64_t seed, unsigned int segment, enum qp_sim_order order, uint32
 		r->ep[0].to_hand = n_msgs / 2;
 		r->ep[1].responder = true;
 		break;
+	case REQ_HELD:
+		r->ep[0].to_hand = n_msgs / 2;
+		break;
 	}
-	for (i = 0; i < 2 && !legacy; i++) {
+	for (i = 0; i < 2 && !legacy && held == HELD_OFF; i++) {
 		/* one-sided operations beside a side's messages, READs within a random depth */
 		struct sim_ep *e = &r->ep[i];
 
@@ -715,15 +877,24 @@ run_segment(uint64_t seed, unsigned int segment, enum qp_sim_order order, uint32
 		e->ops_to_hand = e->to_hand / 4;
 		e->next_read = qp_sim_below(&r->rng, 2) != 0;
 	}
-	while (!overflowed(r) && r->ep[0].delivered + r->ep[1].delivered < n_msgs) {
+	while (!overflowed(r) && r->broke == NULL &&
+	       r->ep[0].delivered + r->ep[1].delivered < n_msgs) {
 		round_once(r, true);
+		if (held >= HELD_MUTANT_NO_RESERVE && r->broke == NULL &&
+		    r->round - r->progress_round >= 100000)
+			r->broke = "a deadlock";
+		if (r->broke != NULL)
+			break;
 		SIM_ASSERT(r->round - r->progress_round < 1000000,
 			   "no message delivered for a million rounds: deadlock");
 		if (r->ep[0].to_hand + r->ep[1].to_hand + r->ep[0].backlog + r->ep[1].backlog == 0)
 			break;
 	}
-	if (!legacy)
+	if (!legacy && r->broke == NULL)
 		drain(r);
+	res->broke = r->broke;
+	res->fin_waits = r->ep[1].fin_waits;
+	res->window_held = held != HELD_OFF && r->ep[1].reqs_most >= r->ep[1].window;
 	res->messages = r->ep[0].delivered + r->ep[1].delivered;
 	res->overflow_at = RTE_MAX(r->ep[0].overflow_at, r->ep[1].overflow_at);
 	res->overflow_by_ack = r->ep[0].overflow_by_ack || r->ep[1].overflow_by_ack;
@@ -744,7 +915,8 @@ soak_segment(uint64_t seed, unsigned int segment, enum qp_sim_order order, uint3
 	/* even, so that request/response splits it exactly */
 	uint64_t n = RTE_MIN(left, (uint64_t)between(&rng, 10000, 100000)) * 2;
 
-	run_segment(mix(seed ^ (segment + 1)), segment, order, ooo_pct, n, false, 64, res);
+	run_segment(mix(seed ^ (segment + 1)), segment, order, ooo_pct, n, false, 64, HELD_OFF,
+		    res);
 	return n;
 }
 
@@ -833,7 +1005,8 @@ legacy_overflows(enum qp_sim_order order)
 	unsigned int segment, found = 0;
 
 	for (segment = 0; segment < max_segments && found < enough; segment++) {
-		run_segment(mix(seed ^ (segment + 1)), segment, order, 0, 50000, true, 64, &res);
+		run_segment(mix(seed ^ (segment + 1)), segment, order, 0, 50000, true, 64, HELD_OFF,
+			    &res);
 		msgs += res.messages;
 		if (res.overflow_at != 0) {
 			found++;
@@ -856,4 +1029,67 @@ RDP_TEST(unit, credit_sim_legacy_window_overflows_sq_in_recv_first_order)
 RDP_TEST(unit, credit_sim_legacy_window_overflows_sq_in_random_order)
 {
 	return legacy_overflows(QP_SIM_RANDOM);
+}
+
+/*
+ * Requests held until their rendezvous replies are done (REQ_HELD), in
+ * segments of random parameters and behaviour, completions in random
+ * order: with the FIN reserve every invariant holds and every request and
+ * FIN gets through; without it, each mutant must break in some segment.
+ */
+static int
+held_requests(enum held_mode mode, uint64_t total)
+{
+	uint64_t seed = seed_from_env(), done = 0;
+	struct segment_result res;
+	unsigned int segment = 0, broken = 0, full = 0;
+	uint64_t waits = 0;
+
+	while (done < total && segment < 400) {
+		uint64_t rng = mix(seed + segment);
+		uint64_t n = RTE_MIN(total - done, (uint64_t)between(&rng, 2000, 20000)) * 2;
+
+		run_segment(mix(seed ^ (segment + 1)), segment, QP_SIM_RANDOM, 0, n, false, 64,
+			    mode, &res);
+		if (res.broke != NULL) {
+			if (broken++ == 0)
+				printf("%s\n  broke with %s\n", where, res.broke);
+		} else {
+			RDP_ASSERT_MSG(res.messages >= n, "%s: delivered %" PRIu64 " of %" PRIu64,
+				       where, res.messages, n);
+		}
+		done += n;
+		segment++;
+		waits += res.fin_waits;
+		full += res.window_held;
+		if (mode != HELD_RESERVE && broken >= 3)
+			break;
+	}
+	printf("%" PRIu64 " messages in %u segments, %u broke; in %u the requests held filled "
+	       "the window, and descriptors waited for a FIN credit %" PRIu64 " times\n", done,
+	       segment, broken, full, waits);
+	if (mode == HELD_RESERVE) {
+		RDP_ASSERT_EQ(broken, 0);
+		/* the adversary must have held every credit and used up the reserve */
+		RDP_ASSERT_MSG(full > 0 && waits > 0, "RDP_SEED=%" PRIu64 ": the run never "
+			       "held the whole window or waited for a FIN credit", base_seed);
+	} else
+		RDP_ASSERT_MSG(broken > 0, "RDP_SEED=%" PRIu64 ": the mutant never broke: the "
+			       "harness cannot see what the FIN reserve prevents", base_seed);
+	return 0;
+}
+
+RDP_TEST(unit, credit_sim_requests_held_until_their_rendezvous_reply_keep_every_invariant)
+{
+	return held_requests(HELD_RESERVE, 2000000);
+}
+
+RDP_TEST(unit, credit_sim_fin_credits_without_a_reserve_find_an_empty_rq)
+{
+	return held_requests(HELD_MUTANT_NO_RESERVE, 600000);
+}
+
+RDP_TEST(unit, credit_sim_held_requests_without_fin_credits_deadlock)
+{
+	return held_requests(HELD_MUTANT_NO_GRANT, 600000);
 }
