@@ -757,6 +757,31 @@ RDP_TEST(unit, credit_reserved_grant_goes_with_the_next_data_wr)
 	return 0;
 }
 
+/* The FIN reserve: its cap, a quarter of C, the chunk limit, 1 at least, and none at C = 1. */
+RDP_TEST(unit, credit_fin_reserve_leaves_the_window_its_chunks_and_caps_t_ack)
+{
+	struct rdp_credit_params p;
+
+	p = params(256, 16, 256, 16, 16); /* the defaults: C = 240 */
+	RDP_ASSERT_EQ(rdp_credit_keep_fin_reserve(&p, 8), RDP_CREDIT_FIN_RESERVE_MAX);
+	RDP_ASSERT_EQ(p.rq_size, 256 - RDP_CREDIT_FIN_RESERVE_MAX);
+	RDP_ASSERT_EQ(p.ack_threshold, 16);
+	p = params(32, 8, 32, 4, 8); /* C = 28: a quarter */
+	RDP_ASSERT_EQ(rdp_credit_keep_fin_reserve(&p, 1), 7);
+	RDP_ASSERT_EQ(p.rq_size, 25);
+	p = params(32, 8, 12, 3, 8); /* C = 9: two chunks take the slack, 1 still */
+	RDP_ASSERT_EQ(rdp_credit_keep_fin_reserve(&p, 2), 1);
+	RDP_ASSERT_EQ(p.rq_size, 11);
+	RDP_ASSERT_EQ(p.ack_threshold, 8);
+	p = params(32, 8, 88, 2, 86); /* C = T_ack: the threshold follows the window */
+	RDP_ASSERT_EQ(rdp_credit_keep_fin_reserve(&p, 1), 1);
+	RDP_ASSERT_EQ(p.ack_threshold, 85);
+	p = params(32, 8, 2, 1, 1); /* C = 1: nothing kept, nothing changed */
+	RDP_ASSERT_EQ(rdp_credit_keep_fin_reserve(&p, 1), 0);
+	RDP_ASSERT_EQ(p.rq_size, 2);
+	return 0;
+}
+
 RDP_TEST(unit, credit_closing_side_acks_only_while_it_has_sends_left)
 {
 	struct rdp_credit c;

@@ -45,7 +45,8 @@ static const char *const traffic_name[] = { "one-way", "two-way", "req/resp",
  * HELD_RESERVE is lib/ep's rule: the holder announces R - F and each
  * descriptor brings one of the F credits; the mutants must break: one
  * grants FIN credits without keeping the receives (an RNR), the other
- * keeps and grants none (a deadlock once requests hold every credit).
+ * keeps none and grants none, as before the reserve (a deadlock once
+ * requests hold every credit).
  */
 enum held_mode { HELD_OFF, HELD_RESERVE, HELD_MUTANT_NO_RESERVE, HELD_MUTANT_NO_GRANT };
 static const char *const order_name[] = { "fifo", "recv-first", "random" };
@@ -782,18 +783,6 @@ struct segment_result {
 	struct rdp_credit_stats stats[2];
 };
 
-/*
- * The FIN reserve lib/ep keeps (ep_hs.c, fin_reserve()): 16, at most a
- * quarter of the window, 1 at least; none for a window of 1.
- */
-static uint32_t
-fin_reserve_of(const struct rdp_credit_params *p)
-{
-	uint32_t c = p->rq_size - p->ack_reserve;
-
-	return c < 2 ? 0 : RTE_MAX(RTE_MIN(16u, c / 4), 1u);
-}
-
 static void
 run_segment(uint64_t seed, unsigned int segment, enum qp_sim_order order, uint32_t ooo_pct,
 	    uint64_t n_msgs, bool legacy, uint32_t max_q, enum held_mode held,
@@ -821,12 +810,12 @@ run_segment(uint64_t seed, unsigned int segment, enum qp_sim_order order, uint32
 		adv[0] = p[0];
 		adv[1] = p[1];
 		r->b.traffic = REQ_HELD;
-		f = fin_reserve_of(&p[1]);
 		r->b.req_depth = between(&r->rng, 1, 3 * (p[1].rq_size - p[1].ack_reserve));
-		if (held != HELD_MUTANT_NO_RESERVE)
-			adv[1].rq_size -= held == HELD_RESERVE ? f : 0;
-		adv[1].ack_threshold = RTE_MIN(adv[1].ack_threshold,
-					       adv[1].rq_size - adv[1].ack_reserve);
+		/* lib/ep's reserve for one-chunk messages; the mutants announce
+		 * all of R, one granting as many FIN credits, the other none */
+		f = rdp_credit_keep_fin_reserve(&adv[1], 1);
+		if (held != HELD_RESERVE)
+			adv[1] = p[1];
 	}
 	snprintf(where, sizeof(where),
 		 "RDP_SEED=%" PRIu64 " segment %u: %s order, %s, S=%u/%u T_sig=%u/%u R=%u/%u "

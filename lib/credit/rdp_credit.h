@@ -714,6 +714,43 @@ rdp_credit_recv_reposted(struct rdp_credit *c, uint32_t n)
 	c->owed += n;
 }
 
+/** Most receives an endpoint keeps beyond its window for its rendezvous FINs. */
+#define RDP_CREDIT_FIN_RESERVE_MAX 16u
+
+/**
+ * Keep a FIN reserve F out of the window @p p announces
+ * (docs/credit-protocol.md, "Rendezvous"): RDP_CREDIT_FIN_RESERVE_MAX, at
+ * most a quarter of `C = R - A_rq`, fewer where the window left would no
+ * longer carry a message of @p chunks chunks, but 1 at least (longer
+ * messages then go by rendezvous); none for a window of one credit.
+ * `rq_size` drops by F, and `ack_threshold` to at most the window left.
+ *
+ * @param p
+ *   The parameters to announce, valid (rdp_credit_params_check()).
+ * @param chunks
+ *   Chunks of the longest message the window must still carry whole.
+ * @return
+ *   F, 0 when nothing was kept (@p p unchanged).
+ */
+static inline uint32_t
+rdp_credit_keep_fin_reserve(struct rdp_credit_params *p, uint64_t chunks)
+{
+	uint32_t c = p->rq_size - p->ack_reserve;
+	uint64_t spare = (uint64_t)c - p->ack_threshold + 1, f;
+
+	if (c < 2)
+		return 0;
+	f = c / 4 < RDP_CREDIT_FIN_RESERVE_MAX ? c / 4 : RDP_CREDIT_FIN_RESERVE_MAX;
+	if (f > (spare > chunks ? spare - chunks : 0))
+		f = spare > chunks ? spare - chunks : 0;
+	if (f == 0)
+		f = 1;
+	p->rq_size -= (uint32_t)f;
+	if (p->ack_threshold > c - f)
+		p->ack_threshold = c - (uint32_t)f;
+	return (uint32_t)f;
+}
+
 /**
  * Grant the peer @p n credits of receives kept beyond its window `C`
  * (an endpoint's FIN reserve: a rendezvous descriptor brings the credit

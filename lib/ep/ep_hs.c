@@ -142,31 +142,20 @@ setup_qp(struct rdp_ep *ep)
 }
 
 /*
- * Receives an endpoint on its own RQ keeps for the FINs of its rendezvous
- * descriptors, beyond the credits it announces (docs/credit-protocol.md,
- * "Rendezvous"): EP_FIN_RESERVE, at most a quarter of the window, fewer
- * where the window would then no longer carry a message of rndv_threshold
- * bytes in chunks, but one at least (longer messages then go by
- * rendezvous); none where it sends no descriptor (no send arena, its peer
- * cannot READ from it, or every message goes in chunks), where the window
- * is a single credit, or where it receives on an SRQ (the pool grants FIN
- * credits).
+ * Does an endpoint keep a FIN reserve (rdp_credit_keep_fin_reserve())? Not
+ * where it sends no descriptor (no send arena, its peer cannot READ from
+ * it, or every message goes in chunks) nor where it receives on an SRQ
+ * (the pool grants FIN credits). Returns the chunks of the longest message
+ * its window must still carry whole, 0 for no reserve.
  */
-static uint32_t
-fin_reserve(const struct ep_lcore *lc, const struct rdp_hello *h, bool srq, bool rndv)
+static uint64_t
+fin_reserve_chunks(const struct ep_lcore *lc, const struct rdp_hello *h, bool srq, bool rndv)
 {
-	const struct rdp_credit_params *p = &lc->credit;
 	uint64_t chunked = RTE_MIN(lc->conf.rndv_threshold, lc->conf.max_msg_size);
-	uint64_t chunks = (chunked + lc->conf.buf_size - 1) / lc->conf.buf_size;
-	uint32_t c = p->rq_size - p->ack_reserve;
-	uint64_t spare = (uint64_t)c - p->ack_threshold + 1, f;
 
-	if (srq || !rndv || h->rd_dest == 0 || lc->conf.max_msg_size <= lc->conf.rndv_threshold ||
-	    c < 2)
+	if (srq || !rndv || h->rd_dest == 0 || lc->conf.max_msg_size <= lc->conf.rndv_threshold)
 		return 0;
-	f = RTE_MIN((uint64_t)EP_FIN_RESERVE, (uint64_t)c / 4);
-	f = RTE_MIN(f, spare > chunks ? spare - chunks : 0);
-	return (uint32_t)RTE_MAX(f, 1u);
+	return (chunked + lc->conf.buf_size - 1) / lc->conf.buf_size;
 }
 
 /* What we announce, before any resource exists (the QP address comes later). */
@@ -175,6 +164,7 @@ hello_local(struct rdp_ep *ep)
 {
 	const struct ep_lcore *lc = ep->lc;
 	struct rdp_hello *h = &ep->local_hello;
+	uint64_t chunks;
 
 	memset(h, 0, sizeof(*h));
 	h->credit = lc->credit;
@@ -185,13 +175,10 @@ hello_local(struct rdp_ep *ep)
 	h->link_layer = ep->ld->dv->attr.link_layer;
 	h->qp.mtu = ep->ld->dv->attr.active_mtu;
 	snprintf(h->driver, sizeof(h->driver), "%s", ep->ld->dv->attr.driver);
-	/* the peer's window leaves them out */
-	ep->fin_reserve = fin_reserve(lc, h, ep->ld->srq != NULL, ep->ld->rv_send != NULL);
+	/* the peer's window leaves the FIN reserve out */
+	chunks = fin_reserve_chunks(lc, h, ep->ld->srq != NULL, ep->ld->rv_send != NULL);
+	ep->fin_reserve = chunks > 0 ? rdp_credit_keep_fin_reserve(&h->credit, chunks) : 0;
 	ep->fin_credits = ep->fin_reserve;
-	h->credit.rq_size -= ep->fin_reserve;
-	/* a pure ack returns no more than the window holds */
-	h->credit.ack_threshold = RTE_MIN(h->credit.ack_threshold,
-					  h->credit.rq_size - h->credit.ack_reserve);
 	if (ep->ld->srq != NULL) {
 		h->flags |= RDP_HELLO_F_LEASE;
 		h->lease.floor = lc->conf.srq_floor;

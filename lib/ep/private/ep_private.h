@@ -109,8 +109,6 @@ enum ep_cm_kind {
 };
 /* A close notice: kind and 3 zero bytes. */
 #define EP_CM_CLOSE_LEN 4u
-/* Receives an endpoint on an RQ keeps for its descriptors' FINs, at most (ep_hs.c) */
-#define EP_FIN_RESERVE 16u
 /* A give-back: kind, 3 zero bytes, extra (u32, little-endian). */
 #define EP_CM_GIVEBACK_LEN 8u
 
