@@ -6,19 +6,22 @@
  * credits they do not hold, WANT at any time).
  *
  * Input: the pool (4 bytes: SRQ size, floor, lease_max above the floor,
- * grant), then records of 2 bytes: the operation and the member (byte 0),
+ * grant and FIN reserve), then records of 2 bytes: the operation and the member (byte 0),
  * its argument (byte 1). A plain account of each member beside the pool
  * (what its peer holds, what it is owed, what its application holds)
  * checks, after every operation:
- * - credits are conserved: free + every lease + the reserves = SRQ size,
- *   and each lease = what the peer holds + what it is owed + what the
+ * - credits are conserved: free + every lease + the reserves + the FIN
+ *   reserve = SRQ size, the FIN reserve's credits are free or at exactly
+ *   one member's peer (a descriptor took it, its FIN has not come), and
+ *   each lease = what the peer holds + what it is owed + what the
  *   application holds (the model counts the first and the last itself);
- * - no RNR: what the peers may still send (their credits and the reserves
- *   for their pure acks) never exceeds the receives posted (the SRQ less
- *   the buffers applications hold);
+ * - no RNR: what the peers may still send (their credits, the reserves
+ *   for their pure acks, the FIN credits of descriptors) never exceeds
+ *   the receives posted (the SRQ less the buffers applications hold);
  * - every lease stays within [floor, lease_max];
  * - a refused operation (a peer without credit, a give-back beyond its
- *   lease or under its floor, an admission that does not fit) is refused
+ *   lease or under its floor, an admission that does not fit, a descriptor
+ *   when the FIN reserve is out) is refused
  *   exactly when the rules say so, and changes nothing;
  * - the waiters' FIFO holds each wanting member at most once.
  */
@@ -33,17 +36,19 @@
 /* What the model knows of one member. */
 struct member {
 	bool in;
-	uint32_t out;    /* credits its peer holds */
+	uint32_t out;    /* credits its peer holds, of the lease and FIN credits alike */
 	uint32_t held;   /* messages its application holds */
 	uint32_t reserve;
+	uint32_t due;    /* descriptors whose FIN has not come */
 };
 
-enum op { OP_ADMIT, OP_LEAVE, OP_DATA, OP_FREE, OP_GIVE_BACK, OP_TAKE_OWED, OP_MAX };
+enum op { OP_ADMIT, OP_LEAVE, OP_DATA, OP_FREE, OP_GIVE_BACK, OP_TAKE_OWED, OP_FIN_TAKE,
+	  OP_FIN_RETURN, OP_MAX };
 
 static void
 check(const struct rdp_lease_pool *p, const struct rdp_lease *l, const struct member *m)
 {
-	uint64_t leased = 0, reserved = 0, spendable = 0, held = 0;
+	uint64_t leased = 0, reserved = 0, spendable = 0, held = 0, fins = 0;
 	uint32_t i, j, queued = 0, members = 0;
 
 	for (i = 0; i < MEMBERS; i++) {
@@ -52,18 +57,22 @@ check(const struct rdp_lease_pool *p, const struct rdp_lease *l, const struct me
 		members++;
 		/* grants and diversions move lease and owed together: the rest
 		 * is the peer's and the application's, which the model counts */
-		FUZZ_ASSERT(l[i].out == m[i].out && l[i].reserve == m[i].reserve);
-		FUZZ_ASSERT(l[i].lease == m[i].out + l[i].owed + m[i].held);
-		FUZZ_ASSERT(l[i].lease >= p->floor && l[i].lease <= p->lease_max);
-		leased += l[i].lease;
+		FUZZ_ASSERT(l[i].out + l[i].fins == m[i].out && l[i].reserve == m[i].reserve);
+		FUZZ_ASSERT(l[i].fins + l[i].swapped == m[i].due);
+		FUZZ_ASSERT(l[i].lease == l[i].out + l[i].owed + m[i].held);
+		FUZZ_ASSERT(l[i].lease >= p->floor + l[i].swapped &&
+			    l[i].lease <= p->lease_max + l[i].swapped);
+		leased += l[i].lease - l[i].swapped;
 		reserved += l[i].reserve;
-		spendable += l[i].out + l[i].reserve;
+		spendable += m[i].out + l[i].reserve;
+		fins += m[i].due;
 		held += m[i].held;
 		queued += l[i].queued;
 	}
 	FUZZ_ASSERT(members == p->members);
 	FUZZ_ASSERT(reserved == p->reserved);
-	FUZZ_ASSERT(p->free + leased + reserved == p->size);
+	FUZZ_ASSERT(p->free + leased + reserved + p->fin_size == p->size);
+	FUZZ_ASSERT(p->fin_free + fins == p->fin_size);
 	FUZZ_ASSERT(spendable <= p->size - held);
 	FUZZ_ASSERT(queued == p->wq_len && p->wq_len <= p->members);
 	for (i = 0; i < p->wq_len; i++) {
@@ -81,6 +90,7 @@ same(const struct rdp_lease_pool *a, const struct rdp_lease_pool *b,
      const struct rdp_lease *la, const struct rdp_lease *lb)
 {
 	return a->free == b->free && a->members == b->members && a->reserved == b->reserved &&
+	       a->fin_free == b->fin_free &&
 	       a->wq_len == b->wq_len && memcmp(la, lb, sizeof(*la)) == 0;
 }
 
@@ -100,7 +110,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	floor = 1 + data[1] % 4;
 	lease_max = floor + data[2] % 16;
 	if (rdp_lease_pool_init(&p, 1 + data[0] % 96, floor, lease_max, 1 + data[3] % 8, wq,
-				MEMBERS, why, sizeof(why)) != 0)
+				MEMBERS, why, sizeof(why)) != 0 ||
+	    rdp_lease_pool_fin_reserve(&p, (uint32_t)(data[3] >> 3) % 5, why, sizeof(why)) != 0)
 		return 0; /* an SRQ too small for one floor: refused at setup */
 	memset(l, 0, sizeof(l));
 	memset(m, 0, sizeof(m));
@@ -129,13 +140,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			/* its QP is gone and its application freed all it held */
 			if (!m[i].in || m[i].held > 0)
 				break;
+			if (arg & 1) /* the QP went before: its FIN credits first */
+				rdp_lease_fins_back(&p, &l[i]);
 			rdp_lease_leave(&p, &l[i]);
-			FUZZ_ASSERT(p.free == before.free + lb.lease + lb.reserve);
+			FUZZ_ASSERT(p.free == before.free + lb.lease - lb.swapped + lb.reserve);
+			FUZZ_ASSERT(p.fin_free == before.fin_free + m[i].due);
 			memset(&m[i], 0, sizeof(m[i]));
 			break;
 		case OP_DATA:
 			if (!m[i].in)
 				break;
+			/* a FIN credit spent on data (a message begun before its
+			 * descriptor came) is accepted as a lease credit */
 			ret = rdp_lease_on_data(&p, &l[i], arg & 1);
 			FUZZ_ASSERT((ret != 0) == (m[i].out == 0));
 			if (ret != 0) {
@@ -155,7 +171,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!m[i].in)
 				break;
 			n = 1 + arg % 8;
-			refused = n > m[i].out || n > l[i].lease || l[i].lease - n < p.floor;
+			refused = n > lb.out || n > lb.lease || lb.lease - n < p.floor + lb.swapped;
 			ret = rdp_lease_on_give_back(&p, &l[i], n - 1);
 			FUZZ_ASSERT((ret != 0) == refused);
 			if (ret != 0) {
@@ -170,6 +186,33 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			n = rdp_lease_take_owed(&l[i], 1 + arg % 4);
 			FUZZ_ASSERT(n == 0 || (n == lb.owed && l[i].owed == 0));
 			m[i].out += n;
+			break;
+		case OP_FIN_TAKE:
+			/* a descriptor of the member goes, with a FIN credit */
+			if (!m[i].in)
+				break;
+			if (!rdp_lease_fin_take(&p, &l[i])) {
+				FUZZ_ASSERT(before.fin_free == 0 && same(&p, &before, &l[i], &lb));
+				break;
+			}
+			FUZZ_ASSERT(p.fin_free == before.fin_free - 1);
+			m[i].out++;
+			m[i].due++;
+			break;
+		case OP_FIN_RETURN:
+			/* a FIN came: its buffer goes back, a credit to the reserve;
+			 * refused unless one was due and the peer held a credit */
+			if (!m[i].in)
+				break;
+			ret = rdp_lease_on_fin(&p, &l[i]);
+			FUZZ_ASSERT((ret != 0) == (m[i].due == 0 || m[i].out == 0));
+			if (ret != 0) {
+				FUZZ_ASSERT(ret == -EPROTO && same(&p, &before, &l[i], &lb));
+				break;
+			}
+			FUZZ_ASSERT(p.fin_free == before.fin_free + 1);
+			m[i].out--;
+			m[i].due--;
 			break;
 		default:
 			break;

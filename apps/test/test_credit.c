@@ -722,7 +722,7 @@ RDP_TEST(unit, credit_returnable_counts_data_wrs_no_credit_answered_yet)
 	rdp_credit_granted(&c, 1);
 	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 0, false), 0);
 	RDP_ASSERT_EQ(c.rc, 512);
-	/* FIN credits (of a leasing peer's pool or of an RQ's FIN reserve)
+	/* FIN credits (of a leasing peer's SRQ or of an RQ's FIN reserve)
 	 * come beside the window, one more on a control message, and rc above
 	 * what the check allows leaves nothing returnable (no wrap) */
 	RDP_ASSERT_EQ(rdp_credit_returnable(&c, 2, false), 2);

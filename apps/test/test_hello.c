@@ -214,10 +214,14 @@ RDP_TEST(unit, hello_lease_terms_round_trip_and_set_the_peer_credits_and_chunks)
 	RDP_ASSERT_EQ(c.rc_max, 40);
 	/* its pure acks: T_ack (8) or more, fewer only once we hold none */
 	RDP_ASSERT_EQ(c.peer_lease_tack, 8);
-	RDP_ASSERT(rdp_credit_lease_ack_ok(&c, 8));
-	RDP_ASSERT(!rdp_credit_lease_ack_ok(&c, 7));
+	RDP_ASSERT(rdp_credit_lease_ack_ok(&c, 8, 0));
+	RDP_ASSERT(!rdp_credit_lease_ack_ok(&c, 7, 0));
 	c.rc = 0;
-	RDP_ASSERT(rdp_credit_lease_ack_ok(&c, 1));
+	RDP_ASSERT(rdp_credit_lease_ack_ok(&c, 1, 0));
+	/* the credits its descriptors brought for their FINs are not of its lease */
+	c.rc = 2;
+	RDP_ASSERT(rdp_credit_lease_ack_ok(&c, 1, 2));
+	RDP_ASSERT(!rdp_credit_lease_ack_ok(&c, 1, 1));
 	c.rc = 3;
 	/*
 	 * our reserve must hold the leasing side's acks: max(1, floor(W / 8)),

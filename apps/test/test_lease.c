@@ -183,47 +183,98 @@ RDP_TEST(unit, lease_wanting_endpoint_at_lease_max_is_not_queued_until_it_is_bel
 }
 
 /*
- * A descriptor's FIN credit is a grant from the pool, owed, at lease_max
- * too; above lease_max every credit freed goes back to the pool.
+ * A descriptor's FIN credit comes from the FIN reserve, kept out of the
+ * pool: an empty pool and a lease at lease_max still leave it, and it
+ * never counts in a lease. Out, the next descriptor waits; a FIN brings it
+ * back.
  */
-RDP_TEST(unit, lease_fin_credit_comes_from_the_pool_beyond_lease_max_and_goes_back)
+RDP_TEST(unit, lease_fin_credit_comes_from_the_fin_reserve_not_the_pool)
 {
 	struct rdp_lease_pool p;
 	struct rdp_lease a;
 	char why[256];
 
-	pool_init(&p, 5, 1, 3, 2, 1);
-	RDP_ASSERT_EQ(rdp_lease_admit(&p, &a, why, sizeof(why)), 0);
+	pool_init(&p, 6, 1, 3, 2, 1);
+	RDP_ASSERT_EQ(rdp_lease_pool_fin_reserve(&p, 2, why, sizeof(why)), 0);
 	RDP_ASSERT_EQ(p.free, 4u);
-	RDP_ASSERT_EQ(rdp_lease_grant_for_fin(&p, &a), 1u);
-	RDP_ASSERT_EQ(a.lease, 2u);
-	RDP_ASSERT_EQ(a.owed, 1u);	/* rides on the descriptor */
-	RDP_ASSERT_EQ(p.free, 3u);
-	RDP_ASSERT_EQ(rdp_lease_grant_for_fin(&p, &a), 1u);
-	/* at lease_max: the peer's credits may all sit in messages held */
-	RDP_ASSERT_EQ(rdp_lease_grant_for_fin(&p, &a), 1u);
-	RDP_ASSERT_EQ(a.lease, 4u);
-	RDP_ASSERT_EQ(p.free, 1u);
-	/* the FINs came and their buffers went back: above lease_max every
-	 * credit freed goes to the pool, wanting or not */
-	RDP_ASSERT_EQ(rdp_lease_take_owed(&a, 1), 3u);
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &a, why, sizeof(why)), 0);
+	/* the lease grows to lease_max and the pool runs dry */
 	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, true), 0);
-	RDP_ASSERT(rdp_lease_on_free(&p, &a));
 	RDP_ASSERT_EQ(a.lease, 3u);
-	RDP_ASSERT_EQ(a.owed, 0u);
-	/* at lease_max a wanting peer keeps what it frees */
-	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, true), 0);
-	RDP_ASSERT(!rdp_lease_on_free(&p, &a));
-	RDP_ASSERT_EQ(a.owed, 1u);
-	RDP_ASSERT_EQ(rdp_lease_take_owed(&a, 1), 1u);
-	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, false), 0);
-	RDP_ASSERT(rdp_lease_on_free(&p, &a));
-	RDP_ASSERT_EQ(a.lease, 2u);
-	RDP_ASSERT_EQ(p.free, 3u);
-	/* an empty pool grants nothing */
 	p.free = 0;
-	RDP_ASSERT_EQ(rdp_lease_grant_for_fin(&p, &a), 0u);
+	RDP_ASSERT(rdp_lease_fin_take(&p, &a));
+	RDP_ASSERT(rdp_lease_fin_take(&p, &a));
+	RDP_ASSERT(!rdp_lease_fin_take(&p, &a));	/* the next descriptor waits */
+	RDP_ASSERT_EQ(a.fins, 2u);
+	RDP_ASSERT_EQ(a.lease, 3u);
+	RDP_ASSERT_EQ(a.owed, 2u);			/* the grant's, nothing more */
+	RDP_ASSERT_EQ(rdp_lease_on_fin(&p, &a), 0);
+	RDP_ASSERT_EQ(p.fin_free, 1u);
+	RDP_ASSERT(rdp_lease_fin_take(&p, &a));
+	/* its QP gone, the FINs never come: the credits go back */
+	rdp_lease_fins_back(&p, &a);
+	RDP_ASSERT_EQ(p.fin_free, 2u);
+	RDP_ASSERT_EQ(a.fins, 0u);
+	return 0;
+}
+
+/*
+ * The peer holds no credit of the lease but a FIN credit, and goes on with
+ * a message begun before its descriptor came: the data spends the FIN
+ * credit, which joins the lease above the floor and lease_max the rules
+ * use, until the FIN spends a lease credit and the reserve has it again.
+ * A FIN with neither credit is a violation.
+ */
+RDP_TEST(unit, lease_fin_credit_spent_on_data_joins_the_lease_until_the_fin)
+{
+	struct rdp_lease_pool p;
+	struct rdp_lease a;
+	char why[256];
+
+	pool_init(&p, 8, 2, 2, 1, 1);
+	RDP_ASSERT_EQ(rdp_lease_pool_fin_reserve(&p, 1, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(rdp_lease_admit(&p, &a, why, sizeof(why)), 0);
+	RDP_ASSERT(rdp_lease_fin_take(&p, &a));
+	/* the floor's two credits and the FIN credit: three data SENDs */
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, false), 0);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, false), 0);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, false), 0);
+	RDP_ASSERT_EQ(a.out, 0u);
+	RDP_ASSERT_EQ(a.fins, 0u);
+	RDP_ASSERT_EQ(a.swapped, 1u);
+	RDP_ASSERT_EQ(a.lease, 3u);
+	RDP_ASSERT_EQ(rdp_lease_on_data(&p, &a, false), -EPROTO);
+	/* freed, not wanting, at lease_max + swapped: owed, not diverted */
+	RDP_ASSERT(!rdp_lease_on_free(&p, &a));
+	RDP_ASSERT(!rdp_lease_on_free(&p, &a));
+	RDP_ASSERT(!rdp_lease_on_free(&p, &a));
+	RDP_ASSERT_EQ(a.owed, 3u);
+	RDP_ASSERT_EQ(rdp_lease_on_fin(&p, &a), -EPROTO);	/* holds no credit */
+	RDP_ASSERT_EQ(rdp_lease_take_owed(&a, 1), 3u);
+	/* the FIN spends a lease credit: the reserve has its credit again */
+	RDP_ASSERT_EQ(rdp_lease_on_fin(&p, &a), 0);
+	RDP_ASSERT_EQ(a.swapped, 0u);
 	RDP_ASSERT_EQ(a.lease, 2u);
+	RDP_ASSERT_EQ(a.out, 2u);
+	RDP_ASSERT_EQ(p.fin_free, 1u);
+	RDP_ASSERT_EQ(rdp_lease_on_fin(&p, &a), -EPROTO);	/* no FIN due */
+	RDP_ASSERT_EQ(p.free + a.lease + p.fin_size, p.size);
+	return 0;
+}
+
+/* A FIN reserve that would leave the pool short of one floor is refused, naming it. */
+RDP_TEST(unit, lease_fin_reserve_that_leaves_no_floor_is_refused)
+{
+	struct rdp_lease_pool p;
+	char why[256];
+
+	pool_init(&p, 5, 4, 4, 1, 1);
+	RDP_ASSERT_EQ(rdp_lease_pool_fin_reserve(&p, 2, why, sizeof(why)), -EINVAL);
+	RDP_ASSERT_MSG(strstr(why, "srq_size=5 cannot hold srq_floor=4 beside a FIN reserve "
+			      "of 2") != NULL, "%s", why);
+	RDP_ASSERT_EQ(p.free, 5u);
+	RDP_ASSERT_EQ(rdp_lease_pool_fin_reserve(&p, 1, why, sizeof(why)), 0);
+	RDP_ASSERT_EQ(p.free, 4u);
 	return 0;
 }
 

@@ -733,9 +733,48 @@ struct hold_probe {
 	unsigned int failed;    /* (atomic) replies or requests that failed */
 	uint32_t reply_len;
 	struct rdp_ep *srv;     /* (atomic) the server's endpoint */
+	unsigned int expect;    /* requests the client sends */
+	unsigned int batch;     /* requests the server holds before it replies to any, 0: none */
+	bool until_dry;         /* or until it holds its whole lease and its SRQ's pool has
+				 * no free credit */
+	unsigned int dry;       /* (atomic) batches answered so */
+	unsigned int stash_n;   /* requests held, not answered yet (server lcore) */
+	struct rdp_msg *stash[256];
 };
 
 static struct hold_probe hp;
+
+/* Has lcore @p lcore's SRQ no credit free in its pool? */
+static bool
+srq_dry(unsigned int lcore)
+{
+	struct rdp_srq_stats ss;
+
+	return rdp_lcore_srq_stats_get(lcore, &ss) == 0 && ss.free == 0;
+}
+
+/* Reply to every request held: a reply that cannot go counts as failed. */
+static void
+hold_srv_answer_stash(struct rdp_ep *ep)
+{
+	unsigned int i;
+
+	for (i = 0; i < hp.stash_n; i++) {
+		struct rdp_msg *r = rdp_msg_alloc(ep, hp.reply_len);
+
+		if (r == NULL) {
+			__atomic_fetch_add(&hp.failed, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		memset(r->data, 0x5a, 64);
+		r->user_data = (uint64_t)(uintptr_t)hp.stash[i];
+		if (rdp_ep_send_burst(ep, &r, 1) != 1) {
+			__atomic_fetch_add(&hp.failed, 1, __ATOMIC_RELAXED);
+			rdp_msg_free(r);
+		}
+	}
+	hp.stash_n = 0;
+}
 
 static uint16_t
 hold_srv_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
@@ -744,6 +783,22 @@ hold_srv_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 
 	RTE_SET_USED(arg);
 	__atomic_store_n(&hp.srv, ep, __ATOMIC_RELEASE);
+	if (hp.batch > 0) {
+		/* held in batches, as a server that gathers requests before it answers */
+		for (i = 0; i < n; i++) {
+			hp.stash[hp.stash_n++] = msgs[i];
+			__atomic_fetch_add(&hp.requests, 1, __ATOMIC_RELEASE);
+			bool dry = hp.until_dry && srq_dry(1) &&
+				   hp.requests - hp.done >= ep->lease.lease;
+
+			if (hp.stash_n == hp.batch || hp.requests == hp.expect || dry) {
+				if (dry)
+					__atomic_fetch_add(&hp.dry, 1, __ATOMIC_RELEASE);
+				hold_srv_answer_stash(ep);
+			}
+		}
+		return n;
+	}
 	for (i = 0; i < n; i++) {
 		struct rdp_msg *r = rdp_msg_alloc(ep, hp.reply_len);
 
@@ -816,7 +871,7 @@ static const struct rdp_ep_ops hold_cli_ops = { .on_recv = hold_cli_recv,
  */
 static int
 requests_held_until_reply_done(struct rdp_cfg *cfg, unsigned int n, uint32_t reply_len,
-			       int reserve)
+			       int reserve, unsigned int batch, bool until_dry)
 {
 	struct rdp_ep_params pcli = { .ops = &hold_cli_ops, .lcore = 1, .notify_send_ok = true };
 	struct rdp_ep_params psrv = { .ops = &hold_srv_ops, .lcore = 1, .notify_send_ok = true };
@@ -828,6 +883,10 @@ requests_held_until_reply_done(struct rdp_cfg *cfg, unsigned int n, uint32_t rep
 	RDP_ASSERT(reqs != NULL);
 	memset(&hp, 0, sizeof(hp));
 	hp.reply_len = reply_len;
+	hp.expect = n;
+	hp.batch = batch;
+	hp.until_dry = until_dry;
+	RDP_ASSERT(batch <= RTE_DIM(hp.stash));
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
 	cli = stream_loopback_connect(&psrv, &pcli);
 	for (i = 0; i < n; i++) {
@@ -852,6 +911,10 @@ requests_held_until_reply_done(struct rdp_cfg *cfg, unsigned int n, uint32_t rep
 		   "(FIN reserve %u)", hp.requests, n, hp.replies, hp.done, hp.failed, hp.refused,
 		   hp.srv->fin_reserve);
 	RDP_ASSERT_EQ(__atomic_load_n(&hp.failed, __ATOMIC_ACQUIRE), 0);
+	if (until_dry)
+		RDP_ASSERT_MSG(__atomic_load_n(&hp.dry, __ATOMIC_ACQUIRE) > 0,
+			       "the server never held its whole lease with the SRQ's pool dry: "
+			       "the test proves nothing");
 	rdp_ep_stats_get(cli, &st);
 	RDP_ASSERT_EQ(st.rnr, 0);
 	RDP_ASSERT_EQ(st.enomem, 0);
@@ -882,12 +945,12 @@ RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_all_complete)
 
 	rdp_test_eal_init("0-1");
 	cfg = rndv_cfg(rdp_test_driver_or("shm"), 65536, "16384", "33554432");
-	requests_held_until_reply_done(cfg, 200, 65536, 14);
+	requests_held_until_reply_done(cfg, 200, 65536, 14, 0, false);
 	rdp_cfg_free(cfg);
 	return 0;
 }
 
-/* The same on an SRQ: its pool grants the FINs' credits, the RQ keeps none */
+/* The same on an SRQ: its FIN reserve, outside the lease pool, gives the FINs' credits */
 RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_all_complete_srq)
 {
 	struct rdp_cfg *cfg;
@@ -896,7 +959,27 @@ RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_all_complete_srq)
 	cfg = rndv_cfg(rdp_test_driver_or("shm"), 65536, "16384", "33554432");
 	srq_set(cfg, "256", "8", "32");
 	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
-	requests_held_until_reply_done(cfg, 200, 65536, 0);
+	requests_held_until_reply_done(cfg, 200, 65536, 0, 0, false);
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/*
+ * On an SRQ whose pool the server's lease empties: it holds requests and
+ * answers none until its lease has grown to take every credit of the pool
+ * (srq_lease_max 60 of 64) and all of it is in requests held, and every
+ * descriptor still brings its FIN's credit, from the FIN reserve the SRQ
+ * keeps out of the pool.
+ */
+RDP_TEST(e2e, rndv_requests_held_in_batches_that_empty_the_srq_pool_all_complete)
+{
+	struct rdp_cfg *cfg;
+
+	rdp_test_eal_init("0-1");
+	cfg = rndv_cfg(rdp_test_driver_or("shm"), 65536, "16384", "33554432");
+	srq_set(cfg, "64", "8", "60");
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	requests_held_until_reply_done(cfg, 192, 65536, 0, 64, true);
 	rdp_cfg_free(cfg);
 	return 0;
 }
@@ -944,7 +1027,7 @@ RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_random_windows)
 		       ar, ta, t, reply);
 		fflush(stdout);
 		RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
-		requests_held_until_reply_done(cfg, 3 * c, reply, -1);
+		requests_held_until_reply_done(cfg, 3 * c, reply, -1, 0, false);
 		rdp_cfg_free(cfg);
 	}
 	return 0;

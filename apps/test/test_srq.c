@@ -72,10 +72,11 @@ print_srq(const char *when, unsigned int lcore)
 	struct rdp_srq_stats q;
 
 	RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(lcore, &q), 0);
-	printf("lcore %u SRQ %s: size %u posted %u free %u leased %u reserved %u members %u, "
-	       "grants %" PRIu64 " diverted %" PRIu64 " given back %" PRIu64 " refused %" PRIu64
-	       "\n", lcore, when, q.size, q.posted, q.free, q.leased, q.reserved, q.members,
-	       q.grants, q.diverted, q.given_back, q.refused);
+	printf("lcore %u SRQ %s: size %u posted %u free %u leased %u reserved %u FIN reserve "
+	       "%u (%u free) members %u, grants %" PRIu64 " diverted %" PRIu64 " given back %"
+	       PRIu64 " refused %" PRIu64 "\n", lcore, when, q.size, q.posted, q.free, q.leased,
+	       q.reserved, q.fin_reserve, q.fin_free, q.members, q.grants, q.diverted,
+	       q.given_back, q.refused);
 }
 
 /*
@@ -104,7 +105,8 @@ assert_srq_whole(unsigned int lcore)
 	struct rdp_srq_stats q;
 
 	srq_wait_posted(lcore, true, &q);
-	RDP_ASSERT_EQ(q.free, q.size);
+	RDP_ASSERT_EQ(q.free + q.fin_reserve, q.size);
+	RDP_ASSERT_EQ(q.fin_free, q.fin_reserve);
 	RDP_ASSERT_EQ(q.leased, 0);
 	RDP_ASSERT_EQ(q.reserved, 0);
 	print_srq("after every close", lcore);
@@ -186,7 +188,7 @@ srq_pairs(unsigned int pairs, bool pipeline, uint64_t count, uint32_t window,
 		assert_side_clean(sides[i]);
 	RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(1, &q), 0);
 	RDP_ASSERT_EQ(q.members, 2 * pairs);
-	RDP_ASSERT_EQ(q.free + q.leased + q.reserved, q.size);
+	RDP_ASSERT_EQ(q.free + q.leased + q.reserved + q.fin_reserve, q.size);
 	if (srq_reserve_each != 0)
 		RDP_ASSERT_EQ(q.reserved, 2 * pairs * srq_reserve_each);
 	/* every message freed, the endpoints still up: the buffers that came back
@@ -366,7 +368,8 @@ RDP_TEST(e2e, srq_leasing_side_and_a_peer_that_does_not_lease_stream_exact)
 /*
  * SRQs with no credit to spare, one per side (lcores 1 and 2, on CPUs of
  * their own): srq_size is the one endpoint's floor and its peer's ack
- * reserve, lease_max the floor. A buffer a freed message leaves must be back
+ * reserve, lease_max the floor, and no message goes by rendezvous (so the
+ * SRQ keeps no FIN reserve). A buffer a freed message leaves must be back
  * on the SRQ before a SEND names its credit: with the pool empty nothing
  * else covers it, and the peer's SEND that spends that credit would find the
  * SRQ empty (rnr_retry = 0 makes that an error). The sides send from their
@@ -378,7 +381,7 @@ RDP_TEST(e2e, srq_without_slack_posts_a_buffer_before_a_send_names_its_credit)
 {
 	static const char *const kv[][2] = {
 		{ "srq_floor", "4" }, { "srq_lease_max", "4" }, { "rnr_retry", "0" },
-		{ NULL, NULL },
+		{ "max_msg_size", "16384" }, { NULL, NULL },
 	};
 	struct stream_side *sides[2] = { &srv[0], &cli[0] };
 	struct rdp_srq_stats q;
@@ -548,8 +551,9 @@ RDP_TEST(e2e, srq_endpoint_refused_for_want_of_floor_names_the_numbers)
 	RDP_ASSERT_EQ(rdp_ep_error(ep), -ECONNREFUSED);
 	/* what is free depends on what the first pair leases beyond its floors */
 	RDP_ASSERT_MSG(strstr(rdp_test_log, "credits free, an endpoint needs 8 (srq_floor=4 + a "
-			      "reserve of 4 for its peer's pure acks; 2 endpoints hold the other")
-		       != NULL, "%s", rdp_test_log);
+			      "reserve of 4 for its peer's pure acks; 2 endpoints hold ") != NULL &&
+		       strstr(rdp_test_log, "; 1 kept for rendezvous FINs") != NULL, "%s",
+		       rdp_test_log);
 	RDP_ASSERT_MSG(strstr(rdp_test_log, "failed: peer refused: srq_size=20: ") != NULL,
 		       "%s", rdp_test_log);
 	RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(1, &q), 0);

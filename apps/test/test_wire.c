@@ -735,7 +735,8 @@ RDP_TEST(e2e, srq_hostile_peer_fails_alone_and_busy_endpoints_lose_nothing)
 	while (srq_now(&q)->members != 0 || q.posted != q.size)
 		RDP_ASSERT_MSG(rdp_clock_s() < deadline, "%u members, %u of %u posted", q.members,
 			       q.posted, q.size);
-	RDP_ASSERT_EQ(q.free, q.size);
+	RDP_ASSERT_EQ(q.free + q.fin_reserve, q.size);
+	RDP_ASSERT_EQ(q.fin_free, q.fin_reserve);
 	printf("%u busy endpoints exact; SRQ whole again: %u of %u free, %u posted\n",
 	       2 * SRQ_BUSY, q.free, q.size, q.posted);
 	RDP_ASSERT_MSG(rdp_fini() == 0, "rdp_fini: %s", rdp_err_msg());

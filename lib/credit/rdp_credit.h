@@ -655,22 +655,26 @@ rdp_credit_send_completed(struct rdp_credit *c, uint64_t seq)
 /**
  * Does a pure ack of @p credits from the peer keep the leasing rule? A
  * leasing peer acks fewer than its T_ack only when none of its lease is
- * lent out (`out = 0`): we then hold no credit of it, and that ack is alone
- * on the wire, which is what the reserve for its pure acks counts on
- * (`max(1, floor(lease_max / T_ack))`). Call it before
- * rdp_credit_granted().
+ * lent out (`out = 0`): we then hold no credit of it but those its
+ * descriptors brought for their FINs (from its FIN reserve, never in the
+ * lease), and that ack is alone on the wire, which is what the reserve for
+ * its pure acks counts on (`max(1, floor(lease_max / T_ack))`). Call it
+ * before rdp_credit_granted().
  *
  * @param c
  *   State.
  * @param credits
  *   Credits the pure ack returns.
+ * @param fins_due
+ *   The peer's descriptors whose FIN we have not posted: the credits held
+ *   for those FINs.
  * @return
  *   True when it keeps the rule (always from a peer that does not lease).
  */
 static inline bool
-rdp_credit_lease_ack_ok(const struct rdp_credit *c, uint32_t credits)
+rdp_credit_lease_ack_ok(const struct rdp_credit *c, uint32_t credits, uint32_t fins_due)
 {
-	return credits >= c->peer_lease_tack || c->rc == 0;
+	return credits >= c->peer_lease_tack || c->rc <= fins_due;
 }
 
 static inline void

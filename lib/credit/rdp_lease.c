@@ -93,6 +93,20 @@ rdp_lease_pool_keep(struct rdp_lease_pool *p, uint32_t keep)
 }
 
 int
+rdp_lease_pool_fin_reserve(struct rdp_lease_pool *p, uint32_t n, char *why, size_t len)
+{
+	if ((uint64_t)n + p->floor > p->free) {
+		snprintf(why, len, "srq_size=%u cannot hold srq_floor=%u beside a FIN reserve of %u",
+			 p->size, p->floor, n);
+		return -EINVAL;
+	}
+	sub32(&p->free, n);
+	p->fin_size = n;
+	p->fin_free = n;
+	return 0;
+}
+
+int
 rdp_lease_admit_reserve(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t reserve,
 			char *why, size_t len)
 {
@@ -105,15 +119,19 @@ rdp_lease_admit_reserve(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t 
 	}
 	do {
 		if (f < need + p->keep) {
-			char kept[64] = "";
+			char kept[64] = "", fins[64] = "";
 
 			if (p->keep > 0)
 				snprintf(kept, sizeof(kept), "; %u kept for receives waiting to be "
 					 "posted", p->keep);
+			if (p->fin_size > 0)
+				snprintf(fins, sizeof(fins), "; %u kept for rendezvous FINs",
+					 p->fin_size);
 			snprintf(why, len, "srq_size=%u: %u credits free, an endpoint needs %u "
 				 "(srq_floor=%u + a reserve of %u for its peer's pure acks; %u "
-				 "endpoints hold the other %u%s)", p->size, f, p->floor + reserve,
-				 p->floor, reserve, ld32(&p->members), p->size - f, kept);
+				 "endpoints hold %u%s%s)", p->size, f, p->floor + reserve,
+				 p->floor, reserve, ld32(&p->members), p->size - f - p->fin_size,
+				 fins, kept);
 			return -ENOSPC;
 		}
 	} while (!__atomic_compare_exchange_n(&p->free, &f, f - (uint32_t)need, false,
@@ -153,7 +171,8 @@ rdp_lease_leave(struct rdp_lease_pool *p, struct rdp_lease *l)
 {
 	if (l->queued)
 		wq_remove(p, l);
-	add32(&p->free, l->lease + l->reserve);
+	add32(&p->free, l->lease - l->swapped + l->reserve);
+	__atomic_store_n(&p->fin_free, p->fin_free + l->fins + l->swapped, __ATOMIC_RELAXED);
 	sub32(&p->reserved, l->reserve);
 	sub32(&p->members, 1);
 	memset(l, 0, sizeof(*l));
@@ -169,7 +188,7 @@ rdp_lease_serve_(struct rdp_lease_pool *p)
 {
 	while (p->wq_len > 0 && ld32(&p->free) > 0) {
 		struct rdp_lease *l = p->wq[p->wq_head];
-		uint32_t g = p->lease_max - l->lease;
+		uint32_t g = p->lease_max + l->swapped - l->lease;
 
 		if (l->wanting && g > 0) {
 			g = free_take(p, g > p->grant ? p->grant : g);
@@ -201,15 +220,20 @@ rdp_lease_enqueue_(struct rdp_lease_pool *p, struct rdp_lease *l)
 	l->queued = true;
 }
 
-uint32_t
-rdp_lease_grant_for_fin(struct rdp_lease_pool *p, struct rdp_lease *l)
+int
+rdp_lease_on_fin(struct rdp_lease_pool *p, struct rdp_lease *l)
 {
-	if (free_take(p, 1) == 0)
-		return 0;
-	l->lease++;
-	l->owed++;
-	count(&p->grants, 1);
-	return 1;
+	if (l->fins > 0) {
+		l->fins--;
+	} else if (l->swapped > 0 && l->out > 0) {
+		l->swapped--;
+		l->out--;
+		l->lease--;
+	} else {
+		return -EPROTO;
+	}
+	__atomic_store_n(&p->fin_free, p->fin_free + 1, __ATOMIC_RELAXED);
+	return 0;
 }
 
 int
@@ -217,7 +241,7 @@ rdp_lease_on_give_back(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t e
 {
 	uint64_t n = (uint64_t)extra + 1;
 
-	if (n > l->out || n > l->lease || l->lease - n < p->floor)
+	if (n > l->out || n > l->lease || l->lease - n < p->floor + l->swapped)
 		return -EPROTO;
 	l->out -= (uint32_t)n;
 	l->lease -= (uint32_t)n;

@@ -11,8 +11,9 @@
  * are those of lib/credit/model/lease.pml (docs/credit-protocol.md,
  * "Leased credits on a shared receive queue"):
  *
- * - Every credit of an SRQ of `size` buffers is in the pool or in exactly
- *   one member's lease; a lease stays within `[floor, lease_max]`.
+ * - Every credit of an SRQ of `size` buffers is in the pool, in exactly
+ *   one member's lease or reserve, or in the FIN reserve; a lease stays
+ *   within `[floor, lease_max]`.
  * - A member is admitted only if its floor is free in the pool, beside
  *   what the pool keeps for the buffers that wait to be posted.
  * - A data SEND whose immediate data says WANT queues its member (FIFO)
@@ -25,6 +26,11 @@
  *   `extra + 1` leave the lease for the pool.
  * - Owed credits go back once `owed >= T_ack`, or at once when nothing of
  *   the lease is at the peer or on the wire (`out == 0`).
+ * - A rendezvous descriptor brings its FIN's credit from the FIN reserve,
+ *   and the FIN's buffer brings it back; with the reserve all out, the
+ *   descriptor waits (rdp_lease_fin_take()). A FIN credit the peer spends
+ *   on data stays in the lease until a FIN spends a lease credit, above
+ *   the floor and lease_max the other rules use (`swapped`).
  * - Buffers that come back wait to be posted in batches; before a SEND
  *   of the poller they are posted unless the pool's free credits cover
  *   them all (rdp_lease_covers()).
@@ -64,6 +70,8 @@ struct rdp_lease_pool {
 	uint32_t members;	/**< members admitted */
 	uint32_t reserved;	/**< credits kept out of the pool for the members' reserves */
 	uint32_t keep;		/**< credits an admission leaves in the pool (rdp_lease_pool_keep()) */
+	uint32_t fin_size;	/**< credits kept for FINs (rdp_lease_pool_fin_reserve()) */
+	uint32_t fin_free;	/**< of those, credits no descriptor took */
 	struct rdp_lease **wq;	/**< FIFO of wanting members, `wq_cap` slots */
 	uint32_t wq_cap;	/**< members at most */
 	uint32_t wq_head;	/**< oldest waiter */
@@ -80,6 +88,9 @@ struct rdp_lease {
 	uint32_t owed;		/**< credits to send back to the peer */
 	uint32_t out;		/**< credits sent to the peer minus those its SENDs spent or gave back */
 	uint32_t reserve;	/**< credits kept for this member beside its lease (rdp_lease_admit_reserve()) */
+	uint32_t fins;		/**< FIN credits its descriptors took, at the peer (rdp_lease_fin_take()) */
+	uint32_t swapped;	/**< FIN credits the peer spent on data, in the lease until its FINs
+				 *   spend lease credits instead (rdp_lease_on_data()) */
 	bool wanting;		/**< the peer's last data SEND said WANT */
 	bool queued;		/**< waiting in the pool's FIFO */
 };
@@ -169,7 +180,8 @@ int rdp_lease_admit_reserve(struct rdp_lease_pool *p, struct rdp_lease *l, uint3
 
 /**
  * A member leaves (its QP is gone: nothing of the lease is on the wire any
- * more): every credit of its lease, and its reserve, go back to the pool.
+ * more): every credit of its lease, and its reserve, go back to the pool,
+ * and its FIN credits to the FIN reserve.
  *
  * @param p
  *   The pool.
@@ -189,6 +201,24 @@ void rdp_lease_divert_(struct rdp_lease_pool *p, uint32_t n);
 /* The member joins the waiters' FIFO. */
 void rdp_lease_enqueue_(struct rdp_lease_pool *p, struct rdp_lease *l);
 
+/*
+ * A data SEND came when the peer held no credit of the lease: it spent a
+ * FIN credit (credits are all alike to the peer: it goes on with a message
+ * begun before the descriptor came, and its FIN waits for the next credit).
+ * That credit joins the lease, above the floor and lease_max the rules
+ * use, until a FIN spends a lease credit instead (rdp_lease_on_fin()).
+ */
+static inline int
+rdp_lease_swap_(struct rdp_lease *l)
+{
+	if (l->fins == 0)
+		return -EPROTO;
+	l->fins--;
+	l->swapped++;
+	l->lease++;
+	return 0;
+}
+
 /**
  * A data SEND of the member's peer was polled.
  *
@@ -204,20 +234,22 @@ void rdp_lease_enqueue_(struct rdp_lease_pool *p, struct rdp_lease *l);
 static inline int
 rdp_lease_on_data(struct rdp_lease_pool *p, struct rdp_lease *l, bool want)
 {
-	if (l->out == 0)
+	if (l->out > 0)
+		l->out--;
+	else if (rdp_lease_swap_(l) < 0)
 		return -EPROTO;
-	l->out--;
 	l->wanting = want;
 	if (!want) {
 		/* no longer wanting: what it is owed above its floor goes to the pool */
-		uint32_t n = l->lease - p->floor < l->owed ? l->lease - p->floor : l->owed;
+		uint32_t above = l->lease - p->floor - l->swapped;
+		uint32_t n = above < l->owed ? above : l->owed;
 
 		if (n > 0) {
 			l->owed -= n;
 			l->lease -= n;
 			rdp_lease_divert_(p, n);
 		}
-	} else if (!l->queued && l->lease < p->lease_max) {
+	} else if (!l->queued && l->lease - l->swapped < p->lease_max) {
 		/* at lease_max a grant could give nothing: a WANT below it queues it */
 		rdp_lease_enqueue_(p, l);
 	}
@@ -243,29 +275,82 @@ rdp_lease_on_data(struct rdp_lease_pool *p, struct rdp_lease *l, bool want)
 int rdp_lease_on_give_back(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t extra);
 
 /**
- * A rendezvous descriptor is about to go to the member's peer, which will
- * owe a FIN for it: one credit from the pool for that FIN, owed to the
- * member so that the descriptor carries it. Without it the peer's FIN
- * could find every credit of the lease held in messages the application
- * keeps until its send arena frees, which only FINs do. Granted beyond
- * lease_max too (the lease may be all in those messages): a lease above
- * lease_max gives every credit freed to the pool (rdp_lease_on_free()),
- * so it exceeds lease_max by FIN credits alone, which no pure ack
- * carries. Nothing when the pool has no free credit.
+ * Keep credits out of the pool for FINs: a rendezvous descriptor brings
+ * one of them to its peer, for the FIN it will owe, and the FIN's buffer
+ * brings it back (rdp_lease_fin_take(), rdp_lease_on_fin()). Never
+ * lent: the pool may be empty, every credit of a lease in messages the
+ * application keeps until its descriptor's FIN, and the FIN still has a
+ * posted receive. `free + Σ lease + reserved + fin_size = size`.
+ *
+ * @param p
+ *   The pool, before its first admission.
+ * @param n
+ *   Credits to keep, 0 for none.
+ * @param why
+ *   Receives the numbers on refusal.
+ * @param len
+ *   Size of @p why.
+ * @return
+ *   0, or -EINVAL when the pool would no longer hold one member's floor.
+ */
+int rdp_lease_pool_fin_reserve(struct rdp_lease_pool *p, uint32_t n, char *why, size_t len);
+
+/**
+ * Take a credit of the FIN reserve for a descriptor of the member about to
+ * go. Only the poller's thread uses the reserve.
  *
  * @param p
  *   The pool.
  * @param l
  *   The member.
  * @return
- *   1 when the credit was granted, else 0.
+ *   true if taken; false when every credit of the reserve waits for its FIN.
  */
-uint32_t rdp_lease_grant_for_fin(struct rdp_lease_pool *p, struct rdp_lease *l);
+static inline bool
+rdp_lease_fin_take(struct rdp_lease_pool *p, struct rdp_lease *l)
+{
+	if (p->fin_free == 0)
+		return false;
+	__atomic_store_n(&p->fin_free, p->fin_free - 1, __ATOMIC_RELAXED);
+	l->fins++;
+	return true;
+}
+
+/**
+ * The member's QP is gone: no FIN comes any more, and the FIN credits its
+ * descriptors took go back to the FIN reserve (those the peer spent on
+ * data go when the member leaves, rdp_lease_leave()).
+ *
+ * @param p
+ *   The pool.
+ * @param l
+ *   The member.
+ */
+static inline void
+rdp_lease_fins_back(struct rdp_lease_pool *p, struct rdp_lease *l)
+{
+	__atomic_store_n(&p->fin_free, p->fin_free + l->fins, __ATOMIC_RELAXED);
+	l->fins = 0;
+}
+
+/**
+ * A FIN of the member's peer was polled; its buffer goes back to the SRQ
+ * and the FIN reserve has its credit again: the one its descriptor took,
+ * or, when the peer spent that on data (rdp_lease_on_data()), one of the
+ * lease, which leaves it.
+ *
+ * @param p
+ *   The pool.
+ * @param l
+ *   The member.
+ * @return
+ *   0, or -EPROTO when the peer had no FIN credit to spend.
+ */
+int rdp_lease_on_fin(struct rdp_lease_pool *p, struct rdp_lease *l);
 
 /**
  * The application freed a message of the member and its buffer went back
- * to the SRQ: the credit is owed to the member or goes to the pool (always
- * while the lease is above lease_max: FIN credits, rdp_lease_grant_for_fin()).
+ * to the SRQ: the credit is owed to the member or goes to the pool.
  *
  * @param p
  *   The pool.
@@ -277,8 +362,7 @@ uint32_t rdp_lease_grant_for_fin(struct rdp_lease_pool *p, struct rdp_lease *l);
 static inline bool
 rdp_lease_on_free(struct rdp_lease_pool *p, struct rdp_lease *l)
 {
-	bool divert = l->lease > p->lease_max ||
-		      (l->lease > p->floor && (!l->wanting || p->wq_len > 0));
+	bool divert = l->lease - l->swapped > p->floor && (!l->wanting || p->wq_len > 0);
 
 	if (divert) {
 		l->lease--;

@@ -145,7 +145,7 @@ setup_qp(struct rdp_ep *ep)
  * Does an endpoint keep a FIN reserve (rdp_credit_keep_fin_reserve())? Not
  * where it sends no descriptor (no send arena, its peer cannot READ from
  * it, or every message goes in chunks) nor where it receives on an SRQ
- * (the pool grants FIN credits). Returns the chunks of the longest message
+ * (the SRQ keeps the FIN reserve, ep_srq.c). Returns the chunks of the longest message
  * its window must still carry whole, 0 for no reserve.
  */
 static uint64_t

@@ -20,8 +20,8 @@
  * arena frees, which only FINs do, or until the message its descriptor
  * answers is done, which only its FIN does: so READs (no credit) and FINs
  * go before the send queue, a descriptor brings the credit its FIN spends
- * (from the sender's SRQ pool, or from receives its RQ keeps beyond the
- * window, ep->fin_reserve), and from the moment a descriptor arrives the
+ * (from the FIN reserve of the sender's SRQ, or from receives its RQ keeps
+ * beyond the window, ep->fin_reserve), and from the moment a descriptor arrives the
  * send queue leaves that credit for its FIN (ep->fins_due, ep_post_sends()).
  */
 #include <errno.h>
@@ -412,12 +412,16 @@ ep_rndv_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
 		uint32_t token = byte_len == RV_FIN_LEN ? get32(b + 4) : 0;
 		bool pad_ok = byte_len == RV_FIN_LEN && b[1] == 0 && b[2] == 0 && b[3] == 0;
 
-		/* on an RQ with a FIN reserve it spent the credit its descriptor
-		 * brought, which stays here (fin_received()) */
-		if (ep->fin_reserve > 0)
+		/* it spent the credit its descriptor brought, which stays here:
+		 * in the SRQ's FIN reserve, or in ours (fin_received()) */
+		if (ep->srq_member) {
+			if (!ep_srq_fin_recv(ep, m))
+				return;
+		} else if (ep->fin_reserve > 0) {
 			ep_recv_return_reserved(ep, m);
-		else
+		} else {
 			ep_recv_return(ep, m);
+		}
 		if (!pad_ok) {
 			ep_fail(ep, -EPROTO, "peer %s broke the rendezvous protocol: FIN of %u "
 				"bytes (field 'length' or 'padding'), expected %u zero-padded",

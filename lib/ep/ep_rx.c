@@ -187,7 +187,8 @@ recv_complete(struct rdp_ep *ep, const struct rdp_wc *wc)
 
 /*
  * A data SEND or control message of a leased peer spent a credit of its
- * lease (a give-back accounts for itself, ep_srq_give_back_recv()).
+ * lease (a give-back accounts for itself, ep_srq_give_back_recv(), and a
+ * FIN spends the FIN reserve's, ep_srq_fin_recv()).
  * False when that broke the rules: the endpoint failed, the buffer went back.
  */
 static inline bool
@@ -195,10 +196,14 @@ recv_leased(struct rdp_ep *ep, struct rdp_msg *m, uint32_t imm, uint32_t byte_le
 {
 	if ((imm & (IMM_ACK | IMM_FIRST)) == IMM_ACK)
 		return true; /* a pure ack: no credit, on the reserve */
-	if ((imm & IMM_ACK) && byte_len >= 1 &&
-	    ((const uint8_t *)rdp_pool_buf(ep->recv_pool, rdp_pool_msg_idx(ep->recv_pool, m)))[0] ==
-	    EP_CM_GIVEBACK)
-		return true;
+	if ((imm & IMM_ACK) && byte_len >= 1) {
+		uint8_t kind = ((const uint8_t *)rdp_pool_buf(ep->recv_pool,
+							      rdp_pool_msg_idx(ep->recv_pool, m)))[0];
+
+		/* a FIN spends the FIN reserve's credit (ep_srq_fin_recv()) */
+		if (kind == EP_CM_GIVEBACK || kind == EP_CM_FIN)
+			return true;
+	}
 	if (ep_srq_on_data(ep, imm & IMM_WANT))
 		return true;
 	ep_recv_drop(ep, m);
@@ -243,12 +248,13 @@ ep_recv_one(struct rdp_ep *ep, const struct rdp_wc *wc, struct rdp_msg *m)
 		return;
 	credits = ep_frame_credits(&ep->frame, wc->imm);
 	if (unlikely((wc->imm & (IMM_ACK | IMM_FIRST)) == IMM_ACK &&
-		     !rdp_credit_lease_ack_ok(&ep->credit, credits))) {
+		     !rdp_credit_lease_ack_ok(&ep->credit, credits, ep->fins_due))) {
 		ep_recv_drop(ep, m);
 		ep_fail(ep, -EPROTO, "peer %s broke the protocol: a pure ack of %u credit(s), "
 			"below its ack_threshold of %u, while %u of its lease were here (rule: a "
 			"leasing side acks fewer than ack_threshold only when it lent out none)",
-			ep->peer, credits, ep->credit.peer_lease_tack, ep->credit.rc);
+			ep->peer, credits, ep->credit.peer_lease_tack,
+			ep->credit.rc - RTE_MIN(ep->credit.rc, ep->fins_due));
 		return;
 	}
 	if (credits > 0) {

@@ -224,6 +224,55 @@ ep_srq_give_back_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
 			extra, out, lease, q->lease.floor);
 }
 
+/* ---- the FIN reserve ---- */
+
+/* Wake the first endpoint waiting for a credit of the FIN reserve, if one is free. */
+static void
+fin_wake(struct ep_srq *q)
+{
+	struct rdp_ep *first = TAILQ_FIRST(&q->fin_waiters);
+
+	if (first != NULL && q->lease.fin_free > 0)
+		ep_busy(first);
+}
+
+void
+ep_srq_fin_wait(struct rdp_ep *ep, bool waiting)
+{
+	struct ep_srq *q = ep->ld->srq;
+
+	if (waiting == ep->srq_fin_waiting)
+		return;
+	ep->srq_fin_waiting = waiting;
+	if (waiting) {
+		TAILQ_INSERT_TAIL(&q->fin_waiters, ep, srq_fin_next);
+		RDP_STAT_ADD(q->stats.fin_waits, 1);
+		return;
+	}
+	/* it took what it waited for, or waits for something else now: the next */
+	TAILQ_REMOVE(&q->fin_waiters, ep, srq_fin_next);
+	fin_wake(q);
+}
+
+bool
+ep_srq_fin_recv(struct rdp_ep *ep, struct rdp_msg *m)
+{
+	struct ep_srq *q = ep->ld->srq;
+	struct rdp_lease l = ep->lease;
+
+	/* it spent the credit its descriptor took from the reserve, not one of the lease */
+	ep_srq_repost(ep, m, false);
+	if (rdp_lease_on_fin(&q->lease, &ep->lease) < 0) {
+		ep_fail(ep, -EPROTO, "peer %s broke the rendezvous protocol: a FIN with no FIN "
+			"credit (%u taken by descriptors, %u spent on data, %u of the lease "
+			"held; rule: a FIN spends the credit its descriptor brought)", ep->peer,
+			l.fins, l.swapped, l.out);
+		return false;
+	}
+	fin_wake(q);
+	return true;
+}
+
 /* ---- completions ---- */
 
 /*
@@ -358,6 +407,12 @@ ep_srq_unmap(struct rdp_ep *ep)
 	if (q->last_ep == ep)
 		q->last_ep = NULL;
 	ep->srq_mapped = false;
+	/* no FIN comes any more: what its descriptors took goes back to the reserve */
+	if (ep->srq_fin_waiting || ep->lease.fins > 0) {
+		ep_srq_fin_wait(ep, false);
+		rdp_lease_fins_back(&q->lease, &ep->lease);
+		fin_wake(q);
+	}
 	ep_srq_flush(q); /* its buffers back on the SRQ before its lease goes */
 }
 
@@ -376,9 +431,27 @@ ep_srq_settle(struct rdp_ep *ep)
 		return;
 	rdp_lease_leave(&q->lease, &ep->lease);
 	ep->srq_member = false;
+	fin_wake(q); /* FIN credits its peer spent on data are the reserve's again */
 }
 
 /* ---- the lcore's SRQ ---- */
+
+/*
+ * Credits the SRQ keeps for the FINs of its endpoints' descriptors: none
+ * where they send none (the peer cannot READ from us, or every message
+ * goes in chunks); else a sixteenth of the SRQ, 1 to
+ * RDP_CREDIT_FIN_RESERVE_MAX. So many rendezvous messages of the poller's
+ * endpoints wait for their FINs at once; the next descriptor waits in line.
+ */
+static uint32_t
+fin_reserve_size(const struct ep_lcore_dev *ld)
+{
+	const struct rdp_cfg_lcore *c = &ld->lc->conf;
+
+	if (ld->conn.max_dest_rd_atomic == 0 || c->max_msg_size <= c->rndv_threshold)
+		return 0;
+	return RTE_MAX(1u, RTE_MIN((uint32_t)RDP_CREDIT_FIN_RESERVE_MAX, c->srq_size / 16));
+}
 
 int
 ep_srq_create(struct ep_lcore_dev *ld)
@@ -404,6 +477,7 @@ ep_srq_create(struct ep_lcore_dev *ld)
 		return rdp_err_set(ENOMEM, "out of memory");
 	ld->srq = q;
 	q->slot = UINT32_MAX;
+	TAILQ_INIT(&q->fin_waiters);
 	if (pthread_spin_init(&q->lock, PTHREAD_PROCESS_PRIVATE) != 0)
 		return rdp_err_set(ENOMEM, "lcore %u: no SRQ lock", lc->lcore_id);
 	q->lock_made = true;
@@ -417,6 +491,9 @@ ep_srq_create(struct ep_lcore_dev *ld)
 		return rdp_err_set(ENOMEM, "out of memory");
 	ret = rdp_lease_pool_init(&q->lease, c->srq_size, c->srq_floor, c->srq_lease_max,
 				  c->srq_grant, q->wq, members, why, sizeof(why));
+	if (ret == 0)
+		ret = rdp_lease_pool_fin_reserve(&q->lease, fin_reserve_size(ld), why,
+						 sizeof(why));
 	if (ret < 0)
 		return rdp_err_set(EINVAL, "lcore %u: %s", lc->lcore_id, why);
 	/*
@@ -497,8 +574,10 @@ ep_srq_snapshot(const struct ep_lcore_dev *ld, struct rdp_srq_stats *s)
 	s->size = q->lease.size;
 	s->free = __atomic_load_n(&q->lease.free, __ATOMIC_RELAXED);
 	s->reserved = __atomic_load_n(&q->lease.reserved, __ATOMIC_RELAXED);
-	s->leased = (uint64_t)s->free + s->reserved < s->size ?
-		    s->size - s->free - s->reserved : 0;
+	s->fin_reserve = q->lease.fin_size;
+	s->fin_free = __atomic_load_n(&q->lease.fin_free, __ATOMIC_RELAXED);
+	s->leased = (uint64_t)s->free + s->reserved + s->fin_reserve < s->size ?
+		    s->size - s->free - s->reserved - s->fin_reserve : 0;
 	s->members = __atomic_load_n(&q->lease.members, __ATOMIC_RELAXED);
 	s->floor = q->lease.floor;
 	s->lease_max = q->lease.lease_max;
@@ -508,6 +587,7 @@ ep_srq_snapshot(const struct ep_lcore_dev *ld, struct rdp_srq_stats *s)
 	s->posted = (uint32_t)RDP_STAT_READ(q->stats.posted);
 	s->refused = RDP_STAT_READ(q->stats.refused);
 	s->strays = RDP_STAT_READ(q->stats.strays);
+	s->fin_waits = RDP_STAT_READ(q->stats.fin_waits);
 }
 
 int

@@ -237,6 +237,8 @@ tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
 			rte_tel_data_add_dict_u64(q, "free", ss.free);
 			rte_tel_data_add_dict_u64(q, "leased", ss.leased);
 			rte_tel_data_add_dict_u64(q, "reserved", ss.reserved);
+			rte_tel_data_add_dict_u64(q, "fin_reserve", ss.fin_reserve);
+			rte_tel_data_add_dict_u64(q, "fin_free", ss.fin_free);
 			rte_tel_data_add_dict_u64(q, "members", ss.members);
 			rte_tel_data_add_dict_u64(q, "floor", ss.floor);
 			rte_tel_data_add_dict_u64(q, "lease_max", ss.lease_max);
@@ -245,6 +247,7 @@ tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
 			rte_tel_data_add_dict_u64(q, "given_back", ss.given_back);
 			rte_tel_data_add_dict_u64(q, "refused", ss.refused);
 			rte_tel_data_add_dict_u64(q, "strays", ss.strays);
+			rte_tel_data_add_dict_u64(q, "fin_waits", ss.fin_waits);
 			dev_key(qkey, sizeof(qkey), "srq", d, ld);
 			rte_tel_data_add_dict_container(o, qkey, q, 0);
 		}

@@ -346,6 +346,7 @@ ep_post_sends(struct rdp_ep *ep)
 	enum rdp_credit_verdict v = RDP_CREDIT_NONE;
 	struct rdp_credit *c = &ep->credit;
 	bool draining = ep_phase_get(ep) == EP_PH_DRAINING;
+	bool fin_blocked = false;
 	uint16_t n = 0;
 	uint64_t seq;
 
@@ -401,8 +402,10 @@ ep_post_sends(struct rdp_ep *ep)
 			/* a descriptor brings its FIN's credit: none left, it waits
 			 * for a FIN (fin_received()) */
 			if ((head->flags & MSG_F_RNDV) && ep->fin_reserve > 0 &&
-			    ep->fin_credits == 0)
+			    ep->fin_credits == 0) {
+				v = RDP_CREDIT_NONE;
 				break;
+			}
 			/* one-sided: an SQ slot (and a read slot), no remote credit;
 			 * a rendezvous descriptor or FIN: what a one-chunk message takes */
 			v = rdma ? rdp_credit_rdma_check(c, ep_rdma_is_read(head)) :
@@ -411,10 +414,15 @@ ep_post_sends(struct rdp_ep *ep)
 				break;
 			signaled = v == RDP_CREDIT_GO_SIGNALED ||
 				   ends_what_can_go(ep, rdma ? 0 : 1);
-			/* a descriptor brings a credit for its FIN: from the pool of
-			 * the SRQ we lease from, or from our RQ's FIN reserve */
+			/* a descriptor brings a credit for its FIN: from the FIN
+			 * reserve of the SRQ we lease from, or from our RQ's */
 			if (unlikely(ep->srq_member) && (head->flags & MSG_F_RNDV)) {
-				rdp_lease_grant_for_fin(&ep->ld->srq->lease, &ep->lease);
+				if (!ep_srq_fin_take(ep)) {
+					fin_blocked = true;
+					v = RDP_CREDIT_NONE;
+					break;
+				}
+				rdp_credit_grant_reserved(c, 1);
 			} else if ((head->flags & MSG_F_RNDV) && ep->fin_reserve > 0) {
 				ep->fin_credits--;
 				rdp_credit_grant_reserved(c, 1);
@@ -441,6 +449,9 @@ ep_post_sends(struct rdp_ep *ep)
 			ep->tx_seg = seg->next;
 		}
 	}
+	/* a descriptor waits in the SRQ's line for a FIN credit, or no longer */
+	if (unlikely(fin_blocked != ep->srq_fin_waiting))
+		ep_srq_fin_wait(ep, fin_blocked);
 	/* credits held above a leasing peer's floor with nothing to send go back */
 	if (unlikely(ep->peer_leases) && !draining) {
 		if (txq_empty(&ep->txq) && ep->fins_due == 0 && n < TX_BURST)

@@ -592,6 +592,8 @@ struct rdp_srq_stats {
 	uint32_t free;        /**< credits in the pool, lent to no endpoint */
 	uint32_t leased;      /**< credits leased to endpoints (floors included) */
 	uint32_t reserved;    /**< credits kept for the peers' pure acks */
+	uint32_t fin_reserve; /**< credits kept for the FINs of rendezvous descriptors */
+	uint32_t fin_free;    /**< of those, credits no descriptor took */
 	uint32_t members;     /**< endpoints leasing */
 	uint32_t floor;       /**< srq_floor */
 	uint32_t lease_max;   /**< srq_lease_max */
@@ -600,6 +602,7 @@ struct rdp_srq_stats {
 	uint64_t given_back;  /**< credits peers gave back */
 	uint64_t refused;     /**< endpoints refused: floor and reserve not free */
 	uint64_t strays;      /**< receives of a QP gone, posted again undelivered */
+	uint64_t fin_waits;   /**< times an endpoint's descriptor waited for a FIN credit */
 };
 
 /**

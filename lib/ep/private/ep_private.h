@@ -119,6 +119,7 @@ struct ep_srq_stats {
 	uint64_t strays;       /* receives of a QP gone, posted again undelivered */
 	uint64_t refused;      /* endpoints refused for want of floor and reserve */
 	uint64_t post_errors;  /* receives the SRQ refused */
+	uint64_t fin_waits;    /* endpoints that joined the line for a FIN credit */
 };
 
 #define EP_SRQ_BURST 32
@@ -158,6 +159,9 @@ struct ep_srq {
 	 */
 	uint32_t last_qpn;
 	struct rdp_ep *last_ep;
+	/* endpoints whose descriptor waits for a credit of the FIN reserve, in
+	 * order (ep_srq_fin_wait()): the first is woken when one comes back */
+	TAILQ_HEAD(, rdp_ep) fin_waiters;
 	struct ep_srq_stats stats;
 };
 
@@ -458,6 +462,8 @@ struct rdp_ep {
 	struct rdp_lease lease;         /* we lease: our peer's credits on the SRQ */
 	bool srq_member;                /* admitted to the SRQ's lease pool, not left yet */
 	bool srq_mapped;                /* its QP number is in the SRQ's map */
+	bool srq_fin_waiting;           /* in the SRQ's fin_waiters */
+	TAILQ_ENTRY(rdp_ep) srq_fin_next; /* in the SRQ's fin_waiters */
 	bool peer_leases;               /* the peer leases: WANT and give-backs go to it */
 	uint32_t peer_floor;            /* its floor */
 	uint32_t lease_tack;            /* our T_ack for leased credits owed */
@@ -729,6 +735,24 @@ void ep_srq_repost_foreign(struct rdp_msg *m);
 bool ep_srq_beyond_grant(struct rdp_ep *ep);
 /* A give-back arrived in @p m (@p byte_len bytes): accounted, buffer back. */
 void ep_srq_give_back_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len);
+/* A FIN arrived in @p m: its buffer goes back to the SRQ, its credit to the FIN reserve;
+ * false when the peer had no FIN credit (the endpoint failed). */
+bool ep_srq_fin_recv(struct rdp_ep *ep, struct rdp_msg *m);
+/* Set whether @p ep's next descriptor waits for a credit of the FIN reserve (FIFO). */
+void ep_srq_fin_wait(struct rdp_ep *ep, bool waiting);
+
+/*
+ * A credit of the SRQ's FIN reserve for a descriptor of @p ep: false when
+ * it must wait (the reserve is out, or endpoints waiting before it).
+ */
+static inline bool
+ep_srq_fin_take(struct rdp_ep *ep)
+{
+	struct ep_srq *q = ep->ld->srq;
+	const struct rdp_ep *first = TAILQ_FIRST(&q->fin_waiters);
+
+	return (first == NULL || first == ep) && rdp_lease_fin_take(&q->lease, &ep->lease);
+}
 
 /*
  * Owed leased credits to send now (into ep->credit.owed): with @p data any
