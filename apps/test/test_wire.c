@@ -627,6 +627,11 @@ static const struct wire_case srq_cases[] = {
 	{ "a give-back of the wrong length",
 	  { { .imm = CTL, .len = 12, .payload = gb_0 } }, 1, 0, -EPROTO,
 	  "broke the leasing protocol: give-back of 12 bytes (field 'length' or 'padding')" },
+	/* a FIN spends a credit of the SRQ's FIN reserve that a descriptor brought */
+	{ "a FIN no descriptor brought a credit for",
+	  { { .imm = CTL, .len = 8, .payload = fin_0 } }, 1, 0, -EPROTO,
+	  "broke the rendezvous protocol: a FIN with no credit for it (FIN credits it held 0, "
+	  "spent on data 0, lease credits it held 4" },
 };
 
 #define SRQ_BUSY 4

@@ -263,10 +263,10 @@ ep_srq_fin_recv(struct rdp_ep *ep, struct rdp_msg *m)
 	/* it spent the credit its descriptor took from the reserve, not one of the lease */
 	ep_srq_repost(ep, m, false);
 	if (rdp_lease_on_fin(&q->lease, &ep->lease) < 0) {
-		ep_fail(ep, -EPROTO, "peer %s broke the rendezvous protocol: a FIN with no FIN "
-			"credit (%u taken by descriptors, %u spent on data, %u of the lease "
-			"held; rule: a FIN spends the credit its descriptor brought)", ep->peer,
-			l.fins, l.swapped, l.out);
+		ep_fail(ep, -EPROTO, "peer %s broke the rendezvous protocol: a FIN with no "
+			"credit for it (FIN credits it held %u, spent on data %u, lease credits "
+			"it held %u; rule: a FIN spends the credit its descriptor brought)",
+			ep->peer, l.fins, l.swapped, l.out);
 		return false;
 	}
 	fin_wake(q);
