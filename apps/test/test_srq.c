@@ -73,10 +73,10 @@ print_srq(const char *when, unsigned int lcore)
 
 	RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(lcore, &q), 0);
 	printf("lcore %u SRQ %s: size %u posted %u free %u leased %u reserved %u FIN reserve "
-	       "%u (%u free) members %u, grants %" PRIu64 " diverted %" PRIu64 " given back %"
-	       PRIu64 " refused %" PRIu64 "\n", lcore, when, q.size, q.posted, q.free, q.leased,
-	       q.reserved, q.fin_reserve, q.fin_free, q.members, q.grants, q.diverted,
-	       q.given_back, q.refused);
+	       "%u (%u free, %" PRIu64 " waits) members %u, grants %" PRIu64 " diverted %" PRIu64
+	       " given back %" PRIu64 " refused %" PRIu64 "\n", lcore, when, q.size, q.posted,
+	       q.free, q.leased, q.reserved, q.fin_reserve, q.fin_free, q.fin_waits, q.members,
+	       q.grants, q.diverted, q.given_back, q.refused);
 }
 
 /*
@@ -137,6 +137,7 @@ pump_or_dump(struct stream_side **sides, unsigned int n, double timeout_s)
  */
 static uint32_t srq_reserve_each; /* when set, the reserve srq_pairs() expects per endpoint */
 static bool srq_check_max_msg;     /* when set, the first client's largest message is checked */
+static bool srq_expect_fin_waits;  /* when set, descriptors must have waited for FIN credits */
 
 static int
 srq_pairs(unsigned int pairs, bool pipeline, uint64_t count, uint32_t window,
@@ -191,6 +192,9 @@ srq_pairs(unsigned int pairs, bool pipeline, uint64_t count, uint32_t window,
 	RDP_ASSERT_EQ(q.free + q.leased + q.reserved + q.fin_reserve, q.size);
 	if (srq_reserve_each != 0)
 		RDP_ASSERT_EQ(q.reserved, 2 * pairs * srq_reserve_each);
+	if (srq_expect_fin_waits)
+		RDP_ASSERT_MSG(q.fin_waits > 0, "no descriptor waited for a FIN credit: the test "
+			       "proves nothing");
 	/* every message freed, the endpoints still up: the buffers that came back
 	 * last, waiting in the repost batch, go back on the SRQ once the poller idles */
 	srq_wait_posted(1, false, &q);
@@ -262,6 +266,27 @@ RDP_TEST(e2e, srq_pure_acks_of_a_leasing_peer_fit_one_buffer_each)
 	srq_extra = NULL;
 	srq_reserve_each = 0;
 	return ret;
+}
+
+/*
+ * Eight endpoints on an SRQ of 80 share its FIN reserve of 5: their
+ * rendezvous descriptors wait for FIN credits in line (fin_waits), each
+ * woken in turn as FINs come back, and every stream is exact.
+ */
+RDP_TEST(e2e, srq_8_endpoints_wait_in_line_for_the_fin_reserve)
+{
+	int ret;
+
+	srq_expect_fin_waits = true;
+	ret = srq_pairs(4, false, rdp_test_env_u64("RDP_SRQ_COUNT", 1000), 8, "80", SRQ_MAX_MSG);
+	srq_expect_fin_waits = false;
+	return ret;
+}
+
+/* The same with the pipeline, where fewer descriptors meet at once (and may not wait) */
+RDP_TEST(e2e, srq_8_endpoints_wait_in_line_for_the_fin_reserve_pipeline)
+{
+	return srq_pairs(4, true, rdp_test_env_u64("RDP_SRQ_COUNT", 1000), 8, "80", SRQ_MAX_MSG);
 }
 
 /* RDP_SRQ_COUNT messages each way per pair (the rxe lane: 150, 2400 in all) */
