@@ -439,18 +439,23 @@ ep_srq_settle(struct rdp_ep *ep)
 /*
  * Credits the SRQ keeps for the FINs of its endpoints' descriptors: none
  * where they send none (the peer cannot READ from us, or every message
- * goes in chunks); else a sixteenth of the SRQ, 1 to
- * RDP_CREDIT_FIN_RESERVE_MAX. So many rendezvous messages of the poller's
- * endpoints wait for their FINs at once; the next descriptor waits in line.
+ * goes in chunks); else a sixteenth of the SRQ, but no more than the
+ * rendezvous messages the send arena holds at once (each of more than
+ * rndv_threshold bytes), and 1 at least. So many rendezvous messages of
+ * the poller's endpoints wait for their FINs at once; the next descriptor
+ * waits in line.
  */
 static uint32_t
 fin_reserve_size(const struct ep_lcore_dev *ld)
 {
 	const struct rdp_cfg_lcore *c = &ld->lc->conf;
+	size_t arena = ep_rndv_send_limit(ld) > 0 ? ep_rndv_send_limit(ld) :
+		       ep_rndv_arena_size(ld, true);
+	size_t least = RTE_ALIGN_CEIL((size_t)c->rndv_threshold + 1, RDP_ARENA_PAGE);
 
 	if (ld->conn.max_dest_rd_atomic == 0 || c->max_msg_size <= c->rndv_threshold)
 		return 0;
-	return RTE_MAX(1u, RTE_MIN((uint32_t)RDP_CREDIT_FIN_RESERVE_MAX, c->srq_size / 16));
+	return (uint32_t)RTE_MAX((size_t)1, RTE_MIN((size_t)c->srq_size / 16, arena / least));
 }
 
 int
