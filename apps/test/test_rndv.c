@@ -734,9 +734,8 @@ struct hold_probe {
 	uint32_t reply_len;
 	struct rdp_ep *srv;     /* (atomic) the server's endpoint */
 	unsigned int expect;    /* requests the client sends */
-	unsigned int batch;     /* requests the server holds before it replies to any, 0: none */
-	bool until_dry;         /* or until it holds its whole lease and its SRQ's pool has
-				 * no free credit */
+	bool until_dry;         /* the server answers none until it holds its whole lease
+				 * and its SRQ's pool has no free credit */
 	unsigned int dry;       /* (atomic) batches answered so */
 	unsigned int stash_n;   /* requests held, not answered yet (server lcore) */
 	struct rdp_msg *stash[256];
@@ -783,15 +782,14 @@ hold_srv_recv(struct rdp_ep *ep, struct rdp_msg **msgs, uint16_t n, void *arg)
 
 	RTE_SET_USED(arg);
 	__atomic_store_n(&hp.srv, ep, __ATOMIC_RELEASE);
-	if (hp.batch > 0) {
+	if (hp.until_dry) {
 		/* held in batches, as a server that gathers requests before it answers */
 		for (i = 0; i < n; i++) {
 			hp.stash[hp.stash_n++] = msgs[i];
 			__atomic_fetch_add(&hp.requests, 1, __ATOMIC_RELEASE);
-			bool dry = hp.until_dry && srq_dry(1) &&
-				   hp.requests - hp.done >= ep->lease.lease;
+			bool dry = srq_dry(1) && hp.requests - hp.done >= ep->lease.lease;
 
-			if (hp.stash_n == hp.batch || hp.requests == hp.expect || dry) {
+			if (hp.stash_n == RTE_DIM(hp.stash) || hp.requests == hp.expect || dry) {
 				if (dry)
 					__atomic_fetch_add(&hp.dry, 1, __ATOMIC_RELEASE);
 				hold_srv_answer_stash(ep);
@@ -871,7 +869,7 @@ static const struct rdp_ep_ops hold_cli_ops = { .on_recv = hold_cli_recv,
  */
 static int
 requests_held_until_reply_done(struct rdp_cfg *cfg, unsigned int n, uint32_t reply_len,
-			       int reserve, unsigned int batch, bool until_dry)
+			       int reserve, bool until_dry)
 {
 	struct rdp_ep_params pcli = { .ops = &hold_cli_ops, .lcore = 1, .notify_send_ok = true };
 	struct rdp_ep_params psrv = { .ops = &hold_srv_ops, .lcore = 1, .notify_send_ok = true };
@@ -884,9 +882,7 @@ requests_held_until_reply_done(struct rdp_cfg *cfg, unsigned int n, uint32_t rep
 	memset(&hp, 0, sizeof(hp));
 	hp.reply_len = reply_len;
 	hp.expect = n;
-	hp.batch = batch;
 	hp.until_dry = until_dry;
-	RDP_ASSERT(batch <= RTE_DIM(hp.stash));
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
 	cli = stream_loopback_connect(&psrv, &pcli);
 	for (i = 0; i < n; i++) {
@@ -945,7 +941,22 @@ RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_all_complete)
 
 	rdp_test_eal_init("0-1");
 	cfg = rndv_cfg(rdp_test_driver_or("shm"), 65536, "16384", "33554432");
-	requests_held_until_reply_done(cfg, 200, 65536, 14, 0, false);
+	requests_held_until_reply_done(cfg, 200, 65536, 14, false);
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/* @p n requests held on an SRQ of @p size buffers (srq_floor 8), replies of 64 KiB */
+static int
+requests_held_on_srq(const char *size, const char *lease_max, unsigned int n, bool until_dry)
+{
+	struct rdp_cfg *cfg;
+
+	rdp_test_eal_init("0-1");
+	cfg = rndv_cfg(rdp_test_driver_or("shm"), 65536, "16384", "33554432");
+	srq_set(cfg, size, "8", lease_max);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	requests_held_until_reply_done(cfg, n, 65536, 0, until_dry);
 	rdp_cfg_free(cfg);
 	return 0;
 }
@@ -953,15 +964,7 @@ RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_all_complete)
 /* The same on an SRQ: its FIN reserve, outside the lease pool, gives the FINs' credits */
 RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_all_complete_srq)
 {
-	struct rdp_cfg *cfg;
-
-	rdp_test_eal_init("0-1");
-	cfg = rndv_cfg(rdp_test_driver_or("shm"), 65536, "16384", "33554432");
-	srq_set(cfg, "256", "8", "32");
-	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
-	requests_held_until_reply_done(cfg, 200, 65536, 0, 0, false);
-	rdp_cfg_free(cfg);
-	return 0;
+	return requests_held_on_srq("256", "32", 200, false);
 }
 
 /*
@@ -973,15 +976,7 @@ RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_all_complete_srq)
  */
 RDP_TEST(e2e, rndv_requests_held_in_batches_that_empty_the_srq_pool_all_complete)
 {
-	struct rdp_cfg *cfg;
-
-	rdp_test_eal_init("0-1");
-	cfg = rndv_cfg(rdp_test_driver_or("shm"), 65536, "16384", "33554432");
-	srq_set(cfg, "64", "8", "60");
-	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
-	requests_held_until_reply_done(cfg, 192, 65536, 0, 64, true);
-	rdp_cfg_free(cfg);
-	return 0;
+	return requests_held_on_srq("64", "60", 192, true);
 }
 
 /*
@@ -1027,7 +1022,7 @@ RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_random_windows)
 		       ar, ta, t, reply);
 		fflush(stdout);
 		RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
-		requests_held_until_reply_done(cfg, 3 * c, reply, -1, 0, false);
+		requests_held_until_reply_done(cfg, 3 * c, reply, -1, false);
 		rdp_cfg_free(cfg);
 	}
 	return 0;
