@@ -1005,6 +1005,50 @@ RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
 	return close_pair_and_fini(&srv, &cli, cfg);
 }
 
+/*
+ * With srq = on, /rdp/lcores shows each SRQ with its credits, the FIN
+ * reserve among them, as rdp_lcore_srq_stats_get() reads them, while a
+ * stream runs.
+ */
+RDP_TEST(e2e, ep_telemetry_shows_the_srq_and_its_fin_reserve)
+{
+	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
+	struct rdp_ep_params psrv, pcli;
+	struct rdp_srq_stats q;
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	char prefix[64], addr[64], want[128], out[16384];
+	int port;
+
+	snprintf(prefix, sizeof(prefix), "rdp-tel-srq-%d", (int)getpid());
+	rdp_test_eal_init_telemetry("0-1", prefix);
+	cfg = init_with("shm", "srq", "on", "srq_size", "256", "srq_floor", "8", NULL);
+	side_init(&srv, "server", 1, 2, 20000, false);
+	side_init(&cli, "client", 2, 1, 20000, false);
+	stream_params(&srv, &psrv);
+	stream_params(&cli, &pcli);
+	port = rdp_listen("127.0.0.1:0", &psrv);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ep = rdp_connect(addr, &pcli);
+	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), 0);
+	while (__atomic_load_n(&cli.done, __ATOMIC_ACQUIRE) < 1000)
+		usleep(1000);
+	telemetry_query(prefix, "/rdp/lcores", out, sizeof(out));
+	printf("%s\n", out);
+	RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(1, &q), 0);
+	/* 256 buffers: a sixteenth kept for the FINs of rendezvous descriptors */
+	RDP_ASSERT_EQ(q.fin_reserve, 16);
+	snprintf(want, sizeof(want), "\"srq\":{\"size\":256,");
+	RDP_ASSERT_MSG(strstr(out, want) != NULL, "%s not in %s", want, out);
+	snprintf(want, sizeof(want), "\"reserved\":%u,\"fin_reserve\":16,\"fin_free\":",
+		 q.reserved);
+	RDP_ASSERT_MSG(strstr(out, want) != NULL, "%s not in %s", want, out);
+	RDP_ASSERT_MSG(strstr(out, "\"fin_waits\":") != NULL, "%s", out);
+	RDP_ASSERT_EQ(stream_pump(sides, 2, 120), 0);
+	assert_clean(&cli);
+	return close_pair_and_fini(&srv, &cli, cfg);
+}
+
 /* ---------------------------------------------------------------------- */
 /* CQ admission                                                           */
 /* ---------------------------------------------------------------------- */
