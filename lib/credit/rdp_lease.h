@@ -220,7 +220,9 @@ rdp_lease_swap_(struct rdp_lease *l)
 }
 
 /**
- * A data SEND of the member's peer was polled.
+ * A data SEND of the member's peer was polled. It spends a credit of the
+ * lease, or, with none left at the peer, a FIN credit, which then joins
+ * the lease (rdp_lease_swap_()).
  *
  * @param p
  *   The pool.
@@ -229,7 +231,8 @@ rdp_lease_swap_(struct rdp_lease *l)
  * @param want
  *   The SEND's immediate data said WANT.
  * @return
- *   0, or -EPROTO when the peer had no credit to spend.
+ *   0, or -EPROTO when the peer had no credit to spend, of the lease or
+ *   for a FIN.
  */
 static inline int
 rdp_lease_on_data(struct rdp_lease_pool *p, struct rdp_lease *l, bool want)
