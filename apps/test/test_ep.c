@@ -955,28 +955,43 @@ telemetry_query(const char *prefix, const char *cmd, char *out, size_t len)
 	close(fd);
 }
 
-RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
+/*
+ * A checked two-way stream of @p count messages each way between lcores 1
+ * and 2 of this process, connected and 1000 messages in: the client's
+ * endpoint.
+ */
+static struct rdp_ep *
+telemetry_pair_start(struct stream_side *srv, struct stream_side *cli, uint64_t count)
 {
-	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
 	struct rdp_ep_params psrv, pcli;
-	struct rdp_cfg *cfg;
 	struct rdp_ep *ep;
-	char addr[64], prefix[64], out[16384], cmd[64];
+	char addr[64];
 	int port;
 
-	snprintf(prefix, sizeof(prefix), "rdp-tel-%d", (int)getpid());
-	rdp_test_eal_init_telemetry("0-1", prefix);
-	cfg = init_with("shm", NULL);
-	side_init(&srv, "server", 1, 2, 50000, false);
-	side_init(&cli, "client", 2, 1, 50000, false);
-	stream_params(&srv, &psrv);
-	stream_params(&cli, &pcli);
+	side_init(srv, "server", 1, 2, count, false);
+	side_init(cli, "client", 2, 1, count, false);
+	stream_params(srv, &psrv);
+	stream_params(cli, &pcli);
 	port = rdp_listen("127.0.0.1:0", &psrv);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	ep = rdp_connect(addr, &pcli);
 	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), 0);
-	while (__atomic_load_n(&cli.done, __ATOMIC_ACQUIRE) < 1000)
+	while (__atomic_load_n(&cli->done, __ATOMIC_ACQUIRE) < 1000)
 		usleep(1000);
+	return ep;
+}
+
+RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
+{
+	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
+	struct rdp_cfg *cfg;
+	struct rdp_ep *ep;
+	char prefix[64], out[16384], cmd[64];
+
+	snprintf(prefix, sizeof(prefix), "rdp-tel-%d", (int)getpid());
+	rdp_test_eal_init_telemetry("0-1", prefix);
+	cfg = init_with("shm", NULL);
+	ep = telemetry_pair_start(&srv, &cli, 50000);
 	telemetry_query(prefix, "/rdp/endpoints", out, sizeof(out));
 	printf("%s\n", out);
 	RDP_ASSERT_MSG(strstr(out, "\"/rdp/endpoints\":[") != NULL, "%s", out);
@@ -1013,26 +1028,14 @@ RDP_TEST(e2e, ep_telemetry_answers_while_traffic_runs)
 RDP_TEST(e2e, ep_telemetry_shows_the_srq_and_its_fin_reserve)
 {
 	struct stream_side srv, cli, *sides[2] = { &srv, &cli };
-	struct rdp_ep_params psrv, pcli;
 	struct rdp_srq_stats q;
 	struct rdp_cfg *cfg;
-	struct rdp_ep *ep;
-	char prefix[64], addr[64], want[128], out[16384];
-	int port;
+	char prefix[64], want[128], out[16384];
 
 	snprintf(prefix, sizeof(prefix), "rdp-tel-srq-%d", (int)getpid());
 	rdp_test_eal_init_telemetry("0-1", prefix);
 	cfg = init_with("shm", "srq", "on", "srq_size", "256", "srq_floor", "8", NULL);
-	side_init(&srv, "server", 1, 2, 20000, false);
-	side_init(&cli, "client", 2, 1, 20000, false);
-	stream_params(&srv, &psrv);
-	stream_params(&cli, &pcli);
-	port = rdp_listen("127.0.0.1:0", &psrv);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	ep = rdp_connect(addr, &pcli);
-	RDP_ASSERT_EQ(rdp_ep_wait_established(ep, 5000), 0);
-	while (__atomic_load_n(&cli.done, __ATOMIC_ACQUIRE) < 1000)
-		usleep(1000);
+	telemetry_pair_start(&srv, &cli, 20000);
 	telemetry_query(prefix, "/rdp/lcores", out, sizeof(out));
 	printf("%s\n", out);
 	RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(1, &q), 0);

@@ -172,7 +172,7 @@ rdp_lease_leave(struct rdp_lease_pool *p, struct rdp_lease *l)
 	if (l->queued)
 		wq_remove(p, l);
 	add32(&p->free, l->lease - l->swapped + l->reserve);
-	__atomic_store_n(&p->fin_free, p->fin_free + l->fins + l->swapped, __ATOMIC_RELAXED);
+	rdp_lease_fin_set_(p, p->fin_free + l->fins + l->swapped);
 	sub32(&p->reserved, l->reserve);
 	sub32(&p->members, 1);
 	memset(l, 0, sizeof(*l));
@@ -232,7 +232,7 @@ rdp_lease_on_fin(struct rdp_lease_pool *p, struct rdp_lease *l)
 	} else {
 		return -EPROTO;
 	}
-	__atomic_store_n(&p->fin_free, p->fin_free + 1, __ATOMIC_RELAXED);
+	rdp_lease_fin_set_(p, p->fin_free + 1);
 	return 0;
 }
 

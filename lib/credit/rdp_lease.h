@@ -13,7 +13,7 @@
  *
  * - Every credit of an SRQ of `size` buffers is in the pool, in exactly
  *   one member's lease or reserve, or in the FIN reserve; a lease stays
- *   within `[floor, lease_max]`.
+ *   within `[floor, lease_max]`, plus the FIN credits it holds (`swapped`).
  * - A member is admitted only if its floor is free in the pool, beside
  *   what the pool keeps for the buffers that wait to be posted.
  * - A data SEND whose immediate data says WANT queues its member (FIFO)
@@ -201,6 +201,13 @@ void rdp_lease_divert_(struct rdp_lease_pool *p, uint32_t n);
 /* The member joins the waiters' FIFO. */
 void rdp_lease_enqueue_(struct rdp_lease_pool *p, struct rdp_lease *l);
 
+/* The FIN reserve's free credits are @p n now (the poller's thread; read anywhere). */
+static inline void
+rdp_lease_fin_set_(struct rdp_lease_pool *p, uint32_t n)
+{
+	__atomic_store_n(&p->fin_free, n, __ATOMIC_RELAXED);
+}
+
 /*
  * A data SEND came when the peer held no credit of the lease: it spent a
  * FIN credit (credits are all alike to the peer: it goes on with a message
@@ -283,7 +290,8 @@ int rdp_lease_on_give_back(struct rdp_lease_pool *p, struct rdp_lease *l, uint32
  * brings it back (rdp_lease_fin_take(), rdp_lease_on_fin()). Never
  * lent: the pool may be empty, every credit of a lease in messages the
  * application keeps until its descriptor's FIN, and the FIN still has a
- * posted receive. `free + Σ lease + reserved + fin_size = size`.
+ * posted receive. `free + Σ (lease - swapped) + reserved + fin_size =
+ * size`, and `fin_free + Σ (fins + swapped) = fin_size`.
  *
  * @param p
  *   The pool, before its first admission.
@@ -314,7 +322,7 @@ rdp_lease_fin_take(struct rdp_lease_pool *p, struct rdp_lease *l)
 {
 	if (p->fin_free == 0)
 		return false;
-	__atomic_store_n(&p->fin_free, p->fin_free - 1, __ATOMIC_RELAXED);
+	rdp_lease_fin_set_(p, p->fin_free - 1);
 	l->fins++;
 	return true;
 }
@@ -332,7 +340,7 @@ rdp_lease_fin_take(struct rdp_lease_pool *p, struct rdp_lease *l)
 static inline void
 rdp_lease_fins_back(struct rdp_lease_pool *p, struct rdp_lease *l)
 {
-	__atomic_store_n(&p->fin_free, p->fin_free + l->fins, __ATOMIC_RELAXED);
+	rdp_lease_fin_set_(p, p->fin_free + l->fins);
 	l->fins = 0;
 }
 
