@@ -277,3 +277,57 @@ RDP_TEST(unit, hello_read_depth_is_what_we_issue_capped_by_what_the_peer_serves)
 	RDP_ASSERT_EQ(ag.rd_depth, 0);
 	return 0;
 }
+
+/*
+ * A REJECT's reason has 63 bytes on the wire. A longer one is cut where a
+ * clause ends (outside parentheses), or else at a word, and says so with
+ * " ...": the peer reads a whole statement, never a sentence cut mid-word.
+ */
+RDP_TEST(unit, hello_reject_reason_is_cut_at_a_clause_and_says_so)
+{
+	struct rdp_hello h = { .type = RDP_HELLO_REJECT }, out;
+	uint8_t buf[RDP_HELLO_LEN];
+	char why[256], fit[RDP_HELLO_REASON_LEN];
+
+	rdp_hello_reason_set(&h, "shared secret required (config key 'secret')");
+	RDP_ASSERT_STR_EQ(h.reason, "shared secret required (config key 'secret')");
+
+	rdp_hello_reason_set(&h, "srq_size=40: 2 credits free, an endpoint needs 3 (srq_floor=2 "
+			     "+ a reserve of 1 for its peer's pure acks; 12 endpoints hold 36)");
+	RDP_ASSERT_STR_EQ(h.reason, "srq_size=40: 2 credits free, an endpoint needs 3 ...");
+
+	/* a comma inside the parentheses is no clause of the sentence */
+	rdp_hello_reason_set(&h, "field 'max_msg_size': 1048576 is beyond what we hold (so, chunks, "
+			     "floor and buffer size agree on 65536)");
+	RDP_ASSERT_STR_EQ(h.reason, "field 'max_msg_size': 1048576 is beyond what we hold ...");
+
+	/* no clause ends in reach: the last whole word */
+	rdp_hello_reason_set(&h, "every word of this reason is a word and the sentence goes on "
+			     "and on without a single comma");
+	RDP_ASSERT_STR_EQ(h.reason, "every word of this reason is a word and the sentence goes ...");
+	RDP_ASSERT(strlen(h.reason) <= RDP_HELLO_REASON_LEN - 1);
+
+	/* not even a word: the bytes that fit */
+	memset(why, 'a', 100);
+	why[100] = '\0';
+	rdp_hello_reason_set(&h, why);
+	RDP_ASSERT_EQ(strlen(h.reason), RDP_HELLO_REASON_LEN - 1);
+	RDP_ASSERT_STR_EQ(h.reason + RDP_HELLO_REASON_LEN - 5, " ...");
+
+	/* 63 bytes fit whole, 64 do not */
+	memset(fit, 'b', sizeof(fit) - 1);
+	fit[sizeof(fit) - 1] = '\0';
+	rdp_hello_reason_set(&h, fit);
+	RDP_ASSERT_STR_EQ(h.reason, fit);
+	snprintf(why, sizeof(why), "%s; x", fit);
+	rdp_hello_reason_set(&h, why);
+	RDP_ASSERT_STR_EQ(h.reason + RDP_HELLO_REASON_LEN - 5, " ...");
+
+	/* and it travels as it was cut */
+	rdp_hello_reason_set(&h, "srq_size=40: 2 credits free, an endpoint needs 3 (srq_floor=2 "
+			     "+ a reserve of 1 for its peer's pure acks)");
+	rdp_hello_encode(&h, buf);
+	RDP_ASSERT_EQ(rdp_hello_decode(buf, sizeof(buf), &out, why, sizeof(why)), 0);
+	RDP_ASSERT_STR_EQ(out.reason, "srq_size=40: 2 credits free, an endpoint needs 3 ...");
+	return 0;
+}

@@ -590,10 +590,14 @@ RDP_TEST(e2e, srq_endpoint_refused_for_want_of_floor_names_the_numbers)
 	/* what is free depends on what the first pair leases beyond its floors */
 	RDP_ASSERT_MSG(strstr(rdp_test_log, "credits free, an endpoint needs 8 (srq_floor=4 + a "
 			      "reserve of 4 for its peer's pure acks; 2 endpoints hold ") != NULL &&
-		       strstr(rdp_test_log, "; 1 kept for rendezvous FINs") != NULL, "%s",
+		       strstr(rdp_test_log, "; 1 kept for rendezvous FINs") != NULL &&
+		       strstr(rdp_test_log, "of the free kept for receives waiting to be "
+			      "posted)") != NULL, "%s",
 		       rdp_test_log);
-	RDP_ASSERT_MSG(strstr(rdp_test_log, "failed: peer refused: srq_size=20: ") != NULL,
-		       "%s", rdp_test_log);
+	/* the client reads a whole statement, and where the rest is */
+	RDP_ASSERT_MSG(strstr(rdp_test_log, "failed: peer refused: srq_size=20: ") != NULL &&
+		       strstr(rdp_test_log, " credits free, an endpoint needs 8 ... (the peer's "
+			      "log has the whole reason)\n") != NULL, "%s", rdp_test_log);
 	RDP_ASSERT_EQ(rdp_lcore_srq_stats_get(1, &q), 0);
 	RDP_ASSERT_EQ(q.refused, 1);
 	RDP_ASSERT_EQ(q.members, 2);

@@ -122,8 +122,8 @@ rdp_lease_admit_reserve(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t 
 			char kept[64] = "", fins[64] = "";
 
 			if (p->keep > 0)
-				snprintf(kept, sizeof(kept), "; %u kept for receives waiting to be "
-					 "posted", p->keep);
+				snprintf(kept, sizeof(kept), "; %u of the free kept for receives waiting "
+					 "to be posted", p->keep);
 			if (p->fin_size > 0)
 				snprintf(fins, sizeof(fins), "; %u kept for rendezvous FINs",
 					 p->fin_size);

@@ -401,7 +401,7 @@ hs_fail(struct rdp_ep *ep, int err, const char *fmt, ...)
 	count_refusal(ep, err, why);
 	if (ep->fd >= 0 && (err == -EPROTO || err == -EACCES)) {
 		/* best effort: a peer that speaks our protocol learns why */
-		memcpy(rej.reason, why, RTE_MIN(strlen(why), sizeof(rej.reason) - 1));
+		rdp_hello_reason_set(&rej, why);
 		rdp_hello_encode(&rej, buf);
 		if (send(ep->fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 			EP_LOG(DEBUG, "reject to %s not sent: %s", ep->peer, strerror(errno));
@@ -698,7 +698,12 @@ static bool
 hs_expect(struct rdp_ep *ep, const struct rdp_hello *peer, uint8_t type, const char *name)
 {
 	if (peer->type == RDP_HELLO_REJECT) {
-		hs_fail(ep, -ECONNREFUSED, "peer refused: %s", peer->reason);
+		size_t n = strlen(peer->reason);
+
+		/* a reason too long for the REJECT ends in " ..." (rdp_hello_reason_set()) */
+		hs_fail(ep, -ECONNREFUSED, "peer refused: %s%s", peer->reason,
+			n >= 4 && strcmp(peer->reason + n - 4, " ...") == 0 ?
+			" (the peer's log has the whole reason)" : "");
 		return false;
 	}
 	if (peer->type != type) {

@@ -122,6 +122,39 @@ rdp_hello_encode(const struct rdp_hello *h, uint8_t buf[RDP_HELLO_LEN])
 		memcpy(buf + OFF_REASON, h->reason, strnlen(h->reason, RDP_HELLO_REASON_LEN - 1));
 }
 
+/* " ..." after a cut reason: what is kept of it is at most this long */
+#define REASON_CUT_MAX (RDP_HELLO_REASON_LEN - 1 - 4)
+
+void
+rdp_hello_reason_set(struct rdp_hello *h, const char *why)
+{
+	size_t len = strlen(why), clause = 0, word = 0, i;
+	int depth = 0;
+
+	if (len < RDP_HELLO_REASON_LEN) {
+		memcpy(h->reason, why, len + 1);
+		return;
+	}
+	for (i = 1; i <= REASON_CUT_MAX; i++) {
+		/* why[0, i) is a candidate when why[i] starts a separator */
+		if (why[i] == ' ') {
+			word = i;
+			if (depth == 0 && why[i + 1] == '(')
+				clause = i;
+		} else if (depth == 0 && (why[i] == ';' || why[i] == ',' || why[i] == ':') &&
+			   why[i + 1] == ' ') {
+			clause = i;
+		}
+		if (why[i] == '(')
+			depth++;
+		else if (why[i] == ')' && depth > 0)
+			depth--;
+	}
+	i = clause > 0 ? clause : word > 0 ? word : REASON_CUT_MAX;
+	memcpy(h->reason, why, i);
+	memcpy(h->reason + i, " ...", 5);
+}
+
 static bool
 all_zero(const uint8_t *p, size_t n)
 {

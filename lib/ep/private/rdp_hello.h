@@ -108,6 +108,20 @@ struct rdp_hello_agreed {
 void rdp_hello_encode(const struct rdp_hello *h, uint8_t buf[RDP_HELLO_LEN]);
 
 /**
+ * Set a REJECT's reason, which has RDP_HELLO_REASON_LEN - 1 bytes on the
+ * wire. A longer @p why is cut where its last clause in reach ends (before
+ * " (", "; ", ", " or ": " outside parentheses), else after its last whole
+ * word, else at the bytes that fit, and ends in " ..." so that the peer
+ * reads a whole statement and knows there is more (in this side's log).
+ *
+ * @param h
+ *   The REJECT.
+ * @param why
+ *   The reason, NUL-terminated.
+ */
+void rdp_hello_reason_set(struct rdp_hello *h, const char *why);
+
+/**
  * Decode and check a message from a peer.
  *
  * @param buf
