@@ -19,10 +19,11 @@
  *   for their pure acks, the FIN credits of descriptors) never exceeds
  *   the receives posted (the SRQ less the buffers applications hold);
  * - every lease stays within [floor, lease_max];
- * - a refused operation (a peer without credit, a give-back beyond its
- *   lease or under its floor, an admission that does not fit, a descriptor
- *   when the FIN reserve is out) is refused
- *   exactly when the rules say so, and changes nothing;
+ * - a refused operation (data from a peer without a credit of its lease,
+ *   FIN credits aside, a give-back beyond its lease or under its floor, an
+ *   admission that does not fit, a descriptor when the FIN reserve is out,
+ *   a FIN none was due for) is refused exactly when the rules say so, and
+ *   changes nothing;
  * - the waiters' FIFO holds each wanting member at most once.
  */
 #include <stdbool.h>
@@ -58,11 +59,10 @@ check(const struct rdp_lease_pool *p, const struct rdp_lease *l, const struct me
 		/* grants and diversions move lease and owed together: the rest
 		 * is the peer's and the application's, which the model counts */
 		FUZZ_ASSERT(l[i].out + l[i].fins == m[i].out && l[i].reserve == m[i].reserve);
-		FUZZ_ASSERT(l[i].fins + l[i].swapped == m[i].due);
+		FUZZ_ASSERT(l[i].fins == m[i].due);
 		FUZZ_ASSERT(l[i].lease == l[i].out + l[i].owed + m[i].held);
-		FUZZ_ASSERT(l[i].lease >= p->floor + l[i].swapped &&
-			    l[i].lease <= p->lease_max + l[i].swapped);
-		leased += l[i].lease - l[i].swapped;
+		FUZZ_ASSERT(l[i].lease >= p->floor && l[i].lease <= p->lease_max);
+		leased += l[i].lease;
 		reserved += l[i].reserve;
 		spendable += m[i].out + l[i].reserve;
 		fins += m[i].due;
@@ -143,17 +143,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (arg & 1) /* the QP went before: its FIN credits first */
 				rdp_lease_fins_back(&p, &l[i]);
 			rdp_lease_leave(&p, &l[i]);
-			FUZZ_ASSERT(p.free == before.free + lb.lease - lb.swapped + lb.reserve);
+			FUZZ_ASSERT(p.free == before.free + lb.lease + lb.reserve);
 			FUZZ_ASSERT(p.fin_free == before.fin_free + m[i].due);
 			memset(&m[i], 0, sizeof(m[i]));
 			break;
 		case OP_DATA:
 			if (!m[i].in)
 				break;
-			/* a FIN credit spent on data (a message begun before its
-			 * descriptor came) is accepted as a lease credit */
+			/* refused unless the peer holds a credit of the lease: its
+			 * FIN credits are for its FINs */
 			ret = rdp_lease_on_data(&p, &l[i], arg & 1);
-			FUZZ_ASSERT((ret != 0) == (m[i].out == 0));
+			FUZZ_ASSERT((ret != 0) == (m[i].out == m[i].due));
 			if (ret != 0) {
 				FUZZ_ASSERT(ret == -EPROTO && same(&p, &before, &l[i], &lb));
 				break;
@@ -171,7 +171,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!m[i].in)
 				break;
 			n = 1 + arg % 8;
-			refused = n > lb.out || n > lb.lease || lb.lease - n < p.floor + lb.swapped;
+			refused = n > lb.out || n > lb.lease || lb.lease - n < p.floor;
 			ret = rdp_lease_on_give_back(&p, &l[i], n - 1);
 			FUZZ_ASSERT((ret != 0) == refused);
 			if (ret != 0) {
@@ -201,11 +201,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case OP_FIN_RETURN:
 			/* a FIN came: its buffer goes back, a credit to the reserve;
-			 * refused unless one was due and the peer held a credit */
+			 * refused unless one was due (the peer then held its credit) */
 			if (!m[i].in)
 				break;
 			ret = rdp_lease_on_fin(&p, &l[i]);
-			FUZZ_ASSERT((ret != 0) == (m[i].due == 0 || m[i].out == 0));
+			FUZZ_ASSERT((ret != 0) == (m[i].due == 0));
 			if (ret != 0) {
 				FUZZ_ASSERT(ret == -EPROTO && same(&p, &before, &l[i], &lb));
 				break;

@@ -160,24 +160,24 @@ post_data(struct rdp_credit *c)
 	return v == RDP_CREDIT_GO_SIGNALED;
 }
 
-/* Credits set aside for FINs: a message starts only with all its chunks beside them. */
-RDP_TEST(unit, credit_may_start_leaves_the_kept_credits)
+/* Credits set aside for FINs: data spends only the credits beyond them. */
+RDP_TEST(unit, credit_may_send_leaves_the_kept_credits)
 {
 	struct rdp_credit c;
 
 	endpoint(&c, 64, 4, 1);
 	c.rc = 5;
-	/* nothing kept: one credit starts a message of any length */
-	RDP_ASSERT(rdp_credit_may_start(&c, 0, 0, 100));
-	RDP_ASSERT(rdp_credit_may_start(&c, 4, 0, 100));
-	RDP_ASSERT(!rdp_credit_may_start(&c, 5, 0, 1));
-	RDP_ASSERT(!rdp_credit_may_start(&c, 9, 0, 1));	/* more spent than held */
-	/* two kept: the message's chunks must fit in the other three */
-	RDP_ASSERT(rdp_credit_may_start(&c, 0, 2, 3));
-	RDP_ASSERT(!rdp_credit_may_start(&c, 0, 2, 4));
-	RDP_ASSERT(!rdp_credit_may_start(&c, 1, 2, 3));
-	RDP_ASSERT(rdp_credit_may_start(&c, 1, 2, 2));
-	RDP_ASSERT(!rdp_credit_may_start(&c, 5, 1, 1));
+	/* nothing kept: any credit */
+	RDP_ASSERT(rdp_credit_may_send(&c, 0, 0));
+	RDP_ASSERT(rdp_credit_may_send(&c, 4, 0));
+	RDP_ASSERT(!rdp_credit_may_send(&c, 5, 0));
+	RDP_ASSERT(!rdp_credit_may_send(&c, 9, 0));	/* more spent than held */
+	/* two kept: three to spend */
+	RDP_ASSERT(rdp_credit_may_send(&c, 0, 2));
+	RDP_ASSERT(rdp_credit_may_send(&c, 2, 2));
+	RDP_ASSERT(!rdp_credit_may_send(&c, 3, 2));
+	RDP_ASSERT(!rdp_credit_may_send(&c, 0, 5));
+	RDP_ASSERT(!rdp_credit_may_send(&c, 5, 1));
 	return 0;
 }
 

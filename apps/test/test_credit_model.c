@@ -497,3 +497,66 @@ RDP_TEST(model, model_leased_srq_peer_short_of_ack_entries_finds_its_rq_empty)
 		    SAFETY_AND_LIVENESS, "L1_no_rnr", &res);
 	return 0;
 }
+
+/*
+ * lease.pml with rendezvous replies (-DRNDV): each peer sends requests of
+ * MC chunks, the poller's application holds every request until its reply
+ * is done, that is until the peer's FIN comes back into the SRQ; each
+ * descriptor brings a credit of the SRQ's FIN reserve.
+ */
+#define LEASE_RNDV "-DRNDV -DK=2 -DFLOOR=2 -DMC=2 -DLMAX=3 -DGRANT=1 -DN=3"
+/* a FIN reserve of one credit, two of the SRQ's six lent beyond the floors */
+#define FR1 " -DFR=1 -DNSRQ=6"
+
+RDP_TEST(model, model_rendezvous_replies_to_requests_held_on_a_leased_srq_all_finish)
+{
+	int skip = skip_without_spin();
+
+	if (skip != 0)
+		return skip;
+	model_verifies("lease", LEASE_RNDV FR1 " -DTACK=1", SAFETY_AND_LIVENESS);
+	model_verifies("lease", LEASE_RNDV FR1 " -DTACK=2", SAFETY_AND_LIVENESS);
+	/* two FIN credits; requests of three chunks */
+	model_verifies("lease", LEASE_RNDV " -DTACK=1 -DFR=2 -DNSRQ=7", SAFETY_AND_LIVENESS);
+	model_verifies("lease", "-DRNDV -DK=2 -DFLOOR=3 -DMC=3 -DLMAX=4 -DGRANT=1 -DTACK=2 -DFR=1 "
+		       "-DNSRQ=8 -DN=2", SAFETY_AND_LIVENESS);
+	/* three endpoints */
+	model_verifies("lease", "-DRNDV -DK=3 -DFLOOR=2 -DMC=2 -DLMAX=3 -DGRANT=1 -DTACK=2 -DFR=1 "
+		       "-DNSRQ=8 -DN=2", SAFETY_AND_LIVENESS);
+	return 0;
+}
+
+/* Without a FIN reserve every lease credit can sit in requests held for their replies. */
+RDP_TEST(model, model_rendezvous_without_a_fin_reserve_deadlocks_requests_held_for_replies)
+{
+	struct spin_result res;
+	int skip = skip_without_spin();
+
+	if (skip != 0)
+		return skip;
+	model_finds("lease", LEASE_RNDV FR1 " -DTACK=1 -DMUTANT_NO_FIN_RESERVE", SAFETY_AND_LIVENESS,
+		    "acceptance cycle", &res);
+	return 0;
+}
+
+/*
+ * A FIN only between requests: a request begun on one credit spends the
+ * FIN's on its next chunk and the FIN then has none. Starting only on all
+ * the chunks' credits keeps it, but waits for credits owed below TACK.
+ */
+RDP_TEST(model, model_fin_credit_spent_on_a_requests_chunk_deadlocks_the_replies)
+{
+	struct spin_result res;
+	int skip = skip_without_spin();
+
+	if (skip != 0)
+		return skip;
+	model_finds("lease", LEASE_RNDV FR1 " -DTACK=1 -DMUTANT_FIN_AFTER_REQUEST",
+		    SAFETY_AND_LIVENESS, "acceptance cycle", &res);
+	model_finds("lease", LEASE_RNDV FR1 " -DTACK=2 -DMUTANT_START_ON_ALL_CHUNKS",
+		    SAFETY_AND_LIVENESS, "acceptance cycle", &res);
+	/* with TACK = 1 the same rule holds: the mutant needs the threshold */
+	model_verifies("lease", LEASE_RNDV FR1 " -DTACK=1 -DMUTANT_START_ON_ALL_CHUNKS",
+		       SAFETY_AND_LIVENESS);
+	return 0;
+}

@@ -350,7 +350,7 @@ tx_ours(struct sim_ep *e, uint32_t budget)
 		 * for a FIN credit to bring */
 		if (e->backlog > 0 && e->grants_fin && e->fin_credits == 0)
 			e->fin_waits++;
-		if (e->backlog > 0 && rdp_credit_may_start(&e->cr, 0, e->fins_due, 1) &&
+		if (e->backlog > 0 && rdp_credit_may_send(&e->cr, 0, e->fins_due) &&
 		    !(e->grants_fin && e->fin_credits == 0)) {
 			v = rdp_credit_data_check(&e->cr);
 			if (v == RDP_CREDIT_GO_SIGNALED || v == RDP_CREDIT_GO_UNSIGNALED) {

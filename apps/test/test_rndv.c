@@ -732,6 +732,7 @@ struct hold_probe {
 	unsigned int done;      /* (atomic) replies the server saw done */
 	unsigned int failed;    /* (atomic) replies or requests that failed */
 	uint32_t reply_len;
+	uint32_t req_len;       /* bytes of a request */
 	struct rdp_ep *srv;     /* (atomic) the server's endpoint */
 	unsigned int expect;    /* requests the client sends */
 	bool until_dry;         /* the server answers none until it holds its whole lease
@@ -868,8 +869,8 @@ static const struct rdp_ep_ops hold_cli_ops = { .on_recv = hold_cli_recv,
  * or -1 for any; both sides' counters say no RNR and no ENOMEM.
  */
 static int
-requests_held_until_reply_done(struct rdp_cfg *cfg, unsigned int n, uint32_t reply_len,
-			       int reserve, bool until_dry)
+requests_held_until_reply_done(struct rdp_cfg *cfg, unsigned int n, uint32_t req_len,
+			       uint32_t reply_len, int reserve, bool until_dry)
 {
 	struct rdp_ep_params pcli = { .ops = &hold_cli_ops, .lcore = 1, .notify_send_ok = true };
 	struct rdp_ep_params psrv = { .ops = &hold_srv_ops, .lcore = 1, .notify_send_ok = true };
@@ -881,12 +882,13 @@ requests_held_until_reply_done(struct rdp_cfg *cfg, unsigned int n, uint32_t rep
 	RDP_ASSERT(reqs != NULL);
 	memset(&hp, 0, sizeof(hp));
 	hp.reply_len = reply_len;
+	hp.req_len = req_len;
 	hp.expect = n;
 	hp.until_dry = until_dry;
 	RDP_ASSERT_MSG(rdp_init(cfg) == 0, "rdp_init: %s", rdp_err_msg());
 	cli = stream_loopback_connect(&psrv, &pcli);
 	for (i = 0; i < n; i++) {
-		reqs[i] = rdp_msg_alloc(cli, 64);
+		reqs[i] = rdp_msg_alloc(cli, req_len);
 		RDP_ASSERT_MSG(reqs[i] != NULL, "rdp_msg_alloc: errno %d", rte_errno);
 		memset(reqs[i]->data, 0xa5, 64);
 	}
@@ -941,7 +943,7 @@ RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_all_complete)
 
 	rdp_test_eal_init("0-1");
 	cfg = rndv_cfg(rdp_test_driver_or("shm"), 65536, "16384", "33554432");
-	requests_held_until_reply_done(cfg, 200, 65536, 14, false);
+	requests_held_until_reply_done(cfg, 200, 64, 65536, 14, false);
 	rdp_cfg_free(cfg);
 	return 0;
 }
@@ -956,7 +958,7 @@ requests_held_on_srq(const char *size, const char *lease_max, unsigned int n, bo
 	cfg = rndv_cfg(rdp_test_driver_or("shm"), 65536, "16384", "33554432");
 	srq_set(cfg, size, "8", lease_max);
 	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
-	requests_held_until_reply_done(cfg, n, 65536, 0, until_dry);
+	requests_held_until_reply_done(cfg, n, 64, 65536, 0, until_dry);
 	rdp_cfg_free(cfg);
 	return 0;
 }
@@ -977,6 +979,47 @@ RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_all_complete_srq)
 RDP_TEST(e2e, rndv_requests_held_in_batches_that_empty_the_srq_pool_all_complete)
 {
 	return requests_held_on_srq("64", "60", 192, true);
+}
+
+/*
+ * Requests of two chunks, each held until its rendezvous reply is done, on
+ * an SRQ whose FIN reserve holds 1 and whose lease never grows beyond its
+ * floor of 3: the client's second request finds one credit, and the
+ * descriptor of the first reply brings the next. A request may begin only
+ * when its credits cover all its chunks, so that credit is still there for
+ * the FIN once the request is out; a request begun on one credit spends it
+ * on its second chunk, and then the FIN has none, the server holds every
+ * credit in requests, and the next descriptor waits for the reserve.
+ */
+RDP_TEST(e2e, rndv_chunked_requests_held_until_their_reply_is_done_on_a_small_srq_all_complete)
+{
+	struct rdp_cfg *cfg;
+
+	rdp_test_eal_init("0-1");
+	cfg = rndv_cfg(rdp_test_driver_or("shm"), 65536, "16384", "33554432");
+	srq_set(cfg, "31", "3", "3");
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "buf_size", "8192", "test"), 0);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	requests_held_until_reply_done(cfg, 24, 8192 + 64, 65536, -1, false);
+	rdp_cfg_free(cfg);
+	return 0;
+}
+
+/* The same on an RQ of 8 whose FIN reserve is 1: a window of 5 credits */
+RDP_TEST(e2e, rndv_chunked_requests_held_until_their_reply_is_done_on_a_small_rq_all_complete)
+{
+	struct rdp_cfg *cfg;
+
+	rdp_test_eal_init("0-1");
+	cfg = rndv_cfg(rdp_test_driver_or("shm"), 65536, "16384", "33554432");
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "buf_size", "8192", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "rq_size", "8", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "ack_reserve", "2", "test"), 0);
+	RDP_ASSERT_EQ(rdp_cfg_set(cfg, RDP_CFG_GLOBAL, "ack_threshold", "4", "test"), 0);
+	RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
+	requests_held_until_reply_done(cfg, 24, 8192 + 64, 65536, 1, false);
+	rdp_cfg_free(cfg);
+	return 0;
 }
 
 /*
@@ -1022,7 +1065,7 @@ RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_random_windows)
 		       ar, ta, t, reply);
 		fflush(stdout);
 		RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
-		requests_held_until_reply_done(cfg, 3 * c, reply, -1, false);
+		requests_held_until_reply_done(cfg, 3 * c, 64, reply, -1, false);
 		rdp_cfg_free(cfg);
 	}
 	return 0;

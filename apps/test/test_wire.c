@@ -337,9 +337,14 @@ static const struct wire_case cases[] = {
 	{ "an empty rendezvous control message",
 	  { { .imm = CTL, .len = 0 } }, 1, 0, -EPROTO,
 	  "broke the protocol: rendezvous control message of no bytes or over a chunk (0x0)" },
-	{ "a rendezvous control message inside a message",
+	{ "a descriptor inside a message",
+	  { { .imm = IMM_FIRST, .len = 100 }, { .imm = CTL, .len = 32, .payload = rts_ok } },
+	  2, 0, -EPROTO, "broke the protocol: control message field 'kind' = 1 inside a message "
+	  "(only a FIN, 2, may come between its chunks)" },
+	{ "a FIN inside a message is a FIN like any other (this one answers nothing)",
 	  { { .imm = IMM_FIRST, .len = 100 }, { .imm = CTL, .len = 8, .payload = fin_0 } },
-	  2, 0, -EPROTO, "broke the protocol: rendezvous control message inside a message" },
+	  2, 0, -EPROTO, "broke the rendezvous protocol: FIN field 'number' = 0, expected 0 (no "
+	  "descriptor was sent for it)" },
 	{ "a FIN no message waits for",
 	  { { .imm = CTL, .len = 8, .payload = fin_0 } }, 1, 0, -EPROTO,
 	  "broke the rendezvous protocol: FIN field 'number' = 0, expected 0 (no descriptor "
@@ -616,7 +621,7 @@ static const struct wire_case srq_cases[] = {
 	  { { .imm = F1, .len = 10 }, { .imm = F1, .len = 10 }, { .imm = F1, .len = 10 },
 	    { .imm = F1, .len = 10 }, { .imm = F1, .len = 10 } }, 5, 4, -EPROTO,
 	  "broke the leasing protocol: a SEND beyond its grant (it holds no credit of its "
-	  "lease of 4, 0 sent to it" },
+	  "lease of 4, 0 sent to it, and 0 FIN credits" },
 	{ "a give-back of more than the peer holds",
 	  { { .imm = CTL, .len = 8, .payload = gb_100 } }, 1, 0, -EPROTO,
 	  "broke the leasing protocol: a give-back of 1 + 100 credits, but it holds at most 4 "
@@ -631,7 +636,7 @@ static const struct wire_case srq_cases[] = {
 	{ "a FIN no descriptor brought a credit for",
 	  { { .imm = CTL, .len = 8, .payload = fin_0 } }, 1, 0, -EPROTO,
 	  "broke the rendezvous protocol: a FIN with no credit for it (FIN credits it held 0, "
-	  "spent on data 0, lease credits it held 4" },
+	  "lease credits it held 4" },
 };
 
 #define SRQ_BUSY 4

@@ -319,30 +319,28 @@ rdp_credit_returnable(const struct rdp_credit *c, uint32_t fins_due, bool contro
 }
 
 /**
- * May a message of @p chunks chunks start once @p used more credits are
- * spent, with @p kept credits set aside (the FINs of rendezvous messages
- * being read, which the peer may wait for before it returns any)? With
- * none set aside one credit starts it and the rest follow as credits come
- * back; with some, all its chunks must fit beside them, since a FIN may
- * not go inside a message.
+ * May a data SEND (a message's chunk, a descriptor) spend a credit once
+ * @p used more credits are spent, with @p kept credits set aside (the FINs
+ * of rendezvous messages being read, which the peer may wait for before it
+ * returns any)? Data never spends a FIN's credit: a FIN goes whenever it
+ * has one, between two chunks of a message too, so a message starts on
+ * one credit beyond the kept ones and its chunks follow as credits come.
  *
  * @param c
  *   State.
  * @param used
- *   Credits spent before the message (by WRs being built now).
+ *   Credits spent before it (by WRs being built now).
  * @param kept
  *   Credits set aside.
- * @param chunks
- *   Its chunks (read only when @p kept is not 0).
  * @return
- *   True when it may start.
+ *   True when it may go.
  */
 static inline bool
-rdp_credit_may_start(const struct rdp_credit *c, uint32_t used, uint32_t kept, uint32_t chunks)
+rdp_credit_may_send(const struct rdp_credit *c, uint32_t used, uint32_t kept)
 {
 	uint64_t left = c->rc > used ? c->rc - used : 0;
 
-	return kept == 0 ? left > 0 : left >= (uint64_t)kept + chunks;
+	return left > kept;
 }
 
 /**

@@ -171,8 +171,8 @@ rdp_lease_leave(struct rdp_lease_pool *p, struct rdp_lease *l)
 {
 	if (l->queued)
 		wq_remove(p, l);
-	add32(&p->free, l->lease - l->swapped + l->reserve);
-	rdp_lease_fin_set_(p, p->fin_free + l->fins + l->swapped);
+	add32(&p->free, l->lease + l->reserve);
+	rdp_lease_fin_set_(p, p->fin_free + l->fins);
 	sub32(&p->reserved, l->reserve);
 	sub32(&p->members, 1);
 	memset(l, 0, sizeof(*l));
@@ -188,7 +188,7 @@ rdp_lease_serve_(struct rdp_lease_pool *p)
 {
 	while (p->wq_len > 0 && ld32(&p->free) > 0) {
 		struct rdp_lease *l = p->wq[p->wq_head];
-		uint32_t g = p->lease_max + l->swapped - l->lease;
+		uint32_t g = p->lease_max - l->lease;
 
 		if (l->wanting && g > 0) {
 			g = free_take(p, g > p->grant ? p->grant : g);
@@ -223,15 +223,9 @@ rdp_lease_enqueue_(struct rdp_lease_pool *p, struct rdp_lease *l)
 int
 rdp_lease_on_fin(struct rdp_lease_pool *p, struct rdp_lease *l)
 {
-	if (l->fins > 0) {
-		l->fins--;
-	} else if (l->swapped > 0 && l->out > 0) {
-		l->swapped--;
-		l->out--;
-		l->lease--;
-	} else {
+	if (l->fins == 0)
 		return -EPROTO;
-	}
+	l->fins--;
 	rdp_lease_fin_set_(p, p->fin_free + 1);
 	return 0;
 }
@@ -241,7 +235,7 @@ rdp_lease_on_give_back(struct rdp_lease_pool *p, struct rdp_lease *l, uint32_t e
 {
 	uint64_t n = (uint64_t)extra + 1;
 
-	if (n > l->out || n > l->lease || l->lease - n < p->floor + l->swapped)
+	if (n > l->out || n > l->lease || l->lease - n < p->floor)
 		return -EPROTO;
 	l->out -= (uint32_t)n;
 	l->lease -= (uint32_t)n;

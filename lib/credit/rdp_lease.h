@@ -13,7 +13,7 @@
  *
  * - Every credit of an SRQ of `size` buffers is in the pool, in exactly
  *   one member's lease or reserve, or in the FIN reserve; a lease stays
- *   within `[floor, lease_max]`, plus the FIN credits it holds (`swapped`).
+ *   within `[floor, lease_max]`.
  * - A member is admitted only if its floor is free in the pool, beside
  *   what the pool keeps for the buffers that wait to be posted.
  * - A data SEND whose immediate data says WANT queues its member (FIFO)
@@ -28,9 +28,9 @@
  *   the lease is at the peer or on the wire (`out == 0`).
  * - A rendezvous descriptor brings its FIN's credit from the FIN reserve,
  *   and the FIN's buffer brings it back; with the reserve all out, the
- *   descriptor waits (rdp_lease_fin_take()). A FIN credit the peer spends
- *   on data stays in the lease until a FIN spends a lease credit, above
- *   the floor and lease_max the other rules use (`swapped`).
+ *   descriptor waits (rdp_lease_fin_take()). The peer's data never spends
+ *   a FIN's credit: a data SEND when it holds none of the lease breaks
+ *   the rules (rdp_lease_on_data()).
  * - Buffers that come back wait to be posted in batches; before a SEND
  *   of the poller they are posted unless the pool's free credits cover
  *   them all (rdp_lease_covers()).
@@ -89,8 +89,6 @@ struct rdp_lease {
 	uint32_t out;		/**< credits sent to the peer minus those its SENDs spent or gave back */
 	uint32_t reserve;	/**< credits kept for this member beside its lease (rdp_lease_admit_reserve()) */
 	uint32_t fins;		/**< FIN credits its descriptors took, at the peer (rdp_lease_fin_take()) */
-	uint32_t swapped;	/**< FIN credits the peer spent on data, in the lease until its FINs
-				 *   spend lease credits instead (rdp_lease_on_data()) */
 	bool wanting;		/**< the peer's last data SEND said WANT */
 	bool queued;		/**< waiting in the pool's FIFO */
 };
@@ -208,28 +206,9 @@ rdp_lease_fin_set_(struct rdp_lease_pool *p, uint32_t n)
 	__atomic_store_n(&p->fin_free, n, __ATOMIC_RELAXED);
 }
 
-/*
- * A data SEND came when the peer held no credit of the lease: it spent a
- * FIN credit (credits are all alike to the peer: it goes on with a message
- * begun before the descriptor came, and its FIN waits for the next credit).
- * That credit joins the lease, above the floor and lease_max the rules
- * use, until a FIN spends a lease credit instead (rdp_lease_on_fin()).
- */
-static inline int
-rdp_lease_swap_(struct rdp_lease *l)
-{
-	if (l->fins == 0)
-		return -EPROTO;
-	l->fins--;
-	l->swapped++;
-	l->lease++;
-	return 0;
-}
-
 /**
  * A data SEND of the member's peer was polled. It spends a credit of the
- * lease, or, with none left at the peer, a FIN credit, which then joins
- * the lease (rdp_lease_swap_()).
+ * lease: the peer keeps its FIN credits for its FINs.
  *
  * @param p
  *   The pool.
@@ -238,20 +217,19 @@ rdp_lease_swap_(struct rdp_lease *l)
  * @param want
  *   The SEND's immediate data said WANT.
  * @return
- *   0, or -EPROTO when the peer had no credit to spend, of the lease or
- *   for a FIN.
+ *   0, or -EPROTO when the peer held no credit of the lease (FIN credits
+ *   do not count).
  */
 static inline int
 rdp_lease_on_data(struct rdp_lease_pool *p, struct rdp_lease *l, bool want)
 {
-	if (l->out > 0)
-		l->out--;
-	else if (rdp_lease_swap_(l) < 0)
+	if (l->out == 0)
 		return -EPROTO;
+	l->out--;
 	l->wanting = want;
 	if (!want) {
 		/* no longer wanting: what it is owed above its floor goes to the pool */
-		uint32_t above = l->lease - p->floor - l->swapped;
+		uint32_t above = l->lease - p->floor;
 		uint32_t n = above < l->owed ? above : l->owed;
 
 		if (n > 0) {
@@ -259,7 +237,7 @@ rdp_lease_on_data(struct rdp_lease_pool *p, struct rdp_lease *l, bool want)
 			l->lease -= n;
 			rdp_lease_divert_(p, n);
 		}
-	} else if (!l->queued && l->lease - l->swapped < p->lease_max) {
+	} else if (!l->queued && l->lease < p->lease_max) {
 		/* at lease_max a grant could give nothing: a WANT below it queues it */
 		rdp_lease_enqueue_(p, l);
 	}
@@ -290,8 +268,8 @@ int rdp_lease_on_give_back(struct rdp_lease_pool *p, struct rdp_lease *l, uint32
  * brings it back (rdp_lease_fin_take(), rdp_lease_on_fin()). Never
  * lent: the pool may be empty, every credit of a lease in messages the
  * application keeps until its descriptor's FIN, and the FIN still has a
- * posted receive. `free + Σ (lease - swapped) + reserved + fin_size =
- * size`, and `fin_free + Σ (fins + swapped) = fin_size`.
+ * posted receive. `free + Σ lease + reserved + fin_size = size`, and
+ * `fin_free + Σ fins = fin_size`.
  *
  * @param p
  *   The pool, before its first admission.
@@ -346,9 +324,7 @@ rdp_lease_fins_back(struct rdp_lease_pool *p, struct rdp_lease *l)
 
 /**
  * A FIN of the member's peer was polled; its buffer goes back to the SRQ
- * and the FIN reserve has its credit again: the one its descriptor took,
- * or, when the peer spent that on data (rdp_lease_on_data()), one of the
- * lease, which leaves it.
+ * and the FIN reserve has its credit again, the one its descriptor took.
  *
  * @param p
  *   The pool.
@@ -373,7 +349,7 @@ int rdp_lease_on_fin(struct rdp_lease_pool *p, struct rdp_lease *l);
 static inline bool
 rdp_lease_on_free(struct rdp_lease_pool *p, struct rdp_lease *l)
 {
-	bool divert = l->lease - l->swapped > p->floor && (!l->wanting || p->wq_len > 0);
+	bool divert = l->lease > p->floor && (!l->wanting || p->wq_len > 0);
 
 	if (divert) {
 		l->lease--;

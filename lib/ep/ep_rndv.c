@@ -408,6 +408,14 @@ ep_rndv_recv(struct rdp_ep *ep, struct rdp_msg *m, uint32_t byte_len)
 	const char *bad;
 	uint64_t value;
 
+	/* a FIN goes between two chunks of a message, nothing else does (ep_post_sends()) */
+	if (unlikely(ep->frame.in_msg) && (byte_len < 1 || b[0] != RV_FIN)) {
+		ep_recv_drop(ep, m);
+		ep_fail(ep, -EPROTO, "peer %s broke the protocol: control message field 'kind' "
+			"= %u inside a message (only a FIN, %u, may come between its chunks)",
+			ep->peer, byte_len >= 1 ? b[0] : 0, RV_FIN);
+		return;
+	}
 	if (byte_len >= 1 && b[0] == RV_FIN) {
 		uint32_t token = byte_len == RV_FIN_LEN ? get32(b + 4) : 0;
 		bool pad_ok = byte_len == RV_FIN_LEN && b[1] == 0 && b[2] == 0 && b[3] == 0;

@@ -179,9 +179,9 @@ bool
 ep_srq_beyond_grant(struct rdp_ep *ep)
 {
 	ep_fail(ep, -EPROTO, "peer %s broke the leasing protocol: a SEND beyond its grant "
-		"(it holds no credit of its lease of %u, %u sent to it; rule: every SEND "
-		"spends a credit the receiver granted)", ep->peer, ep->lease.lease,
-		ep->lease.out);
+		"(it holds no credit of its lease of %u, %u sent to it, and %u FIN credits; "
+		"rule: every data SEND spends a credit of the lease the receiver granted)",
+		ep->peer, ep->lease.lease, ep->lease.out, ep->lease.fins);
 	return false;
 }
 
@@ -264,9 +264,9 @@ ep_srq_fin_recv(struct rdp_ep *ep, struct rdp_msg *m)
 	ep_srq_repost(ep, m, false);
 	if (rdp_lease_on_fin(&q->lease, &ep->lease) < 0) {
 		ep_fail(ep, -EPROTO, "peer %s broke the rendezvous protocol: a FIN with no "
-			"credit for it (FIN credits it held %u, spent on data %u, lease credits "
-			"it held %u; rule: a FIN spends the credit its descriptor brought)",
-			ep->peer, l.fins, l.swapped, l.out);
+			"credit for it (FIN credits it held %u, lease credits it held %u; rule: "
+			"a FIN spends the credit its descriptor brought)", ep->peer, l.fins,
+			l.out);
 		return false;
 	}
 	fin_wake(q);

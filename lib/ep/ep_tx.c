@@ -40,32 +40,18 @@ txq_backlog(const struct ep_txq *q, bool more_chunks)
 	return (n > 0 ? n - 1 : 0) + more_chunks;
 }
 
-/* Chunks of queued message @p m (a descriptor is one; so is a one-sided operation). */
-static inline uint32_t
-msg_chunks(const struct rdp_msg *m)
-{
-	uint32_t n = 1;
-
-	if (m->flags & (MSG_F_RNDV | MSG_F_CTRL | MSG_F_RDMA))
-		return 1;
-	for (m = m->next; m != NULL; m = m->next)
-		n++;
-	return n;
-}
-
 /*
- * May queued message @p m start once @p used more credits are spent? A
- * one-sided operation needs none; a message leaves a credit for every FIN
- * due (ep_rndv.c): the peer may answer nothing until they come, and hold
- * every credit the queue would spend (rdp_credit_may_start()).
+ * May queued message @p m start, or go on, once @p used more credits are
+ * spent? A one-sided operation needs none; a chunk leaves a credit for
+ * every FIN due (ep_rndv.c): the peer may answer nothing until they come,
+ * and hold every credit the queue would spend (rdp_credit_may_send()).
  */
 static inline bool
 may_start(const struct rdp_ep *ep, const struct rdp_msg *m, uint32_t used)
 {
 	if (m->flags & MSG_F_RDMA)
 		return true;
-	return rdp_credit_may_start(&ep->credit, used, ep->fins_due,
-				    unlikely(ep->fins_due > 0) ? msg_chunks(m) : 1);
+	return rdp_credit_may_send(&ep->credit, used, ep->fins_due);
 }
 
 /*
@@ -367,9 +353,10 @@ ep_post_sends(struct rdp_ep *ep)
 		n++;
 		ep->track[seq & ep->track_mask].msg = ep_q_pop(&ep->rd_head, &ep->rd_tail);
 	}
-	/* FINs next, between messages (ep_rndv.c); the last one that leaves
-	 * the send queue nothing it may start is signaled, as a message is */
-	while (unlikely(ep->fin_head != NULL) && ep->tx_seg == NULL && n < TX_BURST) {
+	/* FINs next, between two chunks of a message too (ep_rndv.c); the last
+	 * one that leaves the send queue nothing it may send is signaled, as a
+	 * message is */
+	while (unlikely(ep->fin_head != NULL) && n < TX_BURST) {
 		struct rdp_msg *f = ep->fin_head;
 		bool signaled;
 
@@ -393,8 +380,9 @@ ep_post_sends(struct rdp_ep *ep)
 		bool first = seg == head, last = seg->next == NULL;
 		bool signaled;
 
-		/* (with no FIN due the credit check below decides, and counts a stall) */
-		if (unlikely(ep->fins_due > 0) && seg == head && !may_start(ep, head, 0))
+		/* no chunk spends a FIN's credit (with no FIN due the credit check
+		 * below decides, and counts a stall) */
+		if (unlikely(ep->fins_due > 0) && !may_start(ep, head, 0))
 			break;
 		if (unlikely(head->flags & (MSG_F_RDMA | MSG_F_RNDV | MSG_F_CTRL))) {
 			bool rdma = head->flags & MSG_F_RDMA;

@@ -70,6 +70,21 @@
  * are back (its batch holds fewer), so the pool's cover of them survives
  * any admission.
  *
+ * Rendezvous replies (-DRNDV): each peer's messages are requests of MC
+ * chunks, and the poller's application holds every request until its
+ * reply is done: a descriptor it sends to the peer, done when the peer's
+ * FIN arrives in the SRQ (the reply's READ is left out: it needs no
+ * credit). A descriptor takes a credit of the SRQ's FIN reserve of FR,
+ * kept out of the pool and never lent, and brings it to the peer; with
+ * the reserve all out, descriptors wait. The peer's data never spends a
+ * FIN's credit: a chunk goes only while its credits exceed its FINs due,
+ * and a FIN goes whenever it has a credit, between two chunks of a request
+ * too. It counts FINs due as queued SENDs for WANT and gives nothing back
+ * while FINs are due. A data SEND that finds the lease spent (out == 0)
+ * breaks the rules (L2). L2 also counts the reserve: pool + sum(lease) +
+ * fin_free + sum(fins) == NSRQ; L3 needs every reply done and the reserve
+ * whole. (Not combined with -DYACKS, -DLATE, -DINF.)
+ *
  * Mutants, each a check that the model can fail:
  *   -DMUTANT_OVERCOMMIT   grants do not wait for the pool (the SRQ is lent
  *                         beyond its buffers, as RNR-retry designs do): L1
@@ -80,6 +95,24 @@
  *                         last credits, the waiting buffers' cover: L1
  *   -DMUTANT_SHORT_AY     (with -DYACKS) the peer keeps one entry fewer
  *                         for the poller's pure acks: L1 at the peer
+ *   -DMUTANT_NO_FIN_RESERVE  (with -DRNDV) no FIN reserve: a FIN spends a
+ *                         credit of the lease, which requests held until
+ *                         their replies are done may all hold: L3
+ *                         (deadlock)
+ *   -DMUTANT_FIN_AFTER_REQUEST  (with -DRNDV) a FIN only between requests:
+ *                         a request starts on one credit (on all its chunks
+ *                         and the FINs due when FINs are due) and its chunks
+ *                         go on with any credit, the FIN's too, which the
+ *                         poller then counts in the lease (swapped) until a
+ *                         FIN spends a lease credit. Once every lease credit
+ *                         is in requests held for their replies, the FIN has
+ *                         none: L3 (deadlock)
+ *   -DMUTANT_START_ON_ALL_CHUNKS  (with -DRNDV) as the one above, but a
+ *                         request starts only when its credits cover all its
+ *                         chunks and the FINs due, so a FIN keeps its credit:
+ *                         with TACK > 1 a request can then wait for credits
+ *                         the poller owes below TACK while the peer still
+ *                         holds some of its lease: L3 (deadlock)
  *   -DMUTANT_NO_DIVERT    freed credits always go back to their endpoint:
  *                         a wanting endpoint can starve, which only the
  *                         endless streams can show (finite streams end,
@@ -147,10 +180,39 @@
 #define AX 0
 #endif
 
+#ifdef RNDV
+#if defined(YACKS) || defined(LATE) || defined(INF)
+#error "-DRNDV is modelled alone"
+#endif
+#if defined(MUTANT_FIN_AFTER_REQUEST) || defined(MUTANT_START_ON_ALL_CHUNKS)
+#define SWAPS		/* data may spend a FIN's credit */
+#endif
+#ifndef MC
+#define MC 2		/* chunks of a request (FLOOR >= MC: a request fits the floor) */
+#endif
+#ifndef FR
+#define FR 1		/* the SRQ's FIN reserve */
+#endif
+#ifdef MUTANT_NO_FIN_RESERVE
+#define FRES 0
+#else
+#define FRES FR
+#endif
+#else
+#define FRES 0
+#endif
+
 #define DATA 0
 #define GB 1
 #define ACK 2
+#define FIN 3
+#define DESC 4
+#ifdef RNDV
+#define CAP (LMAX + FR + 1)
+#define BCAP (LMAX + N + 1)
+#else
 #define CAP (LMAX + AX + 1)
+#endif
 
 hidden byte L1_no_rnr = 1;
 hidden byte L2_credits_conserved = 1;
@@ -161,7 +223,7 @@ byte unposted;		/* buffers back, waiting to be posted again */
 #ifdef LATE
 byte pool = NSRQ - (K - 1) * (FLOOR + AX);
 #else
-byte pool = NSRQ - K * (FLOOR + AX);
+byte pool = NSRQ - K * (FLOOR + AX) - FRES;
 #endif
 byte lease[K];
 byte owed[K];		/* freed, reposted, not yet sent back */
@@ -182,8 +244,26 @@ byte yposted[K];	/* peer k's RQ entries posted */
 byte yheld[K];		/* messages of the poller peer k's application holds */
 byte yowed[K];		/* credits peer k owes the poller */
 byte xdlv[K];		/* messages of the poller delivered and freed at peer k */
+#elif defined(RNDV)
+chan back[K] = [BCAP] of { byte, byte };	/* to sender k: ACK or DESC, credits */
 #else
 chan back[K] = [CAP] of { byte };	/* credits on their way to sender k */
+#endif
+
+#ifdef RNDV
+/* the poller */
+byte fin_free = FRES;	/* the FIN reserve's credits not out */
+byte fins[K];		/* FIN credits out with descriptors, their FIN not here */
+byte swapped[K];	/* (the mutant's) FIN credits a data SEND spent, in the lease */
+byte part[K];		/* chunks here of the request coming in */
+byte reqs[K];		/* whole requests held, no reply begun */
+byte replying[K];	/* requests held, their descriptor out */
+/* the senders */
+byte mid[K];		/* chunks still to send of the request begun */
+byte fdue[K];		/* descriptors here, their FIN not sent */
+#define SW(k) swapped[k]
+#else
+#define SW(k) 0
 #endif
 
 /* ---- the senders ---- */
@@ -215,18 +295,27 @@ bit admitted[K];	/* endpoint K-1 waits for Admit; the others are admitted at sta
 #define MEMBERS K
 #endif
 
+#ifdef RNDV
+#define FIN_FREE fin_free
+#define FINS(k) fins[k]
+#else
+#define FIN_FREE 0
+#define FINS(k) 0
+#endif
+
 /* an overcommitting design conserves nothing: leave it to L1 to catch it */
 #ifdef MUTANT_OVERCOMMIT
 #define CONSERVED() skip
 #else
-#define CONSERVED() assert(L2_credits_conserved && x + pool + MEMBERS * AX == NSRQ)
+#define CONSERVED() assert(L2_credits_conserved && x + pool + MEMBERS * AX + FIN_FREE == NSRQ)
 #endif
 #define CHECK_L2() \
 	x = 0; w = 0; \
 	do \
 	:: w < K -> assert(L2_credits_conserved && \
-			  (!MEMBER(w) || (lease[w] >= FLOOR && lease[w] <= LMAX))); \
-		x = x + lease[w]; w++ \
+			  (!MEMBER(w) || (lease[w] >= FLOOR + SW(w) && \
+					   lease[w] <= LMAX + SW(w)))); \
+		x = x + lease[w] + FINS(w); w++ \
 	:: else -> break \
 	od; \
 	CONSERVED(); \
@@ -258,7 +347,7 @@ inline serve()
 		queued[v] = 0;
 		if
 		:: wanting[v] ->
-			g = LMAX - lease[v];
+			g = LMAX + SW(v) - lease[v];
 			if
 			:: g > GRANT -> g = GRANT
 			:: else -> skip
@@ -287,7 +376,7 @@ inline serve()
 #ifdef MUTANT_NO_DIVERT
 #define DIVERT(k) (false)
 #else
-#define DIVERT(k) (lease[k] > FLOOR && (!wanting[k] || len(wq) > 0))
+#define DIVERT(k) (lease[k] - SW(k) > FLOOR && (!wanting[k] || len(wq) > 0))
 #endif
 
 init {
@@ -319,7 +408,11 @@ init {
 			run Sender(k);
 			run Arrive(k);
 			run Poll(k);
+#ifdef RNDV
+			run Reply(k);
+#else
 			run Free(k);
+#endif
 			run Credit(k);
 			k++
 		:: else -> break
@@ -341,6 +434,19 @@ init {
 #endif
 
 /* sender i: its application, its data SENDs, its give-backs, its credits */
+#ifdef MUTANT_FIN_AFTER_REQUEST
+#define MAY_START(i) (rc[i] > 0 && (fdue[i] == 0 || rc[i] >= fdue[i] + MC))
+#define MAY_GO_ON(i) (rc[i] > 0)
+#define FIN_MAY_GO(i) (mid[i] == 0)
+#elif defined(MUTANT_START_ON_ALL_CHUNKS)
+#define MAY_START(i) (rc[i] >= fdue[i] + MC)
+#define MAY_GO_ON(i) (rc[i] > 0)
+#define FIN_MAY_GO(i) (mid[i] == 0)
+#else
+#define MAY_START(i) (rc[i] > fdue[i])
+#define MAY_GO_ON(i) (rc[i] > fdue[i])
+#define FIN_MAY_GO(i) true
+#endif
 proctype Sender(byte i)
 {
 	do
@@ -350,20 +456,48 @@ proctype Sender(byte i)
 #else
 	:: d_step { left[i] > 0 -> left[i]--; backlog[i]++ }
 #endif
+#ifdef RNDV
+	/*
+	 * A request's chunks spend credits beyond the FINs due, never a FIN's.
+	 * WANT when the SENDs queued (FINs due among them) outlast the credits.
+	 */
+	:: d_step { backlog[i] > 0 && mid[i] == 0 && MAY_START(i) && nfull(wire[i]) ->
+		rc[i]--; backlog[i]--; mid[i] = MC - 1;
+		wire[i]!DATA,(backlog[i] * MC + mid[i] + fdue[i] > rc[i]),0 }
+	:: d_step { mid[i] > 0 && MAY_GO_ON(i) && nfull(wire[i]) ->
+		rc[i]--; mid[i]--;
+		wire[i]!DATA,(backlog[i] * MC + mid[i] + fdue[i] > rc[i]),0 }
+	/* a FIN, on any credit, between two chunks of a request too */
+	:: d_step { FIN_MAY_GO(i) && fdue[i] > 0 && rc[i] > 0 && nfull(wire[i]) ->
+		rc[i]--; fdue[i]--;
+		wire[i]!FIN,0,0 }
+#define QUIET_SENDER(i) (mid[i] == 0 && fdue[i] == 0)
+#else
 	/* a data SEND, WANT when the backlog outlasts the credits */
 	:: d_step { backlog[i] > 0 && rc[i] > 0 && nfull(wire[i]) ->
 		rc[i]--; backlog[i]--;
 		wire[i]!DATA,(backlog[i] > rc[i]),PIGGY(i);
 		TAKE_PIGGY(i) }
+#define QUIET_SENDER(i) true
+#endif
 #ifndef MUTANT_NO_GIVEBACK
-	/* a quiet sender gives its excess back */
-	:: d_step { backlog[i] == 0 && rc[i] > FLOOR && nfull(wire[i]) ->
+	/* a quiet sender gives its excess back (none while FINs are due) */
+	:: d_step { backlog[i] == 0 && QUIET_SENDER(i) && rc[i] > FLOOR && nfull(wire[i]) ->
 		wire[i]!GB,(rc[i] - FLOOR - 1),0;
 		rc[i] = FLOOR }
 #endif
 #ifdef YACKS
 	/* a pure ack for the poller's messages, into the SRQ's reserve */
 	:: d_step { yowed[i] >= TACKY && nfull(wire[i]) -> wire[i]!ACK,0,yowed[i]; yowed[i] = 0 }
+#elif defined(RNDV)
+	/* credits arrive in immediate data; a descriptor's brings its FIN's */
+	:: d_step { nempty(back[i]) -> back[i]?v,g;
+		rc[i] = rc[i] + g;
+		if
+		:: v == DESC -> fdue[i]++
+		:: else -> skip
+		fi;
+		v = 0; g = 0 }
 #else
 	/* credits arrive in immediate data */
 	:: d_step { nempty(back[i]) -> back[i]?g; rc[i] = rc[i] + g; g = 0 }
@@ -418,13 +552,34 @@ proctype Poll(byte i)
 		if
 		:: v == DATA ->
 			held[i]++;
+#ifdef RNDV
+			part[i]++;
+			if
+			:: part[i] == MC -> part[i] = 0; reqs[i]++
+			:: else -> skip
+			fi;
+#ifdef SWAPS
+			if
+			:: out[i] > 0 -> out[i]--
+			:: else ->
+				/* the lease is spent: the SEND spent a FIN credit */
+				assert(L2_credits_conserved && fins[i] > 0);
+				fins[i]--; swapped[i]++; lease[i]++
+			fi;
+#else
+			/* data spends a credit of the lease */
+			assert(L2_credits_conserved && out[i] > 0);
 			out[i]--;
+#endif
+#else
+			out[i]--;
+#endif
 			wanting[i] = g;
 			if
-			:: g && !queued[i] && lease[i] < LMAX -> queued[i] = 1; wq!i
+			:: g && !queued[i] && lease[i] - SW(i) < LMAX -> queued[i] = 1; wq!i
 			:: !g ->
 				/* no longer wanting: owed credits above the floor go to the pool */
-				w = lease[i] - FLOOR;
+				w = lease[i] - FLOOR - SW(i);
 				if
 				:: w > owed[i] -> w = owed[i]
 				:: else -> skip
@@ -436,12 +591,45 @@ proctype Poll(byte i)
 			:: else -> skip
 			fi
 		:: v == GB ->	/* a give-back: its buffer goes back at once */
+			assert(L2_credits_conserved && lease[i] >= g + 1 + FLOOR + SW(i));
 			QUEUE_BUF();
 			out[i] = out[i] - g - 1;
 			lease[i] = lease[i] - g - 1;
 			pool = pool + g + 1
 		:: v == ACK ->	/* the peer's pure ack: its buffer goes back at once */
 			QUEUE_BUF()
+#ifdef RNDV
+		:: v == FIN ->
+			/* its buffer goes back at once, its credit to the reserve */
+			QUEUE_BUF();
+#ifdef MUTANT_NO_FIN_RESERVE
+			out[i]--;
+#else
+			if
+			:: fins[i] > 0 -> fins[i]--
+			:: else ->
+				/* (the mutant's: a FIN credit spent on data) */
+				assert(L2_credits_conserved && swapped[i] > 0 && out[i] > 0);
+				swapped[i]--; out[i]--; lease[i]--
+			fi;
+			fin_free++;
+#endif
+			/* the reply is done: the application frees its request */
+			replying[i]--;
+			w = MC;
+			do
+			:: w > 0 ->
+				held[i]--;
+				QUEUE_BUF();
+				if
+				:: DIVERT(i) -> lease[i]--; pool++
+				:: else -> owed[i]++
+				fi;
+				w--
+			:: else -> break
+			od;
+			dlv[i]++
+#endif
 		fi;
 		serve();
 		CHECK_L2();
@@ -515,7 +703,7 @@ proctype Credit(byte i)
 	do
 	:: d_step { owed[i] > 0 && (owed[i] >= TACK || out[i] == 0) && nfull(back[i]) ->
 		POST_FIRST();
-#ifdef YACKS
+#if defined(YACKS) || defined(RNDV)
 		back[i]!ACK,owed[i];
 #else
 		back[i]!owed[i];
@@ -530,6 +718,34 @@ proctype Credit(byte i)
 	od
 }
 
+#ifdef RNDV
+/*
+ * The application answers a whole request with a rendezvous reply: its
+ * descriptor takes a credit of the FIN reserve and brings it to the peer;
+ * with the reserve all out, it waits.
+ */
+#ifdef MUTANT_NO_FIN_RESERVE
+#define FIN_TAKE() back[i]!DESC,0
+#define FIN_CAN (true)
+#else
+#define FIN_TAKE() fin_free--; fins[i]++; back[i]!DESC,1
+#define FIN_CAN (fin_free > 0)
+#endif
+proctype Reply(byte i)
+{
+	do
+	:: d_step { reqs[i] > 0 && FIN_CAN && nfull(back[i]) ->
+		reqs[i]--; replying[i]++;
+		POST_FIRST();
+		FIN_TAKE() }
+	od
+}
+#define RQUIET(k) (fins[k] == 0 && swapped[k] == 0 && replying[k] == 0 && fdue[k] == 0 && \
+		   fin_free == FRES)
+#else
+#define RQUIET(k) true
+#endif
+
 #ifdef INF
 ltl live { []<> par[0] && []<> !par[0] && [] (queued[0] -> <> !queued[0]) }
 #else
@@ -539,7 +755,7 @@ ltl live { []<> par[0] && []<> !par[0] && [] (queued[0] -> <> !queued[0]) }
 #define XQUIET(k) true
 #endif
 #define QUIET(k) (dlv[k] == N && lease[k] == FLOOR && len(wire[k]) == 0 && len(cq[k]) == 0 && \
-		  XQUIET(k))
+		  XQUIET(k) && RQUIET(k))
 #if K == 2
 ltl live { <> (QUIET(0) && QUIET(1)) }
 #else

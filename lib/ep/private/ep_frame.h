@@ -105,10 +105,9 @@ ep_frame_check(const struct ep_frame *f, bool with_imm, uint32_t imm, uint32_t b
 	if (imm & IMM_ACK) {
 		if ((imm & IMM_CTRL) == IMM_CTRL) {
 			*value = byte_len;
+			/* inside a message a FIN alone (ep_rndv_recv() reads the kind) */
 			if (byte_len == 0 || byte_len > f->chunk_size)
 				return "rendezvous control message of no bytes or over a chunk";
-			if (f->in_msg)
-				return "rendezvous control message inside a message";
 			return NULL;
 		}
 		return byte_len != 0 || (imm & (IMM_FIRST | IMM_LAST)) ?
