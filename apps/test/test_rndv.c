@@ -1023,8 +1023,9 @@ RDP_TEST(e2e, rndv_chunked_requests_held_until_their_reply_is_done_on_a_small_rq
 }
 
 /*
- * Random windows, thresholds, reply sizes, RQ or SRQ, completions in random
- * order: three windows' worth of requests, each held until its reply is
+ * Random windows, thresholds, request and reply sizes, RQ or SRQ,
+ * completions in random order: three windows' worth of requests (chunked,
+ * up to the threshold), each held until its reply is
  * done, all complete with no RNR (rnr_retry = 0) and no ENOMEM. The seed
  * comes from RDP_SEED, else the clock; it is printed.
  */
@@ -1043,6 +1044,8 @@ RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_random_windows)
 		uint32_t a = (c + t_ack - 1) / t_ack + (uint32_t)((r >> 16) & 1);
 		uint32_t chunks = 1 + (uint32_t)((r >> 20) % RTE_MIN(c - t_ack + 1, 8u));
 		uint32_t thr = 4096 * chunks, reply = thr + 1 + (uint32_t)((r >> 28) % (262144 - thr));
+		/* requests of up to `chunks` chunks: FINs come between their chunks */
+		uint32_t req = 64 + (uint32_t)(app_mix64(r) % (thr - 63));
 		bool srq = (r >> 48) % 3 == 0;
 		char driver[64], v[16], t[16], rq[16], ar[16], ta[16];
 		struct rdp_cfg *cfg;
@@ -1061,11 +1064,11 @@ RDP_TEST(e2e, rndv_requests_held_until_their_reply_is_done_random_windows)
 			srq_set(cfg, "512", v, "64");
 		}
 		printf("round %u: %s, rq_size %s, ack_reserve %s, ack_threshold %s, "
-		       "rndv_threshold %s, replies of %u bytes\n", round, srq ? "SRQ" : "RQ", rq,
-		       ar, ta, t, reply);
+		       "rndv_threshold %s, requests of %u bytes, replies of %u bytes\n", round,
+		       srq ? "SRQ" : "RQ", rq, ar, ta, t, req, reply);
 		fflush(stdout);
 		RDP_ASSERT_MSG(rdp_cfg_validate(cfg) == 0, "%s", rdp_err_msg());
-		requests_held_until_reply_done(cfg, 3 * c, 64, reply, -1, false);
+		requests_held_until_reply_done(cfg, 3 * c, req, reply, -1, false);
 		rdp_cfg_free(cfg);
 	}
 	return 0;
