@@ -46,8 +46,10 @@ ref_accepts(const struct ref *r, bool with_imm, uint32_t imm, uint32_t byte_len,
 		return false;
 	if (want && (!r->leasing || (ack && !first)))
 		return false;
-	if (ack && first && last) /* a rendezvous control message: one whole chunk */
-		return byte_len >= 1 && byte_len <= r->chunk_size && !r->in_msg;
+	/* a rendezvous control message: one whole chunk, inside a message too
+	 * (that it is a FIN there is the receiver's check of its kind) */
+	if (ack && first && last)
+		return byte_len >= 1 && byte_len <= r->chunk_size;
 	if (ack)
 		return byte_len == 0 && !first && !last;
 	if (byte_len > r->chunk_size || first == r->in_msg)
