@@ -674,7 +674,7 @@ RDP_TEST(e2e, ep_handshake_refuses_garbage_peers_and_leaks_nothing)
 	rdp_hello_encode(&h, cases[1].bytes);
 	cases[1].bytes[5] = 9;
 	cases[1].len = RDP_HELLO_LEN;
-	cases[1].log = "field 'version' = 9, this build speaks version 5";
+	cases[1].log = "field 'version' = 9, this build speaks version 6";
 	cases[1].reject = NULL; /* a peer of another version may not parse ours anyway */
 
 	cases[2].what = "truncated hello";

@@ -86,7 +86,7 @@ RDP_TEST(unit, hello_rejects_each_bad_field_by_name)
 	} cases[] = {
 		{ poke_magic, -EPROTO, "field 'magic' = 0x12445048, expected 0x52445048 "
 		  "(not an rdmaplane peer)" },
-		{ poke_version, -EPROTONOSUPPORT, "field 'version' = 1, this build speaks version 5" },
+		{ poke_version, -EPROTONOSUPPORT, "field 'version' = 1, this build speaks version 6" },
 		{ poke_type, -EPROTO, "field 'type' = 9, expected 1..4" },
 		{ poke_flags, -EPROTO, "field 'flags' = 0x80 has unknown bits" },
 		{ poke_reserved, -EPROTO, "reserved bytes at offset 10 are not zero" },

@@ -31,7 +31,7 @@ extern "C" {
 /** "RDPH" */
 #define RDP_HELLO_MAGIC 0x52445048u
 /** Protocol version spoken by this build. */
-#define RDP_HELLO_VERSION 5
+#define RDP_HELLO_VERSION 6
 /** Bytes of every handshake message. */
 #define RDP_HELLO_LEN 208
 /** Bytes of a nonce. */
