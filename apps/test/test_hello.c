@@ -301,6 +301,11 @@ RDP_TEST(unit, hello_reject_reason_is_cut_at_a_clause_and_says_so)
 			     "floor and buffer size agree on 65536)");
 	RDP_ASSERT_STR_EQ(h.reason, "field 'max_msg_size': 1048576 is beyond what we hold ...");
 
+	/* a clause that ends early keeps too little: the last whole word */
+	rdp_hello_reason_set(&h, "cannot connect the QP: verbs: ibv_modify_qp(QP 83 INIT -> RTR): "
+			     "Network is unreachable");
+	RDP_ASSERT_STR_EQ(h.reason, "cannot connect the QP: verbs: ibv_modify_qp(QP 83 INIT -> ...");
+
 	/* no clause ends in reach: the last whole word */
 	rdp_hello_reason_set(&h, "every word of this reason is a word and the sentence goes on "
 			     "and on without a single comma");

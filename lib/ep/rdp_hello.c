@@ -150,7 +150,8 @@ rdp_hello_reason_set(struct rdp_hello *h, const char *why)
 		else if (why[i] == ')' && depth > 0)
 			depth--;
 	}
-	i = clause > 0 ? clause : word > 0 ? word : REASON_CUT_MAX;
+	/* a clause that keeps too little gives way to the last word */
+	i = clause >= REASON_CUT_MAX * 3 / 4 ? clause : word > 0 ? word : REASON_CUT_MAX;
 	memcpy(h->reason, why, i);
 	memcpy(h->reason + i, " ...", 5);
 }

@@ -110,8 +110,9 @@ void rdp_hello_encode(const struct rdp_hello *h, uint8_t buf[RDP_HELLO_LEN]);
 /**
  * Set a REJECT's reason, which has RDP_HELLO_REASON_LEN - 1 bytes on the
  * wire. A longer @p why is cut where its last clause in reach ends (before
- * " (", "; ", ", " or ": " outside parentheses), else after its last whole
- * word, else at the bytes that fit, and ends in " ..." so that the peer
+ * " (", "; ", ", " or ": " outside parentheses) if that keeps three
+ * quarters of the room, else after its last whole word, else at the bytes
+ * that fit, and ends in " ..." so that the peer
  * reads a whole statement and knows there is more (in this side's log).
  *
  * @param h
