@@ -289,28 +289,33 @@ RDP_TEST(unit, hello_reject_reason_is_cut_at_a_clause_and_says_so)
 	uint8_t buf[RDP_HELLO_LEN];
 	char why[256], fit[RDP_HELLO_REASON_LEN];
 
-	rdp_hello_reason_set(&h, "shared secret required (config key 'secret')");
-	RDP_ASSERT_STR_EQ(h.reason, "shared secret required (config key 'secret')");
+	static const struct { const char *why, *sent; } cases[] = {
+		{ "shared secret required (config key 'secret')",
+		  "shared secret required (config key 'secret')" },
+		{ "srq_size=40: 2 credits free, an endpoint needs 3 (srq_floor=2 + a reserve of 1 "
+		  "for its peer's pure acks; 12 endpoints hold 36)",
+		  "srq_size=40: 2 credits free, an endpoint needs 3 ..." },
+		/* a comma inside the parentheses is no clause of the sentence */
+		{ "field 'max_msg_size': 1048576 is beyond what we hold (so, chunks, floor and "
+		  "buffer size agree on 65536)",
+		  "field 'max_msg_size': 1048576 is beyond what we hold ..." },
+		/* a clause that ends early keeps too little: the last whole word */
+		{ "cannot connect the QP: verbs: ibv_modify_qp(QP 83 INIT -> RTR): Network is "
+		  "unreachable",
+		  "cannot connect the QP: verbs: ibv_modify_qp(QP 83 INIT -> ..." },
+		/* no clause ends in reach: the last whole word */
+		{ "every word of this reason is a word and the sentence goes on and on without a "
+		  "single comma",
+		  "every word of this reason is a word and the sentence goes ..." },
+	};
+	unsigned int i;
 
-	rdp_hello_reason_set(&h, "srq_size=40: 2 credits free, an endpoint needs 3 (srq_floor=2 "
-			     "+ a reserve of 1 for its peer's pure acks; 12 endpoints hold 36)");
-	RDP_ASSERT_STR_EQ(h.reason, "srq_size=40: 2 credits free, an endpoint needs 3 ...");
-
-	/* a comma inside the parentheses is no clause of the sentence */
-	rdp_hello_reason_set(&h, "field 'max_msg_size': 1048576 is beyond what we hold (so, chunks, "
-			     "floor and buffer size agree on 65536)");
-	RDP_ASSERT_STR_EQ(h.reason, "field 'max_msg_size': 1048576 is beyond what we hold ...");
-
-	/* a clause that ends early keeps too little: the last whole word */
-	rdp_hello_reason_set(&h, "cannot connect the QP: verbs: ibv_modify_qp(QP 83 INIT -> RTR): "
-			     "Network is unreachable");
-	RDP_ASSERT_STR_EQ(h.reason, "cannot connect the QP: verbs: ibv_modify_qp(QP 83 INIT -> ...");
-
-	/* no clause ends in reach: the last whole word */
-	rdp_hello_reason_set(&h, "every word of this reason is a word and the sentence goes on "
-			     "and on without a single comma");
-	RDP_ASSERT_STR_EQ(h.reason, "every word of this reason is a word and the sentence goes ...");
-	RDP_ASSERT(strlen(h.reason) <= RDP_HELLO_REASON_LEN - 1);
+	for (i = 0; i < RTE_DIM(cases); i++) {
+		rdp_hello_reason_set(&h, cases[i].why);
+		RDP_ASSERT_STR_EQ(h.reason, cases[i].sent);
+		RDP_ASSERT(strlen(h.reason) <= RDP_HELLO_REASON_LEN - 1);
+		RDP_ASSERT_EQ(rdp_hello_reason_is_cut(&h), strcmp(cases[i].why, cases[i].sent) != 0);
+	}
 
 	/* not even a word: the bytes that fit */
 	memset(why, 'a', 100);
@@ -318,6 +323,7 @@ RDP_TEST(unit, hello_reject_reason_is_cut_at_a_clause_and_says_so)
 	rdp_hello_reason_set(&h, why);
 	RDP_ASSERT_EQ(strlen(h.reason), RDP_HELLO_REASON_LEN - 1);
 	RDP_ASSERT_STR_EQ(h.reason + RDP_HELLO_REASON_LEN - 5, " ...");
+	RDP_ASSERT(rdp_hello_reason_is_cut(&h));
 
 	/* 63 bytes fit whole, 64 do not */
 	memset(fit, 'b', sizeof(fit) - 1);

@@ -698,12 +698,9 @@ static bool
 hs_expect(struct rdp_ep *ep, const struct rdp_hello *peer, uint8_t type, const char *name)
 {
 	if (peer->type == RDP_HELLO_REJECT) {
-		size_t n = strlen(peer->reason);
-
-		/* a reason too long for the REJECT ends in " ..." (rdp_hello_reason_set()) */
 		hs_fail(ep, -ECONNREFUSED, "peer refused: %s%s", peer->reason,
-			n >= 4 && strcmp(peer->reason + n - 4, " ...") == 0 ?
-			" (the peer's log has the whole reason)" : "");
+			rdp_hello_reason_is_cut(peer) ? " (the peer's log has the whole reason)" :
+			"");
 		return false;
 	}
 	if (peer->type != type) {

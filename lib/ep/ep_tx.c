@@ -41,13 +41,13 @@ txq_backlog(const struct ep_txq *q, bool more_chunks)
 }
 
 /*
- * May queued message @p m start, or go on, once @p used more credits are
- * spent? A one-sided operation needs none; a chunk leaves a credit for
+ * May queued message @p m start, or its next chunk go, once @p used more
+ * credits are spent? A one-sided operation needs none; a chunk leaves a credit for
  * every FIN due (ep_rndv.c): the peer may answer nothing until they come,
  * and hold every credit the queue would spend (rdp_credit_may_send()).
  */
 static inline bool
-may_start(const struct rdp_ep *ep, const struct rdp_msg *m, uint32_t used)
+may_send(const struct rdp_ep *ep, const struct rdp_msg *m, uint32_t used)
 {
 	if (m->flags & MSG_F_RDMA)
 		return true;
@@ -67,7 +67,7 @@ ends_what_can_go(const struct rdp_ep *ep, uint32_t used)
 {
 	const struct rdp_msg *next = txq_second(&ep->txq);
 
-	return next == NULL || !may_start(ep, next, used);
+	return next == NULL || !may_send(ep, next, used);
 }
 
 /*
@@ -366,7 +366,7 @@ ep_post_sends(struct rdp_ep *ep)
 		ep->fins_due--;
 		signaled = v == RDP_CREDIT_GO_SIGNALED ||
 			   (f->link == NULL &&
-			    (txq_empty(&ep->txq) || !may_start(ep, txq_first(&ep->txq), 1)));
+			    (txq_empty(&ep->txq) || !may_send(ep, txq_first(&ep->txq), 1)));
 		seq = wr_rndv(ep, &wr[n], &sge[n], f, signaled, txq_backlog(&ep->txq, false) +
 			      !txq_empty(&ep->txq));
 		n++;
@@ -382,7 +382,7 @@ ep_post_sends(struct rdp_ep *ep)
 
 		/* no chunk spends a FIN's credit (with no FIN due the credit check
 		 * below decides, and counts a stall) */
-		if (unlikely(ep->fins_due > 0) && !may_start(ep, head, 0))
+		if (unlikely(ep->fins_due > 0) && !may_send(ep, head, 0))
 			break;
 		if (unlikely(head->flags & (MSG_F_RDMA | MSG_F_RNDV | MSG_F_CTRL))) {
 			bool rdma = head->flags & MSG_F_RDMA;

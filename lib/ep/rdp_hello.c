@@ -122,8 +122,8 @@ rdp_hello_encode(const struct rdp_hello *h, uint8_t buf[RDP_HELLO_LEN])
 		memcpy(buf + OFF_REASON, h->reason, strnlen(h->reason, RDP_HELLO_REASON_LEN - 1));
 }
 
-/* " ..." after a cut reason: what is kept of it is at most this long */
-#define REASON_CUT_MAX (RDP_HELLO_REASON_LEN - 1 - 4)
+/* what is kept of a reason that is cut, before RDP_HELLO_REASON_CUT */
+#define REASON_CUT_MAX (RDP_HELLO_REASON_LEN - 1 - (sizeof(RDP_HELLO_REASON_CUT) - 1))
 
 void
 rdp_hello_reason_set(struct rdp_hello *h, const char *why)
@@ -153,7 +153,15 @@ rdp_hello_reason_set(struct rdp_hello *h, const char *why)
 	/* a clause that keeps too little gives way to the last word */
 	i = clause >= REASON_CUT_MAX * 3 / 4 ? clause : word > 0 ? word : REASON_CUT_MAX;
 	memcpy(h->reason, why, i);
-	memcpy(h->reason + i, " ...", 5);
+	memcpy(h->reason + i, RDP_HELLO_REASON_CUT, sizeof(RDP_HELLO_REASON_CUT));
+}
+
+bool
+rdp_hello_reason_is_cut(const struct rdp_hello *h)
+{
+	size_t n = strnlen(h->reason, RDP_HELLO_REASON_LEN), m = sizeof(RDP_HELLO_REASON_CUT) - 1;
+
+	return n >= m && memcmp(h->reason + n - m, RDP_HELLO_REASON_CUT, m) == 0;
 }
 
 static bool

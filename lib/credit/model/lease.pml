@@ -605,13 +605,19 @@ proctype Poll(byte i)
 #ifdef MUTANT_NO_FIN_RESERVE
 			out[i]--;
 #else
+#ifdef SWAPS
 			if
 			:: fins[i] > 0 -> fins[i]--
 			:: else ->
-				/* (the mutant's: a FIN credit spent on data) */
+				/* a FIN credit spent on data: the FIN spends a lease credit */
 				assert(L2_credits_conserved && swapped[i] > 0 && out[i] > 0);
 				swapped[i]--; out[i]--; lease[i]--
 			fi;
+#else
+			/* the FIN spends the credit its descriptor brought */
+			assert(L2_credits_conserved && fins[i] > 0);
+			fins[i]--;
+#endif
 			fin_free++;
 #endif
 			/* the reply is done: the application frees its request */

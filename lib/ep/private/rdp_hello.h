@@ -112,8 +112,8 @@ void rdp_hello_encode(const struct rdp_hello *h, uint8_t buf[RDP_HELLO_LEN]);
  * wire. A longer @p why is cut where its last clause in reach ends (before
  * " (", "; ", ", " or ": " outside parentheses) if that keeps three
  * quarters of the room, else after its last whole word, else at the bytes
- * that fit, and ends in " ..." so that the peer
- * reads a whole statement and knows there is more (in this side's log).
+ * that fit, and ends in RDP_HELLO_REASON_CUT so that the peer reads a
+ * whole statement and knows there is more (in this side's log).
  *
  * @param h
  *   The REJECT.
@@ -121,6 +121,19 @@ void rdp_hello_encode(const struct rdp_hello *h, uint8_t buf[RDP_HELLO_LEN]);
  *   The reason, NUL-terminated.
  */
 void rdp_hello_reason_set(struct rdp_hello *h, const char *why);
+
+/** What ends a reason rdp_hello_reason_set() cut. */
+#define RDP_HELLO_REASON_CUT " ..."
+
+/**
+ * Was a REJECT's reason cut (rdp_hello_reason_set())?
+ *
+ * @param h
+ *   A decoded REJECT.
+ * @return
+ *   True when its reason ends in RDP_HELLO_REASON_CUT.
+ */
+bool rdp_hello_reason_is_cut(const struct rdp_hello *h);
 
 /**
  * Decode and check a message from a peer.
